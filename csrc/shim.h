@@ -1,0 +1,20 @@
+/* Entry points for what httpd and APR only offer as macros. */
+#ifndef GDN_SHIM_H
+#define GDN_SHIM_H
+#include "httpd.h"
+#include "http_config.h"
+#include "apr_buckets.h"
+
+void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b);
+int gdn_log_enabled(const request_rec *r, int module_index, int level);
+void gdn_log_r(const request_rec *r, int module_index, int level,
+               apr_status_t status, const char *msg);
+void gdn_log_s(const server_rec *s, int module_index, int level,
+               apr_status_t status, const char *msg);
+apr_status_t gdn_open_for_send(request_rec *r, const char *path,
+                               apr_file_t **fd);
+void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
+                     apr_off_t start, apr_off_t len);
+void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
+void gdn_set_module_config(ap_conf_vector_t *cv, const module *m, void *val);
+#endif

@@ -1,0 +1,64 @@
+//! The content codings the module knows, with their sibling suffixes.
+
+/// A content coding a sibling can carry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Coding {
+    Zstd,
+    Br,
+    Gzip,
+}
+
+impl Coding {
+    /// Every coding, in the default server preference.
+    pub const ALL: [Coding; 3] = [Coding::Zstd, Coding::Br, Coding::Gzip];
+
+    /// The Content-Encoding token.
+    pub fn token(self) -> &'static str {
+        match self {
+            Coding::Zstd => "zstd",
+            Coding::Br => "br",
+            Coding::Gzip => "gzip",
+        }
+    }
+
+    /// Sibling file suffixes, in lookup order.
+    pub fn suffixes(self) -> &'static [&'static str] {
+        match self {
+            Coding::Zstd => &[".zst", ".zstd"],
+            Coding::Br => &[".br"],
+            Coding::Gzip => &[".gz"],
+        }
+    }
+
+    /// The environment variable that removes this coding (as mod_deflate's
+    /// `no-gzip` and mod_brotli's `no-brotli` do).
+    pub fn no_env(self) -> &'static str {
+        match self {
+            Coding::Zstd => "no-zstd",
+            Coding::Br => "no-brotli",
+            Coding::Gzip => "no-gzip",
+        }
+    }
+
+    /// Position in `ALL`, for fixed-size tables.
+    pub fn index(self) -> usize {
+        match self {
+            Coding::Zstd => 0,
+            Coding::Br => 1,
+            Coding::Gzip => 2,
+        }
+    }
+
+    /// Parses a token as it appears in configuration or Accept-Encoding.
+    pub fn from_token(t: &str) -> Option<Coding> {
+        if t.eq_ignore_ascii_case("zstd") {
+            Some(Coding::Zstd)
+        } else if t.eq_ignore_ascii_case("br") {
+            Some(Coding::Br)
+        } else if t.eq_ignore_ascii_case("gzip") || t.eq_ignore_ascii_case("x-gzip") {
+            Some(Coding::Gzip)
+        } else {
+            None
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! Accept-Encoding parsing (RFC 9110 §12.5.3) into per-coding quality values.
+//!
+//! Allocation-free: the result is a fixed table, so the precompressed path
+//! costs no heap.
+
+use crate::coding::Coding;
+
+/// Quality values in thousandths (0..=1000), as RFC 9110's qvalue grammar.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Accepted {
+    /// Explicit q per coding, `None` when the header did not name it.
+    explicit: [Option<u16>; 3],
+    identity: Option<u16>,
+    star: Option<u16>,
+    /// False when no Accept-Encoding header was sent at all.
+    present: bool,
+}
+
+impl Accepted {
+    /// What a request without Accept-Encoding accepts: identity only.
+    pub fn none() -> Accepted {
+        Accepted {
+            explicit: [None; 3],
+            identity: None,
+            star: None,
+            present: false,
+        }
+    }
+
+    /// Parses an Accept-Encoding header value. Malformed members are
+    /// ignored, names are case-insensitive, `x-gzip` counts as gzip; when a
+    /// coding appears twice the highest q wins.
+    pub fn parse(header: Option<&str>) -> Accepted {
+        let mut acc = Accepted::none();
+        let Some(value) = header else { return acc };
+        acc.present = true;
+        for member in value.split(',') {
+            let mut parts = member.split(';');
+            let name = parts
+                .next()
+                .unwrap_or("")
+                .trim_matches(|c| c == ' ' || c == '\t');
+            if name.is_empty() || !name.bytes().all(is_tchar) {
+                continue;
+            }
+            let mut q = Some(1000u16);
+            for param in parts {
+                let param = param.trim_matches(|c| c == ' ' || c == '\t');
+                if let Some((k, v)) = param.split_once('=') {
+                    if k.trim_end().eq_ignore_ascii_case("q") {
+                        q = parse_qvalue(v.trim_start());
+                    }
+                } else if !param.is_empty() {
+                    q = None;
+                }
+            }
+            let Some(q) = q else { continue };
+            let slot = if name == "*" {
+                &mut acc.star
+            } else if name.eq_ignore_ascii_case("identity") {
+                &mut acc.identity
+            } else if let Some(c) = Coding::from_token(name) {
+                &mut acc.explicit[c.index()]
+            } else {
+                continue;
+            };
+            *slot = Some(slot.map_or(q, |old| old.max(q)));
+        }
+        acc
+    }
+
+    /// The quality the client gives a coding (0 = not acceptable).
+    pub fn q(&self, c: Coding) -> u16 {
+        self.explicit[c.index()].or(self.star).unwrap_or(0)
+    }
+
+    /// The quality of identity: acceptable unless excluded by
+    /// `identity;q=0` or by `*;q=0` without an identity entry.
+    pub fn identity_q(&self) -> u16 {
+        self.identity.or(self.star).unwrap_or(1000)
+    }
+
+    /// Whether any Accept-Encoding header was present.
+    pub fn present(&self) -> bool {
+        self.present
+    }
+
+    /// Removes a coding entirely (the `no-gzip` family of env vars).
+    pub fn forbid(&mut self, c: Coding) {
+        self.explicit[c.index()] = Some(0);
+    }
+
+    /// Codings from `order` with q > 0, best first; equal q keeps `order`.
+    pub fn ranked(&self, order: &[Coding]) -> Ranked {
+        let mut out = Ranked::default();
+        for &c in order {
+            let q = self.q(c);
+            if q == 0 || out.contains(c) {
+                continue;
+            }
+            // Insert after every entry with q >= this one (stable).
+            let mut pos = out.len;
+            while pos > 0 && out.items[pos - 1].1 < q {
+                pos -= 1;
+            }
+            let mut i = out.len;
+            while i > pos {
+                out.items[i] = out.items[i - 1];
+                i -= 1;
+            }
+            out.items[pos] = (c, q);
+            out.len += 1;
+        }
+        out
+    }
+}
+
+/// Acceptable codings, best first: a fixed-size list.
+#[derive(Clone, Copy, Debug)]
+pub struct Ranked {
+    items: [(Coding, u16); 3],
+    len: usize,
+}
+
+impl Default for Ranked {
+    fn default() -> Self {
+        Ranked {
+            items: [(Coding::Gzip, 0); 3],
+            len: 0,
+        }
+    }
+}
+
+impl Ranked {
+    /// The codings in order.
+    pub fn iter(&self) -> impl Iterator<Item = Coding> + '_ {
+        self.items[..self.len].iter().map(|&(c, _)| c)
+    }
+
+    /// Whether `c` is in the list.
+    pub fn contains(&self, c: Coding) -> bool {
+        self.iter().any(|x| x == c)
+    }
+
+    /// Number of acceptable codings.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when nothing is acceptable.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`
+fn parse_qvalue(v: &str) -> Option<u16> {
+    let b = v.as_bytes();
+    let (&first, rest) = b.split_first()?;
+    let frac = match rest {
+        [] => &[][..],
+        [b'.', f @ ..] if f.len() <= 3 && f.iter().all(u8::is_ascii_digit) => f,
+        _ => return None,
+    };
+    let mut thousandths = 0u16;
+    for i in 0..3 {
+        thousandths = thousandths * 10 + frac.get(i).map_or(0, |d| u16::from(d - b'0'));
+    }
+    match first {
+        b'0' => Some(thousandths),
+        b'1' if thousandths == 0 => Some(1000),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Coding::*;
+
+    const ORDER: [Coding; 3] = [Zstd, Br, Gzip];
+
+    fn rank(h: Option<&str>) -> Vec<Coding> {
+        Accepted::parse(h).ranked(&ORDER).iter().collect()
+    }
+
+    #[test]
+    fn no_header_means_identity_only() {
+        let a = Accepted::parse(None);
+        assert!(rank(None).is_empty());
+        assert_eq!(a.identity_q(), 1000);
+        assert!(!a.present());
+    }
+
+    #[test]
+    fn equal_q_uses_server_order() {
+        assert_eq!(rank(Some("gzip, deflate, br, zstd")), vec![Zstd, Br, Gzip]);
+        assert_eq!(rank(Some("gzip, br")), vec![Br, Gzip]);
+    }
+
+    #[test]
+    fn q_values_rank_and_exclude() {
+        assert_eq!(rank(Some("gzip;q=1.0, br;q=0.5, zstd;q=0")), vec![Gzip, Br]);
+        assert_eq!(rank(Some("zstd;q=0.1,gzip;q=0.9")), vec![Gzip, Zstd]);
+        assert_eq!(rank(Some("gzip;q=0")), Vec::<Coding>::new());
+        assert_eq!(rank(Some("br;q=0.001")), vec![Br]);
+    }
+
+    #[test]
+    fn star_covers_unnamed_codings() {
+        assert_eq!(rank(Some("*")), vec![Zstd, Br, Gzip]);
+        assert_eq!(rank(Some("*;q=0.5, gzip")), vec![Gzip, Zstd, Br]);
+        assert_eq!(rank(Some("*;q=0, br")), vec![Br]);
+        let a = Accepted::parse(Some("*;q=0"));
+        assert_eq!(a.identity_q(), 0);
+        let a = Accepted::parse(Some("*;q=0, identity"));
+        assert_eq!(a.identity_q(), 1000);
+    }
+
+    #[test]
+    fn identity_exclusion() {
+        assert_eq!(Accepted::parse(Some("gzip, identity;q=0")).identity_q(), 0);
+        assert_eq!(Accepted::parse(Some("gzip")).identity_q(), 1000);
+        assert_eq!(Accepted::parse(Some("")).identity_q(), 1000);
+    }
+
+    #[test]
+    fn case_whitespace_and_aliases() {
+        assert_eq!(rank(Some("  GZIP ;  Q=0.8 ,\tBr")), vec![Br, Gzip]);
+        assert_eq!(rank(Some("x-gzip")), vec![Gzip]);
+        assert_eq!(rank(Some("ZsTd")), vec![Zstd]);
+        assert_eq!(rank(Some(",,, ,gzip,,")), vec![Gzip]);
+    }
+
+    #[test]
+    fn malformed_members_are_ignored() {
+        assert_eq!(rank(Some("gzip;q=2, br")), vec![Br]);
+        assert_eq!(rank(Some("gzip;q=abc, br;q=0.5")), vec![Br]);
+        assert_eq!(rank(Some("gzip;q=0.1234, zstd")), vec![Zstd]);
+        assert_eq!(rank(Some("gz ip, br")), vec![Br]);
+        assert_eq!(rank(Some("gzip;q=1.001")), Vec::<Coding>::new());
+        assert_eq!(rank(Some("br;q=")), Vec::<Coding>::new());
+        assert_eq!(rank(Some("\0gzip, zstd")), vec![Zstd]);
+        assert_eq!(rank(Some("compress, deflate, sdch")), Vec::<Coding>::new());
+    }
+
+    #[test]
+    fn duplicates_take_highest_q() {
+        assert_eq!(rank(Some("gzip;q=0, gzip;q=0.5")), vec![Gzip]);
+    }
+
+    #[test]
+    fn forbid_removes_even_with_star() {
+        let mut a = Accepted::parse(Some("*"));
+        a.forbid(Gzip);
+        assert_eq!(a.ranked(&ORDER).iter().collect::<Vec<_>>(), vec![Zstd, Br]);
+    }
+
+    #[test]
+    fn custom_server_order_and_subset() {
+        let a = Accepted::parse(Some("gzip, br, zstd"));
+        let r: Vec<_> = a.ranked(&[Gzip, Br]).iter().collect();
+        assert_eq!(r, vec![Gzip, Br]);
+    }
+
+    #[test]
+    fn hostile_headers_do_not_panic() {
+        let long = "gzip;q=0.5,".repeat(10_000);
+        assert_eq!(rank(Some(&long)), vec![Gzip]);
+        let many: String = (0..5000).map(|i| format!("c{i};q=0.{i},")).collect();
+        assert!(rank(Some(&many)).is_empty());
+        for s in ["é", ";;;", "q=1", "*;q=0.5;q=0.1", "\u{7f}"] {
+            let _ = rank(Some(s));
+        }
+    }
+}
