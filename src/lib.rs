@@ -13,4 +13,5 @@ pub mod decode;
 pub mod handler;
 pub mod httpd;
 pub mod negotiate;
+pub mod publish;
 pub mod variant;

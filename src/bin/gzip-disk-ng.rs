@@ -1,5 +1,204 @@
 //! `gzip-disk-ng`: the publish tool that makes and checks siblings.
-fn main() {
-    eprintln!("gzip-disk-ng: not yet implemented");
-    std::process::exit(2);
+//!
+//! A thin command line over `mod_gzip_disk_ng::publish`; exit status 0 when
+//! everything went well, 1 when any file had a problem, 2 on bad usage.
+
+use clap::{Args, Parser, Subcommand};
+use mod_gzip_disk_ng::coding::Coding;
+use mod_gzip_disk_ng::publish::{self, encode::Levels, CompressOptions, Report};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "gzip-disk-ng",
+    version,
+    about = "Make and check precompressed .zst/.br/.gz siblings for mod_gzip_disk_ng"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Write .zst, .br and .gz siblings next to files (atomically, in parallel).
+    Compress(CompressArgs),
+    /// Check that every sibling decodes and matches its original.
+    Verify(VerifyArgs),
+}
+
+#[derive(Args)]
+struct Common {
+    /// Worker threads (default: all cores).
+    #[arg(short = 'j', long)]
+    jobs: Option<usize>,
+    /// Follow symlinks below the given paths.
+    #[arg(long)]
+    follow_symlinks: bool,
+    /// Print only problems and the summary.
+    #[arg(short, long)]
+    quiet: bool,
+    /// One line per file even on a terminal (no progress bar).
+    #[arg(long)]
+    plain: bool,
+}
+
+#[derive(Args)]
+struct CompressArgs {
+    /// Files and directories to compress.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    /// Make gzip siblings (naming any coding makes only those named).
+    #[arg(long)]
+    gzip: bool,
+    /// Make brotli siblings.
+    #[arg(long)]
+    brotli: bool,
+    /// Make zstd siblings.
+    #[arg(long)]
+    zstd: bool,
+    /// Do not make gzip siblings.
+    #[arg(long)]
+    no_gzip: bool,
+    /// Do not make brotli siblings.
+    #[arg(long)]
+    no_brotli: bool,
+    /// Do not make zstd siblings.
+    #[arg(long)]
+    no_zstd: bool,
+    /// gzip level.
+    #[arg(long, default_value_t = 9, value_parser = clap::value_parser!(u32).range(1..=9))]
+    gzip_level: u32,
+    /// Brotli quality.
+    #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(0..=11))]
+    brotli_quality: u32,
+    /// Largest brotli window, in bits (smaller for small files).
+    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(10..=24))]
+    brotli_window: u32,
+    /// zstd level.
+    #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(i32).range(1..=22))]
+    zstd_level: i32,
+    /// Largest zstd window log; 23 (8 MiB) is what browsers accept.
+    #[arg(long, default_value_t = 23, value_parser = clap::value_parser!(u32).range(10..=23))]
+    zstd_window_log: u32,
+    /// Files smaller than this many bytes are left alone.
+    #[arg(long, default_value_t = 256)]
+    min_size: u64,
+    /// Keep a variant only if it saves at least this percentage.
+    #[arg(long, default_value_t = 5.0)]
+    min_saving: f64,
+    /// Only files matching this glob (repeatable; path relative to the
+    /// argument, or file name).
+    #[arg(long)]
+    include: Vec<String>,
+    /// Skip files and directories matching this glob (repeatable).
+    #[arg(long)]
+    exclude: Vec<String>,
+    /// Redo siblings even when up to date.
+    #[arg(short, long)]
+    force: bool,
+    /// Show what would be done without writing anything.
+    #[arg(short = 'n', long)]
+    dry_run: bool,
+    /// Delete each original once every sibling decodes back to it byte for byte.
+    #[arg(long)]
+    remove_originals: bool,
+    #[command(flatten)]
+    common: Common,
+}
+
+#[derive(Args)]
+struct VerifyArgs {
+    /// Files and directories to check.
+    #[arg(required = true)]
+    paths: Vec<PathBuf>,
+    #[command(flatten)]
+    common: Common,
+}
+
+fn report(c: &Common) -> Report {
+    if c.quiet {
+        Report::Quiet
+    } else if c.plain {
+        Report::Plain
+    } else {
+        Report::Auto
+    }
+}
+
+fn threads(jobs: Option<usize>) -> Result<(), String> {
+    if let Some(n) = jobs {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(n.max(1))
+            .build_global()
+            .map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+fn codings(a: &CompressArgs) -> Vec<Coding> {
+    let named = a.gzip || a.brotli || a.zstd;
+    [
+        (Coding::Zstd, a.zstd, a.no_zstd),
+        (Coding::Br, a.brotli, a.no_brotli),
+        (Coding::Gzip, a.gzip, a.no_gzip),
+    ]
+    .into_iter()
+    .filter(|(_, yes, no)| (!named || *yes) && !*no)
+    .map(|(c, _, _)| c)
+    .collect()
+}
+
+fn run(cli: Cli) -> Result<bool, String> {
+    match cli.cmd {
+        Cmd::Compress(a) => {
+            threads(a.common.jobs)?;
+            if !(0.0..=100.0).contains(&a.min_saving) {
+                return Err("--min-saving must be between 0 and 100".into());
+            }
+            let o = CompressOptions {
+                codings: codings(&a),
+                levels: Levels {
+                    gzip: a.gzip_level,
+                    brotli_quality: a.brotli_quality,
+                    brotli_lgwin: a.brotli_window,
+                    zstd: a.zstd_level,
+                    zstd_window_log: a.zstd_window_log,
+                },
+                min_size: a.min_size,
+                min_saving: a.min_saving,
+                include: a.include,
+                exclude: a.exclude,
+                follow_symlinks: a.common.follow_symlinks,
+                force: a.force,
+                dry_run: a.dry_run,
+                remove_originals: a.remove_originals,
+                report: report(&a.common),
+            };
+            if o.codings.is_empty() {
+                return Err("no coding selected".into());
+            }
+            let s = publish::compress(&a.paths, &o)?;
+            println!("{s}");
+            Ok(s.errors == 0)
+        }
+        Cmd::Verify(a) => {
+            threads(a.common.jobs)?;
+            let s = publish::verify(&a.paths, a.common.follow_symlinks, report(&a.common));
+            println!("{s}");
+            Ok(s.clean())
+        }
+    }
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("gzip-disk-ng: {e}");
+            ExitCode::from(2)
+        }
+    }
 }

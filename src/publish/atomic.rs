@@ -1,0 +1,198 @@
+//! Atomic sibling writes: a temporary file in the target's directory that
+//! is fsynced and renamed over the final name, or removed on any failure.
+//!
+//! A run killed at any moment leaves at worst a `.name.tmpXXXX` file, never a
+//! truncated sibling under the name the server looks up.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, BufWriter, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Marker between the sibling name and the random tail of a temp name.
+pub const TMP_MARK: &str = ".tmp";
+
+/// True for names this module creates as temporaries (`.x.gz.tmp1a2b`), so
+/// walks never compress a leftover of a killed run.
+pub fn is_temp_name(name: &str) -> bool {
+    if !name.starts_with('.') {
+        return false;
+    }
+    match name.rfind(TMP_MARK) {
+        Some(i) => {
+            let tail = &name[i + TMP_MARK.len()..];
+            !tail.is_empty() && tail.chars().all(|c| c.is_ascii_alphanumeric())
+        }
+        None => false,
+    }
+}
+
+/// A file being written; removed on drop unless `commit` succeeded.
+pub struct TempFile {
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+}
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+fn tail() -> String {
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let t = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    let mix = (u64::from(std::process::id()) << 32) ^ u64::from(t) ^ n.wrapping_mul(0x9e37_79b9);
+    format!("{:x}", mix & 0xff_ffff_ffff)
+}
+
+impl TempFile {
+    /// Creates a fresh temporary next to `final_path`, private until commit.
+    pub fn new(final_path: &Path) -> io::Result<TempFile> {
+        let dir = final_path.parent().unwrap_or(Path::new("."));
+        let name = final_path
+            .file_name()
+            .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "no file name"))?;
+        for _ in 0..16 {
+            let mut tmp_name = std::ffi::OsString::from(".");
+            tmp_name.push(name);
+            tmp_name.push(TMP_MARK);
+            tmp_name.push(tail());
+            let path = dir.join(tmp_name);
+            match OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&path)
+            {
+                Ok(f) => {
+                    return Ok(TempFile {
+                        path,
+                        file: Some(BufWriter::with_capacity(64 * 1024, f)),
+                    })
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "cannot create a unique temporary file",
+        ))
+    }
+
+    /// The temporary's own path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Flushes, gives the file `meta`'s permissions, owner (when allowed)
+    /// and mtime, fsyncs and renames it to `final_path`.
+    pub fn commit(mut self, final_path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+        let w = self
+            .file
+            .take()
+            .ok_or_else(|| io::Error::other("temporary already closed"))?;
+        let f = w.into_inner().map_err(|e| e.into_error())?;
+        finish_file(&f, meta)?;
+        drop(f);
+        fs::rename(&self.path, final_path)?;
+        // Renamed: nothing left to clean up.
+        self.path = PathBuf::new();
+        Ok(())
+    }
+}
+
+fn finish_file(f: &File, meta: &fs::Metadata) -> io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // Keep the original's owner so the server reads siblings as it reads
+    // originals; only root may do this, and failing is harmless.
+    let _ = std::os::unix::fs::fchown(f, Some(meta.uid()), Some(meta.gid()));
+    f.set_permissions(fs::Permissions::from_mode(meta.permissions().mode() & 0o7777))?;
+    let mut times = fs::FileTimes::new().set_modified(meta.modified()?);
+    if let Ok(a) = meta.accessed() {
+        times = times.set_accessed(a);
+    }
+    f.set_times(times)?;
+    f.sync_all()
+}
+
+impl Write for TempFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.file {
+            Some(f) => f.write(buf),
+            None => Err(io::Error::other("temporary closed")),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        match &mut self.file {
+            Some(f) => f.flush(),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        self.file = None;
+        if !self.path.as_os_str().is_empty() {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn temp_names_are_recognised() {
+        assert!(is_temp_name(".a.html.gz.tmp1f2e"));
+        assert!(!is_temp_name("a.html.gz.tmp1f2e"));
+        assert!(!is_temp_name(".a.tmp"));
+        assert!(!is_temp_name(".profile"));
+        assert!(!is_temp_name(".a.tmp-x"));
+    }
+
+    #[test]
+    fn commit_renames_with_mode_and_mtime() {
+        let d = tempfile::tempdir().unwrap();
+        let orig = d.path().join("a.txt");
+        fs::write(&orig, b"hello").unwrap();
+        fs::set_permissions(&orig, fs::Permissions::from_mode(0o640)).unwrap();
+        let old = SystemTime::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+        File::options()
+            .write(true)
+            .open(&orig)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let meta = fs::metadata(&orig).unwrap();
+        let fin = d.path().join("a.txt.gz");
+        let mut t = TempFile::new(&fin).unwrap();
+        let tmp = t.path().to_owned();
+        assert!(is_temp_name(tmp.file_name().unwrap().to_str().unwrap()));
+        t.write_all(b"data").unwrap();
+        t.commit(&fin, &meta).unwrap();
+        assert!(!tmp.exists());
+        let m = fs::metadata(&fin).unwrap();
+        assert_eq!(m.mode() & 0o777, 0o640);
+        assert_eq!(m.modified().unwrap(), old);
+        assert_eq!(fs::read(&fin).unwrap(), b"data");
+    }
+
+    #[test]
+    fn dropped_temp_is_removed() {
+        let d = tempfile::tempdir().unwrap();
+        let fin = d.path().join("b.gz");
+        let mut t = TempFile::new(&fin).unwrap();
+        t.write_all(b"partial").unwrap();
+        let tmp = t.path().to_owned();
+        assert!(tmp.exists());
+        drop(t);
+        assert!(!tmp.exists());
+        assert!(!fin.exists());
+    }
+}

@@ -1,0 +1,166 @@
+//! Decoding siblings back and comparing them with their originals, through
+//! the same streaming decoders the module uses.
+
+use crate::coding::Coding;
+use crate::decode::{DecodeError, Decoder};
+use std::fs::File;
+use std::io::{self, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// The coding a sibling's name says it carries, and its original's path.
+pub fn sibling_of(path: &Path) -> Option<(Coding, PathBuf)> {
+    let name = path.file_name()?.to_str()?;
+    for c in Coding::ALL {
+        for s in c.suffixes() {
+            if let Some(stem) = name.strip_suffix(s) {
+                if !stem.is_empty() {
+                    return Some((c, path.with_file_name(stem)));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Every sibling name a file can have, with its coding.
+pub fn sibling_paths(original: &Path) -> Vec<(Coding, PathBuf)> {
+    let mut v = Vec::new();
+    for c in Coding::ALL {
+        for s in c.suffixes() {
+            let mut p = original.as_os_str().to_owned();
+            p.push(s);
+            v.push((c, PathBuf::from(p)));
+        }
+    }
+    v
+}
+
+/// A sink that checks written bytes against a reader.
+struct Compare<R: Read> {
+    expected: R,
+    offset: u64,
+    differs: bool,
+    buf: Vec<u8>,
+}
+
+impl<R: Read> Write for Compare<R> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.buf.resize(data.len(), 0);
+        let mut got = 0;
+        while got < data.len() {
+            match self.expected.read(&mut self.buf[got..]) {
+                Ok(0) => break,
+                Ok(n) => got += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if got < data.len() || self.buf[..got] != *data {
+            let same = self.buf[..got]
+                .iter()
+                .zip(data)
+                .take_while(|(a, b)| a == b)
+                .count();
+            self.offset += same as u64;
+            self.differs = true;
+            return Err(io::Error::other("content differs"));
+        }
+        self.offset += data.len() as u64;
+        Ok(data.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+fn open_decoder(coding: Coding, sibling: &Path) -> Result<Decoder<File>, String> {
+    let f = File::open(sibling).map_err(|e| format!("cannot open: {e}"))?;
+    Decoder::new(coding, f).map_err(|e| format!("cannot decode: {e}"))
+}
+
+/// Decodes a sibling to the end; returns the decoded length.
+pub fn decodes(coding: Coding, sibling: &Path) -> Result<u64, String> {
+    open_decoder(coding, sibling)?
+        .copy_to(&mut io::sink())
+        .map_err(|e| format!("does not decode: {e}"))
+}
+
+/// Decodes a sibling and compares it byte for byte with `original`.
+pub fn matches(coding: Coding, sibling: &Path, original: &Path) -> Result<(), String> {
+    let orig = File::open(original).map_err(|e| format!("cannot open original: {e}"))?;
+    let mut cmp = Compare {
+        expected: BufReader::with_capacity(64 * 1024, orig),
+        offset: 0,
+        differs: false,
+        buf: Vec::new(),
+    };
+    let r = open_decoder(coding, sibling)?.copy_to(&mut cmp);
+    match r {
+        Ok(_) => {}
+        Err(DecodeError::Io(_)) if cmp.differs => {
+            return Err(format!(
+                "decodes to different content (first difference at byte {})",
+                cmp.offset
+            ))
+        }
+        Err(e) => return Err(format!("does not decode: {e}")),
+    }
+    let mut one = [0u8; 1];
+    loop {
+        match cmp.expected.read(&mut one) {
+            Ok(0) => return Ok(()),
+            Ok(_) => {
+                return Err(format!(
+                    "decodes to only {} bytes, shorter than the original",
+                    cmp.offset
+                ))
+            }
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(format!("cannot read original: {e}")),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::encode::{encode_vec, Levels};
+    use std::fs;
+
+    #[test]
+    fn names() {
+        let (c, o) = sibling_of(Path::new("/x/a.html.zstd")).unwrap();
+        assert_eq!((c, o), (Coding::Zstd, PathBuf::from("/x/a.html")));
+        assert_eq!(sibling_of(Path::new("/x/a.br")).unwrap().0, Coding::Br);
+        assert!(sibling_of(Path::new("/x/.gz")).is_none());
+        assert!(sibling_of(Path::new("/x/a.html")).is_none());
+        assert_eq!(sibling_paths(Path::new("a")).len(), 4);
+    }
+
+    #[test]
+    fn compare_detects_differences() {
+        let d = tempfile::tempdir().unwrap();
+        let orig = d.path().join("a.txt");
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 97) as u8).collect();
+        fs::write(&orig, &data).unwrap();
+        for c in Coding::ALL {
+            let sib = d.path().join(format!("a.txt{}", c.suffixes()[0]));
+            fs::write(&sib, encode_vec(c, &Levels::default(), &data).unwrap()).unwrap();
+            assert_eq!(decodes(c, &sib).unwrap(), data.len() as u64);
+            matches(c, &sib, &orig).unwrap();
+            let mut other = data.clone();
+            other[5000] ^= 1;
+            fs::write(&sib, encode_vec(c, &Levels::default(), &other).unwrap()).unwrap();
+            let e = matches(c, &sib, &orig).unwrap_err();
+            assert!(e.contains("byte 5000"), "{e}");
+            fs::write(&sib, encode_vec(c, &Levels::default(), &data[..500]).unwrap()).unwrap();
+            assert!(matches(c, &sib, &orig).unwrap_err().contains("shorter"));
+            let mut longer = data.clone();
+            longer.push(1);
+            fs::write(&sib, encode_vec(c, &Levels::default(), &longer).unwrap()).unwrap();
+            assert!(matches(c, &sib, &orig).is_err());
+            fs::write(&sib, b"garbage garbage").unwrap();
+            assert!(decodes(c, &sib).is_err());
+        }
+    }
+}

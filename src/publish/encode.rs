@@ -1,0 +1,252 @@
+//! Streaming encoders for the three codings, tuned for what browsers accept.
+//!
+//! Each encoder reads its input through a bounded buffer and writes to any
+//! `Write`, so memory stays flat whatever the file size.
+
+use crate::coding::Coding;
+use std::io::{self, Read, Write};
+
+/// Largest brotli window: RFC 7932 streams (not large-window) stop at 24.
+pub const BROTLI_LGWIN_MAX: u32 = 24;
+/// Smallest brotli window the format allows.
+pub const BROTLI_LGWIN_MIN: u32 = 10;
+/// Largest zstd window log: 8 MiB, the browsers' cap (RFC 9659).
+pub const ZSTD_WINDOW_LOG_MAX: u32 = crate::decode::ZSTD_WINDOW_LOG_MAX;
+
+/// Encoder settings for every coding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Levels {
+    /// flate2 level, 0..=9.
+    pub gzip: u32,
+    /// Brotli quality, 0..=11.
+    pub brotli_quality: u32,
+    /// Brotli window bits cap, 10..=24; shrunk further for small inputs.
+    pub brotli_lgwin: u32,
+    /// zstd level, 1..=22.
+    pub zstd: i32,
+    /// zstd window log cap, 10..=23.
+    pub zstd_window_log: u32,
+}
+
+impl Default for Levels {
+    fn default() -> Self {
+        Levels {
+            gzip: 9,
+            brotli_quality: 11,
+            brotli_lgwin: BROTLI_LGWIN_MAX,
+            zstd: 19,
+            zstd_window_log: ZSTD_WINDOW_LOG_MAX,
+        }
+    }
+}
+
+/// Read buffer per encoder.
+const CHUNK: usize = 128 * 1024;
+
+/// A writer that keeps the first error and counts bytes, because the brotli
+/// encoder swallows errors raised while it finishes the stream.
+struct Tracked<W: Write> {
+    inner: W,
+    written: u64,
+    error: Option<io::Error>,
+}
+
+impl<W: Write> Write for Tracked<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self.inner.write(buf) {
+            Ok(n) => {
+                self.written += n as u64;
+                Ok(n)
+            }
+            Err(e) => {
+                let copy = io::Error::new(e.kind(), e.to_string());
+                if self.error.is_none() {
+                    self.error = Some(e);
+                }
+                Err(copy)
+            }
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Copies `src` into `dst` in `CHUNK` pieces.
+fn pump(src: &mut impl Read, dst: &mut impl Write) -> io::Result<u64> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut total = 0u64;
+    loop {
+        let n = match src.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        dst.write_all(&buf[..n])?;
+        total += n as u64;
+    }
+}
+
+/// Brotli window for an input of `len` bytes: no larger than the data needs
+/// (as the brotli CLI does), so decoders reserve less memory.
+pub fn brotli_window(len: u64, cap: u32) -> u32 {
+    let mut bits = BROTLI_LGWIN_MIN;
+    while bits < cap && (1u64 << bits) - 16 < len {
+        bits += 1;
+    }
+    bits.clamp(BROTLI_LGWIN_MIN, cap.clamp(BROTLI_LGWIN_MIN, BROTLI_LGWIN_MAX))
+}
+
+/// Encodes everything `src` yields (expected to be `len` bytes) into `dst`
+/// and returns the number of bytes written. `len` is pledged to zstd, so a
+/// source of another length makes zstd fail rather than lie in its header.
+pub fn encode<R: Read, W: Write>(
+    coding: Coding,
+    levels: &Levels,
+    len: u64,
+    mut src: R,
+    dst: W,
+) -> io::Result<(u64, W)> {
+    let mut out = Tracked {
+        inner: dst,
+        written: 0,
+        error: None,
+    };
+    match coding {
+        Coding::Gzip => {
+            let mut e = flate2::write::GzEncoder::new(
+                &mut out,
+                flate2::Compression::new(levels.gzip.min(9)),
+            );
+            pump(&mut src, &mut e)?;
+            e.finish()?;
+        }
+        Coding::Zstd => {
+            let mut e = zstd::stream::write::Encoder::new(&mut out, levels.zstd)?;
+            e.include_checksum(true)?;
+            e.include_contentsize(true)?;
+            e.window_log(levels.zstd_window_log.min(ZSTD_WINDOW_LOG_MAX))?;
+            e.set_pledged_src_size(Some(len))?;
+            pump(&mut src, &mut e)?;
+            e.finish()?;
+        }
+        Coding::Br => {
+            let params = brotli::enc::BrotliEncoderParams {
+                quality: levels.brotli_quality.min(11) as i32,
+                lgwin: brotli_window(len, levels.brotli_lgwin) as i32,
+                size_hint: usize::try_from(len).unwrap_or(usize::MAX),
+                ..Default::default()
+            };
+            let mut e = brotli::CompressorWriter::with_params(&mut out, CHUNK, &params);
+            pump(&mut src, &mut e)?;
+            // Flushing first byte-aligns the stream, so it ends with the
+            // one-byte empty last meta-block (0x03) that jitter can later be
+            // inserted before without re-encoding.
+            e.flush()?;
+            drop(e);
+        }
+    }
+    if let Some(e) = out.error.take() {
+        return Err(e);
+    }
+    out.flush()?;
+    Ok((out.written, out.inner))
+}
+
+/// Encodes a buffer; for tests and small inputs.
+pub fn encode_vec(coding: Coding, levels: &Levels, data: &[u8]) -> io::Result<Vec<u8>> {
+    encode(coding, levels, data.len() as u64, data, Vec::new()).map(|(_, v)| v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{decode_all, probe, PROBE_HEAD};
+
+    fn text(n: usize) -> Vec<u8> {
+        let mut v = Vec::with_capacity(n);
+        let mut x = 1u32;
+        while v.len() < n {
+            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+            let words = ["<p>", "apache ", "module ", "</p>\n", "gzip ", "zstd ", "brotli "];
+            v.extend_from_slice(words[(x >> 16) as usize % words.len()].as_bytes());
+        }
+        v.truncate(n);
+        v
+    }
+
+    #[test]
+    fn round_trips_every_coding() {
+        let l = Levels::default();
+        for n in [0, 1, 300, 70_000] {
+            let d = text(n);
+            for c in Coding::ALL {
+                let e = encode_vec(c, &l, &d).unwrap();
+                assert_eq!(decode_all(c, &e).unwrap(), d, "{c:?} {n}");
+            }
+        }
+    }
+
+    #[test]
+    fn brotli_ends_with_byte_aligned_empty_last_block() {
+        for n in [0, 10, 5000, 300_000] {
+            let e = encode_vec(Coding::Br, &Levels::default(), &text(n)).unwrap();
+            assert_eq!(e.last(), Some(&0x03), "len {n}");
+        }
+    }
+
+    #[test]
+    fn zstd_declares_content_size_and_small_window() {
+        let l = Levels::default();
+        for n in [0, 1000, 20 << 20] {
+            let d = text(n);
+            let e = encode_vec(Coding::Zstd, &l, &d).unwrap();
+            let p = probe(Coding::Zstd, &e[..PROBE_HEAD.min(e.len())], e.len() as u64, None)
+                .unwrap();
+            assert_eq!(p.declared_len, Some(n as u64));
+            assert!(p.window <= 8 << 20, "window {}", p.window);
+            // Checksum flag (bit 2 of the frame header descriptor).
+            assert_ne!(e[4] & 0x04, 0);
+        }
+    }
+
+    #[test]
+    fn zstd_refuses_a_source_that_does_not_match_the_pledge() {
+        let d = text(1000);
+        let r = encode(Coding::Zstd, &Levels::default(), 2000, &d[..], Vec::new());
+        assert!(r.is_err());
+    }
+
+    #[test]
+    fn brotli_window_follows_size() {
+        assert_eq!(brotli_window(0, 24), 10);
+        assert_eq!(brotli_window(1000, 24), 10);
+        assert_eq!(brotli_window(5000, 24), 13);
+        assert_eq!(brotli_window(1 << 30, 24), 24);
+        assert_eq!(brotli_window(1 << 30, 22), 22);
+    }
+
+    struct Full(usize);
+    impl Write for Full {
+        fn write(&mut self, b: &[u8]) -> io::Result<usize> {
+            if self.0 < b.len() {
+                return Err(io::Error::new(io::ErrorKind::StorageFull, "disk full"));
+            }
+            self.0 -= b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn write_errors_surface_for_every_coding() {
+        let d = text(200_000);
+        for c in Coding::ALL {
+            let r = encode(c, &Levels::default(), d.len() as u64, &d[..], Full(100));
+            assert!(r.is_err(), "{c:?}");
+        }
+    }
+}
