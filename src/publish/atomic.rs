@@ -109,7 +109,9 @@ fn finish_file(f: &File, meta: &fs::Metadata) -> io::Result<()> {
     // Keep the original's owner so the server reads siblings as it reads
     // originals; only root may do this, and failing is harmless.
     let _ = std::os::unix::fs::fchown(f, Some(meta.uid()), Some(meta.gid()));
-    f.set_permissions(fs::Permissions::from_mode(meta.permissions().mode() & 0o7777))?;
+    f.set_permissions(fs::Permissions::from_mode(
+        meta.permissions().mode() & 0o7777,
+    ))?;
     let mut times = fs::FileTimes::new().set_modified(meta.modified()?);
     if let Ok(a) = meta.accessed() {
         times = times.set_accessed(a);

@@ -153,7 +153,11 @@ mod tests {
             fs::write(&sib, encode_vec(c, &Levels::default(), &other).unwrap()).unwrap();
             let e = matches(c, &sib, &orig).unwrap_err();
             assert!(e.contains("byte 5000"), "{e}");
-            fs::write(&sib, encode_vec(c, &Levels::default(), &data[..500]).unwrap()).unwrap();
+            fs::write(
+                &sib,
+                encode_vec(c, &Levels::default(), &data[..500]).unwrap(),
+            )
+            .unwrap();
             assert!(matches(c, &sib, &orig).unwrap_err().contains("shorter"));
             let mut longer = data.clone();
             longer.push(1);

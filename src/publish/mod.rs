@@ -383,7 +383,11 @@ fn one_file(path: &Path, o: &CompressOptions, out: &Out) -> FileResult {
             Outcome::NotWorth { removed, .. } => parts.push(format!(
                 "{} not worth it{}",
                 c.token(),
-                if *removed { ", old sibling removed" } else { "" }
+                if *removed {
+                    ", old sibling removed"
+                } else {
+                    ""
+                }
             )),
             Outcome::Failed(e) => {
                 out.error(path, &format!("{}: {e}", c.token()));
@@ -632,7 +636,10 @@ mod tests {
         assert_eq!((s.compressed, s.errors), (1, 0));
         for c in Coding::ALL {
             let m = fs::metadata(sibling_path(&p, c)).unwrap();
-            assert_eq!(m.modified().unwrap(), fs::metadata(&p).unwrap().modified().unwrap());
+            assert_eq!(
+                m.modified().unwrap(),
+                fs::metadata(&p).unwrap().modified().unwrap()
+            );
         }
         let s = compress(&[d.path().to_path_buf()], &opts()).unwrap();
         assert_eq!((s.compressed, s.up_to_date), (0, 1));

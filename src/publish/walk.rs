@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 /// costs time and saves nothing.
 pub const COMPRESSED_EXTENSIONS: &[&str] = &[
     // images
-    "png", "jpg", "jpeg", "jpe", "jfif", "gif", "webp", "avif", "heic", "heif", "jxl", "ico",
-    "cur", "tif", "tiff", // fonts
+    "png", "jpg", "jpeg", "jpe", "jfif", "gif", "webp", "avif", "heic", "heif", "jxl", "ico", "cur",
+    "tif", "tiff", // fonts
     "woff", "woff2", // archives and compressed streams
     "zip", "gz", "tgz", "br", "zst", "zstd", "xz", "txz", "lz", "lzma", "lz4", "bz2", "tbz2", "7z",
     "rar", "jar", "war", "apk", "deb", "rpm", "cab", "dmg", "iso", "z", // audio and video
@@ -210,10 +210,26 @@ mod tests {
 
     #[test]
     fn compressed_extensions() {
-        for n in ["a.PNG", "x.woff2", "a.html.gz", "b.br", "c.zst", "v.mp4", "f.tar.xz"] {
+        for n in [
+            "a.PNG",
+            "x.woff2",
+            "a.html.gz",
+            "b.br",
+            "c.zst",
+            "v.mp4",
+            "f.tar.xz",
+        ] {
             assert!(is_compressed_name(n), "{n}");
         }
-        for n in ["a.html", "b.css", "c.js", "README", ".gz", "x.svg", "data.json"] {
+        for n in [
+            "a.html",
+            "b.css",
+            "c.js",
+            "README",
+            ".gz",
+            "x.svg",
+            "data.json",
+        ] {
             assert!(!is_compressed_name(n), "{n}");
         }
     }

@@ -1,0 +1,68 @@
+#!/bin/sh
+# Times `gzip-disk-ng compress` (gzip+brotli+zstd) against the sequential
+# CLI loop it replaces, on Debian's apache2-doc manual, then times an
+# incremental rerun. Usage: bench/publish.sh [TREE]
+set -eu
+cd "$(dirname "$0")/.."
+TREE=${1:-/usr/share/doc/apache2-doc/manual}
+
+if [ ! -d "$TREE" ] && [ "$TREE" = /usr/share/doc/apache2-doc/manual ]; then
+    apt-get install -y apache2-doc
+fi
+for tool in brotli zstd; do
+    command -v "$tool" >/dev/null || apt-get install -y "$tool"
+done
+cargo build --release --bin gzip-disk-ng >/dev/null
+BIN=${CARGO_TARGET_DIR:-target}/release/gzip-disk-ng
+
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
+# Symlinks (the Debian tree has many) stay links; neither side follows them.
+cp -a "$TREE" "$WORK/tool"
+cp -a "$TREE" "$WORK/cli"
+
+now() { date +%s.%N; }
+
+t0=$(now)
+"$BIN" compress --quiet "$WORK/tool" >"$WORK/tool.log"
+t1=$(now)
+"$BIN" compress --quiet "$WORK/tool" >"$WORK/tool2.log"
+t2=$(now)
+
+# The same selection the tool compresses, for a fair comparison.
+find "$WORK/tool" -type f \( -name '*.gz' -o -name '*.br' -o -name '*.zst' \) |
+    sed -e "s|^$WORK/tool/||" -e 's/\.\(gz\|br\|zst\)$//' | sort -u |
+    while IFS= read -r f; do [ -f "$WORK/tool/$f" ] && echo "$f"; done >"$WORK/list"
+
+c0=$(now)
+while IFS= read -r f; do
+    gzip -9 -k -f "$WORK/cli/$f"
+    brotli -q 11 -k -f "$WORK/cli/$f"
+    zstd -19 -q -k -f "$WORK/cli/$f"
+done <"$WORK/list"
+c1=$(now)
+
+size() { # dir suffix
+    (cd "$1" && sed "s/\$/$2/" "$WORK/list" | tr '\n' '\0' | xargs -0 stat -c %s 2>/dev/null) |
+        awk '{s+=$1} END {print s+0}'
+}
+orig=$( (cd "$WORK/cli" && tr '\n' '\0' <"$WORK/list" | xargs -0 stat -c %s) | awk '{s+=$1} END {print s}')
+files=$(wc -l <"$WORK/list")
+tool_t=$(echo "$t1 - $t0" | bc)
+inc_t=$(echo "$t2 - $t1" | bc)
+cli_t=$(echo "$c1 - $c0" | bc)
+
+echo "tree: $TREE ($files compressible files, $orig bytes), $(nproc) cores"
+printf 'gzip-disk-ng compress: %8.2f s\n' "$tool_t"
+printf 'sequential CLI loop:   %8.2f s\n' "$cli_t"
+printf 'speed-up:              %8.2fx\n' "$(echo "$cli_t / $tool_t" | bc -l)"
+printf 'incremental rerun:     %8.3f s\n' "$inc_t"
+printf '%-6s %12s %12s\n' coding tool cli
+for s in .gz .br .zst; do
+    printf '%-6s %12d %12d\n' "$s" "$(size "$WORK/tool" $s)" "$(size "$WORK/cli" $s)"
+done
+echo "--- tool summary"
+tail -n 8 "$WORK/tool.log"
+echo "--- rerun summary"
+tail -n 8 "$WORK/tool2.log"
+"$BIN" verify --quiet "$WORK/tool" | tail -n 2
