@@ -668,7 +668,7 @@ mod tests {
             .unwrap()
             .set_modified(SystemTime::UNIX_EPOCH + Duration::from_secs(1000))
             .unwrap();
-        let s = compress(&[p.clone()], &opts()).unwrap();
+        let s = compress(std::slice::from_ref(&p), &opts()).unwrap();
         assert_eq!(s.compressed, 0, "{s}");
         assert_eq!(s.per_coding[Coding::Gzip.index()].removed, 1, "{s}");
         for c in Coding::ALL {
