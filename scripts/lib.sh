@@ -3,7 +3,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PACKAGES=(apache2 apache2-dev libclang-dev clang curl brotli zstd python3)
+APT_PACKAGES=(apache2 apache2-dev libclang-dev curl brotli zstd python3 bc)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
