@@ -5,9 +5,9 @@
 use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder};
 use crate::httpd::{
-    Brigade, File, FileKind, Finfo, Level, Method, Request, DECLINED, DONE, HTTP_BAD_GATEWAY,
-    HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED, HTTP_NOT_ACCEPTABLE, HTTP_NOT_FOUND,
-    HTTP_NOT_IMPLEMENTED, OK,
+    Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, DECLINED, DONE,
+    HTTP_BAD_GATEWAY, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED, HTTP_NOT_ACCEPTABLE,
+    HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
 };
 use crate::negotiate::Accepted;
 use crate::variant::{self, Inputs, Step};
@@ -48,6 +48,40 @@ struct Sibling<'r> {
     info: Finfo,
 }
 
+/// Stats one candidate path; a symlink is followed only where `Options`
+/// would let Apache serve it under that name.
+fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
+    let link = req.stat(path, true).ok()?;
+    let info = if link.kind() == FileKind::Symlink {
+        let policy = req.symlink_policy();
+        let target = req.stat(path, false).ok()?;
+        let allowed = match policy {
+            SymlinkPolicy::Always => true,
+            SymlinkPolicy::IfOwnerMatch => target.user() == link.user(),
+            SymlinkPolicy::Never => false,
+        };
+        if !allowed {
+            req.log_with(Level::Info, 0, || {
+                format!(
+                    "symlinked sibling refused by Options ({policy:?}): {}",
+                    path.to_string_lossy()
+                )
+            });
+            return None;
+        }
+        target
+    } else {
+        link
+    };
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!("ignoring {}: not a regular file", path.to_string_lossy())
+        });
+        return None;
+    }
+    Some(Sibling { path, info })
+}
+
 /// Stats the siblings of `base` for the allowed codings.
 fn find_siblings<'r>(
     req: &Request<'r>,
@@ -56,19 +90,10 @@ fn find_siblings<'r>(
 ) -> [Option<Sibling<'r>>; 3] {
     let mut out = [None; 3];
     for &c in allowed {
-        for suffix in c.suffixes() {
-            let path = req.path_with_suffix(base, suffix);
-            match req.stat(path, false) {
-                Ok(info) if info.kind() == FileKind::Regular => {
-                    out[c.index()] = Some(Sibling { path, info });
-                    break;
-                }
-                Ok(_) => req.log_with(Level::Debug, 0, || {
-                    format!("ignoring {}: not a regular file", path.to_string_lossy())
-                }),
-                Err(_) => {}
-            }
-        }
+        out[c.index()] = c
+            .suffixes()
+            .iter()
+            .find_map(|suffix| stat_sibling(req, req.path_with_suffix(base, suffix)));
     }
     out
 }
@@ -187,6 +212,18 @@ pub fn handle(req: &Request<'_>) -> c_int {
             }
             Step::NotAcceptable => {
                 req.set_note(NOTE, "not-acceptable");
+                let avail: Vec<&str> = Coding::ALL
+                    .iter()
+                    .filter(|c| siblings[c.index()].is_some() && !plan.stale[c.index()])
+                    .map(|c| c.token())
+                    .collect();
+                req.custom_response(
+                    HTTP_NOT_ACCEPTABLE,
+                    &format!(
+                        "Not Acceptable: this resource is available only with Content-Encoding: {}\n",
+                        avail.join(", ")
+                    ),
+                );
                 req.log(
                     Level::Info,
                     0,

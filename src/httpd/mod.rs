@@ -57,6 +57,14 @@ pub enum FileKind {
     Other,
 }
 
+/// What `Options` say about symlinks in the request's directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymlinkPolicy {
+    Always,
+    IfOwnerMatch,
+    Never,
+}
+
 /// A stat result kept in the request pool, for ETags.
 #[derive(Clone, Copy)]
 pub struct Finfo {
@@ -312,6 +320,27 @@ impl<'r> Request<'r> {
         } else {
             Err(st)
         }
+    }
+
+    /// Whether `Options` allow following symlinks here: `Always`,
+    /// `IfOwnerMatch`, or `Never`.
+    pub fn symlink_policy(&self) -> SymlinkPolicy {
+        // SAFETY: live request.
+        let opts = unsafe { ffi::ap_allow_options(self.r) } as u32;
+        if opts & ffi::OPT_SYM_LINKS != 0 {
+            SymlinkPolicy::Always
+        } else if opts & ffi::OPT_SYM_OWNER != 0 {
+            SymlinkPolicy::IfOwnerMatch
+        } else {
+            SymlinkPolicy::Never
+        }
+    }
+
+    /// Gives an error status a plain-text body (as `ErrorDocument` would).
+    pub fn custom_response(&self, status: c_int, text: &str) {
+        let t = self.pool_str(text);
+        // SAFETY: pool string; httpd copies it into the request's config.
+        unsafe { ffi::ap_custom_response(self.r, status, t) }
     }
 
     /// Opens a file as core's handler does (sendfile per EnableSendfile).
