@@ -5,10 +5,11 @@
 use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder};
 use crate::httpd::{
-    Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, DECLINED, DONE,
+    self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, DECLINED, DONE,
     HTTP_BAD_GATEWAY, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED, HTTP_NOT_ACCEPTABLE,
     HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
 };
+use crate::jitter;
 use crate::negotiate::Accepted;
 use crate::variant::{self, Inputs, Step};
 use std::ffi::{c_int, CStr};
@@ -277,6 +278,7 @@ fn set_status_header(req: &Request<'_>, happy: bool) {
 
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
+/// With jitter on, the padding is spliced in around the file bucket.
 fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, Skip> {
     let file = open_or_skip(req, s)?;
     let info = *file.info();
@@ -284,11 +286,30 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
         return Err(Skip);
     }
     let size = info.meta().size;
+    let pad = req
+        .dir_config()
+        .jitter()
+        .and_then(|j| plan_jitter(req, c, &file, s.path, size, j));
     req.set_content_encoding(token(c));
     req.set_last_modified(&info);
-    req.set_etag(&file, s.path, c.token(), false);
-    req.set_accept_ranges();
-    req.set_content_length(size);
+    match &pad {
+        None => {
+            req.set_etag(&file, s.path, c.token(), false);
+            req.set_accept_ranges();
+            req.set_content_length(size);
+        }
+        Some(p) => {
+            if p.random {
+                req.set_etag(&file, s.path, &format!("{}-jr", c.token()), true);
+                req.set_header("Accept-Ranges", c"none");
+                req.unset_header_in(c"Range");
+            } else {
+                req.set_etag(&file, s.path, &format!("{}-j{}", c.token(), p.pad), false);
+                req.set_accept_ranges();
+            }
+            req.set_content_length(p.splice.len());
+        }
+    }
     set_status_header(req, true);
     req.set_note(
         NOTE,
@@ -302,6 +323,14 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
     let cond = req.meets_conditions();
     if cond != OK {
         req.set_status(cond);
+    } else if let Some(p) = &pad {
+        if !p.splice.head.is_empty() {
+            bb.heap(&p.splice.head);
+        }
+        bb.file(&file, p.splice.start, p.splice.end - p.splice.start);
+        if !p.splice.tail.is_empty() {
+            bb.heap(&p.splice.tail);
+        }
     } else {
         bb.file(&file, 0, size);
     }
@@ -309,6 +338,71 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
     bb.pass();
     bb.cleanup();
     Ok(OK)
+}
+
+/// A planned padded representation.
+struct Padded {
+    splice: jitter::Splice,
+    pad: u32,
+    random: bool,
+}
+
+/// Bytes read from a gzip sibling to find the end of its header.
+const GZIP_HEADER_READ: usize = 4096;
+
+/// Decides the padding for a sibling; `None` serves it unpadded (with a
+/// debug line saying why).
+fn plan_jitter(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    size: u64,
+    j: crate::config::Jitter,
+) -> Option<Padded> {
+    let random = j.buffer < 0;
+    let hash_len = if random { 0 } else { j.buffer as u64 };
+    let head_len = hash_len
+        .max(if c == Coding::Gzip {
+            GZIP_HEADER_READ as u64
+        } else {
+            0
+        })
+        .min(size) as usize;
+    let head = req.pool_bytes(head_len);
+    let n = file.read_at(0, head).ok()?;
+    let head = &head[..n];
+    let pad = if random {
+        jitter::random_len(j.max, httpd::random_u32())
+    } else {
+        jitter::content_len(
+            j.max,
+            &head[..head.len().min(hash_len as usize)],
+            j.paranoid,
+        )
+    };
+    let mut tail = [0u8; 64];
+    let tail_len = jitter::brotli_tail_len().min(tail.len()).min(size as usize);
+    let tail = if c == Coding::Br {
+        let t = &mut tail[..tail_len];
+        let got = file.read_at(size - tail_len as u64, t).ok()?;
+        &t[..got]
+    } else {
+        &tail[..0]
+    };
+    match jitter::splice(c, head, tail, size, pad as usize) {
+        Ok(splice) => Some(Padded {
+            splice,
+            pad,
+            random,
+        }),
+        Err(why) => {
+            req.log_with(Level::Debug, 0, || {
+                format!("serving {} without jitter: {why:?}", path.to_string_lossy())
+            });
+            None
+        }
+    }
 }
 
 /// Reads the probe bytes of a sibling.

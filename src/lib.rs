@@ -12,5 +12,6 @@ pub mod decode;
 #[doc(hidden)]
 pub mod handler;
 pub mod httpd;
+pub mod jitter;
 pub mod negotiate;
 pub mod variant;

@@ -289,6 +289,17 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// A zeroed scratch buffer in the request pool (no heap on hot paths).
+    pub fn pool_bytes(&self, n: usize) -> &'r mut [u8] {
+        // SAFETY: palloc returns n writable bytes living as long as the
+        // request pool; they are zeroed before being handed out.
+        unsafe {
+            let p = ffi::apr_palloc(self.raw().pool, n.max(1)) as *mut u8;
+            ptr::write_bytes(p, 0, n);
+            std::slice::from_raw_parts_mut(p, n)
+        }
+    }
+
     /// Copies a Rust string into the request pool.
     fn pool_str(&self, s: &str) -> *const c_char {
         // SAFETY: apr_pstrmemdup copies len bytes and NUL-terminates.
@@ -470,6 +481,14 @@ impl<'r> Request<'r> {
         };
         Brigade { bb, req: self }
     }
+}
+
+/// Four bytes from APR's random source (urandom).
+pub fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: writes exactly 4 bytes into b.
+    unsafe { ffi::apr_generate_random_bytes(b.as_mut_ptr(), b.len()) };
+    u32::from_le_bytes(b)
 }
 
 /// An open APR file in the request pool.
