@@ -14,7 +14,7 @@ WORK="$(mktemp -d /tmp/gzip-disk-ng-bench.XXXXXX)"
 chmod 755 "$WORK"
 trap '[ -f "$WORK/httpd.pid" ] && kill "$(cat "$WORK/httpd.pid")" 2>/dev/null; sleep 1; rm -rf "$WORK"' EXIT
 D="$WORK/docs"
-mkdir -p "$D"/{mod,modonly,modonlygz,core,deflate,inflate}
+mkdir -p "$D"/{mod,modjit,modonly,modonlygz,core,deflate,inflate}
 for p in $PAGES; do
     n="$(basename "$p")"
     cp "$p" "$D/mod/$n"
@@ -23,6 +23,7 @@ for p in $PAGES; do
     zstd -19 -q -c "$p" >"$D/mod/$n.zst"
     touch -r "$D/mod/$n" "$D/mod/$n".*
     cp "$D/mod/$n".{gz,br,zst} "$D/modonly/"
+    cp -p "$D/mod/$n" "$D/mod/$n".{gz,zst} "$D/modjit/"
     cp "$D/mod/$n.gz" "$D/modonlygz/"
     cp "$D/mod/$n.gz" "$D/core/"
     cp "$D/mod/$n.gz" "$D/inflate/"
@@ -62,6 +63,10 @@ DocumentRoot $D
 <Directory $D/mod>
     SetHandler gzip-disk-ng
 </Directory>
+<Directory $D/modjit>
+    SetHandler gzip-disk-ng
+    GzipDiskNgJitter 32
+</Directory>
 <Directory $D/modonly>
     SetHandler gzip-disk-ng
 </Directory>
@@ -99,6 +104,8 @@ for p in $PAGES; do
     core=$(run "core .gz" "/core/$n.gz" "gzip" "")
     modgz=$(run "module gzip" "/mod/$n" "gzip" "gzip")
     modzst=$(run "module zstd" "/mod/$n" "zstd" "zstd")
+    jitgz=$(run "module gzip + jitter" "/modjit/$n" "gzip" "gzip")
+    jitzst=$(run "module zstd + jitter" "/modjit/$n" "zstd" "zstd")
     defl=$(run "mod_deflate" "/deflate/$n" "gzip" "gzip")
     infl=$(run "INFLATE" "/inflate/$n.gz" "" "")
     dec=$(run "module decompress (gz)" "/modonlygz/$n" "" "")
@@ -109,6 +116,8 @@ for p in $PAGES; do
     printf '%-44s %10.0f %8s\n' "core handler, same .gz bytes" "$core" "1.00"
     printf '%-44s %10.0f %8.2f  (vs core)\n' "module precompressed gzip" "$modgz" "$(echo "$modgz/$core" | bc -l)"
     printf '%-44s %10.0f %8.2f  (vs core)\n' "module precompressed zstd" "$modzst" "$(echo "$modzst/$core" | bc -l)"
+    printf '%-44s %10.0f %8.2f  (vs jitter off)\n' "module gzip, GzipDiskNgJitter 32" "$jitgz" "$(echo "$jitgz/$modgz" | bc -l)"
+    printf '%-44s %10.0f %8.2f  (vs jitter off)\n' "module zstd, GzipDiskNgJitter 32" "$jitzst" "$(echo "$jitzst/$modzst" | bc -l)"
     printf '%-44s %10.0f %8.2f  (module gzip / this)\n' "mod_deflate on the fly" "$defl" "$(echo "$modgz/$defl" | bc -l)"
     printf '%-44s %10.0f %8s\n' "mod_deflate INFLATE of the .gz" "$infl" "1.00"
     printf '%-44s %10.0f %8.2f  (vs INFLATE)\n' "module decompress from .gz" "$dec" "$(echo "$dec/$infl" | bc -l)"

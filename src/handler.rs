@@ -12,7 +12,9 @@ use crate::httpd::{
 use crate::jitter;
 use crate::negotiate::Accepted;
 use crate::variant::{self, Inputs, Step};
+use std::collections::HashMap;
 use std::ffi::{c_int, CStr};
+use std::sync::Mutex;
 
 /// The handler name, as `SetHandler` and `[H=…]` give it.
 pub const HANDLER: &str = "gzip-disk-ng";
@@ -350,6 +352,26 @@ struct Padded {
 /// Bytes read from a gzip sibling to find the end of its header.
 const GZIP_HEADER_READ: usize = 4096;
 
+/// Content-based padding lengths per file version, so the hash is computed
+/// once per published file rather than per request.
+type JitterKey = ((u64, u64, i64, u64), u32, i64, bool);
+static JITTER_CACHE: Mutex<Option<HashMap<JitterKey, u32>>> = Mutex::new(None);
+const JITTER_CACHE_MAX: usize = 16_384;
+
+fn cached_len(key: &JitterKey) -> Option<u32> {
+    JITTER_CACHE.lock().ok()?.as_ref()?.get(key).copied()
+}
+
+fn remember_len(key: JitterKey, len: u32) {
+    if let Ok(mut g) = JITTER_CACHE.lock() {
+        let map = g.get_or_insert_with(HashMap::new);
+        if map.len() >= JITTER_CACHE_MAX {
+            map.clear();
+        }
+        map.insert(key, len);
+    }
+}
+
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
 fn plan_jitter(
@@ -361,34 +383,37 @@ fn plan_jitter(
     j: crate::config::Jitter,
 ) -> Option<Padded> {
     let random = j.buffer < 0;
-    let hash_len = if random { 0 } else { j.buffer as u64 };
-    let head_len = hash_len
-        .max(if c == Coding::Gzip {
-            GZIP_HEADER_READ as u64
-        } else {
-            0
-        })
-        .min(size) as usize;
-    let head = req.pool_bytes(head_len);
-    let n = file.read_at(0, head).ok()?;
-    let head = &head[..n];
-    let pad = if random {
-        jitter::random_len(j.max, httpd::random_u32())
+    let key: JitterKey = (file.info().version(), j.max, j.buffer, j.paranoid);
+    let cached = if random { None } else { cached_len(&key) };
+    let hash_len = if random || cached.is_some() {
+        0
     } else {
-        jitter::content_len(
-            j.max,
-            &head[..head.len().min(hash_len as usize)],
-            j.paranoid,
-        )
+        j.buffer.unsigned_abs().min(size) as usize
     };
-    let mut tail = [0u8; 64];
-    let tail_len = jitter::brotli_tail_len().min(tail.len()).min(size as usize);
-    let tail = if c == Coding::Br {
-        let t = &mut tail[..tail_len];
-        let got = file.read_at(size - tail_len as u64, t).ok()?;
-        &t[..got]
+    let head_len = if c == Coding::Gzip {
+        hash_len.max(GZIP_HEADER_READ.min(size as usize))
     } else {
-        &tail[..0]
+        hash_len
+    };
+    let head = if head_len > 0 {
+        file.read_pool(req, 0, head_len).ok()?
+    } else {
+        &[][..]
+    };
+    let pad = match cached {
+        Some(p) => p,
+        None if random => jitter::random_len(j.max, httpd::random_u32()),
+        None => {
+            let p = jitter::content_len(j.max, &head[..head.len().min(hash_len)], j.paranoid);
+            remember_len(key, p);
+            p
+        }
+    };
+    let tail = if c == Coding::Br {
+        let n = jitter::brotli_tail_len().min(size as usize);
+        file.read_pool(req, size - n as u64, n).ok()?
+    } else {
+        &[][..]
     };
     match jitter::splice(c, head, tail, size, pad as usize) {
         Ok(splice) => Some(Padded {

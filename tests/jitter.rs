@@ -31,13 +31,21 @@ fn tool_siblings(dir: &Path, name: &str, data: &[u8]) {
         w.write_all(data).unwrap();
         w.flush().unwrap();
     }
-    fs::write(format!("{}.br", base.display()), jitter::seal_brotli(b).unwrap()).unwrap();
+    fs::write(
+        format!("{}.br", base.display()),
+        jitter::seal_brotli(b).unwrap(),
+    )
+    .unwrap();
 }
 
 fn site(d: &Path) {
     for dir in ["content", "paranoid", "random", "off"] {
         for i in 0..6u64 {
-            tool_siblings(d, &format!("{dir}/p{i}.html"), &page(30_000 + i as usize * 1000, i));
+            tool_siblings(
+                d,
+                &format!("{dir}/p{i}.html"),
+                &page(30_000 + i as usize * 1000, i),
+            );
         }
     }
     // A brotli stream from another encoder: no trailer.
@@ -100,8 +108,12 @@ fn cli_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
 
 fn python_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
     let code = match c {
-        "gzip" => "import sys,gzip; sys.stdout.buffer.write(gzip.decompress(sys.stdin.buffer.read()))",
-        "br" => "import sys,brotli; sys.stdout.buffer.write(brotli.decompress(sys.stdin.buffer.read()))",
+        "gzip" => {
+            "import sys,gzip; sys.stdout.buffer.write(gzip.decompress(sys.stdin.buffer.read()))"
+        }
+        "br" => {
+            "import sys,brotli; sys.stdout.buffer.write(brotli.decompress(sys.stdin.buffer.read()))"
+        }
         _ => return None,
     };
     let mut child = Command::new("python3")
@@ -121,7 +133,11 @@ fn python_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
     if String::from_utf8_lossy(&out.stderr).contains("No module named") {
         return None;
     }
-    assert!(out.status.success(), "python {c}: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "python {c}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     Some(out.stdout)
 }
 
@@ -135,14 +151,20 @@ fn padded_bodies_decode_everywhere_and_lengths_are_in_range() {
             let r = a.get(&format!("/{mode}/p0.html"), Some(c));
             assert_eq!(r.status, 200);
             assert_eq!(r.header("Content-Encoding"), Some(c));
-            assert_eq!(r.header("Content-Length"), Some(r.body.len().to_string().as_str()));
+            assert_eq!(
+                r.header("Content-Length"),
+                Some(r.body.len().to_string().as_str())
+            );
             let added = r.body.len() as u64 - sib.len() as u64;
             let overhead = match c {
                 "gzip" => 1,
                 "zstd" => 8,
                 _ => 4,
             };
-            assert!(added > overhead - 1 && added <= MAX + overhead, "{mode} {c}: added {added}");
+            assert!(
+                added > overhead - 1 && added <= MAX + overhead,
+                "{mode} {c}: added {added}"
+            );
             let coding = Coding::from_token(c).unwrap();
             assert_eq!(decode_all(coding, &r.body).unwrap(), orig, "{mode} {c}");
             if let Some(d) = cli_decode(c, &r.body) {
@@ -152,7 +174,10 @@ fn padded_bodies_decode_everywhere_and_lengths_are_in_range() {
                 assert_eq!(d, orig, "{mode} {c} python");
             }
             // curl's own decoder.
-            let cc = a.request(&format!("/{mode}/p0.html"), &["--compressed", "-H", &format!("Accept-Encoding: {c}")]);
+            let cc = a.request(
+                &format!("/{mode}/p0.html"),
+                &["--compressed", "-H", &format!("Accept-Encoding: {c}")],
+            );
             assert_eq!(cc.exit, 0, "{mode} {c} curl --compressed");
             assert_eq!(cc.body, orig, "{mode} {c} curl --compressed");
             assert!(
@@ -178,7 +203,8 @@ fn content_based_lengths_are_stable_and_vary_across_files() {
                 assert_eq!(r1.header("ETag"), r2.header("ETag"));
                 let etag = r1.header("ETag").unwrap();
                 assert!(!etag.starts_with("W/"), "strong ETag: {etag}");
-                let sib = fs::read(a.docroot.join(format!("{mode}/p{i}.html.{}", suffix(c)))).unwrap();
+                let sib =
+                    fs::read(a.docroot.join(format!("{mode}/p{i}.html.{}", suffix(c)))).unwrap();
                 lens.push(r1.body.len() - sib.len());
                 // HEAD agrees with GET.
                 let h = a.request(&p, &["-I", "-H", &format!("Accept-Encoding: {c}")]);
@@ -191,7 +217,15 @@ fn content_based_lengths_are_stable_and_vary_across_files() {
                 let rr = a.request(&p, &["-H", &format!("Accept-Encoding: {c}"), "-r", "0-99"]);
                 assert_eq!(rr.body, &r1.body[..100], "{p} {c}: head range");
                 // The ETag validates the padded representation.
-                let r304 = a.request(&p, &["-H", &format!("Accept-Encoding: {c}"), "-H", &format!("If-None-Match: {etag}")]);
+                let r304 = a.request(
+                    &p,
+                    &[
+                        "-H",
+                        &format!("Accept-Encoding: {c}"),
+                        "-H",
+                        &format!("If-None-Match: {etag}"),
+                    ],
+                );
                 assert_eq!(r304.status, 304);
             }
             lens.sort();
@@ -213,9 +247,15 @@ fn random_mode_is_weak_and_offers_no_ranges() {
             lens.insert(r.body.len());
         }
         assert!(lens.len() > 1, "{c}: random lengths vary");
-        let rr = a.request("/random/p1.html", &["-H", &format!("Accept-Encoding: {c}"), "-r", "0-9"]);
+        let rr = a.request(
+            "/random/p1.html",
+            &["-H", &format!("Accept-Encoding: {c}"), "-r", "0-9"],
+        );
         assert_eq!(rr.status, 200);
-        assert_eq!(decode_all(Coding::from_token(c).unwrap(), &rr.body).unwrap(), page(31_000, 1));
+        assert_eq!(
+            decode_all(Coding::from_token(c).unwrap(), &rr.body).unwrap(),
+            page(31_000, 1)
+        );
     }
 }
 

@@ -81,6 +81,16 @@ impl Finfo {
             size: u64::try_from(self.raw.size).unwrap_or(0),
         }
     }
+    /// Identity of this file version: device, inode, mtime, size.
+    pub fn version(&self) -> (u64, u64, i64, u64) {
+        (
+            self.raw.device as u64,
+            self.raw.inode as u64,
+            self.raw.mtime,
+            self.raw.size as u64,
+        )
+    }
+
     /// Owner uid, for `SymLinksIfOwnerMatch`.
     pub fn user(&self) -> u32 {
         self.raw.user
@@ -286,17 +296,6 @@ impl<'r> Request<'r> {
         unsafe {
             let p = ffi::apr_table_get(self.raw().notes, name.as_ptr());
             (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
-        }
-    }
-
-    /// A zeroed scratch buffer in the request pool (no heap on hot paths).
-    pub fn pool_bytes(&self, n: usize) -> &'r mut [u8] {
-        // SAFETY: palloc returns n writable bytes living as long as the
-        // request pool; they are zeroed before being handed out.
-        unsafe {
-            let p = ffi::apr_palloc(self.raw().pool, n.max(1)) as *mut u8;
-            ptr::write_bytes(p, 0, n);
-            std::slice::from_raw_parts_mut(p, n)
         }
     }
 
@@ -523,6 +522,29 @@ impl File<'_> {
             Err(io::Error::last_os_error())
         } else {
             Ok(n as usize)
+        }
+    }
+
+    /// Reads up to `len` bytes at `offset` into request-pool memory (no
+    /// heap, no zeroing: only the bytes read are exposed).
+    pub fn read_pool<'p>(
+        &self,
+        req: &Request<'p>,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<&'p [u8]> {
+        let mut os: c_int = -1;
+        // SAFETY: out-parameter; fd is open.
+        unsafe { ffi::apr_os_file_get(&mut os, self.fd) };
+        // SAFETY: palloc gives len writable bytes living with the request
+        // pool; pread writes at most len of them and we expose only those.
+        unsafe {
+            let p = ffi::apr_palloc(req.raw().pool, len.max(1)) as *mut u8;
+            let n = libc::pread(os, p as *mut c_void, len, offset as libc::off_t);
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(std::slice::from_raw_parts(p, n as usize))
         }
     }
 
