@@ -84,8 +84,8 @@ impl Finfo {
     /// Identity of this file version: device, inode, mtime, size.
     pub fn version(&self) -> (u64, u64, i64, u64) {
         (
-            self.raw.device as u64,
-            self.raw.inode as u64,
+            u64::from(self.raw.device),
+            u64::from(self.raw.inode),
             self.raw.mtime,
             self.raw.size as u64,
         )
