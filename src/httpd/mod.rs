@@ -82,6 +82,8 @@ impl Finfo {
         }
     }
     /// Identity of this file version: device, inode, mtime, size.
+    // APR's dev/ino types are u64 here but narrower on other platforms.
+    #[allow(clippy::useless_conversion)]
     pub fn version(&self) -> (u64, u64, i64, u64) {
         (
             u64::from(self.raw.device),
