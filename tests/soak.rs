@@ -58,7 +58,7 @@ fn republish(dir: &Path, name: usize, v: u64, with_original: bool) {
     let zst = zstd::bulk::compress(&data, 3).unwrap();
     for (suffix, enc) in [(".gz", gz), (".br", br), (".zst", zst)] {
         atomic_write(
-            &Path::new(&format!("{}{}", base.display(), suffix)),
+            Path::new(&format!("{}{}", base.display(), suffix)),
             &enc,
             now,
         );
