@@ -64,7 +64,7 @@ fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
             SymlinkPolicy::Never => false,
         };
         if !allowed {
-            req.log_with(Level::Info, 0, || {
+            req.log_with(Level::Debug, 0, || {
                 format!(
                     "symlinked sibling refused by Options ({policy:?}): {}",
                     path.to_string_lossy()

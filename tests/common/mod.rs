@@ -79,6 +79,8 @@ pub struct Options {
     pub server: String,
     /// Extra modules (file stems under MODULES, e.g. "rewrite").
     pub modules: Vec<&'static str>,
+    /// The LogLevel line's value.
+    pub log_level: &'static str,
 }
 
 impl Default for Options {
@@ -88,6 +90,7 @@ impl Default for Options {
             dir: "SetHandler gzip-disk-ng".into(),
             server: String::new(),
             modules: vec![],
+            log_level: "info gzip_disk_ng:debug",
         }
     }
 }
@@ -153,7 +156,7 @@ impl Apache {
         let mut s = String::new();
         let r = root.display();
         s += &format!("ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/httpd.pid\n");
-        s += &format!("ErrorLog {r}/error.log\nLogLevel info gzip_disk_ng:debug\n");
+        s += &format!("ErrorLog {r}/error.log\nLogLevel {}\n", o.log_level);
         s += &format!("Listen 127.0.0.1:{port}\nServerName localhost\n");
         if is_root() {
             s += "User nobody\nGroup nogroup\n";
