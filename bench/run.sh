@@ -1,33 +1,47 @@
 #!/usr/bin/env bash
-# Benchmarks the module against Apache's own handlers in one run, on the same
-# pages and client (wrk, loopback): core serving the same .gz bytes,
-# mod_deflate compressing on the fly, and mod_deflate's INFLATE filter.
-# Prints req/s and ratios. DURATION (s), CONNS and PAGES may be overridden.
+# Benchmarks the module against Apache's own ways of serving the same pages,
+# in one run, with the same clients (wrk for HTTP/1.1, h2load for h2c) on
+# loopback: core serving the .gz bytes, the mod_rewrite+mod_headers recipe,
+# mod_deflate and mod_brotli on the fly, mod_deflate's INFLATE filter, and
+# nginx gzip_static/gunzip when nginx is installed. Writes results.tsv and
+# results.svg into OUT (default bench/out). DURATION, ROUNDS, CONNS, PAGES
+# may be overridden.
 source "$(dirname "$0")/../scripts/lib.sh"
-ensure_packages apache2-doc wrk
+ensure_packages apache2-doc wrk nghttp2-client
 build
-DURATION="${DURATION:-5}"
-CONNS="${CONNS:-8}"
 MANUAL=/usr/share/doc/apache2-doc/manual/en
 PAGES="${PAGES:-$MANUAL/mod/core.html $MANUAL/mod/mod_deflate.html}"
+OUT="${OUT:-$ROOT/bench/out}"
+mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/gzip-disk-ng-bench.XXXXXX)"
 chmod 755 "$WORK"
-trap '[ -f "$WORK/httpd.pid" ] && kill "$(cat "$WORK/httpd.pid")" 2>/dev/null; sleep 1; rm -rf "$WORK"' EXIT
+cleanup() {
+    [ -f "$WORK/httpd.pid" ] && kill "$(cat "$WORK/httpd.pid")" 2>/dev/null
+    [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null
+    sleep 1; rm -rf "$WORK"
+}
+trap cleanup EXIT
 D="$WORK/docs"
-mkdir -p "$D"/{mod,modjit,modonly,modonlygz,core,deflate,inflate}
+mkdir -p "$D"/{mod,modjit,modonlygz,modonlyzst,core,recipe,deflate,brotli,inflate,ngstatic,nggunzip}
+names=()
 for p in $PAGES; do
     n="$(basename "$p")"
+    names+=("$n")
     cp "$p" "$D/mod/$n"
     gzip -9 -n -c "$p" >"$D/mod/$n.gz"
     brotli -q 11 -c "$p" >"$D/mod/$n.br"
     zstd -19 -q -c "$p" >"$D/mod/$n.zst"
     touch -r "$D/mod/$n" "$D/mod/$n".*
-    cp "$D/mod/$n".{gz,br,zst} "$D/modonly/"
     cp -p "$D/mod/$n" "$D/mod/$n".{gz,zst} "$D/modjit/"
     cp "$D/mod/$n.gz" "$D/modonlygz/"
+    cp "$D/mod/$n.zst" "$D/modonlyzst/"
     cp "$D/mod/$n.gz" "$D/core/"
+    cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/recipe/"
     cp "$D/mod/$n.gz" "$D/inflate/"
     cp "$p" "$D/deflate/$n"
+    cp "$p" "$D/brotli/$n"
+    cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/ngstatic/"
+    cp "$D/mod/$n.gz" "$D/nggunzip/"
 done
 chmod -R a+rX "$WORK"
 PORT="${PORT:-18480}"
@@ -48,8 +62,14 @@ LoadModule authz_core_module $MODS/mod_authz_core.so
 LoadModule mime_module $MODS/mod_mime.so
 LoadModule filter_module $MODS/mod_filter.so
 LoadModule deflate_module $MODS/mod_deflate.so
+LoadModule brotli_module $MODS/mod_brotli.so
+LoadModule rewrite_module $MODS/mod_rewrite.so
+LoadModule headers_module $MODS/mod_headers.so
+LoadModule http2_module $MODS/mod_http2.so
 LoadModule gzip_disk_ng_module $MODULE_SO
 TypesConfig /etc/mime.types
+Protocols h2c http/1.1
+H2MaxSessionStreams 100
 StartServers 2
 ServerLimit 2
 ThreadsPerChild 32
@@ -67,14 +87,28 @@ DocumentRoot $D
     SetHandler gzip-disk-ng
     GzipDiskNgJitter 32
 </Directory>
-<Directory $D/modonly>
-    SetHandler gzip-disk-ng
-</Directory>
 <Directory $D/modonlygz>
     SetHandler gzip-disk-ng
 </Directory>
+<Directory $D/modonlyzst>
+    SetHandler gzip-disk-ng
+</Directory>
+<Directory $D/recipe>
+    RewriteEngine On
+    RewriteCond %{HTTP:Accept-Encoding} gzip
+    RewriteCond %{REQUEST_FILENAME}.gz -s
+    RewriteRule ^(.+)\$ \$1.gz [QSA]
+    <FilesMatch "\.html\.gz\$">
+        ForceType text/html
+        Header set Content-Encoding gzip
+        Header append Vary Accept-Encoding
+    </FilesMatch>
+</Directory>
 <Directory $D/deflate>
     SetOutputFilter DEFLATE
+</Directory>
+<Directory $D/brotli>
+    SetOutputFilter BROTLI_COMPRESS
 </Directory>
 <Directory $D/inflate>
     RemoveType .gz
@@ -85,41 +119,36 @@ CONF
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 
-URL="http://127.0.0.1:$PORT"
-run() { # label path accept-encoding expected-coding
-    local label="$1" path="$2" ae="$3" want="$4" got rps
-    got="$(curl -s -o /dev/null -D - -H "Accept-Encoding: $ae" "$URL$path" | tr -d '\r' | awk -F': ' 'tolower($1)=="content-encoding"{print $2}')"
-    if [ "$got" != "$want" ]; then
-        echo "bench: $label: expected Content-Encoding '$want', got '$got'" >&2
-        exit 1
-    fi
-    rps="$(wrk -t2 -c"$CONNS" -d"${DURATION}s" -H "Accept-Encoding: $ae" "$URL$path" | awk '/Requests\/sec/{print $2}')"
-    echo "$rps"
+if command -v nginx >/dev/null 2>&1; then
+    NPORT=$((PORT + 1))
+    NUSER=""
+    [ "$(id -u)" -eq 0 ] && NUSER="user nobody nogroup;"
+    cat >"$WORK/nginx.conf" <<NCONF
+$NUSER
+worker_processes 2;
+pid $WORK/nginx.pid;
+error_log $WORK/nginx-error.log;
+events { worker_connections 256; }
+http {
+    include /etc/nginx/mime.types;
+    access_log off;
+    sendfile on;
+    client_body_temp_path $WORK/ngtmp;
+    proxy_temp_path $WORK/ngtmp;
+    fastcgi_temp_path $WORK/ngtmp;
+    uwsgi_temp_path $WORK/ngtmp;
+    scgi_temp_path $WORK/ngtmp;
+    server {
+        listen 127.0.0.1:$NPORT;
+        root $D;
+        location /ngstatic/ { gzip_static on; gzip_vary on; }
+        location /nggunzip/ { gzip_static always; gunzip on; }
+    }
 }
+NCONF
+    nginx -c "$WORK/nginx.conf" && export NGINX_BASE="http://127.0.0.1:$NPORT"
+    sleep 0.5
+fi
 
-printf '%s\n' "date: $(date -u +%F) machine: $(nproc) cores, $(uname -m); wrk -t2 -c$CONNS -d${DURATION}s, HTTP/1.1 keep-alive"
-for p in $PAGES; do
-    n="$(basename "$p")"
-    size=$(stat -c %s "$p")
-    core=$(run "core .gz" "/core/$n.gz" "gzip" "")
-    modgz=$(run "module gzip" "/mod/$n" "gzip" "gzip")
-    modzst=$(run "module zstd" "/mod/$n" "zstd" "zstd")
-    jitgz=$(run "module gzip + jitter" "/modjit/$n" "gzip" "gzip")
-    jitzst=$(run "module zstd + jitter" "/modjit/$n" "zstd" "zstd")
-    defl=$(run "mod_deflate" "/deflate/$n" "gzip" "gzip")
-    infl=$(run "INFLATE" "/inflate/$n.gz" "" "")
-    dec=$(run "module decompress (gz)" "/modonlygz/$n" "" "")
-    decz=$(run "module decompress (zst)" "/modonly/$n" "" "")
-    echo
-    echo "page $n ($size bytes)"
-    printf '%-44s %10s %8s\n' "case" "req/s" "ratio"
-    printf '%-44s %10.0f %8s\n' "core handler, same .gz bytes" "$core" "1.00"
-    printf '%-44s %10.0f %8.2f  (vs core)\n' "module precompressed gzip" "$modgz" "$(echo "$modgz/$core" | bc -l)"
-    printf '%-44s %10.0f %8.2f  (vs core)\n' "module precompressed zstd" "$modzst" "$(echo "$modzst/$core" | bc -l)"
-    printf '%-44s %10.0f %8.2f  (vs jitter off)\n' "module gzip, GzipDiskNgJitter 32" "$jitgz" "$(echo "$jitgz/$modgz" | bc -l)"
-    printf '%-44s %10.0f %8.2f  (vs jitter off)\n' "module zstd, GzipDiskNgJitter 32" "$jitzst" "$(echo "$jitzst/$modzst" | bc -l)"
-    printf '%-44s %10.0f %8.2f  (module gzip / this)\n' "mod_deflate on the fly" "$defl" "$(echo "$modgz/$defl" | bc -l)"
-    printf '%-44s %10.0f %8s\n' "mod_deflate INFLATE of the .gz" "$infl" "1.00"
-    printf '%-44s %10.0f %8.2f  (vs INFLATE)\n' "module decompress from .gz" "$dec" "$(echo "$dec/$infl" | bc -l)"
-    printf '%-44s %10.0f %8.2f  (vs INFLATE)\n' "module decompress from .zst" "$decz" "$(echo "$decz/$infl" | bc -l)"
-done
+echo "date: $(date -u +%F); machine: $(nproc) cores, $(uname -m), $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
+python3 "$ROOT/bench/measure.py" "http://127.0.0.1:$PORT" "$OUT" "${names[@]}"
