@@ -116,7 +116,7 @@ fn python_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
         }
         _ => return None,
     };
-    let mut child = Command::new("python3")
+    let mut child = Command::new("/usr/bin/python3")
         .args(["-c", code])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -176,7 +176,10 @@ impl Apache {
             "LoadModule gzip_disk_ng_module {}\n",
             module_path().display()
         );
-        s += "TypesConfig /etc/mime.types\nProtocols h2c http/1.1\n";
+        s += "TypesConfig /etc/mime.types\n";
+        if !o.server.contains("Protocols ") {
+            s += "Protocols h2c http/1.1\n";
+        }
         s +=
             &format!("LogFormat \"%r %>s %{{gzip-disk-ng}}n\" gdn\nCustomLog {r}/access.log gdn\n");
         s += &format!("DocumentRoot {}\n", docroot.display());
