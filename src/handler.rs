@@ -1,1 +1,608 @@
+//! The one layer that turns a `variant::Plan` into an Apache response:
+//! precompressed siblings go out as file buckets exactly as core sends a
+//! static file; decompression streams through a fixed buffer.
 
+use crate::coding::Coding;
+use crate::decode::{self, DecodeError, Decoder};
+use crate::httpd::{
+    self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, DECLINED, DONE,
+    HTTP_BAD_GATEWAY, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED, HTTP_NOT_ACCEPTABLE,
+    HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
+};
+use crate::jitter;
+use crate::negotiate::Accepted;
+use crate::variant::{self, Inputs, Step};
+use std::collections::HashMap;
+use std::ffi::{c_int, CStr};
+use std::sync::Mutex;
+
+/// The handler name, as `SetHandler` and `[H=…]` give it.
+pub const HANDLER: &str = "gzip-disk-ng";
+
+/// Request note for `LogFormat "%{gzip-disk-ng}n"`.
+const NOTE: &CStr = c"gzip-disk-ng";
+
+/// Set by the fixup when `r->finfo` describes a sibling, not the original.
+const NOTE_FAKED: &CStr = c"gzip-disk-ng-sibling-finfo";
+
+/// Decoded bytes per pass down the filter chain.
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// A zstd window above this prefers a gzip sibling, keeping the decompress
+/// path's memory bounded (gzip needs 32 KiB).
+const ZSTD_PREFERRED_WINDOW: u64 = 128 * 1024;
+
+/// Decoding order: fastest first (zstd 2.8 GB/s, gzip 1.35, brotli 1.28
+/// with costly set-up).
+const DECODE_ORDER: [Coding; 3] = [Coding::Zstd, Coding::Gzip, Coding::Br];
+
+fn token(c: Coding) -> &'static CStr {
+    match c {
+        Coding::Zstd => c"zstd",
+        Coding::Br => c"br",
+        Coding::Gzip => c"gzip",
+    }
+}
+
+/// What a sibling lookup found.
+#[derive(Clone, Copy)]
+struct Sibling<'r> {
+    path: &'r CStr,
+    info: Finfo,
+}
+
+/// Stats one candidate path; a symlink is followed only where `Options`
+/// would let Apache serve it under that name.
+fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
+    let link = req.stat(path, true).ok()?;
+    let info = if link.kind() == FileKind::Symlink {
+        let policy = req.symlink_policy();
+        let target = req.stat(path, false).ok()?;
+        let allowed = match policy {
+            SymlinkPolicy::Always => true,
+            SymlinkPolicy::IfOwnerMatch => target.user() == link.user(),
+            SymlinkPolicy::Never => false,
+        };
+        if !allowed {
+            req.log_with(Level::Debug, 0, || {
+                format!(
+                    "symlinked sibling refused by Options ({policy:?}): {}",
+                    path.to_string_lossy()
+                )
+            });
+            return None;
+        }
+        target
+    } else {
+        link
+    };
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!("ignoring {}: not a regular file", path.to_string_lossy())
+        });
+        return None;
+    }
+    Some(Sibling { path, info })
+}
+
+/// Stats the siblings of `base` for the allowed codings.
+fn find_siblings<'r>(
+    req: &Request<'r>,
+    base: &CStr,
+    allowed: &[Coding],
+) -> [Option<Sibling<'r>>; 3] {
+    let mut out = [None; 3];
+    for &c in allowed {
+        out[c.index()] = c
+            .suffixes()
+            .iter()
+            .find_map(|suffix| stat_sibling(req, req.path_with_suffix(base, suffix)));
+    }
+    out
+}
+
+/// The content handler.
+pub fn handle(req: &Request<'_>) -> c_int {
+    if req.handler() != Some(HANDLER) {
+        return DECLINED;
+    }
+    let Some(filename) = req.filename() else {
+        return DECLINED;
+    };
+    let faked = req.notes_get(NOTE_FAKED).is_some();
+    let finfo = req.finfo();
+    let original_kind = if faked {
+        FileKind::Missing
+    } else {
+        finfo.kind()
+    };
+    if original_kind == FileKind::Directory {
+        return DECLINED;
+    }
+    let cfg = req.dir_config();
+    req.allow_get_options();
+    let rc = req.discard_body();
+    if rc != OK {
+        return rc;
+    }
+    match req.method() {
+        Method::Get => {}
+        Method::Options => return req.send_options(),
+        Method::Invalid => return HTTP_NOT_IMPLEMENTED,
+        Method::Other => {
+            req.log_with(Level::Info, 0, || {
+                format!("method not allowed for {}", filename.to_string_lossy())
+            });
+            return HTTP_METHOD_NOT_ALLOWED;
+        }
+    }
+    if req.rejects_path_info() {
+        req.log_with(Level::Info, 0, || {
+            format!(
+                "file does not exist: {} (with path info)",
+                filename.to_string_lossy()
+            )
+        });
+        return HTTP_NOT_FOUND;
+    }
+
+    let siblings = find_siblings(req, filename, cfg.encodings());
+    let mut accepted = Accepted::parse(
+        req.header_in(c"Accept-Encoding")
+            .map(|b| String::from_utf8_lossy(b))
+            .as_deref(),
+    );
+    for c in Coding::ALL {
+        if req.env_is_set(match c {
+            Coding::Zstd => c"no-zstd",
+            Coding::Br => c"no-brotli",
+            Coding::Gzip => c"no-gzip",
+        }) {
+            accepted.forbid(c);
+        }
+    }
+    let original = (original_kind == FileKind::Regular).then(|| finfo.meta());
+    let plan = variant::plan(&Inputs {
+        original,
+        siblings: siblings.map(|s| s.map(|s| s.info.meta())),
+        ranked: accepted.ranked(cfg.encodings()),
+        decompress: cfg.decompress(),
+        decode_order: DECODE_ORDER,
+    });
+    if plan.varies {
+        req.vary_accept_encoding();
+        req.vary_accept_encoding_err();
+    }
+    for c in Coding::ALL {
+        if plan.stale[c.index()] {
+            if let Some(s) = siblings[c.index()] {
+                req.log(
+                    Level::Warn,
+                    0,
+                    &format!(
+                        "stale sibling not served (older than {}): {}",
+                        filename.to_string_lossy(),
+                        s.path.to_string_lossy()
+                    ),
+                );
+            }
+        }
+    }
+
+    let steps = plan.steps();
+    for (i, step) in steps.iter().enumerate() {
+        let later_gzip = steps[i + 1..].contains(&Step::Decompress(Coding::Gzip));
+        let outcome = match *step {
+            Step::Send(c) => match siblings[c.index()] {
+                Some(s) => send_sibling(req, c, s),
+                None => Err(Skip),
+            },
+            Step::Decompress(c) => match siblings[c.index()] {
+                Some(s) => decompress(req, c, s, later_gzip),
+                None => Err(Skip),
+            },
+            Step::Original => {
+                req.set_note(
+                    NOTE,
+                    if plan.stale.iter().any(|&s| s) {
+                        "stale"
+                    } else {
+                        "original"
+                    },
+                );
+                // Core's default handler serves the file, Vary already set.
+                return DECLINED;
+            }
+            Step::NotAcceptable => {
+                req.set_note(NOTE, "not-acceptable");
+                let avail: Vec<&str> = Coding::ALL
+                    .iter()
+                    .filter(|c| siblings[c.index()].is_some() && !plan.stale[c.index()])
+                    .map(|c| c.token())
+                    .collect();
+                req.custom_response(
+                    HTTP_NOT_ACCEPTABLE,
+                    &format!(
+                        "Not Acceptable: this resource is available only with Content-Encoding: {}\n",
+                        avail.join(", ")
+                    ),
+                );
+                req.log(
+                    Level::Info,
+                    0,
+                    &format!(
+                        "no acceptable coding and GzipDiskNgDecompress Off: {}",
+                        filename.to_string_lossy()
+                    ),
+                );
+                return HTTP_NOT_ACCEPTABLE;
+            }
+            Step::NotFound => {
+                req.log_with(Level::Info, 0, || {
+                    format!("file does not exist: {}", filename.to_string_lossy())
+                });
+                return HTTP_NOT_FOUND;
+            }
+        };
+        match outcome {
+            Ok(rc) => return rc,
+            Err(Skip) => continue,
+        }
+    }
+    HTTP_NOT_FOUND
+}
+
+/// This candidate could not be used (vanished, unreadable); try the next.
+struct Skip;
+
+fn open_or_skip<'r>(req: &Request<'r>, s: Sibling<'r>) -> Result<File<'r>, Skip> {
+    match req.open(s.path) {
+        Ok(f) => Ok(f),
+        Err(st) => {
+            req.log(
+                Level::Debug,
+                st,
+                &format!(
+                    "cannot open sibling, trying next: {}",
+                    s.path.to_string_lossy()
+                ),
+            );
+            Err(Skip)
+        }
+    }
+}
+
+fn set_status_header(req: &Request<'_>, happy: bool) {
+    if let Some(name) = req.dir_config().status_header() {
+        req.set_header(name, if happy { c":-)" } else { c":-(" });
+    }
+}
+
+/// Sends a sibling as core sends a static file: a file bucket (sendfile or
+/// mmap), validators, conditionals, and ranges through the byterange filter.
+/// With jitter on, the padding is spliced in around the file bucket.
+fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, Skip> {
+    let file = open_or_skip(req, s)?;
+    let info = *file.info();
+    if info.kind() != FileKind::Regular {
+        return Err(Skip);
+    }
+    let size = info.meta().size;
+    let pad = req
+        .dir_config()
+        .jitter()
+        .and_then(|j| plan_jitter(req, c, &file, s.path, size, j));
+    req.set_content_encoding(token(c));
+    req.set_last_modified(&info);
+    match &pad {
+        None => {
+            req.set_etag(&file, s.path, c.token(), false);
+            req.set_accept_ranges();
+            req.set_content_length(size);
+        }
+        Some(p) => {
+            if p.random {
+                req.set_etag(&file, s.path, &format!("{}-jr", c.token()), true);
+                req.set_header("Accept-Ranges", c"none");
+                req.unset_header_in(c"Range");
+            } else {
+                req.set_etag(&file, s.path, &format!("{}-j{}", c.token(), p.pad), false);
+                req.set_accept_ranges();
+            }
+            req.set_content_length(p.splice.len());
+        }
+    }
+    set_status_header(req, true);
+    req.set_note(
+        NOTE,
+        match c {
+            Coding::Zstd => "zstd precompressed",
+            Coding::Br => "br precompressed",
+            Coding::Gzip => "gzip precompressed",
+        },
+    );
+    let bb = req.brigade();
+    let cond = req.meets_conditions();
+    if cond != OK {
+        req.set_status(cond);
+    } else if let Some(p) = &pad {
+        if !p.splice.head.is_empty() {
+            bb.heap(&p.splice.head);
+        }
+        bb.file(&file, p.splice.start, p.splice.end - p.splice.start);
+        if !p.splice.tail.is_empty() {
+            bb.heap(&p.splice.tail);
+        }
+    } else {
+        bb.file(&file, 0, size);
+    }
+    bb.eos();
+    bb.pass();
+    bb.cleanup();
+    Ok(OK)
+}
+
+/// A planned padded representation.
+struct Padded {
+    splice: jitter::Splice,
+    pad: u32,
+    random: bool,
+}
+
+/// Bytes read from a gzip sibling to find the end of its header.
+const GZIP_HEADER_READ: usize = 4096;
+
+/// Content-based padding lengths per file version, so the hash is computed
+/// once per published file rather than per request.
+type JitterKey = ((u64, u64, i64, u64), u32, i64, bool);
+static JITTER_CACHE: Mutex<Option<HashMap<JitterKey, u32>>> = Mutex::new(None);
+const JITTER_CACHE_MAX: usize = 16_384;
+
+fn cached_len(key: &JitterKey) -> Option<u32> {
+    JITTER_CACHE.lock().ok()?.as_ref()?.get(key).copied()
+}
+
+fn remember_len(key: JitterKey, len: u32) {
+    if let Ok(mut g) = JITTER_CACHE.lock() {
+        let map = g.get_or_insert_with(HashMap::new);
+        if map.len() >= JITTER_CACHE_MAX {
+            map.clear();
+        }
+        map.insert(key, len);
+    }
+}
+
+/// Decides the padding for a sibling; `None` serves it unpadded (with a
+/// debug line saying why).
+fn plan_jitter(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    size: u64,
+    j: crate::config::Jitter,
+) -> Option<Padded> {
+    let random = j.buffer < 0;
+    let key: JitterKey = (file.info().version(), j.max, j.buffer, j.paranoid);
+    let cached = if random { None } else { cached_len(&key) };
+    let hash_len = if random || cached.is_some() {
+        0
+    } else {
+        j.buffer.unsigned_abs().min(size) as usize
+    };
+    let head_len = if c == Coding::Gzip {
+        hash_len.max(GZIP_HEADER_READ.min(size as usize))
+    } else {
+        hash_len
+    };
+    let head = if head_len > 0 {
+        file.read_pool(req, 0, head_len).ok()?
+    } else {
+        &[][..]
+    };
+    let pad = match cached {
+        Some(p) => p,
+        None if random => jitter::random_len(j.max, httpd::random_u32()),
+        None => {
+            let p = jitter::content_len(j.max, &head[..head.len().min(hash_len)], j.paranoid);
+            remember_len(key, p);
+            p
+        }
+    };
+    let tail = if c == Coding::Br {
+        let n = jitter::brotli_tail_len().min(size as usize);
+        file.read_pool(req, size - n as u64, n).ok()?
+    } else {
+        &[][..]
+    };
+    match jitter::splice(c, head, tail, size, pad as usize) {
+        Ok(splice) => Some(Padded {
+            splice,
+            pad,
+            random,
+        }),
+        Err(why) => {
+            req.log_with(Level::Debug, 0, || {
+                format!("serving {} without jitter: {why:?}", path.to_string_lossy())
+            });
+            None
+        }
+    }
+}
+
+/// Reads the probe bytes of a sibling.
+fn probe_file(c: Coding, file: &File<'_>, size: u64) -> Result<decode::Probe, DecodeError> {
+    let mut head = [0u8; decode::PROBE_HEAD];
+    let n = file.read_at(0, &mut head).map_err(DecodeError::Io)?;
+    let tail = if c == Coding::Gzip && size >= 4 {
+        let mut t = [0u8; 4];
+        match file.read_at(size - 4, &mut t) {
+            Ok(4) => Some(t),
+            _ => None,
+        }
+    } else {
+        None
+    };
+    decode::probe(c, &head[..n], size, tail)
+}
+
+/// Decodes a sibling on the fly for a client that accepts none.
+fn decompress(
+    req: &Request<'_>,
+    c: Coding,
+    s: Sibling<'_>,
+    later_gzip: bool,
+) -> Result<c_int, Skip> {
+    let file = open_or_skip(req, s)?;
+    let info = *file.info();
+    let size = info.meta().size;
+    let probe = match probe_file(c, &file, size) {
+        Ok(p) => p,
+        Err(e) => {
+            req.set_note(NOTE, "error");
+            req.log(
+                Level::Err,
+                0,
+                &format!("cannot decode {}: {e}", s.path.to_string_lossy()),
+            );
+            return Ok(HTTP_INTERNAL_SERVER_ERROR);
+        }
+    };
+    if c == Coding::Zstd && probe.window > ZSTD_PREFERRED_WINDOW && later_gzip {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "zstd window {} of {} is large; decoding the gzip sibling instead",
+                probe.window,
+                s.path.to_string_lossy()
+            )
+        });
+        return Err(Skip);
+    }
+    req.set_last_modified(&info);
+    req.set_etag(&file, s.path, "identity", false);
+    req.set_header("Accept-Ranges", c"none");
+    req.unset_header_in(c"Range");
+    if let Some(len) = probe.declared_len {
+        req.set_content_length(len);
+    }
+    set_status_header(req, false);
+    req.set_note(
+        NOTE,
+        match c {
+            Coding::Zstd => "zstd decompressed",
+            Coding::Br => "br decompressed",
+            Coding::Gzip => "gzip decompressed",
+        },
+    );
+    let bb = req.brigade();
+    let cond = req.meets_conditions();
+    if cond != OK || req.header_only() {
+        if cond != OK {
+            req.set_status(cond);
+        }
+        bb.eos();
+        bb.pass();
+        bb.cleanup();
+        return Ok(OK);
+    }
+    Ok(stream(req, &bb, c, &file, s.path, probe.declared_len))
+}
+
+/// Streams the decoded body in fixed chunks; memory stays bounded by the
+/// decoder's window plus one chunk.
+fn stream(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    declared: Option<u64>,
+) -> c_int {
+    let fail = |what: String, sent: bool| -> c_int {
+        req.set_note(NOTE, "error");
+        req.log(
+            Level::Err,
+            0,
+            &format!("decoding {} failed: {what}", path.to_string_lossy()),
+        );
+        if sent {
+            bb.cleanup();
+            bb.error(HTTP_BAD_GATEWAY);
+            bb.eos();
+            bb.pass();
+            bb.cleanup();
+            DONE
+        } else {
+            HTTP_INTERNAL_SERVER_ERROR
+        }
+    };
+    let mut dec = match Decoder::new(c, file.reader(0)) {
+        Ok(d) => d,
+        Err(e) => return fail(e.to_string(), false),
+    };
+    let mut buf = vec![0u8; OUT_CHUNK];
+    let mut total: u64 = 0;
+    let mut sent = false;
+    loop {
+        let mut filled = 0;
+        let mut eof = false;
+        while filled < buf.len() {
+            match dec.read(&mut buf[filled..]) {
+                Ok(0) => {
+                    eof = true;
+                    break;
+                }
+                Ok(n) => filled += n,
+                Err(e) => return fail(e.to_string(), sent),
+            }
+        }
+        total += filled as u64;
+        if let Some(d) = declared {
+            if total > d || (eof && total != d) {
+                return fail(
+                    format!("decoded length {total}+ does not match the declared {d}"),
+                    sent,
+                );
+            }
+        }
+        bb.transient(&buf[..filled]);
+        if eof {
+            bb.eos();
+        }
+        let st = bb.pass();
+        bb.cleanup();
+        sent = true;
+        if eof || req.aborted() {
+            return OK;
+        }
+        if st != 0 {
+            req.log(Level::Debug, st, "client connection failed while streaming");
+            return OK;
+        }
+    }
+}
+
+/// Late fixup: when this module will handle a request whose file is
+/// missing but a sibling exists, make the sibling's stat visible so
+/// mod_dir accepts it as a DirectoryIndex candidate.
+pub fn fixup(req: &Request<'_>) -> c_int {
+    if req.handler() != Some(HANDLER) || req.finfo().kind() != FileKind::Missing {
+        return DECLINED;
+    }
+    let Some(filename) = req.filename() else {
+        return DECLINED;
+    };
+    if req.rejects_path_info() {
+        return DECLINED;
+    }
+    let cfg = req.dir_config();
+    if let Some(s) = find_siblings(req, filename, cfg.encodings())
+        .into_iter()
+        .flatten()
+        .next()
+    {
+        req.set_finfo(&s.info);
+        req.set_note(NOTE_FAKED, "1");
+    }
+    DECLINED
+}

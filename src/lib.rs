@@ -12,6 +12,7 @@ pub mod decode;
 #[doc(hidden)]
 pub mod handler;
 pub mod httpd;
+pub mod jitter;
 pub mod negotiate;
 pub mod publish;
 pub mod variant;

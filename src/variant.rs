@@ -81,7 +81,10 @@ pub fn plan(inp: &Inputs) -> Plan {
     for c in Coding::ALL {
         if let Some(s) = inp.siblings[c.index()] {
             match inp.original {
-                Some(o) if s.mtime < o.mtime => p.stale[c.index()] = true,
+                // Whole seconds: many tools copy mtimes at that precision.
+                Some(o) if s.mtime.div_euclid(1_000_000) < o.mtime.div_euclid(1_000_000) => {
+                    p.stale[c.index()] = true
+                }
                 _ => usable[c.index()] = true,
             }
         }
@@ -165,10 +168,30 @@ mod tests {
 
     #[test]
     fn stale_sibling_is_never_served() {
-        let p = plan(&inputs(Some("gzip"), meta(10), [None, None, meta(9)]));
+        let p = plan(&inputs(
+            Some("gzip"),
+            meta(10_000_000),
+            [None, None, meta(9_000_000)],
+        ));
         assert_eq!(p.steps(), &[Original]);
         assert_eq!(p.stale, [false, false, true]);
         assert!(p.varies);
+    }
+
+    #[test]
+    fn same_second_is_not_stale() {
+        let p = plan(&inputs(
+            Some("gzip"),
+            meta(10_500_000),
+            [None, None, meta(10_000_000)],
+        ));
+        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        let p = plan(&inputs(
+            Some("gzip"),
+            meta(11_000_000),
+            [None, None, meta(10_999_999)],
+        ));
+        assert_eq!(p.steps(), &[Original]);
     }
 
     #[test]

@@ -1,3 +1,657 @@
 //! The only place with `unsafe`: httpd/APR bindings, safe wrappers for
 //! request, pool, table, brigade, file and log, and the module symbol.
+//!
+//! Everything handed out borrows the request and lives no longer than its
+//! pool; strings handed to `apr_table_setn` are `'static` or pool copies.
+
 pub mod ffi;
+pub mod module;
+
+use crate::config::DirConfig;
+use crate::variant::FileMeta;
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::io;
+use std::marker::PhantomData;
+use std::ptr;
+
+pub use ffi::apr_status_t;
+
+/// Handler return codes and statuses, typed once.
+pub const OK: c_int = ffi::OK as c_int;
+pub const DECLINED: c_int = ffi::DECLINED;
+pub const DONE: c_int = ffi::DONE;
+pub const HTTP_NOT_FOUND: c_int = ffi::HTTP_NOT_FOUND as c_int;
+pub const HTTP_METHOD_NOT_ALLOWED: c_int = ffi::HTTP_METHOD_NOT_ALLOWED as c_int;
+pub const HTTP_NOT_ACCEPTABLE: c_int = ffi::HTTP_NOT_ACCEPTABLE as c_int;
+pub const HTTP_INTERNAL_SERVER_ERROR: c_int = ffi::HTTP_INTERNAL_SERVER_ERROR as c_int;
+pub const HTTP_BAD_GATEWAY: c_int = ffi::HTTP_BAD_GATEWAY as c_int;
+pub const HTTP_NOT_IMPLEMENTED: c_int = ffi::HTTP_NOT_IMPLEMENTED as c_int;
+
+/// Log levels, as `LogLevel` names them.
+#[derive(Clone, Copy, Debug)]
+pub enum Level {
+    Err = ffi::APLOG_ERR as isize,
+    Warn = ffi::APLOG_WARNING as isize,
+    Info = ffi::APLOG_INFO as isize,
+    Debug = ffi::APLOG_DEBUG as isize,
+}
+
+/// The request's method, as the handler cares about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// GET, and HEAD (which Apache reports as GET with `header_only`).
+    Get,
+    Options,
+    /// A method Apache does not know at all.
+    Invalid,
+    Other,
+}
+
+/// What is at a path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    Missing,
+    Regular,
+    Directory,
+    Symlink,
+    Other,
+}
+
+/// What `Options` say about symlinks in the request's directory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SymlinkPolicy {
+    Always,
+    IfOwnerMatch,
+    Never,
+}
+
+/// A stat result kept in the request pool, for ETags.
+#[derive(Clone, Copy)]
+pub struct Finfo {
+    raw: ffi::apr_finfo_t,
+}
+
+impl Finfo {
+    pub fn kind(&self) -> FileKind {
+        kind_of(self.raw.filetype)
+    }
+    pub fn meta(&self) -> FileMeta {
+        FileMeta {
+            mtime: self.raw.mtime,
+            size: u64::try_from(self.raw.size).unwrap_or(0),
+        }
+    }
+    /// Identity of this file version: device, inode, mtime, size.
+    // APR's dev/ino types are u64 here but narrower on other platforms.
+    #[allow(clippy::useless_conversion)]
+    pub fn version(&self) -> (u64, u64, i64, u64) {
+        (
+            u64::from(self.raw.device),
+            u64::from(self.raw.inode),
+            self.raw.mtime,
+            self.raw.size as u64,
+        )
+    }
+
+    /// Owner uid, for `SymLinksIfOwnerMatch`.
+    pub fn user(&self) -> u32 {
+        self.raw.user
+    }
+}
+
+fn kind_of(t: ffi::apr_filetype_e) -> FileKind {
+    match t {
+        ffi::apr_filetype_e_APR_NOFILE => FileKind::Missing,
+        ffi::apr_filetype_e_APR_REG => FileKind::Regular,
+        ffi::apr_filetype_e_APR_DIR => FileKind::Directory,
+        ffi::apr_filetype_e_APR_LNK => FileKind::Symlink,
+        _ => FileKind::Other,
+    }
+}
+
+/// A borrowed `request_rec`.
+pub struct Request<'r> {
+    r: *mut ffi::request_rec,
+    _life: PhantomData<&'r mut ffi::request_rec>,
+}
+
+/// Converts a C string to `&str`, `None` for NULL or non-UTF-8.
+///
+/// # Safety
+/// `p` is NULL or a NUL-terminated string living for `'a`.
+unsafe fn opt_str<'a>(p: *const c_char) -> Option<&'a str> {
+    if p.is_null() {
+        None
+    } else {
+        CStr::from_ptr(p).to_str().ok()
+    }
+}
+
+impl<'r> Request<'r> {
+    /// # Safety
+    /// `r` is a live request for the duration of `'r`.
+    pub(crate) unsafe fn from_raw(r: *mut ffi::request_rec) -> Request<'r> {
+        Request {
+            r,
+            _life: PhantomData,
+        }
+    }
+
+    fn raw(&self) -> &ffi::request_rec {
+        // SAFETY: valid for 'r by construction.
+        unsafe { &*self.r }
+    }
+
+    /// `r->handler`.
+    pub fn handler(&self) -> Option<&'r str> {
+        // SAFETY: request strings live in the request pool.
+        unsafe { opt_str(self.raw().handler) }
+    }
+
+    /// `r->filename` as bytes-safe C string.
+    pub fn filename(&self) -> Option<&'r CStr> {
+        let p = self.raw().filename;
+        // SAFETY: pool string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+    }
+
+    /// Whether the URL carried path info after the file (and the
+    /// configuration does not accept it).
+    pub fn rejects_path_info(&self) -> bool {
+        let r = self.raw();
+        let has = !r.path_info.is_null() && unsafe { *r.path_info } != 0;
+        has && r.used_path_info != ffi::AP_REQ_ACCEPT_PATH_INFO as c_int
+    }
+
+    /// A subrequest (e.g. mod_dir's index lookup or SSI includes).
+    pub fn is_subrequest(&self) -> bool {
+        !self.raw().main.is_null()
+    }
+
+    /// What `r->finfo` says is at `r->filename`.
+    pub fn finfo(&self) -> Finfo {
+        Finfo {
+            raw: self.raw().finfo,
+        }
+    }
+
+    /// Replaces `r->finfo` (the DirectoryIndex fixup makes a sibling
+    /// visible to mod_dir this way).
+    pub fn set_finfo(&self, f: &Finfo) {
+        // SAFETY: plain struct write into the live request.
+        unsafe { (*self.r).finfo = f.raw }
+    }
+
+    pub fn method(&self) -> Method {
+        match self.raw().method_number as u32 {
+            ffi::M_GET => Method::Get,
+            ffi::M_OPTIONS => Method::Options,
+            ffi::M_INVALID => Method::Invalid,
+            _ => Method::Other,
+        }
+    }
+
+    /// HEAD request: headers only.
+    pub fn header_only(&self) -> bool {
+        self.raw().header_only != 0
+    }
+
+    /// Marks GET (and so HEAD) and OPTIONS as the methods this resource
+    /// allows, for `Allow` on 405 and OPTIONS.
+    pub fn allow_get_options(&self) {
+        // SAFETY: live request; the list ends with -1 as the API requires.
+        unsafe {
+            ffi::ap_allow_standard_methods(
+                self.r,
+                0,
+                ffi::M_GET as c_int,
+                ffi::M_OPTIONS as c_int,
+                -1 as c_int,
+            )
+        };
+    }
+
+    /// Reads and drops any request body, as core does before answering.
+    pub fn discard_body(&self) -> c_int {
+        // SAFETY: live request.
+        unsafe { ffi::ap_discard_request_body(self.r) }
+    }
+
+    /// Answers OPTIONS as core does.
+    pub fn send_options(&self) -> c_int {
+        // SAFETY: live request.
+        unsafe { ffi::ap_send_http_options(self.r) }
+    }
+
+    /// A request header, `None` if absent or not UTF-8.
+    pub fn header_in(&self, name: &CStr) -> Option<&'r [u8]> {
+        // SAFETY: table strings live in the request pool.
+        unsafe {
+            let p = ffi::apr_table_get(self.raw().headers_in, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+        }
+    }
+
+    /// Removes a request header (e.g. Range where ranges are not offered).
+    pub fn unset_header_in(&self, name: &CStr) {
+        // SAFETY: live table.
+        unsafe { ffi::apr_table_unset(self.raw().headers_in, name.as_ptr()) }
+    }
+
+    /// Whether an environment variable (SetEnvIf, BrowserMatch) is set.
+    pub fn env_is_set(&self, name: &CStr) -> bool {
+        // SAFETY: live table.
+        unsafe { !ffi::apr_table_get(self.raw().subprocess_env, name.as_ptr()).is_null() }
+    }
+
+    /// Sets a response header from static strings (no copy).
+    pub fn set_header_static(&self, name: &'static CStr, value: &'static CStr) {
+        // SAFETY: 'static strings outlive the pool.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), value.as_ptr()) }
+    }
+
+    /// Sets a response header, copying both strings into the pool.
+    pub fn set_header(&self, name: &str, value: &CStr) {
+        let n = self.pool_str(name);
+        // SAFETY: pool copies; apr_table_set copies again anyway.
+        unsafe { ffi::apr_table_set(self.raw().headers_out, n, value.as_ptr()) }
+    }
+
+    /// Adds `Accept-Encoding` to `Vary` in both header tables used for
+    /// normal and error responses (http_filters merges and dedups them).
+    pub fn vary_accept_encoding(&self) {
+        const V: &CStr = c"Vary";
+        const AE: &CStr = c"Accept-Encoding";
+        // SAFETY: static strings.
+        unsafe { ffi::apr_table_mergen(self.raw().headers_out, V.as_ptr(), AE.as_ptr()) }
+    }
+
+    /// Also on error responses (406/500), which only keep err_headers_out.
+    pub fn vary_accept_encoding_err(&self) {
+        // SAFETY: static strings.
+        unsafe {
+            ffi::apr_table_mergen(
+                self.raw().err_headers_out,
+                c"Vary".as_ptr(),
+                c"Accept-Encoding".as_ptr(),
+            )
+        }
+    }
+
+    /// Sets `r->content_encoding`, which the header filter turns into
+    /// `Content-Encoding` and compressing filters respect.
+    pub fn set_content_encoding(&self, token: &'static CStr) {
+        // SAFETY: static string.
+        unsafe { (*self.r).content_encoding = token.as_ptr() }
+    }
+
+    /// Sets a request note (for `%{gzip-disk-ng}n` in LogFormat).
+    pub fn set_note(&self, name: &'static CStr, value: &str) {
+        let v = self.pool_str(value);
+        // SAFETY: value copied to the pool, name static.
+        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
+    }
+
+    /// A request note.
+    pub fn notes_get(&self, name: &CStr) -> Option<&'r [u8]> {
+        // SAFETY: table strings live in the request pool.
+        unsafe {
+            let p = ffi::apr_table_get(self.raw().notes, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+        }
+    }
+
+    /// Copies a Rust string into the request pool.
+    fn pool_str(&self, s: &str) -> *const c_char {
+        // SAFETY: apr_pstrmemdup copies len bytes and NUL-terminates.
+        unsafe { ffi::apr_pstrmemdup(self.raw().pool, s.as_ptr().cast(), s.len()) }
+    }
+
+    /// `base` + `suffix`, in the request pool.
+    pub fn path_with_suffix(&self, base: &CStr, suffix: &str) -> &'r CStr {
+        let b = base.to_bytes();
+        let len = b.len() + suffix.len();
+        // SAFETY: allocate len+1 bytes in the pool and fill them fully.
+        unsafe {
+            let p = ffi::apr_palloc(self.raw().pool, len + 1) as *mut u8;
+            ptr::copy_nonoverlapping(b.as_ptr(), p, b.len());
+            ptr::copy_nonoverlapping(suffix.as_ptr(), p.add(b.len()), suffix.len());
+            *p.add(len) = 0;
+            CStr::from_ptr(p as *const c_char)
+        }
+    }
+
+    /// `lstat` (`link` true) or `stat` of a path.
+    pub fn stat(&self, path: &CStr, link: bool) -> Result<Finfo, apr_status_t> {
+        let mut raw = ffi::apr_finfo_t::default();
+        let wanted = ffi::APR_FINFO_MIN | if link { ffi::APR_FINFO_LINK } else { 0 };
+        // SAFETY: raw is a valid out-parameter; pool is live.
+        let st = unsafe { ffi::apr_stat(&mut raw, path.as_ptr(), wanted as i32, self.raw().pool) };
+        if st == 0 || st == ffi::APR_INCOMPLETE as apr_status_t {
+            Ok(Finfo { raw })
+        } else {
+            Err(st)
+        }
+    }
+
+    /// Whether `Options` allow following symlinks here: `Always`,
+    /// `IfOwnerMatch`, or `Never`.
+    pub fn symlink_policy(&self) -> SymlinkPolicy {
+        // SAFETY: live request.
+        let opts = unsafe { ffi::ap_allow_options(self.r) } as u32;
+        if opts & ffi::OPT_SYM_LINKS != 0 {
+            SymlinkPolicy::Always
+        } else if opts & ffi::OPT_SYM_OWNER != 0 {
+            SymlinkPolicy::IfOwnerMatch
+        } else {
+            SymlinkPolicy::Never
+        }
+    }
+
+    /// Gives an error status a plain-text body (as `ErrorDocument` would).
+    pub fn custom_response(&self, status: c_int, text: &str) {
+        let t = self.pool_str(text);
+        // SAFETY: pool string; httpd copies it into the request's config.
+        unsafe { ffi::ap_custom_response(self.r, status, t) }
+    }
+
+    /// Opens a file as core's handler does (sendfile per EnableSendfile).
+    pub fn open(&self, path: &CStr) -> Result<File<'r>, apr_status_t> {
+        let mut fd: *mut ffi::apr_file_t = ptr::null_mut();
+        // SAFETY: shim opens into the request pool.
+        let st = unsafe { ffi::gdn_open_for_send(self.r, path.as_ptr(), &mut fd) };
+        if st != 0 || fd.is_null() {
+            return Err(st);
+        }
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: fd was just opened.
+        let st = unsafe { ffi::apr_file_info_get(&mut raw, ffi::APR_FINFO_MIN as i32, fd) };
+        if st != 0 && st != ffi::APR_INCOMPLETE as apr_status_t {
+            // SAFETY: fd is open and owned here.
+            unsafe { ffi::apr_file_close(fd) };
+            return Err(st);
+        }
+        Ok(File {
+            fd,
+            info: Finfo { raw },
+            _life: PhantomData,
+        })
+    }
+
+    /// `ap_update_mtime` + `ap_set_last_modified` for a served file.
+    pub fn set_last_modified(&self, f: &Finfo) {
+        // SAFETY: live request.
+        unsafe {
+            ffi::ap_update_mtime(self.r, f.raw.mtime);
+            ffi::ap_set_last_modified(self.r);
+        }
+    }
+
+    /// Sets an ETag made as core makes one for `file` (honouring
+    /// FileETag), with `-suffix` inside the closing quote.
+    pub fn set_etag(&self, file: &File<'_>, path: &CStr, suffix: &str, force_weak: bool) {
+        let mut finfo = file.info.raw;
+        let mut er = ffi::etag_rec {
+            vlist_validator: ptr::null(),
+            request_time: self.raw().request_time,
+            finfo: &mut finfo,
+            pathname: path.as_ptr(),
+            fd: file.fd,
+            force_weak: c_int::from(force_weak),
+        };
+        // SAFETY: er's pointers are valid for the call.
+        let tag = unsafe { ffi::ap_make_etag_ex(self.r, &mut er) };
+        if tag.is_null() {
+            return;
+        }
+        // SAFETY: pool string from ap_make_etag_ex.
+        let t = unsafe { CStr::from_ptr(tag) }.to_bytes();
+        let with = match t.split_last() {
+            Some((b'"', head)) => [head, b"-", suffix.as_bytes(), b"\""].concat(),
+            _ => [t, b"-", suffix.as_bytes()].concat(),
+        };
+        let v = match std::str::from_utf8(&with) {
+            Ok(s) => self.pool_str(s),
+            Err(_) => return,
+        };
+        // SAFETY: pool string.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), v) }
+    }
+
+    /// `Accept-Ranges: bytes` (or none when MaxRanges forbids).
+    pub fn set_accept_ranges(&self) {
+        // SAFETY: live request.
+        unsafe { ffi::ap_set_accept_ranges(self.r) }
+    }
+
+    pub fn set_content_length(&self, len: u64) {
+        // SAFETY: live request.
+        unsafe { ffi::ap_set_content_length(self.r, len as ffi::apr_off_t) }
+    }
+
+    /// 304/412 per If-None-Match, If-Modified-Since, etc.
+    pub fn meets_conditions(&self) -> c_int {
+        // SAFETY: live request.
+        unsafe { ffi::ap_meets_conditions(self.r) }
+    }
+
+    pub fn set_status(&self, status: c_int) {
+        // SAFETY: field write.
+        unsafe { (*self.r).status = status }
+    }
+
+    /// The client went away.
+    pub fn aborted(&self) -> bool {
+        // SAFETY: the connection outlives the request.
+        unsafe { (*self.raw().connection).aborted != 0 }
+    }
+
+    /// This module's settings for the request's directory.
+    pub fn dir_config(&self) -> &'r DirConfig {
+        module::dir_config(self.raw().per_dir_config)
+    }
+
+    /// Whether a message at `level` would be logged.
+    pub fn log_enabled(&self, level: Level) -> bool {
+        // SAFETY: live request.
+        unsafe { ffi::gdn_log_enabled(self.r, module::index(), level as c_int) != 0 }
+    }
+
+    /// Logs one line through `ap_log_rerror` with this module's index.
+    pub fn log(&self, level: Level, status: apr_status_t, msg: &str) {
+        if !self.log_enabled(level) {
+            return;
+        }
+        let c = self.pool_str(&msg.replace('\0', "\\0"));
+        // SAFETY: pool string, "%s" format in the shim.
+        unsafe { ffi::gdn_log_r(self.r, module::index(), level as c_int, status, c) }
+    }
+
+    /// Logs lazily: the message is built only when the level is on.
+    pub fn log_with(&self, level: Level, status: apr_status_t, f: impl FnOnce() -> String) {
+        if self.log_enabled(level) {
+            self.log(level, status, &f());
+        }
+    }
+
+    /// A brigade on this request's connection.
+    pub fn brigade(&self) -> Brigade<'_, 'r> {
+        // SAFETY: pool and bucket allocator are live.
+        let bb = unsafe {
+            ffi::apr_brigade_create(self.raw().pool, (*self.raw().connection).bucket_alloc)
+        };
+        Brigade { bb, req: self }
+    }
+}
+
+/// Four bytes from APR's random source (urandom).
+pub fn random_u32() -> u32 {
+    let mut b = [0u8; 4];
+    // SAFETY: writes exactly 4 bytes into b.
+    unsafe { ffi::apr_generate_random_bytes(b.as_mut_ptr(), b.len()) };
+    u32::from_le_bytes(b)
+}
+
+/// An open APR file in the request pool.
+pub struct File<'r> {
+    fd: *mut ffi::apr_file_t,
+    info: Finfo,
+    _life: PhantomData<&'r ()>,
+}
+
+impl File<'_> {
+    /// What `fstat` says of the open file.
+    pub fn info(&self) -> &Finfo {
+        &self.info
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`, without moving the
+    /// stream position for later reads.
+    pub fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let mut os: c_int = -1;
+        // SAFETY: out-parameter; fd is open.
+        unsafe { ffi::apr_os_file_get(&mut os, self.fd) };
+        // SAFETY: valid fd and buffer.
+        let n = unsafe {
+            libc::pread(
+                os,
+                buf.as_mut_ptr() as *mut c_void,
+                buf.len(),
+                offset as libc::off_t,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
+    /// Reads up to `len` bytes at `offset` into request-pool memory (no
+    /// heap, no zeroing: only the bytes read are exposed).
+    pub fn read_pool<'p>(
+        &self,
+        req: &Request<'p>,
+        offset: u64,
+        len: usize,
+    ) -> io::Result<&'p [u8]> {
+        let mut os: c_int = -1;
+        // SAFETY: out-parameter; fd is open.
+        unsafe { ffi::apr_os_file_get(&mut os, self.fd) };
+        // SAFETY: palloc gives len writable bytes living with the request
+        // pool; pread writes at most len of them and we expose only those.
+        unsafe {
+            let p = ffi::apr_palloc(req.raw().pool, len.max(1)) as *mut u8;
+            let n = libc::pread(os, p as *mut c_void, len, offset as libc::off_t);
+            if n < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(std::slice::from_raw_parts(p, n as usize))
+        }
+    }
+
+    /// Sequential reader from `offset` on.
+    pub fn reader(&self, offset: u64) -> FileReader<'_, '_> {
+        FileReader {
+            file: self,
+            pos: offset,
+        }
+    }
+}
+
+/// `Read` over an APR file with pread, so a decoder can pull from it.
+pub struct FileReader<'f, 'r> {
+    file: &'f File<'r>,
+    pos: u64,
+}
+
+impl io::Read for FileReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.file.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+/// A bucket brigade bound to a request.
+pub struct Brigade<'a, 'r> {
+    bb: *mut ffi::apr_bucket_brigade,
+    req: &'a Request<'r>,
+}
+
+impl Brigade<'_, '_> {
+    fn alloc(&self) -> *mut ffi::apr_bucket_alloc_t {
+        // SAFETY: live connection.
+        unsafe { (*self.req.raw().connection).bucket_alloc }
+    }
+
+    fn push(&self, b: *mut ffi::apr_bucket) {
+        // SAFETY: b is a fresh bucket from this connection's allocator.
+        unsafe { ffi::gdn_brigade_insert_tail(self.bb, b) }
+    }
+
+    /// A file bucket: sendfile or mmap as core would use them.
+    pub fn file(&self, f: &File<'_>, start: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        // SAFETY: fd lives in the request pool, like the brigade.
+        unsafe {
+            ffi::gdn_insert_file(
+                self.req.r,
+                self.bb,
+                f.fd,
+                start as ffi::apr_off_t,
+                len as ffi::apr_off_t,
+            )
+        }
+    }
+
+    /// A bucket over borrowed bytes; `pass` then `cleanup` before the
+    /// buffer changes.
+    pub fn transient(&self, data: &[u8]) {
+        // SAFETY: caller passes and cleans up before `data` is reused; the
+        // transient bucket is copied by any filter that sets it aside.
+        let b = unsafe {
+            ffi::apr_bucket_transient_create(data.as_ptr().cast(), data.len(), self.alloc())
+        };
+        self.push(b);
+    }
+
+    /// A bucket holding a copy of `data`.
+    pub fn heap(&self, data: &[u8]) {
+        // SAFETY: heap bucket copies `data` (free_func NULL means copy).
+        let b = unsafe {
+            ffi::apr_bucket_heap_create(data.as_ptr().cast(), data.len(), None, self.alloc())
+        };
+        self.push(b);
+    }
+
+    pub fn eos(&self) {
+        // SAFETY: allocator is live.
+        let b = unsafe { ffi::apr_bucket_eos_create(self.alloc()) };
+        self.push(b);
+    }
+
+    /// An error bucket: the connection is closed without a clean end so
+    /// the client sees a failed transfer.
+    pub fn error(&self, status: c_int) {
+        // SAFETY: allocator and pool are live.
+        let b = unsafe {
+            ffi::ap_bucket_error_create(status, ptr::null(), self.req.raw().pool, self.alloc())
+        };
+        self.push(b);
+    }
+
+    /// Sends the brigade down the output filters.
+    pub fn pass(&self) -> apr_status_t {
+        // SAFETY: live request and brigade.
+        unsafe { ffi::ap_pass_brigade(self.req.raw().output_filters, self.bb) }
+    }
+
+    /// Empties the brigade (buckets destroyed).
+    pub fn cleanup(&self) {
+        // SAFETY: live brigade.
+        unsafe { ffi::apr_brigade_cleanup(self.bb.cast()) };
+    }
+}

@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Deterministic per-request cost: instructions inside ap_process_async_request
+# under callgrind (Apache in -X mode), for the module's precompressed path
+# against core's handler serving the same .gz bytes, plus the decompress
+# path against mod_deflate's INFLATE. N requests each.
+source "$(dirname "$0")/../scripts/lib.sh"
+ensure_packages apache2-doc valgrind
+build
+N="${N:-200}"
+PAGE="${PAGE:-/usr/share/doc/apache2-doc/manual/en/mod/core.html}"
+WORK="$(mktemp -d /tmp/gzip-disk-ng-cg.XXXXXX)"
+chmod 755 "$WORK"
+trap "" EXIT
+D="$WORK/docs"
+mkdir -p "$D"/{mod,modjit,modonly,core,inflate}
+n="$(basename "$PAGE")"
+cp "$PAGE" "$D/mod/$n"
+gzip -9 -n -c "$PAGE" >"$D/mod/$n.gz"
+touch -r "$D/mod/$n" "$D/mod/$n.gz"
+cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/modjit/"
+cp "$D/mod/$n.gz" "$D/modonly/"
+cp "$D/mod/$n.gz" "$D/core/"
+cp "$D/mod/$n.gz" "$D/inflate/"
+chmod -R a+rX "$WORK"
+# Apache drops privileges even in -X mode: callgrind writes as that user.
+mkdir -m 1777 "$WORK/out"
+PORT="${PORT:-18490}"
+MODS=/usr/lib/apache2/modules
+USERLINES=""
+[ "$(id -u)" -eq 0 ] && USERLINES=$'User nobody\nGroup nogroup'
+cat >"$WORK/httpd.conf" <<CONF
+ServerRoot $WORK
+DefaultRuntimeDir $WORK
+PidFile $WORK/httpd.pid
+ErrorLog $WORK/error.log
+LogLevel warn
+Listen 127.0.0.1:$PORT
+ServerName localhost
+$USERLINES
+LoadModule mpm_event_module $MODS/mod_mpm_event.so
+LoadModule authz_core_module $MODS/mod_authz_core.so
+LoadModule mime_module $MODS/mod_mime.so
+LoadModule deflate_module $MODS/mod_deflate.so
+LoadModule gzip_disk_ng_module $MODULE_SO
+TypesConfig /etc/mime.types
+DocumentRoot $D
+<Directory $D>
+    Require all granted
+</Directory>
+<Directory $D/mod>
+    SetHandler gzip-disk-ng
+</Directory>
+<Directory $D/modjit>
+    SetHandler gzip-disk-ng
+    GzipDiskNgJitter 32
+</Directory>
+<Directory $D/modonly>
+    SetHandler gzip-disk-ng
+</Directory>
+<Directory $D/inflate>
+    RemoveType .gz
+    AddEncoding gzip .gz
+    SetOutputFilter INFLATE
+</Directory>
+CONF
+
+measure() { # path accept-encoding -> instructions per request
+    local path="$1" ae="$2" out="$WORK/out/cg.$RANDOM"
+    # Created now, it stays writable after Apache drops privileges.
+    install -m 666 /dev/null "$out"
+    [ "$(id -u)" -eq 0 ] && chown nobody "$out"
+    valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='ap_process_async_request' \
+        /usr/sbin/apache2 -X -d "$WORK" -f "$WORK/httpd.conf" >"$WORK/vg.log" 2>&1 &
+    local vg=$!
+    for _ in $(seq 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.2; done
+    local urls=()
+    for _ in $(seq "$N"); do urls+=("http://127.0.0.1:$PORT$path"); done
+    curl -s -H "Accept-Encoding: $ae" "${urls[@]}" >/dev/null
+    kill -TERM "$(cat "$WORK/httpd.pid")"
+    wait "$vg" 2>/dev/null || true
+    local total
+    total="$(grep -m1 '^summary:' "$out" | awk '{print $2}')"
+    [ -n "$total" ] || total="$(grep -m1 '^totals:' "$out" | awk '{print $2}')"
+    echo $(( total / N ))
+}
+
+core=$(measure "/core/$n.gz" "gzip")
+mod=$(measure "/mod/$n" "gzip")
+jit=$(measure "/modjit/$n" "gzip")
+infl=$(measure "/inflate/$n.gz" "")
+dec=$(measure "/modonly/$n" "")
+echo "callgrind, instructions per request inside ap_process_async_request, $N requests, $n ($(stat -c %s "$PAGE") bytes)"
+printf '%-40s %12s %8s\n' case instr/req ratio
+printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
+printf '%-40s %12d %8.3f  (core/this: speed vs core)\n' "module precompressed gzip" "$mod" "$(echo "$core/$mod" | bc -l)"
+printf '%-40s %12d %8.3f  (off/on)\n' "module gzip, GzipDiskNgJitter 32" "$jit" "$(echo "$mod/$jit" | bc -l)"
+printf '%-40s %12d %8s\n' "mod_deflate INFLATE" "$infl" 1.00
+printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .gz" "$dec" "$(echo "$infl/$dec" | bc -l)"

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Memory of the decompress path: one prefork child serves a warm-up request,
+# then a sibling that decodes to SIZE_MB (default 1024) MiB; the child's
+# peak RSS (VmHWM) growth is what one streaming request costs, whatever the
+# file size. Run for gzip and zstd siblings.
+source "$(dirname "$0")/../scripts/lib.sh"
+ensure_packages
+build
+SIZE_MB="${SIZE_MB:-1024}"
+WORK="$(mktemp -d /tmp/gzip-disk-ng-mem.XXXXXX)"
+chmod 755 "$WORK"
+trap '[ -f "$WORK/httpd.pid" ] && kill "$(cat "$WORK/httpd.pid")" 2>/dev/null; sleep 1; rm -rf "$WORK"' EXIT
+D="$WORK/docs"
+mkdir -p "$D"
+src=/usr/share/doc/apache2-doc/manual/en/mod/core.html
+[ -f "$src" ] || src=/etc/services
+# A real page repeated: SIZE_MB MiB decoded, small on disk.
+gen() { set +o pipefail; { while :; do cat "$src" 2>/dev/null || break; done; } | head -c "$((SIZE_MB << 20))"; }
+gen | gzip -1 >"$D/big.txt.gz"
+gen | zstd -q -3 --no-progress >"$D/bigz.txt.zst"
+echo small >"$D/warm.txt"; gzip -k "$D/warm.txt"; rm "$D/warm.txt"
+chmod -R a+rX "$WORK"
+PORT="${PORT:-18495}"
+MODS=/usr/lib/apache2/modules
+USERLINES=""
+[ "$(id -u)" -eq 0 ] && USERLINES=$'User nobody\nGroup nogroup'
+cat >"$WORK/httpd.conf" <<CONF
+ServerRoot $WORK
+DefaultRuntimeDir $WORK
+PidFile $WORK/httpd.pid
+ErrorLog $WORK/error.log
+Listen 127.0.0.1:$PORT
+ServerName localhost
+$USERLINES
+LoadModule mpm_prefork_module $MODS/mod_mpm_prefork.so
+LoadModule authz_core_module $MODS/mod_authz_core.so
+LoadModule mime_module $MODS/mod_mime.so
+LoadModule gzip_disk_ng_module $MODULE_SO
+TypesConfig /etc/mime.types
+StartServers 1
+MinSpareServers 1
+MaxSpareServers 1
+MaxRequestWorkers 1
+KeepAlive Off
+DocumentRoot $D
+<Directory $D>
+    Require all granted
+    SetHandler gzip-disk-ng
+</Directory>
+CONF
+/usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
+sleep 1
+URL="http://127.0.0.1:$PORT"
+child() { pgrep -P "$(cat "$WORK/httpd.pid")" | head -1; }
+hwm() { awk '/VmHWM/{print $2}' "/proc/$(child)/status"; }
+curl -s -o /dev/null "$URL/warm.txt"
+echo "date: $(date -u +%F); decompress path memory, one prefork child, ${SIZE_MB} MiB decoded per request"
+for f in big.txt bigz.txt; do
+    curl -s -o /dev/null "$URL/warm.txt"
+    before=$(hwm)
+    got=$(curl -s -o /dev/null -w '%{size_download}' "$URL/$f")
+    after=$(hwm)
+    printf '%-10s decoded %12s bytes; child peak RSS %6s kB -> %6s kB (growth %s kB)\n' \
+        "$f" "$got" "$before" "$after" "$((after - before))"
+done

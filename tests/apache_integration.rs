@@ -1,0 +1,368 @@
+//! Apache integration: directives in every scope and their merge, config
+//! errors, DirectoryIndex, symlink policy, the log note, coexistence with
+//! mod_deflate/mod_brotli, and the shipped a2enmod files.
+
+mod common;
+
+use common::*;
+use mod_gzip_disk_ng::coding::Coding;
+use mod_gzip_disk_ng::decode::decode_all;
+use std::fs;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::process::Command;
+
+const ALL: &[&str] = &[".gz", ".br", ".zst"];
+
+fn site(d: &Path) {
+    publish(d, "p.html", &page(20_000, 1), true, ALL);
+    publish(d, "o.html", &page(20_000, 2), false, ALL);
+    publish(d, "sub/p.html", &page(20_000, 3), true, ALL);
+    publish(d, "sub/o.html", &page(20_000, 4), false, &[".br"]);
+    publish(
+        d,
+        "sub/deeper/o.html",
+        &page(20_000, 5),
+        false,
+        &[".br", ".gz"],
+    );
+}
+
+fn ce(r: &Response) -> Option<&str> {
+    r.header("Content-Encoding")
+}
+
+#[test]
+fn directives_in_scopes_merge_field_by_field() {
+    let a = Apache::start(
+        Options {
+            server: "GzipDiskNgEncodings gzip\nGzipDiskNgStatusHeader X-Outer".into(),
+            dir: "SetHandler gzip-disk-ng\nAllowOverride FileInfo".into(),
+            ..Default::default()
+        },
+        |d| {
+            site(d);
+            fs::write(
+                d.join("sub/.htaccess"),
+                "GzipDiskNgEncodings br gzip\nGzipDiskNgDecompress Off\n",
+            )
+            .unwrap();
+            fs::write(d.join("sub/deeper/.htaccess"), "GzipDiskNgDecompress On\n").unwrap();
+        },
+    );
+    // Server scope: only gzip, custom header name.
+    let r = a.get("/p.html", Some("zstd, br, gzip"));
+    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.header("X-Outer"), Some(":-)"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
+    let r = a.get("/p.html", Some("br"));
+    assert_eq!(ce(&r), None, "br not listed, never served");
+    // .htaccess: br preferred, decompress off, header inherited.
+    let r = a.get("/sub/p.html", Some("zstd, br, gzip"));
+    assert_eq!(ce(&r), Some("br"));
+    assert_eq!(r.header("X-Outer"), Some(":-)"));
+    let r = a.get("/sub/o.html", None);
+    assert_eq!(r.status, 406);
+    assert!(
+        String::from_utf8_lossy(&r.body).contains("br"),
+        "406 body names codings"
+    );
+    assert!(r.tokens("Vary").contains(&"Accept-Encoding".to_string()));
+    // Deeper .htaccess turns decompression back on, keeps br gzip.
+    let r = a.get("/sub/deeper/o.html", None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, page(20_000, 5));
+    assert_eq!(r.header("X-Outer"), Some(":-("));
+    let r = a.get("/sub/deeper/o.html", Some("gzip, br"));
+    assert_eq!(ce(&r), Some("br"));
+}
+
+#[test]
+fn location_scope_and_status_header_off() {
+    let a = Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng".into(),
+            server: "<Location /sub>\nGzipDiskNgStatusHeader Off\nGzipDiskNgEncodings gzip zstd\n</Location>".into(),
+            ..Default::default()
+        },
+        site,
+    );
+    let r = a.get("/sub/p.html", Some("zstd, gzip"));
+    assert_eq!(ce(&r), Some("gzip"), "server order from Location");
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
+    let r = a.get("/p.html", Some("zstd, gzip"));
+    assert_eq!(ce(&r), Some("zstd"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
+}
+
+/// `apache2 -t` on a config with one extra line.
+fn configtest(line: &str) -> (bool, String) {
+    let dir = world_readable_tempdir();
+    let conf = dir.path().join("t.conf");
+    fs::write(
+        &conf,
+        format!(
+            "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\nListen 127.0.0.1:1\nServerName localhost\n\
+             LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\nLoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
+             LoadModule gzip_disk_ng_module {}\n{line}\n",
+            module_path().display(),
+            r = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(APACHE)
+        .arg("-t")
+        .arg("-d")
+        .arg(dir.path())
+        .arg("-f")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn bad_directive_values_fail_configtest() {
+    for (line, want) in [
+        ("GzipDiskNgEncodings gzip deflate", "deflate"),
+        ("GzipDiskNgEncodings", "GzipDiskNgEncodings"),
+        ("GzipDiskNgDecompress Maybe", "GzipDiskNgDecompress"),
+        (
+            "GzipDiskNgStatusHeader \"bad name\"",
+            "GzipDiskNgStatusHeader",
+        ),
+        ("GzipDiskNgJitter 0", "GzipDiskNgJitter"),
+        ("GzipDiskNgJitter 32 abc", "GzipDiskNgJitter"),
+        ("GzipDiskNgJitter 1 2 3 4", "GzipDiskNgJitter"),
+    ] {
+        let (ok, out) = configtest(line);
+        assert!(!ok, "{line} accepted");
+        assert!(out.contains(want), "{line}: {out}");
+    }
+    for line in [
+        "GzipDiskNgEncodings br gzip",
+        "GzipDiskNgDecompress off",
+        "GzipDiskNgStatusHeader X-Precompressed",
+        "GzipDiskNgJitter 32",
+        "GzipDiskNgJitter 32 -1 paranoid",
+        "GzipDiskNgJitter Off",
+    ] {
+        let (ok, out) = configtest(line);
+        assert!(ok, "{line} rejected: {out}");
+    }
+}
+
+#[test]
+fn directory_index_served_from_a_sibling() {
+    let a = Apache::start(
+        Options {
+            modules: vec!["dir"],
+            dir: "SetHandler gzip-disk-ng\nDirectoryIndex index.html".into(),
+            ..Default::default()
+        },
+        |d| {
+            publish(d, "index.html", &page(9_000, 6), false, &[".gz"]);
+            publish(d, "b/index.html", &page(9_000, 7), false, &[".br", ".zst"]);
+        },
+    );
+    let r = a.get("/", Some("gzip"));
+    assert_eq!(r.status, 200);
+    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.header("Content-Type"), Some("text/html"));
+    assert_eq!(decode_all(Coding::Gzip, &r.body).unwrap(), page(9_000, 6));
+    let r = a.get("/", None);
+    assert_eq!(r.body, page(9_000, 6));
+    let r = a.get("/b/", Some("br"));
+    assert_eq!(ce(&r), Some("br"));
+    let r = a.get("/b/", None);
+    assert_eq!(r.body, page(9_000, 7));
+    assert!(
+        a.access_log().contains("zstd decompressed"),
+        "{}",
+        a.access_log()
+    );
+}
+
+#[test]
+fn symlinked_siblings_follow_options() {
+    let root_user = is_root();
+    let build = |d: &Path| {
+        publish(d, "real/t.html", &page(9_000, 8), false, &[".gz", ".br"]);
+        fs::create_dir_all(d.join("l")).unwrap();
+        symlink(d.join("real/t.html.gz"), d.join("l/t.html.gz")).unwrap();
+        fs::copy(d.join("real/t.html.br"), d.join("l/t.html.br")).unwrap();
+        if root_user {
+            // A link owned by root to a file owned by someone else.
+            let _ = Command::new("chown")
+                .arg("nobody")
+                .arg(d.join("real/t.html.gz"))
+                .status();
+        }
+    };
+    for (opts, gzip_allowed) in [
+        ("Options -FollowSymLinks", false),
+        ("Options FollowSymLinks", true),
+        ("Options SymLinksIfOwnerMatch", !root_user),
+    ] {
+        let a = Apache::start(
+            Options {
+                dir: format!("SetHandler gzip-disk-ng\n{opts}"),
+                ..Default::default()
+            },
+            build,
+        );
+        let r = a.get("/l/t.html", Some("gzip"));
+        if gzip_allowed {
+            assert_eq!(ce(&r), Some("gzip"), "{opts}");
+        } else {
+            // The link is refused: the br copy is decoded instead.
+            assert_eq!(ce(&r), None, "{opts}");
+            assert_eq!(r.body, page(9_000, 8), "{opts}");
+            let log = a.module_log().join("\n");
+            assert!(log.contains("symlinked sibling refused"), "{opts}: {log}");
+        }
+    }
+}
+
+#[test]
+fn log_note_names_the_path_taken() {
+    let a = Apache::start(Options::default(), |d| {
+        site(d);
+        publish(d, "stale.html", &page(1_000, 9), true, &[".gz"]);
+        fs::write(d.join("stale.html"), page(1_000, 10)).unwrap();
+        fs::write(d.join("bad.html.gz"), b"nope").unwrap();
+    });
+    a.get("/p.html", Some("br"));
+    a.get("/o.html", None);
+    a.get("/p.html", None);
+    a.get("/stale.html", Some("gzip"));
+    a.get("/bad.html", None);
+    let log = a.access_log();
+    for want in [
+        "GET /p.html HTTP/1.1 200 br precompressed",
+        "GET /o.html HTTP/1.1 200 zstd decompressed",
+        "GET /p.html HTTP/1.1 200 original",
+        "GET /stale.html HTTP/1.1 200 stale",
+        "GET /bad.html HTTP/1.1 500 error",
+    ] {
+        assert!(log.contains(want), "missing '{want}' in:\n{log}");
+    }
+}
+
+#[test]
+fn compressing_filters_never_recompress() {
+    let a = Apache::start(
+        Options {
+            modules: vec!["filter", "deflate", "brotli"],
+            dir: "SetHandler gzip-disk-ng\nSetOutputFilter BROTLI_COMPRESS;DEFLATE".into(),
+            ..Default::default()
+        },
+        site,
+    );
+    for ae in ["gzip", "br", "zstd"] {
+        let r = a.get("/p.html", Some(ae));
+        assert_eq!(r.header("Content-Encoding"), Some(ae), "single coding");
+        let sib = fs::read(a.docroot.join(format!(
+            "p.html.{}",
+            if ae == "zstd" {
+                "zst"
+            } else {
+                if ae == "br" {
+                    "br"
+                } else {
+                    "gz"
+                }
+            }
+        )))
+        .unwrap();
+        assert_eq!(r.body, sib, "{ae}: the sibling's bytes, untouched");
+    }
+}
+
+#[test]
+fn shipped_files_install_and_pass_configtest() {
+    let stage = world_readable_tempdir();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let out = Command::new("bash")
+        .arg(format!("{root}/scripts/install"))
+        .arg("--no-build")
+        .env("DESTDIR", stage.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let so = stage
+        .path()
+        .join("usr/lib/apache2/modules/mod_gzip_disk_ng.so");
+    let load = stage
+        .path()
+        .join("etc/apache2/mods-available/gzip_disk_ng.load");
+    let conf = stage
+        .path()
+        .join("etc/apache2/mods-available/gzip_disk_ng.conf");
+    for f in [
+        &so,
+        &load,
+        &conf,
+        &stage.path().join("usr/local/bin/gzip-disk-ng"),
+    ] {
+        assert!(f.exists(), "{} not installed", f.display());
+    }
+    // The .load names the installed path; the .conf documents each directive.
+    let load_text = fs::read_to_string(&load).unwrap();
+    assert!(load_text
+        .contains("LoadModule gzip_disk_ng_module /usr/lib/apache2/modules/mod_gzip_disk_ng.so"));
+    let conf_text = fs::read_to_string(&conf).unwrap();
+    for d in [
+        "GzipDiskNgEncodings",
+        "GzipDiskNgDecompress",
+        "GzipDiskNgStatusHeader",
+        "GzipDiskNgJitter",
+    ] {
+        assert!(conf_text.contains(d), "{d} undocumented");
+    }
+    // apache2 -t accepts the pair, as a2enmod would include them.
+    let staged_load = load_text.replace(
+        "/usr/lib/apache2/modules/mod_gzip_disk_ng.so",
+        &so.display().to_string(),
+    );
+    let (ok, msg) = configtest(&format!(
+        "{}\nInclude {}",
+        staged_load
+            .lines()
+            .filter(|l| !l.starts_with("LoadModule gzip"))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        conf.display()
+    ));
+    assert!(ok, "{msg}");
+    // Uncommented, every documented default is a valid directive.
+    let active: String = conf_text
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("#GzipDiskNg"))
+        .map(|l| format!("GzipDiskNg{l}\n"))
+        .collect();
+    assert_eq!(active.lines().count(), 4, "{active}");
+    let (ok, msg) = configtest(&active);
+    assert!(ok, "{msg}");
+    // The Debian package metadata installs the same files.
+    let cargo = fs::read_to_string(format!("{root}/Cargo.toml")).unwrap();
+    for dest in [
+        "usr/lib/apache2/modules/mod_gzip_disk_ng.so",
+        "etc/apache2/mods-available/gzip_disk_ng.load",
+        "etc/apache2/mods-available/gzip_disk_ng.conf",
+        "usr/bin/gzip-disk-ng",
+    ] {
+        assert!(cargo.contains(dest), "deb assets lack {dest}");
+    }
+}

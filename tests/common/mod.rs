@@ -1,0 +1,459 @@
+//! Test harness: a real Debian Apache (`/usr/sbin/apache2`) with a generated
+//! configuration in a temp dir, on a free 127.0.0.1 port, with the built
+//! module loaded; requests go through the real `curl` (HTTP/1.1 and h2c).
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::Write;
+use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+pub const APACHE: &str = "/usr/sbin/apache2";
+pub const MODULES: &str = "/usr/lib/apache2/modules";
+
+/// The module built alongside this test binary.
+pub fn module_path() -> PathBuf {
+    if let Ok(p) = std::env::var("GZIP_DISK_NG_MODULE") {
+        return PathBuf::from(p);
+    }
+    let exe = std::env::current_exe().expect("test exe");
+    // target/<profile>/deps/test-xxxx → target/<profile>/
+    let dir = exe.parent().and_then(Path::parent).expect("target dir");
+    let so = dir.join("libmod_gzip_disk_ng.so");
+    assert!(so.exists(), "module not built at {}", so.display());
+    so
+}
+
+pub fn is_root() -> bool {
+    // The uid of this process's files: a file we create is owned by us.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("probe");
+    fs::write(&p, b"").expect("write");
+    use std::os::unix::fs::MetadataExt;
+    fs::metadata(&p).expect("meta").uid() == 0
+}
+
+/// A directory the server's user can read, removed on drop.
+pub fn world_readable_tempdir() -> tempfile::TempDir {
+    let d = tempfile::Builder::new()
+        .prefix("gdn-test-")
+        .tempdir_in("/tmp")
+        .expect("tempdir");
+    fs::set_permissions(d.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+    d
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .expect("bind")
+        .local_addr()
+        .expect("addr")
+        .port()
+}
+
+/// MPM choice.
+#[derive(Clone, Copy, Debug)]
+pub enum Mpm {
+    Event,
+    Worker,
+    Prefork,
+}
+
+/// A running Apache; stopped by its PID on drop.
+pub struct Apache {
+    pub root: tempfile::TempDir,
+    pub port: u16,
+    pub docroot: PathBuf,
+    pid: Option<i32>,
+}
+
+pub struct Options {
+    pub mpm: Mpm,
+    /// Lines inside `<Directory docroot>`.
+    pub dir: String,
+    /// Lines at server level.
+    pub server: String,
+    /// Extra modules (file stems under MODULES, e.g. "rewrite").
+    pub modules: Vec<&'static str>,
+    /// The LogLevel line's value.
+    pub log_level: &'static str,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            mpm: Mpm::Event,
+            dir: "SetHandler gzip-disk-ng".into(),
+            server: String::new(),
+            modules: vec![],
+            log_level: "info gzip_disk_ng:debug",
+        }
+    }
+}
+
+impl Apache {
+    /// Starts Apache serving a fresh docroot filled by `fill`.
+    pub fn start(opts: Options, fill: impl FnOnce(&Path)) -> Apache {
+        let root = world_readable_tempdir();
+        let docroot = root.path().join("docs");
+        fs::create_dir(&docroot).expect("docroot");
+        fs::set_permissions(&docroot, fs::Permissions::from_mode(0o755)).expect("chmod");
+        fill(&docroot);
+        let mut last_err = String::new();
+        for _ in 0..5 {
+            let port = free_port();
+            let conf = Self::config(root.path(), &docroot, port, &opts);
+            let conf_path = root.path().join("httpd.conf");
+            fs::write(&conf_path, conf).expect("conf");
+            let _ = fs::remove_file(root.path().join("error.log"));
+            let out = Command::new(APACHE)
+                .arg("-d")
+                .arg(root.path())
+                .arg("-f")
+                .arg(&conf_path)
+                .arg("-k")
+                .arg("start")
+                .output()
+                .expect("run apache2");
+            if !out.status.success() {
+                last_err = format!(
+                    "{}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                continue;
+            }
+            let mut a = Apache {
+                root,
+                port,
+                docroot,
+                pid: None,
+            };
+            if a.wait_ready() {
+                return a;
+            }
+            last_err = a.error_log();
+            a.stop();
+            return Self::start_failed(&last_err);
+        }
+        Self::start_failed(&last_err)
+    }
+
+    fn start_failed(err: &str) -> Apache {
+        panic!("apache did not start: {err}")
+    }
+
+    fn config(root: &Path, docroot: &Path, port: u16, o: &Options) -> String {
+        let mpm = match o.mpm {
+            Mpm::Event => "event",
+            Mpm::Worker => "worker",
+            Mpm::Prefork => "prefork",
+        };
+        let mut s = String::new();
+        let r = root.display();
+        s += &format!("ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/httpd.pid\n");
+        s += &format!("ErrorLog {r}/error.log\nLogLevel {}\n", o.log_level);
+        s += &format!("Listen 127.0.0.1:{port}\nServerName localhost\n");
+        if is_root() {
+            s += "User nobody\nGroup nogroup\n";
+        }
+        s += &format!("LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n");
+        match o.mpm {
+            Mpm::Prefork => s += "StartServers 2\nMinSpareServers 2\nMaxSpareServers 4\n",
+            _ => s += "StartServers 1\nServerLimit 2\nThreadsPerChild 16\nMaxRequestWorkers 32\n",
+        }
+        for m in ["authz_core", "mime", "http2"]
+            .iter()
+            .chain(o.modules.iter())
+        {
+            s += &format!("LoadModule {m}_module {MODULES}/mod_{m}.so\n");
+        }
+        s += &format!(
+            "LoadModule gzip_disk_ng_module {}\n",
+            module_path().display()
+        );
+        s += "TypesConfig /etc/mime.types\n";
+        if !o.server.contains("Protocols ") {
+            s += "Protocols h2c http/1.1\n";
+        }
+        s +=
+            &format!("LogFormat \"%r %>s %{{gzip-disk-ng}}n\" gdn\nCustomLog {r}/access.log gdn\n");
+        s += &format!("DocumentRoot {}\n", docroot.display());
+        s += &o.server;
+        s += "\n";
+        s += &format!(
+            "<Directory {}>\nRequire all granted\n{}\n</Directory>\n",
+            docroot.display(),
+            o.dir
+        );
+        s
+    }
+
+    fn wait_ready(&mut self) -> bool {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(pid) = fs::read_to_string(self.root.path().join("httpd.pid")) {
+                if let Ok(pid) = pid.trim().parse() {
+                    self.pid = Some(pid);
+                    if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                        return true;
+                    }
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{}", self.port, path)
+    }
+
+    pub fn error_log(&self) -> String {
+        fs::read_to_string(self.root.path().join("error.log")).unwrap_or_default()
+    }
+
+    pub fn access_log(&self) -> String {
+        fs::read_to_string(self.root.path().join("access.log")).unwrap_or_default()
+    }
+
+    /// Lines of the error log written by this module.
+    pub fn module_log(&self) -> Vec<String> {
+        self.error_log()
+            .lines()
+            .filter(|l| l.contains("[gzip_disk_ng:"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// No child died (segfault, abort) during the test.
+    pub fn assert_no_crash(&self) {
+        let log = self.error_log();
+        for bad in ["Segmentation fault", "exit signal", "panicked", "Aborted"] {
+            assert!(!log.contains(bad), "child crashed ({bad}):\n{log}");
+        }
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(pid) = self.pid.take() {
+            let _ = Command::new("kill")
+                .arg("-TERM")
+                .arg(pid.to_string())
+                .status();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                let alive = Command::new("kill")
+                    .arg("-0")
+                    .arg(pid.to_string())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .map(|s| s.success())
+                    .unwrap_or(false);
+                if !alive {
+                    return;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            let _ = Command::new("kill")
+                .arg("-KILL")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+
+    /// GET with the given Accept-Encoding (`None`: no header).
+    pub fn get(&self, path: &str, ae: Option<&str>) -> Response {
+        let mut args: Vec<String> = vec![];
+        if let Some(ae) = ae {
+            args.push("-H".into());
+            args.push(format!("Accept-Encoding: {ae}"));
+        }
+        curl(&self.url(path), &args)
+    }
+
+    pub fn request(&self, path: &str, extra: &[&str]) -> Response {
+        let args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
+        curl(&self.url(path), &args)
+    }
+}
+
+impl Drop for Apache {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// A response as curl saw it.
+#[derive(Debug)]
+pub struct Response {
+    pub status: u16,
+    pub headers: BTreeMap<String, Vec<String>>,
+    pub body: Vec<u8>,
+    /// curl's exit code: 0 ok, 18 partial transfer, 92 HTTP/2 stream error.
+    pub exit: i32,
+    pub http_version: String,
+}
+
+impl Response {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .and_then(|v| v.first())
+            .map(String::as_str)
+    }
+
+    /// All values of a header, comma-joined, as a list of tokens.
+    pub fn tokens(&self, name: &str) -> Vec<String> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .into_iter()
+            .flatten()
+            .flat_map(|v| v.split(','))
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty())
+            .collect()
+    }
+}
+
+/// Runs curl and parses the final response's head.
+pub fn curl(url: &str, args: &[String]) -> Response {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let head = dir.path().join("head");
+    let body = dir.path().join("body");
+    let out = Command::new("curl")
+        .args(["-s", "--max-time", "30", "-D"])
+        .arg(&head)
+        .arg("-o")
+        .arg(&body)
+        .args(args)
+        .arg(url)
+        .output()
+        .expect("run curl");
+    let exit = out.status.code().unwrap_or(-1);
+    let head = fs::read_to_string(&head).unwrap_or_default();
+    let body = fs::read(&body).unwrap_or_default();
+    // With redirects or 100-continue several heads may appear: keep the last.
+    let last = head
+        .split("\r\n\r\n")
+        .filter(|b| b.starts_with("HTTP/"))
+        .last()
+        .unwrap_or("");
+    let mut lines = last.split("\r\n");
+    let status_line = lines.next().unwrap_or("");
+    let mut parts = status_line.split_whitespace();
+    let http_version = parts.next().unwrap_or("").to_owned();
+    let status = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            headers
+                .entry(k.trim().to_ascii_lowercase())
+                .or_default()
+                .push(v.trim().to_owned());
+        }
+    }
+    Response {
+        status,
+        headers,
+        body,
+        exit,
+        http_version,
+    }
+}
+
+/// Deterministic HTML-like text of about `n` bytes.
+pub fn page(n: usize, seed: u64) -> Vec<u8> {
+    let words = [
+        "<p>",
+        "</p>",
+        "Apache",
+        "module",
+        "request",
+        "response",
+        "header",
+        "compressed",
+        "sibling",
+        "<a href=\"/x\">",
+        "</a>",
+        "\n",
+        "the",
+        "of",
+        "and",
+    ];
+    let mut x = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    let mut out = Vec::with_capacity(n + 32);
+    while out.len() < n {
+        x = x
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        out.extend_from_slice(words[(x >> 33) as usize % words.len()].as_bytes());
+        out.push(b' ');
+        if (x >> 20).is_multiple_of(7) {
+            out.extend_from_slice(format!("{}", x % 100_000).as_bytes());
+        }
+    }
+    out.truncate(n);
+    out
+}
+
+pub fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(data).expect("gzip");
+    e.finish().expect("gzip")
+}
+
+pub fn zstd(data: &[u8]) -> Vec<u8> {
+    zstd::bulk::compress(data, 19).expect("zstd")
+}
+
+pub fn brotli(data: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut w = brotli::CompressorWriter::new(&mut out, 4096, 11, 22);
+        w.write_all(data).expect("brotli");
+    }
+    out
+}
+
+/// Writes `name` with `data` and the given siblings (by suffix), all with
+/// the same mtime so none is stale.
+pub fn publish(dir: &Path, name: &str, data: &[u8], original: bool, sibs: &[&str]) {
+    let base = dir.join(name);
+    if let Some(p) = base.parent() {
+        fs::create_dir_all(p).expect("mkdir");
+    }
+    let mut paths = vec![];
+    if original {
+        fs::write(&base, data).expect("write");
+        paths.push(base.clone());
+    }
+    for s in sibs {
+        let enc = match *s {
+            ".gz" => gzip(data),
+            ".zst" | ".zstd" => zstd(data),
+            ".br" => brotli(data),
+            other => panic!("unknown suffix {other}"),
+        };
+        let p = PathBuf::from(format!("{}{}", base.display(), s));
+        fs::write(&p, enc).expect("write");
+        paths.push(p);
+    }
+    let t = std::time::SystemTime::now() - Duration::from_secs(100);
+    for p in paths {
+        set_mtime(&p, t);
+    }
+}
+
+pub fn set_mtime(p: &Path, t: std::time::SystemTime) {
+    let f = fs::File::options()
+        .write(true)
+        .open(p)
+        .expect("open for mtime");
+    f.set_modified(t).expect("set mtime");
+}

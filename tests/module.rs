@@ -1,0 +1,583 @@
+//! The module in a real Apache: negotiation, the precompressed and
+//! decompress paths, HTTP semantics, bad input, MPMs and HTTP/2.
+
+mod common;
+
+use common::*;
+use mod_gzip_disk_ng::coding::Coding;
+use mod_gzip_disk_ng::decode::decode_all;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+const ALL: &[&str] = &[".gz", ".br", ".zst"];
+
+fn decoded(r: &Response) -> Vec<u8> {
+    match r.header("Content-Encoding") {
+        None => r.body.clone(),
+        Some(ce) => {
+            let c = Coding::from_token(ce).unwrap_or_else(|| panic!("unexpected coding {ce}"));
+            decode_all(c, &r.body).unwrap_or_else(|e| panic!("{ce} body does not decode: {e}"))
+        }
+    }
+}
+
+fn standard_site(d: &Path) {
+    publish(d, "page.html", &page(300_000, 1), true, ALL);
+    publish(d, "only.html", &page(300_000, 2), false, ALL);
+    publish(d, "onlygz.html", &page(50_000, 3), false, &[".gz"]);
+    publish(d, "plain.html", &page(5_000, 4), true, &[]);
+    publish(d, "style.css", &page(20_000, 5), false, &[".br", ".gz"]);
+}
+
+#[test]
+fn accept_encoding_cases_pick_the_right_sibling() {
+    let a = Apache::start(Options::default(), standard_site);
+    let orig = page(300_000, 1);
+    let cases: &[(Option<&str>, Option<&str>)] = &[
+        (None, None),
+        (Some(""), None),
+        (Some("gzip"), Some("gzip")),
+        (Some("x-gzip"), Some("gzip")),
+        (Some("GZIP"), Some("gzip")),
+        (Some("br"), Some("br")),
+        (Some("zstd"), Some("zstd")),
+        (Some("gzip, deflate, br"), Some("br")),
+        (Some("gzip, deflate, br, zstd"), Some("zstd")),
+        (Some("gzip;q=1.0, br;q=0.5, zstd;q=0.1"), Some("gzip")),
+        (Some("br;q=0.9, gzip;q=0.9"), Some("br")),
+        (Some("zstd;q=0, br;q=0, gzip"), Some("gzip")),
+        (Some("*"), Some("zstd")),
+        (Some("*;q=0.5, gzip"), Some("gzip")),
+        (Some("*;q=0, identity"), None),
+        (Some("identity"), None),
+        (Some("deflate, compress"), None),
+        (Some("gzip;q=0"), None),
+        (Some("  gzip  ;  q=0.5 ,\tbr ; q=0.4"), Some("gzip")),
+        (Some("gzip;q=2, br"), Some("br")),
+        (Some("gzip;q=bogus, zstd;q=0.001"), Some("zstd")),
+        (Some(",,;;,=,gzip"), Some("gzip")),
+    ];
+    for (ae, want) in cases {
+        let r = a.get("/page.html", *ae);
+        assert_eq!(r.status, 200, "AE {ae:?}");
+        assert_eq!(r.header("Content-Encoding"), *want, "AE {ae:?}");
+        assert_eq!(decoded(&r), orig, "AE {ae:?}");
+        assert!(
+            r.tokens("Vary").contains(&"Accept-Encoding".to_string()),
+            "AE {ae:?}"
+        );
+        match want {
+            Some(_) => assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)")),
+            None => assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None),
+        }
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn precompressed_path_headers_like_a_static_file() {
+    let a = Apache::start(Options::default(), standard_site);
+    let mut etags = vec![];
+    for (ae, suffix) in [("gzip", ".gz"), ("br", ".br"), ("zstd", ".zst")] {
+        let sib = fs::read(a.docroot.join(format!("page.html{suffix}"))).unwrap();
+        let r = a.get("/page.html", Some(ae));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.body, sib, "{ae}: body is the sibling's bytes");
+        assert_eq!(r.header("Content-Encoding"), Some(ae));
+        assert_eq!(r.header("Content-Type"), Some("text/html"));
+        assert_eq!(
+            r.header("Content-Length"),
+            Some(sib.len().to_string().as_str())
+        );
+        assert_eq!(r.header("Accept-Ranges"), Some("bytes"));
+        assert!(r.header("Last-Modified").is_some());
+        let etag = r.header("ETag").unwrap().to_owned();
+        assert!(
+            etag.starts_with('"') && etag.ends_with(&format!("-{ae}\"")),
+            "{etag}"
+        );
+        etags.push(etag.clone());
+
+        // Conditionals.
+        let r304 = a.request(
+            "/page.html",
+            &[
+                "-H",
+                &format!("Accept-Encoding: {ae}"),
+                "-H",
+                &format!("If-None-Match: {etag}"),
+            ],
+        );
+        assert_eq!(r304.status, 304, "{ae}");
+        assert!(r304.body.is_empty());
+        assert!(
+            r304.tokens("Vary").contains(&"Accept-Encoding".to_string()),
+            "304 varies"
+        );
+        let r412 = a.request(
+            "/page.html",
+            &[
+                "-H",
+                &format!("Accept-Encoding: {ae}"),
+                "-H",
+                "If-Match: \"nope\"",
+            ],
+        );
+        assert_eq!(r412.status, 412, "{ae}");
+        let lm = r.header("Last-Modified").unwrap();
+        let rims = a.request(
+            "/page.html",
+            &[
+                "-H",
+                &format!("Accept-Encoding: {ae}"),
+                "-H",
+                &format!("If-Modified-Since: {lm}"),
+            ],
+        );
+        assert_eq!(rims.status, 304);
+
+        // Ranges are on the compressed bytes.
+        let rr = a.request(
+            "/page.html",
+            &["-H", &format!("Accept-Encoding: {ae}"), "-r", "100-199"],
+        );
+        assert_eq!(rr.status, 206, "{ae}");
+        assert_eq!(rr.body, &sib[100..200]);
+        let n = sib.len();
+        let rr = a.request(
+            "/page.html",
+            &["-H", &format!("Accept-Encoding: {ae}"), "-r", "-10"],
+        );
+        assert_eq!(rr.body, &sib[n - 10..]);
+
+        // HEAD: same headers, no body.
+        let h = a.request(
+            "/page.html",
+            &["-I", "-H", &format!("Accept-Encoding: {ae}")],
+        );
+        assert_eq!(h.status, 200);
+        assert_eq!(h.header("Content-Length"), r.header("Content-Length"));
+        assert_eq!(h.header("ETag"), r.header("ETag"));
+        assert!(
+            h.body.starts_with(b"HTTP/") && h.body.len() < 2000,
+            "HEAD has no body"
+        );
+    }
+    // The original's ETag differs from all coded ones.
+    let id = a.get("/page.html", None);
+    let id_tag = id.header("ETag").unwrap().to_owned();
+    etags.push(id_tag);
+    let mut uniq = etags.clone();
+    uniq.sort();
+    uniq.dedup();
+    assert_eq!(uniq.len(), etags.len(), "{etags:?}");
+    a.assert_no_crash();
+}
+
+#[test]
+fn only_siblings_decompress_on_the_fly() {
+    let a = Apache::start(Options::default(), standard_site);
+    let orig = page(300_000, 2);
+    let r = a.get("/only.html", None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.exit, 0);
+    assert_eq!(r.header("Content-Encoding"), None);
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
+    assert_eq!(r.header("Content-Type"), Some("text/html"));
+    assert_eq!(r.header("Content-Length"), Some("300000"));
+    assert!(r.tokens("Vary").contains(&"Accept-Encoding".to_string()));
+    assert_eq!(r.body, orig);
+    let etag = r.header("ETag").unwrap().to_owned();
+    assert!(etag.ends_with("-identity\""), "{etag}");
+    // Coded responses of the same resource have other ETags.
+    for ae in ["gzip", "br", "zstd"] {
+        let c = a.get("/only.html", Some(ae));
+        assert_eq!(c.header("Content-Encoding"), Some(ae));
+        assert_ne!(c.header("ETag"), Some(etag.as_str()));
+        assert_eq!(decoded(&c), orig);
+    }
+    // Conditional GET on the decoded representation.
+    let r304 = a.request("/only.html", &["-H", &format!("If-None-Match: {etag}")]);
+    assert_eq!(r304.status, 304);
+    assert!(r304.tokens("Vary").contains(&"Accept-Encoding".to_string()));
+    // Range gets the full body.
+    let rr = a.request("/only.html", &["-r", "0-99"]);
+    assert_eq!(rr.status, 200);
+    assert_eq!(rr.body, orig);
+    // HEAD: length without body.
+    let h = a.request("/only.html", &["-I"]);
+    assert_eq!(h.status, 200);
+    assert_eq!(h.header("Content-Length"), Some("300000"));
+    assert!(
+        h.body.starts_with(b"HTTP/") && h.body.len() < 2000,
+        "HEAD has no body"
+    );
+    // Only gzip and only br+gzip: each decoder path.
+    let g = a.get("/onlygz.html", Some("identity"));
+    assert_eq!(g.body, page(50_000, 3));
+    assert_eq!(g.header("Content-Length"), Some("50000"));
+    let css = a.get("/style.css", None);
+    assert_eq!(css.body, page(20_000, 5));
+    assert_eq!(css.header("Content-Type"), Some("text/css"));
+    let note = a.access_log();
+    assert!(note.contains("decompressed"), "{note}");
+    a.assert_no_crash();
+}
+
+#[test]
+fn large_file_streams_with_declared_length() {
+    let big = page(8 << 20, 9);
+    let a = Apache::start(Options::default(), |d| {
+        publish(d, "big.txt", &big, false, &[".gz"]);
+        publish(d, "bigz.txt", &big, false, &[".zst"]);
+    });
+    for p in ["/big.txt", "/bigz.txt"] {
+        let r = a.get(p, None);
+        assert_eq!(r.status, 200, "{p}");
+        assert_eq!(r.exit, 0, "{p}");
+        assert_eq!(
+            r.header("Content-Length"),
+            Some((8u64 << 20).to_string().as_str())
+        );
+        assert!(r.body == big, "{p}: body differs");
+        let h2 = a.request(p, &["--http2-prior-knowledge"]);
+        assert_eq!(h2.http_version, "HTTP/2");
+        assert!(h2.body == big, "{p} over h2");
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn original_served_by_core_with_vary() {
+    let a = Apache::start(Options::default(), standard_site);
+    let r = a.get("/plain.html", Some("gzip"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, page(5_000, 4));
+    assert_eq!(r.header("Vary"), None, "no siblings, nothing varies");
+    let r = a.get("/page.html", Some("deflate"));
+    assert_eq!(r.body, page(300_000, 1));
+    assert!(r.tokens("Vary").contains(&"Accept-Encoding".to_string()));
+    assert_eq!(r.header("Accept-Ranges"), Some("bytes"));
+    let rr = a.request("/page.html", &["-r", "10-19"]);
+    assert_eq!(rr.status, 206);
+    assert_eq!(rr.body, &page(300_000, 1)[10..20]);
+}
+
+#[test]
+fn stale_sibling_is_not_served_and_warns() {
+    let a = Apache::start(Options::default(), |d| {
+        publish(d, "s.html", &page(10_000, 7), true, &[".gz", ".br"]);
+        // The original changed after the siblings were made.
+        fs::write(d.join("s.html"), page(10_000, 8)).unwrap();
+    });
+    let r = a.get("/s.html", Some("gzip, br"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Encoding"), None);
+    assert_eq!(r.body, page(10_000, 8));
+    assert!(r.tokens("Vary").contains(&"Accept-Encoding".to_string()));
+    let log = a.module_log().join("\n");
+    assert!(
+        log.contains(":warn]") && log.contains("stale sibling") && log.contains("s.html.gz"),
+        "{log}"
+    );
+}
+
+#[test]
+fn no_gzip_env_vars_remove_codings() {
+    let a = Apache::start(
+        Options {
+            modules: vec!["setenvif"],
+            dir: "SetHandler gzip-disk-ng\nSetEnvIf X-Test nogz no-gzip\nSetEnvIf X-Test nobr no-brotli\nSetEnvIf X-Test nozstd no-zstd".into(),
+            ..Default::default()
+        },
+        standard_site,
+    );
+    let ae = "Accept-Encoding: gzip, br, zstd";
+    let r = a.request("/page.html", &["-H", ae, "-H", "X-Test: nozstd"]);
+    assert_eq!(r.header("Content-Encoding"), Some("br"));
+    let r = a.request(
+        "/page.html",
+        &["-H", "Accept-Encoding: gzip", "-H", "X-Test: nogz"],
+    );
+    assert_eq!(r.header("Content-Encoding"), None);
+    assert_eq!(r.body, page(300_000, 1));
+    let r = a.request(
+        "/page.html",
+        &["-H", "Accept-Encoding: br, gzip", "-H", "X-Test: nobr"],
+    );
+    assert_eq!(r.header("Content-Encoding"), Some("gzip"));
+}
+
+#[test]
+fn methods_paths_and_missing_files() {
+    let a = Apache::start(Options::default(), |d| {
+        standard_site(d);
+        fs::create_dir(d.join("sub")).unwrap();
+    });
+    let r = a.request("/only.html", &["-X", "POST", "-d", "x=1"]);
+    assert_eq!(r.status, 405);
+    let allow = r.tokens("Allow");
+    for m in ["GET", "HEAD", "OPTIONS"] {
+        assert!(allow.contains(&m.to_string()), "{allow:?}");
+    }
+    assert!(!allow.contains(&"POST".to_string()), "{allow:?}");
+    assert!(
+        !String::from_utf8_lossy(&r.body).contains("sibling"),
+        "no file body on POST"
+    );
+    let r = a.request("/page.html", &["-X", "DELETE"]);
+    assert_eq!(r.status, 405);
+    let r = a.request("/page.html", &["-X", "OPTIONS"]);
+    assert_eq!(r.status, 200);
+    assert!(r.tokens("Allow").contains(&"GET".to_string()));
+    assert_eq!(a.get("/nope.html", Some("gzip")).status, 404);
+    assert_eq!(a.get("/page.html/extra", Some("gzip")).status, 404);
+    assert_eq!(a.get("/only.html/extra", None).status, 404);
+    let r = a.get("/sub/", Some("gzip"));
+    assert_ne!(r.status, 500);
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
+    // Still healthy.
+    assert_eq!(a.get("/page.html", Some("gzip")).status, 200);
+    a.assert_no_crash();
+}
+
+#[test]
+fn rewrite_rule_enables_handler_for_missing_original() {
+    let a = Apache::start(
+        Options {
+            modules: vec!["rewrite"],
+            dir: "RewriteEngine On\nRewriteCond %{REQUEST_FILENAME} !-f\nRewriteCond %{REQUEST_FILENAME}.gz -f\nRewriteRule ^ - [H=gzip-disk-ng]".into(),
+            ..Default::default()
+        },
+        standard_site,
+    );
+    let r = a.get("/onlygz.html", Some("gzip"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Encoding"), Some("gzip"));
+    let r = a.get("/onlygz.html", None);
+    assert_eq!(r.body, page(50_000, 3));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
+    // Files with an original are not touched by the rule.
+    let r = a.get("/page.html", Some("gzip"));
+    assert_eq!(r.header("Content-Encoding"), None);
+}
+
+#[test]
+fn corrupt_truncated_empty_siblings() {
+    let a = Apache::start(Options::default(), |d| {
+        let data = page(1_000_000, 11);
+        fs::write(
+            d.join("corrupt.html.gz"),
+            b"this is not gzip at all, not even close",
+        )
+        .unwrap();
+        fs::write(d.join("empty.html.gz"), b"").unwrap();
+        fs::write(
+            d.join("badzst.html.zst"),
+            b"\x28\xb5\x2f\xfd garbage garbage garbage",
+        )
+        .unwrap();
+        fs::write(d.join("badbr.html.br"), b"\xff\xff\xff\xff\xff\xff\xff").unwrap();
+        let gz = gzip(&data);
+        fs::write(d.join("trunc.html.gz"), &gz[..gz.len() / 2]).unwrap();
+        let z = zstd(&data);
+        fs::write(d.join("truncz.html.zst"), &z[..z.len() / 2]).unwrap();
+        // Corrupt data late in the stream: found mid-transfer.
+        let mut late = gz.clone();
+        let n = late.len();
+        for b in &mut late[n * 3 / 4..n * 3 / 4 + 200] {
+            *b ^= 0xa5;
+        }
+        fs::write(d.join("late.html.gz"), late).unwrap();
+        // Two members: ISIZE describes the last one only, so the declared
+        // length is wrong and the transfer must not look complete.
+        let mut multi = gzip(&data);
+        multi.extend(gzip(&data[..1000]));
+        fs::write(d.join("multi.html.gz"), multi).unwrap();
+    });
+    for p in [
+        "/corrupt.html",
+        "/empty.html",
+        "/badzst.html",
+        "/badbr.html",
+    ] {
+        let r = a.get(p, None);
+        assert_eq!(r.status, 500, "{p}");
+        assert!(!r.body.starts_with(b"<p>"), "{p}");
+    }
+    for p in ["/trunc.html", "/truncz.html", "/late.html", "/multi.html"] {
+        for h2 in [false, true] {
+            let r = if h2 {
+                a.request(p, &["--http2-prior-knowledge"])
+            } else {
+                a.get(p, None)
+            };
+            // Either a clean 500 before anything was sent, or a transfer
+            // the client sees fail: never a complete-looking 200.
+            let failed = r.status == 500 || r.exit != 0;
+            assert!(failed, "{p} h2={h2}: status {} exit {}", r.status, r.exit);
+            if r.status == 200 {
+                assert!(
+                    r.exit == 18 || r.exit == 92 || r.exit == 56,
+                    "{p}: curl exit {}",
+                    r.exit
+                );
+            }
+        }
+    }
+    // Served precompressed, the bytes go out as they are.
+    let r = a.get("/corrupt.html", Some("gzip"));
+    assert_eq!(r.status, 200);
+    // The server still works, and every failure was logged.
+    assert_eq!(a.get("/corrupt.html", Some("gzip")).status, 200);
+    let log = a.module_log();
+    let errors = log.iter().filter(|l| l.contains(":error]")).count();
+    assert!(errors >= 12, "{log:#?}");
+    a.assert_no_crash();
+}
+
+#[test]
+fn unreadable_or_vanished_sibling_falls_through() {
+    let a = Apache::start(Options::default(), |d| {
+        publish(d, "u.html", &page(20_000, 12), false, &[".zst", ".gz"]);
+        fs::set_permissions(d.join("u.html.zst"), fs::Permissions::from_mode(0o000)).unwrap();
+    });
+    // A reader that can open 0o000 files (root without dropped privileges)
+    // would be served the zstd; Apache's children run unprivileged.
+    let r = a.get("/u.html", Some("zstd, gzip"));
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Encoding"), Some("gzip"));
+    let r = a.get("/u.html", None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.body, page(20_000, 12));
+    let log = a.module_log().join("\n");
+    assert!(log.contains("cannot open sibling"), "{log}");
+    // Vanished: the sibling disappears; the next request still works.
+    fs::remove_file(a.docroot.join("u.html.gz")).unwrap();
+    let r = a.get("/u.html", Some("gzip"));
+    assert_ne!(r.status, 200);
+    assert_ne!(r.status, 0);
+    fs::set_permissions(
+        a.docroot.join("u.html.zst"),
+        fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
+    let r = a.get("/u.html", Some("gzip, zstd"));
+    assert_eq!(r.header("Content-Encoding"), Some("zstd"));
+    a.assert_no_crash();
+}
+
+#[test]
+fn hostile_accept_encoding_headers() {
+    let a = Apache::start(Options::default(), standard_site);
+    let long = "gzip;q=0.5, ".repeat(700);
+    let many: String = (0..2000)
+        .map(|i| format!("x{i};q=0.{}, ", i % 10))
+        .collect();
+    for ae in [
+        long.as_str(),
+        many.as_str(),
+        "\u{1}\u{2}",
+        ";q=1",
+        "q=0.5",
+        "gzip;;;q=1",
+        "*;q=0",
+    ] {
+        let r = a.get("/page.html", Some(ae));
+        assert!(
+            r.status == 200 || r.status == 400 || r.status == 406,
+            "{}",
+            r.status
+        );
+        if r.status == 200 {
+            assert_eq!(decoded(&r), page(300_000, 1));
+        }
+    }
+    assert_eq!(a.get("/page.html", Some("gzip")).status, 200);
+    a.assert_no_crash();
+}
+
+fn mpm_round(mpm: Mpm) {
+    let a = Apache::start(
+        Options {
+            mpm,
+            ..Default::default()
+        },
+        standard_site,
+    );
+    for proto in [&[][..], &["--http2-prior-knowledge"][..]] {
+        for (ae, want) in [
+            (Some("gzip"), Some("gzip")),
+            (Some("br"), Some("br")),
+            (Some("zstd"), Some("zstd")),
+            (None, None),
+        ] {
+            let mut args: Vec<&str> = proto.to_vec();
+            let h;
+            if let Some(ae) = ae {
+                h = format!("Accept-Encoding: {ae}");
+                args.extend(["-H", h.as_str()]);
+            }
+            for path in ["/page.html", "/only.html"] {
+                let r = a.request(path, &args);
+                assert_eq!(r.status, 200, "{mpm:?} {proto:?} {path}");
+                assert_eq!(r.exit, 0);
+                if !proto.is_empty() {
+                    assert_eq!(r.http_version, "HTTP/2");
+                }
+                assert_eq!(r.header("Content-Encoding"), want);
+                let want_body = if path == "/page.html" {
+                    page(300_000, 1)
+                } else {
+                    page(300_000, 2)
+                };
+                assert!(decoded(&r) == want_body, "{mpm:?} {path}");
+            }
+        }
+        let mut args: Vec<&str> = proto.to_vec();
+        args.extend(["-H", "Accept-Encoding: gzip", "-r", "0-9"]);
+        let r = a.request("/page.html", &args);
+        assert_eq!(r.status, 206);
+        assert_eq!(r.body.len(), 10);
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn works_under_event_mpm() {
+    mpm_round(Mpm::Event);
+}
+
+#[test]
+fn works_under_worker_mpm() {
+    mpm_round(Mpm::Worker);
+}
+
+#[test]
+fn works_under_prefork_mpm() {
+    mpm_round(Mpm::Prefork);
+}
+
+#[test]
+fn concurrent_clients_all_get_complete_bodies() {
+    let a = Apache::start(Options::default(), standard_site);
+    let url = a.url("/only.html");
+    let handles: Vec<_> = (0..8)
+        .map(|i| {
+            let url = url.clone();
+            std::thread::spawn(move || {
+                for j in 0..10 {
+                    let ae = ["gzip", "br", "zstd", "identity"][(i + j) % 4];
+                    let r = curl(&url, &["-H".into(), format!("Accept-Encoding: {ae}")]);
+                    assert_eq!(r.status, 200);
+                    assert_eq!(decoded(&r), page(300_000, 2));
+                }
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join().expect("client thread");
+    }
+    a.assert_no_crash();
+}
