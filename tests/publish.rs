@@ -138,7 +138,8 @@ fn round_trip_each_coding() {
             let data = fs::read(sib(f, s)).unwrap();
             assert_eq!(decode_all(c, &data).unwrap(), orig, "{f:?}{s}");
             if c == Coding::Br {
-                assert_eq!(data.last(), Some(&0x03), "brotli must end byte-aligned");
+                // Byte-aligned end with the module's jitter trailer.
+                assert!(data.ends_with(&mod_gzip_disk_ng::jitter::brotli_trailer()));
             }
         }
     }
@@ -159,6 +160,23 @@ fn round_trip_each_coding() {
     let o = run([OsStr::new("verify"), OsStr::new("-q"), d.path().as_os_str()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("ok: 12"), "{}", stdout(&o));
+
+    let o = run([
+        OsStr::new("compress"),
+        OsStr::new("-q"),
+        OsStr::new("--force"),
+        OsStr::new("--brotli"),
+        OsStr::new("--no-jitter-trailer"),
+        files[0].as_os_str(),
+    ]);
+    assert!(o.status.success());
+    let plain = fs::read(sib(&files[0], ".br")).unwrap();
+    assert_eq!(plain.last(), Some(&0x03));
+    assert!(!plain.ends_with(&mod_gzip_disk_ng::jitter::brotli_trailer()));
+    assert_eq!(
+        decode_all(Coding::Br, &plain).unwrap(),
+        fs::read(&files[0]).unwrap()
+    );
 }
 
 #[test]

@@ -28,6 +28,9 @@ pub struct Levels {
     pub zstd: i32,
     /// zstd window log cap, 10..=23.
     pub zstd_window_log: u32,
+    /// End brotli streams with the module's signed jitter trailer
+    /// (`jitter::brotli_trailer`), without which it pads no brotli response.
+    pub brotli_jitter_trailer: bool,
 }
 
 impl Default for Levels {
@@ -38,6 +41,7 @@ impl Default for Levels {
             brotli_lgwin: BROTLI_LGWIN_MAX,
             zstd: 19,
             zstd_window_log: ZSTD_WINDOW_LOG_MAX,
+            brotli_jitter_trailer: true,
         }
     }
 }
@@ -95,17 +99,46 @@ fn pump(src: &mut impl Read, dst: &mut impl Write) -> io::Result<u64> {
     }
 }
 
-/// Brotli window for an input of `len` bytes: no larger than the data needs
-/// (as the brotli CLI does), so decoders reserve less memory.
+/// Brotli window for an input of `len` bytes: about what the data needs
+/// (as the brotli CLI picks), rounded to the windows with the shortest
+/// header codes (16: 1 bit, 18..=24: 4 bits, the others 7), which is free
+/// since a window larger than the input never holds more than the input.
 pub fn brotli_window(len: u64, cap: u32) -> u32 {
+    let cap = cap.clamp(BROTLI_LGWIN_MIN, BROTLI_LGWIN_MAX);
     let mut bits = BROTLI_LGWIN_MIN;
-    while bits < cap && (1u64 << bits) - 16 < len {
+    while bits < BROTLI_LGWIN_MAX && (1u64 << bits) - 16 < len {
         bits += 1;
     }
-    bits.clamp(
-        BROTLI_LGWIN_MIN,
-        cap.clamp(BROTLI_LGWIN_MIN, BROTLI_LGWIN_MAX),
-    )
+    let cheap = match bits {
+        ..=16 => 16,
+        17 => 18,
+        b => b,
+    };
+    cheap.min(cap)
+}
+
+/// Holds back the last byte written, so a brotli stream's final `0x03` can
+/// be swapped for the jitter trailer while streaming to a file.
+struct HoldLast<W: Write> {
+    inner: W,
+    last: Option<u8>,
+}
+
+impl<W: Write> Write for HoldLast<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let Some((&end, body)) = buf.split_last() else {
+            return Ok(0);
+        };
+        if let Some(b) = self.last {
+            self.inner.write_all(&[b])?;
+        }
+        self.inner.write_all(body)?;
+        self.last = Some(end);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
 }
 
 /// Encodes everything `src` yields (expected to be `len` bytes) into `dst`
@@ -166,13 +199,27 @@ pub fn encode<R: Read, W: Write>(
                 size_hint: usize::try_from(len).unwrap_or(usize::MAX),
                 ..Default::default()
             };
-            let mut e = brotli::CompressorWriter::with_params(&mut out, CHUNK, &params);
+            let mut held = HoldLast {
+                inner: &mut out,
+                last: None,
+            };
+            let mut e = brotli::CompressorWriter::with_params(&mut held, CHUNK, &params);
             pump(&mut src, &mut e)?;
             // Flushing first byte-aligns the stream, so it ends with the
             // one-byte empty last meta-block (0x03) that jitter can later be
             // inserted before without re-encoding.
             e.flush()?;
             drop(e);
+            if held.last != Some(0x03) {
+                return Err(io::Error::other(
+                    "brotli stream does not end with a byte-aligned empty last meta-block",
+                ));
+            }
+            if levels.brotli_jitter_trailer {
+                held.inner.write_all(&crate::jitter::brotli_trailer())?;
+            } else {
+                held.inner.write_all(&[0x03])?;
+            }
         }
     }
     if let Some(e) = out.error.take() {
@@ -231,9 +278,28 @@ mod tests {
 
     #[test]
     fn brotli_ends_with_byte_aligned_empty_last_block() {
+        let plain = Levels {
+            brotli_jitter_trailer: false,
+            ..Levels::default()
+        };
+        let trailer = crate::jitter::brotli_trailer();
         for n in [0, 10, 5000, 300_000] {
-            let e = encode_vec(Coding::Br, &Levels::default(), &text(n)).unwrap();
+            let d = text(n);
+            let e = encode_vec(Coding::Br, &plain, &d).unwrap();
             assert_eq!(e.last(), Some(&0x03), "len {n}");
+            let sealed = encode_vec(Coding::Br, &Levels::default(), &d).unwrap();
+            assert!(sealed.ends_with(&trailer), "len {n}");
+            assert_eq!(crate::jitter::seal_brotli(e).unwrap(), sealed);
+            assert_eq!(decode_all(Coding::Br, &sealed).unwrap(), d);
+            // The module can pad it without re-encoding.
+            let s = crate::jitter::splice(
+                Coding::Br,
+                &sealed[..sealed.len().min(64)],
+                &sealed[sealed.len().saturating_sub(64)..],
+                sealed.len() as u64,
+                20,
+            );
+            assert!(s.is_ok(), "len {n}");
         }
     }
 
@@ -266,11 +332,13 @@ mod tests {
 
     #[test]
     fn brotli_window_follows_size() {
-        assert_eq!(brotli_window(0, 24), 10);
-        assert_eq!(brotli_window(1000, 24), 10);
-        assert_eq!(brotli_window(5000, 24), 13);
+        assert_eq!(brotli_window(0, 24), 16);
+        assert_eq!(brotli_window(5000, 24), 16);
+        assert_eq!(brotli_window(70_000, 24), 18);
+        assert_eq!(brotli_window(300_000, 24), 19);
         assert_eq!(brotli_window(1 << 30, 24), 24);
         assert_eq!(brotli_window(1 << 30, 22), 22);
+        assert_eq!(brotli_window(5000, 12), 12);
     }
 
     struct Full(usize);
