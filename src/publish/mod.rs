@@ -679,6 +679,37 @@ mod tests {
     }
 
     #[test]
+    fn file_changed_while_compressing_is_reported_and_nothing_written() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("growing.log");
+        // Varied text, so level 19 takes far longer than the writer's delay.
+        let mut x = 1u32;
+        let text: Vec<u8> = (0..2 << 20)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                b"abcdefghij klmnop\n"[(x >> 16) as usize % 18]
+            })
+            .collect();
+        fs::write(&p, text).unwrap();
+        let o = CompressOptions {
+            codings: vec![Coding::Zstd],
+            ..opts()
+        };
+        let writer = {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(100));
+                let mut f = File::options().append(true).open(&p).unwrap();
+                std::io::Write::write_all(&mut f, b"one more line\n").unwrap();
+            })
+        };
+        let s = compress(&[p.clone()], &o).unwrap();
+        writer.join().unwrap();
+        assert_eq!((s.errors, s.compressed), (1, 0), "{s}");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
     fn dry_run_writes_nothing() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.css");
