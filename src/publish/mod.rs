@@ -703,7 +703,7 @@ mod tests {
                 std::io::Write::write_all(&mut f, b"one more line\n").unwrap();
             })
         };
-        let s = compress(&[p.clone()], &o).unwrap();
+        let s = compress(std::slice::from_ref(&p), &o).unwrap();
         writer.join().unwrap();
         assert_eq!((s.errors, s.compressed), (1, 0), "{s}");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
