@@ -21,26 +21,24 @@ trap 'rm -rf "$WORK"' EXIT
 cp -a "$TREE" "$WORK/tool"
 cp -a "$TREE" "$WORK/cli"
 
-now() { date +%s.%N; }
-
-t0=$(now)
-"$BIN" compress --quiet "$WORK/tool" >"$WORK/tool.log"
-t1=$(now)
-"$BIN" compress --quiet "$WORK/tool" >"$WORK/tool2.log"
-t2=$(now)
+# /usr/bin/time: wall seconds, then user and system CPU seconds.
+TIME="/usr/bin/time -f %e:%U:%S"
+$TIME -o "$WORK/t.tool" "$BIN" compress --quiet "$WORK/tool" >"$WORK/tool.log"
+$TIME -o "$WORK/t.inc" "$BIN" compress --quiet "$WORK/tool" >"$WORK/tool2.log"
 
 # The same selection the tool compresses, for a fair comparison.
 find "$WORK/tool" -type f \( -name '*.gz' -o -name '*.br' -o -name '*.zst' \) |
     sed -e "s|^$WORK/tool/||" -e 's/\.\(gz\|br\|zst\)$//' | sort -u |
     while IFS= read -r f; do [ -f "$WORK/tool/$f" ] && echo "$f"; done >"$WORK/list"
 
-c0=$(now)
+cat >"$WORK/cli.sh" <<'LOOP'
 while IFS= read -r f; do
-    gzip -9 -k -f "$WORK/cli/$f"
-    brotli -q 11 -k -f "$WORK/cli/$f"
-    zstd -19 -q -k -f "$WORK/cli/$f"
-done <"$WORK/list"
-c1=$(now)
+    gzip -9 -k -f "$1/$f"
+    brotli -q 11 -k -f "$1/$f"
+    zstd -19 -q -k -f "$1/$f"
+done <"$2"
+LOOP
+$TIME -o "$WORK/t.cli" sh "$WORK/cli.sh" "$WORK/cli" "$WORK/list"
 
 size() { # dir suffix
     (cd "$1" && sed "s/\$/$2/" "$WORK/list" | tr '\n' '\0' | xargs -0 stat -c %s 2>/dev/null) |
@@ -48,15 +46,19 @@ size() { # dir suffix
 }
 orig=$( (cd "$WORK/cli" && tr '\n' '\0' <"$WORK/list" | xargs -0 stat -c %s) | awk '{s+=$1} END {print s}')
 files=$(wc -l <"$WORK/list")
-tool_t=$(echo "$t1 - $t0" | bc)
-inc_t=$(echo "$t2 - $t1" | bc)
-cli_t=$(echo "$c1 - $c0" | bc)
+wall() { cut -d: -f1 "$1"; }
+cpu() { awk -F: '{print $2 + $3}' "$1"; }
+tool_t=$(wall "$WORK/t.tool")
+inc_t=$(wall "$WORK/t.inc")
+cli_t=$(wall "$WORK/t.cli")
 
 echo "tree: $TREE ($files compressible files, $orig bytes), $(nproc) cores"
-printf 'gzip-disk-ng compress: %8.2f s\n' "$tool_t"
-printf 'sequential CLI loop:   %8.2f s\n' "$cli_t"
+printf 'gzip-disk-ng compress: %8.2f s wall, %8.2f s CPU\n' "$tool_t" "$(cpu "$WORK/t.tool")"
+printf 'sequential CLI loop:   %8.2f s wall, %8.2f s CPU\n' "$cli_t" "$(cpu "$WORK/t.cli")"
 printf 'speed-up:              %8.2fx\n' "$(echo "$cli_t / $tool_t" | bc -l)"
-printf 'incremental rerun:     %8.3f s\n' "$inc_t"
+printf 'incremental rerun:     %8.3f s wall\n' "$inc_t"
+# On a shared machine wall time suffers; the load average says how much.
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 printf '%-6s %12s %12s\n' coding tool cli
 for s in .gz .br .zst; do
     printf '%-6s %12d %12d\n' "$s" "$(size "$WORK/tool" $s)" "$(size "$WORK/cli" $s)"
