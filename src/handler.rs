@@ -36,14 +36,6 @@ const ZSTD_PREFERRED_WINDOW: u64 = 128 * 1024;
 /// with costly set-up).
 const DECODE_ORDER: [Coding; 3] = [Coding::Zstd, Coding::Gzip, Coding::Br];
 
-fn token(c: Coding) -> &'static CStr {
-    match c {
-        Coding::Zstd => c"zstd",
-        Coding::Br => c"br",
-        Coding::Gzip => c"gzip",
-    }
-}
-
 /// What a sibling lookup found.
 #[derive(Clone, Copy)]
 struct Sibling<'r> {
@@ -153,11 +145,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
             .as_deref(),
     );
     for c in Coding::ALL {
-        if req.env_is_set(match c {
-            Coding::Zstd => c"no-zstd",
-            Coding::Br => c"no-brotli",
-            Coding::Gzip => c"no-gzip",
-        }) {
+        if req.env_is_set(c.no_env()) {
             accepted.forbid(c);
         }
     }
@@ -292,7 +280,7 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
         .dir_config()
         .jitter()
         .and_then(|j| plan_jitter(req, c, &file, s.path, size, j));
-    req.set_content_encoding(token(c));
+    req.set_content_encoding(c.c_token());
     req.set_last_modified(&info);
     match &pad {
         None => {
