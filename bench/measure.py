@@ -83,6 +83,8 @@ def main():
         for n in PAGES:
             for proto, tool in (("HTTP/1.1", wrk), ("h2c", h2load)):
                 for key, _, path, ae, _, _ in CASES:
+                    if proto == "h2c" and key.startswith("ng_"):
+                        continue  # nginx serves h2c only on a port of its own
                     rps = tool(path.format(n=n), ae)
                     results.setdefault((n, proto, key), []).append(rps)
         print(f"round {rnd + 1}/{ROUNDS} done", file=sys.stderr)
@@ -91,15 +93,17 @@ def main():
         for proto in ("HTTP/1.1", "h2c"):
             print(f"\n{n}, {proto}: median req/s of {ROUNDS} rounds x {DURATION}s, {CONNS} connections")
             print(f"{'case':44} {'req/s':>9} {'ratio':>7}  vs")
-            med = {k: statistics.median(results[(n, proto, k)]) for k, *_ in CASES}
+            med = {k: statistics.median(results[(n, proto, k)]) for k, *_ in CASES if (n, proto, k) in results}
             for key, label, _, _, _, anchor in CASES:
+                if key not in med:
+                    continue
                 ratio = med[key] / med[anchor] if anchor and med[anchor] else 1.0
                 print(f"{label:44} {med[key]:9.0f} {ratio:7.2f}  {anchor or ''}")
                 rows.append((n, proto, key, label, med[key], ratio, anchor or ""))
     print("\nTargets (ratios of medians, same run):")
     for n in PAGES:
         for proto in ("HTTP/1.1", "h2c"):
-            med = {k: statistics.median(results[(n, proto, k)]) for k, *_ in CASES}
+            med = {k: statistics.median(results[(n, proto, k)]) for k, *_ in CASES if (n, proto, k) in results}
             def r(a, b):
                 return med[a] / med[b] if med[b] else float("nan")
             print(f"  {n:18} {proto:8} precompressed/core gzip {r('mod_gzip', 'core'):.2f} "

@@ -1,5 +1,7 @@
 //! The content codings the module knows, with their sibling suffixes.
 
+use std::ffi::CStr;
+
 /// A content coding a sibling can carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Coding {
@@ -30,13 +32,22 @@ impl Coding {
         }
     }
 
+    /// The token as a C string, for Apache's tables.
+    pub fn c_token(self) -> &'static CStr {
+        match self {
+            Coding::Zstd => c"zstd",
+            Coding::Br => c"br",
+            Coding::Gzip => c"gzip",
+        }
+    }
+
     /// The environment variable that removes this coding (as mod_deflate's
     /// `no-gzip` and mod_brotli's `no-brotli` do).
-    pub fn no_env(self) -> &'static str {
+    pub fn no_env(self) -> &'static CStr {
         match self {
-            Coding::Zstd => "no-zstd",
-            Coding::Br => "no-brotli",
-            Coding::Gzip => "no-gzip",
+            Coding::Zstd => c"no-zstd",
+            Coding::Br => c"no-brotli",
+            Coding::Gzip => c"no-gzip",
         }
     }
 

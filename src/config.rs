@@ -153,17 +153,6 @@ pub fn parse_jitter(args: &[&str]) -> Result<Option<Jitter>, String> {
     }))
 }
 
-/// `On`/`Off` flags, as Apache's FLAG directives.
-pub fn parse_flag(name: &str, arg: &str) -> Result<bool, String> {
-    if arg.eq_ignore_ascii_case("on") {
-        Ok(true)
-    } else if arg.eq_ignore_ascii_case("off") {
-        Ok(false)
-    } else {
-        Err(format!("{name} must be On or Off, not '{arg}'"))
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -257,12 +246,5 @@ mod tests {
         ] {
             assert!(parse_jitter(bad).is_err(), "{bad:?}");
         }
-    }
-
-    #[test]
-    fn flags() {
-        assert!(parse_flag("X", "ON").unwrap());
-        assert!(!parse_flag("X", "off").unwrap());
-        assert!(parse_flag("X", "maybe").unwrap_err().contains("X"));
     }
 }

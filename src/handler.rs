@@ -36,14 +36,6 @@ const ZSTD_PREFERRED_WINDOW: u64 = 128 * 1024;
 /// with costly set-up).
 const DECODE_ORDER: [Coding; 3] = [Coding::Zstd, Coding::Gzip, Coding::Br];
 
-fn token(c: Coding) -> &'static CStr {
-    match c {
-        Coding::Zstd => c"zstd",
-        Coding::Br => c"br",
-        Coding::Gzip => c"gzip",
-    }
-}
-
 /// What a sibling lookup found.
 #[derive(Clone, Copy)]
 struct Sibling<'r> {
@@ -146,32 +138,47 @@ pub fn handle(req: &Request<'_>) -> c_int {
         return HTTP_NOT_FOUND;
     }
 
-    let siblings = find_siblings(req, filename, cfg.encodings());
     let mut accepted = Accepted::parse(
         req.header_in(c"Accept-Encoding")
             .map(|b| String::from_utf8_lossy(b))
             .as_deref(),
     );
     for c in Coding::ALL {
-        if req.env_is_set(match c {
-            Coding::Zstd => c"no-zstd",
-            Coding::Br => c"no-brotli",
-            Coding::Gzip => c"no-gzip",
-        }) {
+        if req.env_is_set(c.no_env()) {
             accepted.forbid(c);
         }
     }
+    let ranked = accepted.ranked(cfg.encodings());
     let original = (original_kind == FileKind::Regular).then(|| finfo.meta());
+
+    // Fast path, the common case: the client's favourite coding has a
+    // fresh sibling, so one lstat decides (the plan below would pick it
+    // first too).
+    if let Some(best) = ranked.iter().next() {
+        let found = best
+            .suffixes()
+            .iter()
+            .find_map(|suffix| stat_sibling(req, req.path_with_suffix(filename, suffix)));
+        if let Some(s) = found {
+            if original.is_none_or(|o| !variant::is_stale(s.info.meta(), o)) {
+                req.vary_accept_encoding();
+                if let Ok(rc) = send_sibling(req, best, s) {
+                    return rc;
+                }
+            }
+        }
+    }
+
+    let siblings = find_siblings(req, filename, cfg.encodings());
     let plan = variant::plan(&Inputs {
         original,
         siblings: siblings.map(|s| s.map(|s| s.info.meta())),
-        ranked: accepted.ranked(cfg.encodings()),
+        ranked,
         decompress: cfg.decompress(),
         decode_order: DECODE_ORDER,
     });
     if plan.varies {
         req.vary_accept_encoding();
-        req.vary_accept_encoding_err();
     }
     for c in Coding::ALL {
         if plan.stale[c.index()] {
@@ -205,16 +212,17 @@ pub fn handle(req: &Request<'_>) -> c_int {
                 req.set_note(
                     NOTE,
                     if plan.stale.iter().any(|&s| s) {
-                        "stale"
+                        c"stale"
                     } else {
-                        "original"
+                        c"original"
                     },
                 );
                 // Core's default handler serves the file, Vary already set.
                 return DECLINED;
             }
             Step::NotAcceptable => {
-                req.set_note(NOTE, "not-acceptable");
+                req.set_note(NOTE, c"not-acceptable");
+                req.vary_accept_encoding_err();
                 let avail: Vec<&str> = Coding::ALL
                     .iter()
                     .filter(|c| siblings[c.index()].is_some() && !plan.stale[c.index()])
@@ -245,7 +253,13 @@ pub fn handle(req: &Request<'_>) -> c_int {
             }
         };
         match outcome {
-            Ok(rc) => return rc,
+            Ok(rc) => {
+                if plan.varies && rc >= 400 {
+                    // Error responses keep only err_headers_out.
+                    req.vary_accept_encoding_err();
+                }
+                return rc;
+            }
             Err(Skip) => continue,
         }
     }
@@ -273,8 +287,13 @@ fn open_or_skip<'r>(req: &Request<'r>, s: Sibling<'r>) -> Result<File<'r>, Skip>
 }
 
 fn set_status_header(req: &Request<'_>, happy: bool) {
-    if let Some(name) = req.dir_config().status_header() {
-        req.set_header(name, if happy { c":-)" } else { c":-(" });
+    let value = if happy { c":-)" } else { c":-(" };
+    match req.dir_config().status_header() {
+        Some(crate::config::DEFAULT_STATUS_HEADER) => {
+            req.set_header_static(c"Mod-Gzip-Disk-Ng", value)
+        }
+        Some(name) => req.set_header(name, value),
+        None => {}
     }
 }
 
@@ -292,7 +311,7 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
         .dir_config()
         .jitter()
         .and_then(|j| plan_jitter(req, c, &file, s.path, size, j));
-    req.set_content_encoding(token(c));
+    req.set_content_encoding(c.c_token());
     req.set_last_modified(&info);
     match &pad {
         None => {
@@ -316,9 +335,9 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
     req.set_note(
         NOTE,
         match c {
-            Coding::Zstd => "zstd precompressed",
-            Coding::Br => "br precompressed",
-            Coding::Gzip => "gzip precompressed",
+            Coding::Zstd => c"zstd precompressed",
+            Coding::Br => c"br precompressed",
+            Coding::Gzip => c"gzip precompressed",
         },
     );
     let bb = req.brigade();
@@ -459,7 +478,7 @@ fn decompress(
     let probe = match probe_file(c, &file, size) {
         Ok(p) => p,
         Err(e) => {
-            req.set_note(NOTE, "error");
+            req.set_note(NOTE, c"error");
             req.log(
                 Level::Err,
                 0,
@@ -489,9 +508,9 @@ fn decompress(
     req.set_note(
         NOTE,
         match c {
-            Coding::Zstd => "zstd decompressed",
-            Coding::Br => "br decompressed",
-            Coding::Gzip => "gzip decompressed",
+            Coding::Zstd => c"zstd decompressed",
+            Coding::Br => c"br decompressed",
+            Coding::Gzip => c"gzip decompressed",
         },
     );
     let bb = req.brigade();
@@ -519,7 +538,7 @@ fn stream(
     declared: Option<u64>,
 ) -> c_int {
     let fail = |what: String, sent: bool| -> c_int {
-        req.set_note(NOTE, "error");
+        req.set_note(NOTE, c"error");
         req.log(
             Level::Err,
             0,
@@ -602,7 +621,7 @@ pub fn fixup(req: &Request<'_>) -> c_int {
         .next()
     {
         req.set_finfo(&s.info);
-        req.set_note(NOTE_FAKED, "1");
+        req.set_note(NOTE_FAKED, c"1");
     }
     DECLINED
 }

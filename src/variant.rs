@@ -69,6 +69,12 @@ impl Plan {
     }
 }
 
+/// A sibling older than its original is stale. Whole seconds: many tools
+/// copy mtimes at that precision.
+pub fn is_stale(sibling: FileMeta, original: FileMeta) -> bool {
+    sibling.mtime.div_euclid(1_000_000) < original.mtime.div_euclid(1_000_000)
+}
+
 /// Decides how to answer.
 pub fn plan(inp: &Inputs) -> Plan {
     let mut p = Plan {
@@ -81,10 +87,7 @@ pub fn plan(inp: &Inputs) -> Plan {
     for c in Coding::ALL {
         if let Some(s) = inp.siblings[c.index()] {
             match inp.original {
-                // Whole seconds: many tools copy mtimes at that precision.
-                Some(o) if s.mtime.div_euclid(1_000_000) < o.mtime.div_euclid(1_000_000) => {
-                    p.stale[c.index()] = true
-                }
+                Some(o) if is_stale(s, o) => p.stale[c.index()] = true,
                 _ => usable[c.index()] = true,
             }
         }

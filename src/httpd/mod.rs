@@ -286,10 +286,9 @@ impl<'r> Request<'r> {
     }
 
     /// Sets a request note (for `%{gzip-disk-ng}n` in LogFormat).
-    pub fn set_note(&self, name: &'static CStr, value: &str) {
-        let v = self.pool_str(value);
-        // SAFETY: value copied to the pool, name static.
-        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
+    pub fn set_note(&self, name: &'static CStr, value: &'static CStr) {
+        // SAFETY: both static, so setn needs no copy.
+        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), value.as_ptr()) }
     }
 
     /// A request note.
