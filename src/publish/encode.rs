@@ -18,7 +18,8 @@ pub const ZSTD_WINDOW_LOG_MAX: u32 = crate::decode::ZSTD_WINDOW_LOG_MAX;
 pub struct Levels {
     /// gzip level, 1..=12: libdeflate's scale, whose 10..=12 are its
     /// near-optimal parser (smaller than `gzip -9`); streamed large files use
-    /// zlib's scale, capped at 9.
+    /// zlib's scale, capped at 9. The default 10 is 3 % smaller than
+    /// `gzip -9` at 40 % of level 12's time, which is only 0.2 % smaller.
     pub gzip: u32,
     /// Brotli quality, 0..=11.
     pub brotli_quality: u32,
@@ -36,7 +37,7 @@ pub struct Levels {
 impl Default for Levels {
     fn default() -> Self {
         Levels {
-            gzip: 12,
+            gzip: 10,
             brotli_quality: 11,
             brotli_lgwin: BROTLI_LGWIN_MAX,
             zstd: 19,
