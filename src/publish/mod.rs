@@ -749,15 +749,21 @@ mod tests {
             codings: vec![Coding::Zstd],
             ..opts()
         };
+        // Keeps appending until the run is over, so whenever the run took
+        // its snapshot, the file changes while it is being encoded.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let writer = {
-            let p = p.clone();
+            let (p, stop) = (p.clone(), stop.clone());
             std::thread::spawn(move || {
-                std::thread::sleep(Duration::from_millis(100));
-                let mut f = File::options().append(true).open(&p).unwrap();
-                std::io::Write::write_all(&mut f, b"one more line\n").unwrap();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::thread::sleep(Duration::from_millis(20));
+                    let mut f = File::options().append(true).open(&p).unwrap();
+                    std::io::Write::write_all(&mut f, b"one more line\n").unwrap();
+                }
             })
         };
         let s = compress(std::slice::from_ref(&p), &o).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
         writer.join().unwrap();
         assert_eq!((s.errors, s.compressed), (1, 0), "{s}");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
