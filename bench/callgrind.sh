@@ -25,24 +25,9 @@ chmod -R a+rX "$WORK"
 # Apache drops privileges even in -X mode: callgrind writes as that user.
 mkdir -m 1777 "$WORK/out"
 PORT="${PORT:-18490}"
-MODS=/usr/lib/apache2/modules
-USERLINES=""
-[ "$(id -u)" -eq 0 ] && USERLINES=$'User nobody\nGroup nogroup'
-cat >"$WORK/httpd.conf" <<CONF
-ServerRoot $WORK
-DefaultRuntimeDir $WORK
-PidFile $WORK/httpd.pid
-ErrorLog $WORK/error.log
-LogLevel warn
-Listen 127.0.0.1:$PORT
-ServerName localhost
-$USERLINES
-LoadModule mpm_event_module $MODS/mod_mpm_event.so
-LoadModule authz_core_module $MODS/mod_authz_core.so
-LoadModule mime_module $MODS/mod_mime.so
-LoadModule deflate_module $MODS/mod_deflate.so
-LoadModule gzip_disk_ng_module $MODULE_SO
-TypesConfig /etc/mime.types
+{
+    apache_conf_head "$WORK" "$PORT" event deflate
+    cat <<CONF
 DocumentRoot $D
 <Directory $D>
     Require all granted
@@ -63,6 +48,7 @@ DocumentRoot $D
     SetOutputFilter INFLATE
 </Directory>
 CONF
+} >"$WORK/httpd.conf"
 
 measure() { # path accept-encoding -> instructions per request
     local path="$1" ae="$2" out="$WORK/out/cg.$RANDOM"

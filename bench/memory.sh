@@ -25,22 +25,9 @@ SIZE_MB=1 gen | gzip -1 >"$D/one.txt.gz"
 SIZE_MB=1 gen | zstd -q -3 --no-progress >"$D/onez.txt.zst"
 chmod -R a+rX "$WORK"
 PORT="${PORT:-18495}"
-MODS=/usr/lib/apache2/modules
-USERLINES=""
-[ "$(id -u)" -eq 0 ] && USERLINES=$'User nobody\nGroup nogroup'
-cat >"$WORK/httpd.conf" <<CONF
-ServerRoot $WORK
-DefaultRuntimeDir $WORK
-PidFile $WORK/httpd.pid
-ErrorLog $WORK/error.log
-Listen 127.0.0.1:$PORT
-ServerName localhost
-$USERLINES
-LoadModule mpm_prefork_module $MODS/mod_mpm_prefork.so
-LoadModule authz_core_module $MODS/mod_authz_core.so
-LoadModule mime_module $MODS/mod_mime.so
-LoadModule gzip_disk_ng_module $MODULE_SO
-TypesConfig /etc/mime.types
+{
+    apache_conf_head "$WORK" "$PORT" prefork
+    cat <<CONF
 StartServers 1
 MinSpareServers 1
 MaxSpareServers 1
@@ -52,6 +39,7 @@ DocumentRoot $D
     SetHandler gzip-disk-ng
 </Directory>
 CONF
+} >"$WORK/httpd.conf"
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
 sleep 1
 URL="http://127.0.0.1:$PORT"

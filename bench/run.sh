@@ -45,29 +45,9 @@ for p in $PAGES; do
 done
 chmod -R a+rX "$WORK"
 PORT="${PORT:-18480}"
-MODS=/usr/lib/apache2/modules
-USERLINES=""
-[ "$(id -u)" -eq 0 ] && USERLINES=$'User nobody\nGroup nogroup'
-cat >"$WORK/httpd.conf" <<CONF
-ServerRoot $WORK
-DefaultRuntimeDir $WORK
-PidFile $WORK/httpd.pid
-ErrorLog $WORK/error.log
-LogLevel warn
-Listen 127.0.0.1:$PORT
-ServerName localhost
-$USERLINES
-LoadModule mpm_event_module $MODS/mod_mpm_event.so
-LoadModule authz_core_module $MODS/mod_authz_core.so
-LoadModule mime_module $MODS/mod_mime.so
-LoadModule filter_module $MODS/mod_filter.so
-LoadModule deflate_module $MODS/mod_deflate.so
-LoadModule brotli_module $MODS/mod_brotli.so
-LoadModule rewrite_module $MODS/mod_rewrite.so
-LoadModule headers_module $MODS/mod_headers.so
-LoadModule http2_module $MODS/mod_http2.so
-LoadModule gzip_disk_ng_module $MODULE_SO
-TypesConfig /etc/mime.types
+{
+    apache_conf_head "$WORK" "$PORT" event filter deflate brotli rewrite headers http2
+    cat <<CONF
 Protocols h2c http/1.1
 H2MaxSessionStreams 100
 StartServers 2
@@ -116,6 +96,7 @@ DocumentRoot $D
     SetOutputFilter INFLATE
 </Directory>
 CONF
+} >"$WORK/httpd.conf"
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
 for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
 

@@ -34,3 +34,28 @@ build() {
 }
 
 MODULE_SO="$ROOT/target/release/libmod_gzip_disk_ng.so"
+
+# Prints the head of a throwaway Apache config: files under WORK, listening
+# on 127.0.0.1:PORT, the given MPM, authz_core, mime, the extra modules
+# named after, and this module.
+#   apache_conf_head WORK PORT MPM [MODULE...]
+apache_conf_head() {
+    local work="$1" port="$2" mpm="$3" mods=/usr/lib/apache2/modules m
+    shift 3
+    cat <<CONF
+ServerRoot $work
+DefaultRuntimeDir $work
+PidFile $work/httpd.pid
+ErrorLog $work/error.log
+LogLevel warn
+Listen 127.0.0.1:$port
+ServerName localhost
+LoadModule mpm_${mpm}_module $mods/mod_mpm_${mpm}.so
+CONF
+    if [ "$(id -u)" -eq 0 ]; then printf 'User nobody\nGroup nogroup\n'; fi
+    for m in authz_core mime "$@"; do
+        echo "LoadModule ${m}_module $mods/mod_${m}.so"
+    done
+    echo "LoadModule gzip_disk_ng_module $MODULE_SO"
+    echo "TypesConfig /etc/mime.types"
+}

@@ -286,6 +286,18 @@ fn open_or_skip<'r>(req: &Request<'r>, s: Sibling<'r>) -> Result<File<'r>, Skip>
     }
 }
 
+/// The log note for a coding served precompressed or decompressed.
+fn note(c: Coding, precompressed: bool) -> &'static CStr {
+    match (c, precompressed) {
+        (Coding::Zstd, true) => c"zstd precompressed",
+        (Coding::Br, true) => c"br precompressed",
+        (Coding::Gzip, true) => c"gzip precompressed",
+        (Coding::Zstd, false) => c"zstd decompressed",
+        (Coding::Br, false) => c"br decompressed",
+        (Coding::Gzip, false) => c"gzip decompressed",
+    }
+}
+
 fn set_status_header(req: &Request<'_>, happy: bool) {
     let value = if happy { c":-)" } else { c":-(" };
     match req.dir_config().status_header() {
@@ -332,14 +344,7 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
         }
     }
     set_status_header(req, true);
-    req.set_note(
-        NOTE,
-        match c {
-            Coding::Zstd => c"zstd precompressed",
-            Coding::Br => c"br precompressed",
-            Coding::Gzip => c"gzip precompressed",
-        },
-    );
+    req.set_note(NOTE, note(c, true));
     let bb = req.brigade();
     let cond = req.meets_conditions();
     if cond != OK {
@@ -505,14 +510,7 @@ fn decompress(
         req.set_content_length(len);
     }
     set_status_header(req, false);
-    req.set_note(
-        NOTE,
-        match c {
-            Coding::Zstd => c"zstd decompressed",
-            Coding::Br => c"br decompressed",
-            Coding::Gzip => c"gzip decompressed",
-        },
-    );
+    req.set_note(NOTE, note(c, false));
     let bb = req.brigade();
     let cond = req.meets_conditions();
     if cond != OK || req.header_only() {

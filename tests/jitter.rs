@@ -82,26 +82,36 @@ fn suffix(c: &str) -> &'static str {
     }
 }
 
+/// Runs `cmd args` with `input` on stdin; `None` if it cannot start or
+/// (for Python) lacks the module.
+fn pipe_through(cmd: &str, args: &[&str], input: &[u8]) -> Option<std::process::Output> {
+    let mut child = Command::new(cmd)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .ok()?;
+    let mut stdin = child.stdin.take()?;
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().ok()?;
+    let _ = writer.join();
+    if String::from_utf8_lossy(&out.stderr).contains("No module named") {
+        return None;
+    }
+    Some(out)
+}
+
 fn cli_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
     let tool = match c {
         "gzip" => "gzip",
         "br" => "brotli",
         _ => "zstd",
     };
-    let mut child = Command::new(tool)
-        .arg("-dc")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    let body = body.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&body);
-    });
-    let out = child.wait_with_output().ok()?;
-    let _ = writer.join();
+    let out = pipe_through(tool, &["-dc"], body)?;
     assert!(out.status.success(), "{tool} -dc rejected the padded body");
     Some(out.stdout)
 }
@@ -116,23 +126,7 @@ fn python_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
         }
         _ => return None,
     };
-    let mut child = Command::new("/usr/bin/python3")
-        .args(["-c", code])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    let body = body.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&body);
-    });
-    let out = child.wait_with_output().ok()?;
-    let _ = writer.join();
-    if String::from_utf8_lossy(&out.stderr).contains("No module named") {
-        return None;
-    }
+    let out = pipe_through("/usr/bin/python3", &["-c", code], body)?;
     assert!(
         out.status.success(),
         "python {c}: {}",
