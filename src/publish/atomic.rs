@@ -14,19 +14,23 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// Marker between the sibling name and the random tail of a temp name.
 pub const TMP_MARK: &str = ".tmp";
 
-/// True for names this module creates as temporaries (`.x.gz.tmp1a2b`), so
-/// walks never compress a leftover of a killed run.
+/// True for names this module creates as temporaries (`.x.gz.tmp1a2b`:
+/// a dot, a sibling name, `.tmp`, hex digits), so walks never compress a
+/// leftover of a killed run and reruns may delete old ones safely.
 pub fn is_temp_name(name: &str) -> bool {
-    if !name.starts_with('.') {
+    let Some(rest) = name.strip_prefix('.') else {
         return false;
-    }
-    match name.rfind(TMP_MARK) {
-        Some(i) => {
-            let tail = &name[i + TMP_MARK.len()..];
-            !tail.is_empty() && tail.chars().all(|c| c.is_ascii_alphanumeric())
-        }
-        None => false,
-    }
+    };
+    let Some((sibling, tail)) = rest.rsplit_once(TMP_MARK) else {
+        return false;
+    };
+    !tail.is_empty()
+        && tail.chars().all(|c| c.is_ascii_hexdigit())
+        && crate::coding::Coding::ALL.iter().any(|c| {
+            c.suffixes()
+                .iter()
+                .any(|s| sibling.len() > s.len() && sibling.ends_with(s))
+        })
 }
 
 /// A file being written; removed on drop unless `commit` succeeded.
@@ -156,6 +160,10 @@ mod tests {
         assert!(!is_temp_name(".a.tmp"));
         assert!(!is_temp_name(".profile"));
         assert!(!is_temp_name(".a.tmp-x"));
+        assert!(!is_temp_name(".notes.tmp1"));
+        assert!(!is_temp_name(".a.gz.tmpxyz"));
+        assert!(!is_temp_name("..gz.tmp1"));
+        assert!(is_temp_name(".a.zst.tmp0"));
     }
 
     #[test]

@@ -125,6 +125,8 @@ pub struct CompressSummary {
     pub per_coding: [CodingTotals; 3],
     /// Originals deleted by `--remove-originals`.
     pub originals_removed: u64,
+    /// Temporaries of interrupted runs deleted.
+    pub temporaries_removed: u64,
     /// Problems reported (path and reason each).
     pub errors: u64,
     pub dry_run: bool,
@@ -175,6 +177,13 @@ impl fmt::Display for CompressSummary {
         }
         if self.originals_removed > 0 {
             writeln!(f, "originals removed: {}", self.originals_removed)?;
+        }
+        if self.temporaries_removed > 0 {
+            writeln!(
+                f,
+                "leftover temporaries removed: {}",
+                self.temporaries_removed
+            )?;
         }
         write!(f, "time: {:.3} s", self.elapsed.as_secs_f64())
     }
@@ -289,6 +298,18 @@ fn made_from(coding: Coding, sib: &Path, sib_meta: &fs::Metadata, meta: &fs::Met
         Ok(None) => true,
         Err(_) => false,
     }
+}
+
+/// A temporary untouched this long belongs to a run that was killed: a live
+/// run writes its temporaries continuously.
+pub const ABANDONED_AFTER: Duration = Duration::from_secs(15 * 60);
+
+fn abandoned(tmp: &Path) -> bool {
+    fs::symlink_metadata(tmp)
+        .ok()
+        .and_then(|m| m.modified().ok())
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > ABANDONED_AFTER)
 }
 
 const CHANGED: &str = "file changed while being compressed; left as it was";
@@ -471,6 +492,15 @@ pub fn compress(paths: &[PathBuf], o: &CompressOptions) -> Result<CompressSummar
     for f in found {
         match f {
             Found::File(p, len) => files.push((p, len)),
+            Found::Skipped(p, SkipReason::Temporary) if !o.dry_run && abandoned(&p) => {
+                match fs::remove_file(&p) {
+                    Ok(()) => s.temporaries_removed += 1,
+                    Err(e) => {
+                        quiet_out.error(&p, &format!("cannot remove leftover temporary: {e}"));
+                        s.errors += 1;
+                    }
+                }
+            }
             Found::Skipped(_, why) => *s.skipped.entry(why).or_default() += 1,
             Found::Error(p, e) => {
                 quiet_out.error(&p, &e);
@@ -767,6 +797,26 @@ mod tests {
         writer.join().unwrap();
         assert_eq!((s.errors, s.compressed), (1, 0), "{s}");
         assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn old_leftover_temporaries_are_removed_fresh_ones_kept() {
+        let d = tempfile::tempdir().unwrap();
+        let old = d.path().join(".a.html.br.tmp1a2b3c");
+        let fresh = d.path().join(".b.html.gz.tmp4d5e6f");
+        fs::write(&old, b"partial").unwrap();
+        fs::write(&fresh, b"partial").unwrap();
+        File::options()
+            .write(true)
+            .open(&old)
+            .unwrap()
+            .set_modified(SystemTime::now() - ABANDONED_AFTER * 2)
+            .unwrap();
+        let s = compress(&[d.path().to_path_buf()], &opts()).unwrap();
+        assert_eq!(s.temporaries_removed, 1, "{s}");
+        assert_eq!(s.skipped.get(&SkipReason::Temporary), Some(&1));
+        assert!(!old.exists());
+        assert!(fresh.exists());
     }
 
     #[test]
