@@ -6,8 +6,8 @@ use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder};
 use crate::httpd::{
     self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, DECLINED, DONE,
-    HTTP_BAD_GATEWAY, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED, HTTP_NOT_ACCEPTABLE,
-    HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
+    HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED,
+    HTTP_NOT_ACCEPTABLE, HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
 };
 use crate::jitter;
 use crate::negotiate::Accepted;
@@ -209,16 +209,8 @@ pub fn handle(req: &Request<'_>) -> c_int {
                 None => Err(Skip),
             },
             Step::Original => {
-                req.set_note(
-                    NOTE,
-                    if plan.stale.iter().any(|&s| s) {
-                        c"stale"
-                    } else {
-                        c"original"
-                    },
-                );
-                // Core's default handler serves the file, Vary already set.
-                return DECLINED;
+                let stale = plan.stale.iter().any(|&s| s);
+                send_original(req, filename, stale)
             }
             Step::NotAcceptable => {
                 req.set_note(NOTE, c"not-acceptable");
@@ -357,6 +349,47 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
         if !p.splice.tail.is_empty() {
             bb.heap(&p.splice.tail);
         }
+    } else {
+        bb.file(&file, 0, size);
+    }
+    bb.eos();
+    bb.pass();
+    bb.cleanup();
+    Ok(OK)
+}
+
+/// Sends the original as core's handler would, but sized from the opened
+/// file (fstat), so a file replaced since the directory walk is still sent
+/// whole and consistent with its headers.
+fn send_original(req: &Request<'_>, path: &CStr, stale: bool) -> Result<c_int, Skip> {
+    let file = match req.open(path) {
+        Ok(f) => f,
+        Err(st) => {
+            req.log(
+                Level::Err,
+                st,
+                &format!(
+                    "file permissions deny server access: {}",
+                    path.to_string_lossy()
+                ),
+            );
+            return Ok(HTTP_FORBIDDEN);
+        }
+    };
+    let info = *file.info();
+    if info.kind() != FileKind::Regular {
+        return Err(Skip);
+    }
+    let size = info.meta().size;
+    req.set_last_modified(&info);
+    req.set_etag(&file, path, "", false);
+    req.set_accept_ranges();
+    req.set_content_length(size);
+    req.set_note(NOTE, if stale { c"stale" } else { c"original" });
+    let bb = req.brigade();
+    let cond = req.meets_conditions();
+    if cond != OK {
+        req.set_status(cond);
     } else {
         bb.file(&file, 0, size);
     }

@@ -249,7 +249,7 @@ fn large_file_streams_with_declared_length() {
 }
 
 #[test]
-fn original_served_by_core_with_vary() {
+fn original_served_with_vary() {
     let a = Apache::start(Options::default(), standard_site);
     let r = a.get("/plain.html", Some("gzip"));
     assert_eq!(r.status, 200);

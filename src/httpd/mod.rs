@@ -21,6 +21,7 @@ pub const OK: c_int = ffi::OK as c_int;
 pub const DECLINED: c_int = ffi::DECLINED;
 pub const DONE: c_int = ffi::DONE;
 pub const HTTP_NOT_FOUND: c_int = ffi::HTTP_NOT_FOUND as c_int;
+pub const HTTP_FORBIDDEN: c_int = ffi::HTTP_FORBIDDEN as c_int;
 pub const HTTP_METHOD_NOT_ALLOWED: c_int = ffi::HTTP_METHOD_NOT_ALLOWED as c_int;
 pub const HTTP_NOT_ACCEPTABLE: c_int = ffi::HTTP_NOT_ACCEPTABLE as c_int;
 pub const HTTP_INTERNAL_SERVER_ERROR: c_int = ffi::HTTP_INTERNAL_SERVER_ERROR as c_int;
@@ -405,6 +406,11 @@ impl<'r> Request<'r> {
         }
         // SAFETY: pool string from ap_make_etag_ex.
         let t = unsafe { CStr::from_ptr(tag) }.to_bytes();
+        if suffix.is_empty() {
+            // SAFETY: tag is a pool string.
+            unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), tag) };
+            return;
+        }
         let with = match t.split_last() {
             Some((b'"', head)) => [head, b"-", suffix.as_bytes(), b"\""].concat(),
             _ => [t, b"-", suffix.as_bytes()].concat(),
