@@ -337,25 +337,42 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
     }
     set_status_header(req, true);
     req.set_note(NOTE, note(c, true));
+    Ok(finish_file(
+        req,
+        &file,
+        size,
+        pad.as_ref().map(|p| &p.splice),
+    ))
+}
+
+/// Ends a file response as core does: 304/412 from the validators already
+/// set, else the file as a bucket (with any jitter framing around it), then
+/// EOS.
+fn finish_file(
+    req: &Request<'_>,
+    file: &File<'_>,
+    size: u64,
+    splice: Option<&jitter::Splice>,
+) -> c_int {
     let bb = req.brigade();
     let cond = req.meets_conditions();
     if cond != OK {
         req.set_status(cond);
-    } else if let Some(p) = &pad {
-        if !p.splice.head.is_empty() {
-            bb.heap(&p.splice.head);
+    } else if let Some(sp) = splice {
+        if !sp.head.is_empty() {
+            bb.heap(&sp.head);
         }
-        bb.file(&file, p.splice.start, p.splice.end - p.splice.start);
-        if !p.splice.tail.is_empty() {
-            bb.heap(&p.splice.tail);
+        bb.file(file, sp.start, sp.end - sp.start);
+        if !sp.tail.is_empty() {
+            bb.heap(&sp.tail);
         }
     } else {
-        bb.file(&file, 0, size);
+        bb.file(file, 0, size);
     }
     bb.eos();
     bb.pass();
     bb.cleanup();
-    Ok(OK)
+    OK
 }
 
 /// Sends the original as core's handler would, but sized from the opened
@@ -386,17 +403,7 @@ fn send_original(req: &Request<'_>, path: &CStr, stale: bool) -> Result<c_int, S
     req.set_accept_ranges();
     req.set_content_length(size);
     req.set_note(NOTE, if stale { c"stale" } else { c"original" });
-    let bb = req.brigade();
-    let cond = req.meets_conditions();
-    if cond != OK {
-        req.set_status(cond);
-    } else {
-        bb.file(&file, 0, size);
-    }
-    bb.eos();
-    bb.pass();
-    bb.cleanup();
-    Ok(OK)
+    Ok(finish_file(req, &file, size, None))
 }
 
 /// A planned padded representation.
