@@ -85,12 +85,16 @@ fn find_siblings<'r>(
 ) -> [Option<Sibling<'r>>; 3] {
     let mut out = [None; 3];
     for &c in allowed {
-        out[c.index()] = c
-            .suffixes()
-            .iter()
-            .find_map(|suffix| stat_sibling(req, req.path_with_suffix(base, suffix)));
+        out[c.index()] = find_sibling(req, base, c);
     }
     out
+}
+
+/// The first existing sibling of `base` for one coding (`.zst`, then `.zstd`).
+fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sibling<'r>> {
+    c.suffixes()
+        .iter()
+        .find_map(|suffix| stat_sibling(req, req.path_with_suffix(base, suffix)))
 }
 
 /// The content handler.
@@ -155,11 +159,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
     // fresh sibling, so one lstat decides (the plan below would pick it
     // first too).
     if let Some(best) = ranked.iter().next() {
-        let found = best
-            .suffixes()
-            .iter()
-            .find_map(|suffix| stat_sibling(req, req.path_with_suffix(filename, suffix)));
-        if let Some(s) = found {
+        if let Some(s) = find_sibling(req, filename, best) {
             if original.is_none_or(|o| !variant::is_stale(s.info.meta(), o)) {
                 req.vary_accept_encoding();
                 if let Ok(rc) = send_sibling(req, best, s) {
@@ -639,25 +639,27 @@ fn stream(
     }
 }
 
-/// Late fixup: when this module will handle a request whose file is
-/// missing but a sibling exists, make the sibling's stat visible so
-/// mod_dir accepts it as a DirectoryIndex candidate.
+/// Late fixup: when this module will handle an index subrequest whose file
+/// is missing but a sibling exists, make the sibling's stat visible so
+/// mod_dir accepts it as a DirectoryIndex candidate. Main requests need no
+/// help (the handler copes with a missing file), so they pay nothing here.
 pub fn fixup(req: &Request<'_>) -> c_int {
-    if req.handler() != Some(HANDLER) || req.finfo().kind() != FileKind::Missing {
+    if !req.is_subrequest()
+        || req.handler() != Some(HANDLER)
+        || req.finfo().kind() != FileKind::Missing
+        || req.rejects_path_info()
+    {
         return DECLINED;
     }
     let Some(filename) = req.filename() else {
         return DECLINED;
     };
-    if req.rejects_path_info() {
-        return DECLINED;
-    }
-    let cfg = req.dir_config();
-    if let Some(s) = find_siblings(req, filename, cfg.encodings())
-        .into_iter()
-        .flatten()
-        .next()
-    {
+    let first = req
+        .dir_config()
+        .encodings()
+        .iter()
+        .find_map(|&c| find_sibling(req, filename, c));
+    if let Some(s) = first {
         req.set_finfo(&s.info);
         req.set_note(NOTE_FAKED, c"1");
     }
