@@ -137,6 +137,11 @@ impl Ranked {
         self.items[..self.len].iter().map(|&(c, _)| c)
     }
 
+    /// The codings in order, with their quality values.
+    pub fn iter_q(&self) -> impl Iterator<Item = (Coding, u16)> + '_ {
+        self.items[..self.len].iter().copied()
+    }
+
     /// Whether `c` is in the list.
     pub fn contains(&self, c: Coding) -> bool {
         self.iter().any(|x| x == c)

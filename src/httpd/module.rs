@@ -271,8 +271,36 @@ unsafe extern "C" fn register_hooks(_p: *mut ffi::apr_pool_t) {
                 ptr::null(),
                 ffi::APR_HOOK_LAST as c_int,
             );
+            ffi::ap_hook_insert_error_filter(
+                Some(insert_error_filter),
+                ptr::null(),
+                ptr::null(),
+                ffi::APR_HOOK_MIDDLE as c_int,
+            );
+            ffi::ap_hook_post_config(
+                Some(post_config),
+                ptr::null(),
+                ptr::null(),
+                ffi::APR_HOOK_MIDDLE as c_int,
+            );
         }
     });
+}
+
+/// Reads the parsed configuration once per (re)start, before the
+/// children fork: whether any `Require` may look at the file name.
+unsafe extern "C" fn post_config(
+    pconf: *mut ffi::apr_pool_t,
+    _plog: *mut ffi::apr_pool_t,
+    ptemp: *mut ffi::apr_pool_t,
+    _s: *mut ffi::server_rec,
+) -> c_int {
+    let _ = catch_unwind(|| {
+        // SAFETY: httpd's configuration tree is complete at post_config;
+        // the scan only reads it and allocates from the temporary pool.
+        unsafe { ffi::gdn_scan_config(if ptemp.is_null() { pconf } else { ptemp }) }
+    });
+    ffi::OK as c_int
 }
 
 /// Runs `f` on the request; a panic is logged and becomes a 500.
@@ -298,6 +326,13 @@ fn guarded(r: *mut ffi::request_rec, panic_status: c_int, f: fn(&Request<'_>) ->
 
 unsafe extern "C" fn handler(r: *mut ffi::request_rec) -> c_int {
     guarded(r, super::HTTP_INTERNAL_SERVER_ERROR, crate::handler::handle)
+}
+
+unsafe extern "C" fn insert_error_filter(r: *mut ffi::request_rec) {
+    guarded(r, 0, |req| {
+        crate::handler::insert_error_filter(req);
+        0
+    });
 }
 
 unsafe extern "C" fn fixups(r: *mut ffi::request_rec) -> c_int {
