@@ -211,7 +211,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
         known = Some((best, s));
         if let Some(s) = s {
             let fresh = original.is_none_or(|o| !variant::is_stale(s.info.meta(), o));
-            if fresh && (original.is_none() || q >= accepted.identity_q()) {
+            if fresh && (original.is_none() || q >= accepted.identity_preference()) {
                 req.vary_accept_encoding();
                 if let Ok(rc) = send_sibling(req, best, s) {
                     return rc;
@@ -225,7 +225,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
         original,
         siblings: siblings.map(|s| s.map(|s| s.info.meta())),
         ranked,
-        identity_q: accepted.identity_q(),
+        identity_preference: accepted.identity_preference(),
         decompress: cfg.decompress(),
         decode_order: DECODE_ORDER,
     });

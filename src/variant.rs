@@ -38,9 +38,9 @@ pub struct Inputs {
     /// Codings the client accepts, best first, already limited to the
     /// codings the configuration allows.
     pub ranked: Ranked,
-    /// The client's quality for identity: an existing original is sent
+    /// The q the client states for identity: an existing original is sent
     /// before any coding the client likes less.
-    pub identity_q: u16,
+    pub identity_preference: u16,
     /// Whether to decompress when the original is missing.
     pub decompress: bool,
     /// Which siblings to decode from, fastest first.
@@ -100,7 +100,7 @@ pub fn plan(inp: &Inputs) -> Plan {
         // (tried only if the original turns out unusable).
         let mut original_pushed = false;
         for (c, q) in inp.ranked.iter_q() {
-            if q < inp.identity_q && !original_pushed {
+            if q < inp.identity_preference && !original_pushed {
                 p.push(Step::Original);
                 original_pushed = true;
             }
@@ -154,7 +154,7 @@ mod tests {
             original: orig,
             siblings: sib,
             ranked: acc.ranked(&ORDER),
-            identity_q: acc.identity_q(),
+            identity_preference: acc.identity_preference(),
             decompress: true,
             decode_order: DEC,
         }
@@ -184,6 +184,9 @@ mod tests {
         assert_eq!(p.steps(), &[Send(Br), Original, Send(Gzip)]);
         // Equal q keeps the server's order: codings first.
         let p = plan(&inputs(Some("gzip;q=0.5, identity;q=0.5"), meta(5), all));
+        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        // Identity's default acceptability is not a preference.
+        let p = plan(&inputs(Some("gzip;q=0.9"), meta(5), all));
         assert_eq!(p.steps(), &[Send(Gzip), Original]);
         // Without the original, identity's q changes nothing.
         let p = plan(&inputs(Some("gzip;q=0.1, identity"), None, all));
