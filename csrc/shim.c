@@ -136,12 +136,53 @@ int gdn_require_may_see_file(void)
     return require_may_see_file;
 }
 
+/* Regex results per thread, remembered by content: the compiled regex,
+ * its pattern and the name tried. A section parsed from .htaccess lives
+ * in a request pool whose memory is reused, so a hit also requires the
+ * same pattern text, which fixes the regex's meaning. Saves the two
+ * pcre2 runs per section and request (Debian's own <FilesMatch "^\.ht">
+ * is in every site's configuration). */
+#define MEMO_SLOTS 64
+#define MEMO_PAT 64
+#define MEMO_NAME 128
+struct regex_memo {
+    const ap_regex_t *r;
+    int matches;
+    char pat[MEMO_PAT];
+    char name[MEMO_NAME];
+};
+static __thread struct regex_memo regex_memo[MEMO_SLOTS];
+
+static int regex_matches(const core_dir_config *e, const char *name)
+{
+    size_t pl = strlen(e->d), nl = strlen(name);
+    apr_uint32_t h = 2166136261u;
+    const char *p;
+    struct regex_memo *m;
+    if (pl >= MEMO_PAT || nl >= MEMO_NAME) {
+        return ap_regexec(e->r, name, 0, NULL, 0) == 0;
+    }
+    for (p = name; *p; p++) {
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    }
+    h ^= (apr_uint32_t)((apr_uintptr_t)e->r >> 4);
+    m = &regex_memo[h % MEMO_SLOTS];
+    if (m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d)) {
+        return m->matches;
+    }
+    m->matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
+    m->r = e->r;
+    memcpy(m->pat, e->d, pl + 1);
+    memcpy(m->name, name, nl + 1);
+    return m->matches;
+}
+
 static int section_matches(const core_dir_config *e, const char *name,
                            int prefix)
 {
     size_t len;
     if (e->r) {
-        return ap_regexec(e->r, name, 0, NULL, 0) == 0;
+        return regex_matches(e, name);
     }
     if (e->d_is_fnmatch) {
         return apr_fnmatch(e->d, name, APR_FNM_PATHNAME) == APR_SUCCESS;
@@ -178,7 +219,9 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
     core_server_config *s =
         ap_get_core_module_config(r->server->module_config);
-    const char *base, *sib, *uri;
+    const char *base;
+    char sib[256];
+    size_t bl, sl;
     int files = d->sec_file && d->sec_file->nelts;
     int locs = s->sec_url && s->sec_url->nelts;
     if (require_may_see_file || (d->sec_if && d->sec_if->nelts)
@@ -191,13 +234,19 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     }
     base = strrchr(r->filename, '/');
     base = base ? base + 1 : r->filename;
-    sib = apr_pstrcat(r->pool, base, suffix, NULL);
+    bl = strlen(base);
+    sl = strlen(suffix);
+    if (bl + sl >= sizeof(sib)) {
+        return 1;
+    }
+    memcpy(sib, base, bl);
+    memcpy(sib + bl, suffix, sl + 1);
     if (files && sections_differ(d->sec_file, base, sib, 0)) {
         return 1;
     }
     if (locs && r->uri && *r->uri) {
-        uri = apr_pstrcat(r->pool, ap_make_dirstr_parent(r->pool, r->uri),
-                          sib, NULL);
+        const char *uri = apr_pstrcat(
+            r->pool, ap_make_dirstr_parent(r->pool, r->uri), sib, NULL);
         return sections_differ(s->sec_url, r->uri, uri, 1);
     }
     return locs;
