@@ -549,3 +549,22 @@ fn foreign_brotli_is_padded_once_proven_and_left_alone_otherwise() {
     );
     a.assert_no_crash();
 }
+
+/// The start-up key is made anew when the configuration is read again, so
+/// a graceful restart changes the padding (as documented).
+#[test]
+fn graceful_restart_makes_a_new_startup_key() {
+    let a = keyed_server(Mpm::Event, "", "", None);
+    let before = fingerprint(&a);
+    let pid = fs::read_to_string(a.root.path().join("httpd.pid")).unwrap();
+    let st = Command::new("kill")
+        .arg("-USR1")
+        .arg(pid.trim())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let after = fingerprint(&a);
+    assert!(before.iter().zip(&after).filter(|(x, y)| x != y).count() > 3);
+    a.assert_no_crash();
+}
