@@ -9,7 +9,7 @@ use crate::httpd::{
     HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED,
     HTTP_NOT_ACCEPTABLE, HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
 };
-use crate::jitter::{self, NoJitter};
+use crate::jitter;
 use crate::negotiate::Accepted;
 use crate::variant::{self, Inputs, Step};
 use std::collections::HashMap;
@@ -463,13 +463,13 @@ fn plan_jitter(
 ) -> Option<Padded> {
     let random = j.buffer < 0;
     let planned = jitter_len(req, file, size, j).and_then(|pad| {
-        let read = |at: u64, n: usize| file.read_pool(req, at, n).map_err(|_| NoJitter::Io);
+        let read = |at: u64, n: usize| file.read_pool(req, at, n).map_err(|_| jitter::NoJitter::Io);
         let (head, tail) = match c {
             Coding::Gzip => (read(0, GZIP_HEADER_READ.min(size as usize))?, &[][..]),
             Coding::Br => {
                 let tail = read(size.saturating_sub(1), jitter::brotli_tail_len())?;
                 if tail.last() != Some(&jitter::BROTLI_LAST) {
-                    return Err(NoJitter::BrotliEnding);
+                    return Err(jitter::NoJitter::BrotliEnding);
                 }
                 brotli_proven(file, size)?;
                 (&[][..], tail)
@@ -500,11 +500,11 @@ fn jitter_len(
     file: &File<'_>,
     size: u64,
     j: crate::config::Jitter,
-) -> Result<u32, NoJitter> {
+) -> Result<u32, jitter::NoJitter> {
     if j.buffer < 0 {
         return Ok(jitter::random_len(j.max, httpd::random_u32()));
     }
-    let secret = req.jitter_secret().ok_or(NoJitter::NoKey)?;
+    let secret = req.jitter_secret().ok_or(jitter::NoJitter::NoKey)?;
     let key: JitterKey = (file.info().version(), j.max, j.buffer, secret.id());
     if let Some(p) = JITTER_CACHE.get(&key) {
         return Ok(p);
@@ -512,11 +512,11 @@ fn jitter_len(
     let n = j.buffer.unsigned_abs().min(size);
     let head = file
         .read_pool(req, 0, n as usize)
-        .map_err(|_| NoJitter::Io)?;
+        .map_err(|_| jitter::NoJitter::Io)?;
     let t = jitter::KEYED_TAIL.min(size - n);
     let tail = file
         .read_pool(req, size - t, t as usize)
-        .map_err(|_| NoJitter::Io)?;
+        .map_err(|_| jitter::NoJitter::Io)?;
     let p = jitter::keyed_len(j.max, secret, size, head, tail);
     JITTER_CACHE.put(key, p);
     Ok(p)
@@ -524,13 +524,13 @@ fn jitter_len(
 
 /// Whether padding may go before this brotli file's final `0x03`, proved
 /// by decoding once per file version (an I/O error is not remembered).
-fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), NoJitter> {
+fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
     let v = file.info().version();
     if let Some(r) = BROTLI_PROOFS.get(&v) {
         return r;
     }
     let r = jitter::prove_brotli(|at| file.reader(at), size, jitter::BROTLI_PROOF_MAX);
-    if r != Err(NoJitter::Io) {
+    if r != Err(jitter::NoJitter::Io) {
         BROTLI_PROOFS.put(v, r);
     }
     r
