@@ -171,33 +171,41 @@ pub fn encode<R: Read, W: Write>(
             pump(&mut src, &mut e)?;
             e.finish()?;
         }
-        Coding::Br => {
-            let params = brotli::enc::BrotliEncoderParams {
-                quality: levels.brotli_quality.min(11) as i32,
-                lgwin: brotli_window(len, levels.brotli_lgwin) as i32,
-                size_hint: usize::try_from(len).unwrap_or(usize::MAX),
-                ..Default::default()
-            };
-            let mut e = brotli::CompressorWriter::with_params(&mut out, CHUNK, &params);
-            pump(&mut src, &mut e)?;
-            // Flushing first byte-aligns the stream, so finishing ends it
-            // with the one-byte empty last meta-block (0x03) that the
-            // module can insert jitter before without re-encoding; it
-            // costs a byte or two.
-            e.flush()?;
-            drop(e);
-            if out.error.is_none() && out.last != Some(crate::jitter::BROTLI_LAST) {
-                return Err(io::Error::other(
-                    "brotli stream does not end with a byte-aligned empty last meta-block",
-                ));
-            }
-        }
+        Coding::Br => encode_brotli(levels, len, &mut src, &mut out)?,
     }
     if let Some(e) = out.error.take() {
         return Err(e);
     }
     out.flush()?;
     Ok((out.written, out.inner))
+}
+
+/// Brotli, flushed before it is finished: flushing byte-aligns the stream,
+/// so it ends with the one-byte empty last meta-block (0x03) that the
+/// module can insert jitter before without re-encoding; it costs a byte or
+/// two per file.
+fn encode_brotli<W: Write>(
+    levels: &Levels,
+    len: u64,
+    src: &mut impl Read,
+    out: &mut Tracked<W>,
+) -> io::Result<()> {
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: levels.brotli_quality.min(11) as i32,
+        lgwin: brotli_window(len, levels.brotli_lgwin) as i32,
+        size_hint: usize::try_from(len).unwrap_or(usize::MAX),
+        ..Default::default()
+    };
+    let mut e = brotli::CompressorWriter::with_params(&mut *out, CHUNK, &params);
+    pump(src, &mut e)?;
+    e.flush()?;
+    drop(e);
+    if out.error.is_none() && out.last != Some(crate::jitter::BROTLI_LAST) {
+        return Err(io::Error::other(
+            "brotli stream does not end with a byte-aligned empty last meta-block",
+        ));
+    }
+    Ok(())
 }
 
 /// Encodes a buffer; for tests and small inputs.
