@@ -545,25 +545,40 @@ struct Padded {
 /// Bytes read from a gzip sibling to find the end of its header.
 const GZIP_HEADER_READ: usize = 4096;
 
-/// Content-based padding lengths per file version, so the hash is computed
-/// once per published file rather than per request.
-type JitterKey = ((u64, u64, i64, u64), u32, i64, bool);
-static JITTER_CACHE: Mutex<Option<HashMap<JitterKey, u32>>> = Mutex::new(None);
+/// A file version: device, inode, mtime, size.
+type Version = (u64, u64, i64, u64);
+
+/// Per-process answers that cost a read or a decode, learnt once per file
+/// version; cleared when full, so memory stays bounded.
+struct VersionCache<K, V>(Mutex<Option<HashMap<K, V>>>);
 const JITTER_CACHE_MAX: usize = 16_384;
 
-fn cached_len(key: &JitterKey) -> Option<u32> {
-    JITTER_CACHE.lock().ok()?.as_ref()?.get(key).copied()
-}
+impl<K: std::hash::Hash + Eq, V: Copy> VersionCache<K, V> {
+    const fn new() -> Self {
+        VersionCache(Mutex::new(None))
+    }
 
-fn remember_len(key: JitterKey, len: u32) {
-    if let Ok(mut g) = JITTER_CACHE.lock() {
-        let map = g.get_or_insert_with(HashMap::new);
-        if map.len() >= JITTER_CACHE_MAX {
-            map.clear();
+    fn get(&self, k: &K) -> Option<V> {
+        self.0.lock().ok()?.as_ref()?.get(k).copied()
+    }
+
+    fn put(&self, k: K, v: V) {
+        if let Ok(mut g) = self.0.lock() {
+            let map = g.get_or_insert_with(HashMap::new);
+            if map.len() >= JITTER_CACHE_MAX {
+                map.clear();
+            }
+            map.insert(k, v);
         }
-        map.insert(key, len);
     }
 }
+
+/// Keyed padding lengths per file version, max, buffer and key id.
+type JitterKey = (Version, u32, i64, u64);
+static JITTER_CACHE: VersionCache<JitterKey, u32> = VersionCache::new();
+
+/// Brotli proofs (`jitter::prove_brotli`, two decodes) per file version.
+static BROTLI_PROOFS: VersionCache<Version, Result<(), jitter::NoJitter>> = VersionCache::new();
 
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
@@ -576,40 +591,24 @@ fn plan_jitter(
     j: crate::config::Jitter,
 ) -> Option<Padded> {
     let random = j.buffer < 0;
-    let key: JitterKey = (file.info().version(), j.max, j.buffer, j.paranoid);
-    let cached = if random { None } else { cached_len(&key) };
-    let hash_len = if random || cached.is_some() {
-        0
-    } else {
-        j.buffer.unsigned_abs().min(size) as usize
-    };
-    let head_len = if c == Coding::Gzip {
-        hash_len.max(GZIP_HEADER_READ.min(size as usize))
-    } else {
-        hash_len
-    };
-    let head = if head_len > 0 {
-        file.read_pool(req, 0, head_len).ok()?
-    } else {
-        &[][..]
-    };
-    let pad = match cached {
-        Some(p) => p,
-        None if random => jitter::random_len(j.max, httpd::random_u32()),
-        None => {
-            let p = jitter::content_len(j.max, &head[..head.len().min(hash_len)], j.paranoid);
-            remember_len(key, p);
-            p
-        }
-    };
-    let tail = if c == Coding::Br {
-        let n = jitter::brotli_tail_len().min(size as usize);
-        file.read_pool(req, size - n as u64, n).ok()?
-    } else {
-        &[][..]
-    };
-    match jitter::splice(c, head, tail, size, pad as usize) {
-        Ok(splice) => Some(Padded {
+    let planned = jitter_len(req, file, size, j).and_then(|pad| {
+        let read = |at: u64, n: usize| file.read_pool(req, at, n).map_err(|_| jitter::NoJitter::Io);
+        let (head, tail) = match c {
+            Coding::Gzip => (read(0, GZIP_HEADER_READ.min(size as usize))?, &[][..]),
+            Coding::Br => {
+                let tail = read(size.saturating_sub(1), jitter::brotli_tail_len())?;
+                if tail.last() != Some(&jitter::BROTLI_LAST) {
+                    return Err(jitter::NoJitter::BrotliEnding);
+                }
+                brotli_proven(file, size)?;
+                (&[][..], tail)
+            }
+            Coding::Zstd => (&[][..], &[][..]),
+        };
+        jitter::splice(c, head, tail, size, pad as usize).map(|s| (s, pad))
+    });
+    match planned {
+        Ok((splice, pad)) => Some(Padded {
             splice,
             pad,
             random,
@@ -621,6 +620,49 @@ fn plan_jitter(
             None
         }
     }
+}
+
+/// The padding length: random per response, or the keyed hash of the
+/// file (`jitter::keyed_len`), computed once per file version and key.
+fn jitter_len(
+    req: &Request<'_>,
+    file: &File<'_>,
+    size: u64,
+    j: crate::config::Jitter,
+) -> Result<u32, jitter::NoJitter> {
+    if j.buffer < 0 {
+        return Ok(jitter::random_len(j.max, httpd::random_u32()));
+    }
+    let secret = req.jitter_secret().ok_or(jitter::NoJitter::NoKey)?;
+    let key: JitterKey = (file.info().version(), j.max, j.buffer, secret.id());
+    if let Some(p) = JITTER_CACHE.get(&key) {
+        return Ok(p);
+    }
+    let n = j.buffer.unsigned_abs().min(size);
+    let head = file
+        .read_pool(req, 0, n as usize)
+        .map_err(|_| jitter::NoJitter::Io)?;
+    let t = jitter::KEYED_TAIL.min(size - n);
+    let tail = file
+        .read_pool(req, size - t, t as usize)
+        .map_err(|_| jitter::NoJitter::Io)?;
+    let p = jitter::keyed_len(j.max, secret, size, head, tail);
+    JITTER_CACHE.put(key, p);
+    Ok(p)
+}
+
+/// Whether padding may go before this brotli file's final `0x03`, proved
+/// by decoding once per file version (an I/O error is not remembered).
+fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
+    let v = file.info().version();
+    if let Some(r) = BROTLI_PROOFS.get(&v) {
+        return r;
+    }
+    let r = jitter::prove_brotli(|at| file.reader(at), size, jitter::BROTLI_PROOF_MAX);
+    if r != Err(jitter::NoJitter::Io) {
+        BROTLI_PROOFS.put(v, r);
+    }
+    r
 }
 
 /// Reads the probe bytes of a sibling.

@@ -328,6 +328,7 @@ fn shipped_files_install_and_pass_configtest() {
         "GzipDiskNgDecompress",
         "GzipDiskNgStatusHeader",
         "GzipDiskNgJitter",
+        "GzipDiskNgJitterKey",
     ] {
         assert!(conf_text.contains(d), "{d} undocumented");
     }

@@ -505,6 +505,14 @@ impl<'r> Request<'r> {
         module::dir_config(self.raw().per_dir_config)
     }
 
+    /// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
+    /// the random key made at start-up.
+    pub fn jitter_secret(&self) -> Option<&'r crate::jitter::Secret> {
+        module::server_config(self.raw().server)
+            .and_then(|c| c.jitter_key.as_ref())
+            .or_else(module::startup_secret)
+    }
+
     /// Whether a message at `level` would be logged.
     pub fn log_enabled(&self, level: Level) -> bool {
         // SAFETY: live request.
