@@ -153,36 +153,38 @@ struct regex_memo {
 };
 static __thread struct regex_memo regex_memo[MEMO_SLOTS];
 
-static int regex_matches(const core_dir_config *e, const char *name)
+static int regex_matches(const core_dir_config *e, const char *name,
+                         size_t nl)
 {
-    size_t pl = strlen(e->d), nl = strlen(name);
-    apr_uint32_t h = 2166136261u;
-    const char *p;
+    apr_uint32_t h = (apr_uint32_t)nl * 2654435761u;
     struct regex_memo *m;
-    if (pl >= MEMO_PAT || nl >= MEMO_NAME) {
-        return ap_regexec(e->r, name, 0, NULL, 0) == 0;
-    }
-    for (p = name; *p; p++) {
-        h = (h ^ (unsigned char)*p) * 16777619u;
+    /* A cheap slot index (a miss costs a pcre2 run, never a wrong
+     * answer): the length, the last four bytes, the regex. */
+    if (nl >= 4) {
+        apr_uint32_t last;
+        memcpy(&last, name + nl - 4, 4);
+        h ^= last * 2246822519u;
     }
     h ^= (apr_uint32_t)((apr_uintptr_t)e->r >> 4);
-    m = &regex_memo[h % MEMO_SLOTS];
+    m = &regex_memo[(h ^ (h >> 15)) % MEMO_SLOTS];
     if (m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d)) {
         return m->matches;
     }
     m->matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
-    m->r = e->r;
-    memcpy(m->pat, e->d, pl + 1);
-    memcpy(m->name, name, nl + 1);
+    if (nl < MEMO_NAME && strlen(e->d) < MEMO_PAT) {
+        m->r = e->r;
+        strcpy(m->pat, e->d);
+        memcpy(m->name, name, nl + 1);
+    }
     return m->matches;
 }
 
 static int section_matches(const core_dir_config *e, const char *name,
-                           int prefix)
+                           size_t nl, int prefix)
 {
     size_t len;
     if (e->r) {
-        return regex_matches(e, name);
+        return regex_matches(e, name, nl);
     }
     if (e->d_is_fnmatch) {
         return apr_fnmatch(e->d, name, APR_FNM_PATHNAME) == APR_SUCCESS;
@@ -198,7 +200,7 @@ static int section_matches(const core_dir_config *e, const char *name,
 }
 
 static int sections_differ(const apr_array_header_t *secs, const char *a,
-                           const char *b, int prefix)
+                           size_t al, const char *b, size_t bl, int prefix)
 {
     int i;
     if (!secs) {
@@ -207,7 +209,8 @@ static int sections_differ(const apr_array_header_t *secs, const char *a,
     for (i = 0; i < secs->nelts; i++) {
         const core_dir_config *e =
             ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
-        if (section_matches(e, a, prefix) != section_matches(e, b, prefix)) {
+        if (section_matches(e, a, al, prefix)
+            != section_matches(e, b, bl, prefix)) {
             return 1;
         }
     }
@@ -241,13 +244,14 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     }
     memcpy(sib, base, bl);
     memcpy(sib + bl, suffix, sl + 1);
-    if (files && sections_differ(d->sec_file, base, sib, 0)) {
+    if (files && sections_differ(d->sec_file, base, bl, sib, bl + sl, 0)) {
         return 1;
     }
     if (locs && r->uri && *r->uri) {
         const char *uri = apr_pstrcat(
             r->pool, ap_make_dirstr_parent(r->pool, r->uri), sib, NULL);
-        return sections_differ(s->sec_url, r->uri, uri, 1);
+        return sections_differ(s->sec_url, r->uri, strlen(r->uri), uri,
+                               strlen(uri), 1);
     }
     return locs;
 }
