@@ -86,7 +86,9 @@ fn chromium_over_https_h2_renders_every_coding() {
         ("i", "zstd decompressed"),
     ] {
         let url = format!("https://127.0.0.1:{}/{dir}/page.html", a.port);
-        let out = Command::new(CHROMIUM)
+        // Bounded: a hung browser fails the test instead of the run.
+        let out = Command::new("timeout")
+            .args(["-k", "10", "120", CHROMIUM])
             .args([
                 "--headless",
                 "--no-sandbox",
@@ -162,7 +164,8 @@ sys.stdout.buffer.write(body)
             eprintln!("SKIPPED br: python3-brotli not installed");
             continue;
         }
-        let out = Command::new("/usr/bin/python3")
+        let out = Command::new("timeout")
+            .args(["-k", "5", "60", "/usr/bin/python3"])
             .args(["-c", script, &a.url("/p.html"), ae])
             .output()
             .unwrap();
