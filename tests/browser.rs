@@ -54,7 +54,7 @@ fn make_cert(dir: &Path) -> (String, String) {
 fn chromium_over_https_h2_renders_every_coding() {
     if !Path::new(CHROMIUM).exists() {
         // scripts/test installs Debian's chromium; only a bare dev box lacks it.
-        eprintln!("SKIPPED: {CHROMIUM} not installed (scripts/test installs it)");
+        skip(&format!("{CHROMIUM} not installed (scripts/test installs it)"));
         return;
     }
     let certdir = world_readable_tempdir();
@@ -161,7 +161,7 @@ sys.stdout.buffer.write(body)
                 .unwrap()
                 .success()
         {
-            eprintln!("SKIPPED br: python3-brotli not installed");
+            skip("br through Python: python3-brotli not installed");
             continue;
         }
         let out = Command::new("timeout")

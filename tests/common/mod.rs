@@ -28,6 +28,23 @@ pub fn module_path() -> PathBuf {
     so
 }
 
+/// Records a check skipped for want of a tool: printed, appended to the
+/// file named by `GDN_SKIP_LOG` (scripts/test counts them in its summary),
+/// and a failure where `GDN_NO_SKIPS` is set: scripts/test installs every
+/// tool the tests use, so a skip there means something is broken.
+pub fn skip(why: &str) {
+    eprintln!("SKIPPED: {why}");
+    if let Ok(p) = std::env::var("GDN_SKIP_LOG") {
+        if let Ok(mut f) = fs::OpenOptions::new().append(true).create(true).open(p) {
+            let _ = writeln!(f, "{why}");
+        }
+    }
+    assert!(
+        std::env::var_os("GDN_NO_SKIPS").is_none(),
+        "skipped although scripts/test installs what it needs: {why}"
+    );
+}
+
 pub fn is_root() -> bool {
     // The uid of this process's files: a file we create is owned by us.
     let dir = tempfile::tempdir().expect("tempdir");
