@@ -367,3 +367,45 @@ fn brotli_window_over_8_mib_is_not_decoded() {
     assert_eq!(r.header("Content-Encoding"), Some("br"));
     a.assert_no_crash();
 }
+
+#[test]
+fn verify_reports_siblings_browsers_refuse() {
+    let bin = env!("CARGO_BIN_EXE_gzip-disk-ng");
+    let d = tempfile::tempdir().unwrap();
+    let data = page(50_000, 13);
+    fs::write(d.path().join("ok.html"), &data).unwrap();
+    fs::write(
+        d.path().join("ok.html.zst"),
+        tool_on_file("zstd", &["-q", "-c"], &data),
+    )
+    .unwrap();
+    let run = || {
+        Command::new(bin)
+            .arg("verify")
+            .arg(d.path())
+            .output()
+            .expect("run verify")
+    };
+    assert!(run().status.success(), "clean tree");
+    fs::write(
+        d.path().join("wide.html.zst"),
+        tool("zstd", &["-q", "--long=25", "-c"], &data),
+    )
+    .unwrap();
+    fs::write(
+        d.path().join("lw.html.br"),
+        tool_on_file("brotli", &["-c", "--large_window=25"], &data),
+    )
+    .unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(1));
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let wide: Vec<_> = text
+        .lines()
+        .filter(|l| l.contains("wide.html.zst"))
+        .collect();
+    assert!(wide.iter().any(|l| l.contains("window")), "{text}");
+    let lw: Vec<_> = text.lines().filter(|l| l.contains("lw.html.br")).collect();
+    assert!(lw.iter().any(|l| l.contains("large-window")), "{text}");
+}
