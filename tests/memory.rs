@@ -121,3 +121,24 @@ fn decoder_memory_does_not_grow_with_size() {
         }
     }
 }
+
+/// Brotli's ring buffer is its window once the content outgrows it: the
+/// module's 8 MiB cap (WBITS 23) bounds it; WBITS 24 would double it.
+/// (Measured: 9 966 591 B at 23, 19 788 799 B at 24.)
+#[test]
+fn brotli_window_bounds_the_ring_buffer() {
+    let size: u64 = 32 << 20;
+    let peak = |lgwin: u32| {
+        let mut out = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 1, lgwin);
+            std::io::copy(&mut Gen { left: size, pos: 0 }, &mut w).unwrap();
+            w.flush().unwrap();
+        }
+        peak_while_decoding(Coding::Br, &out, size)
+    };
+    let (p23, p24) = (peak(23), peak(24));
+    eprintln!("brotli 32 MiB: peak heap {p23} B at WBITS 23, {p24} B at WBITS 24");
+    assert!(p23 <= 10 << 20, "WBITS 23 uses {p23} B");
+    assert!(p24 > 16 << 20, "WBITS 24 uses {p24} B");
+}
