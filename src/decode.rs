@@ -3,8 +3,11 @@
 //!
 //! Memory is bounded by the coding's window: gzip 32 KiB, zstd the frame's
 //! declared window (refused above 8 MiB, the browsers' limit), brotli the
-//! stream's window. `probe` reads a sibling's first bytes (and gzip's last
-//! four) to learn its declared size and window before anything is sent.
+//! stream's window (the module decodes none above `MAX_WINDOW`). `inspect`
+//! reads a sibling's headers (every zstd frame and block header) to learn
+//! its window, whether browsers accept it, and whether its decoded length
+//! is certain, before anything is sent; `probe` reads only the first bytes
+//! (and gzip's last four) for the publish tool's up-to-date check.
 
 use crate::coding::Coding;
 use std::fmt;

@@ -27,6 +27,10 @@ impl Hasher for FxHasher {
             self.write_u64(u64::from(b));
         }
     }
+    fn write_usize(&mut self, n: usize) {
+        // Enum discriminants arrive here; the default would go byte by byte.
+        self.write_u64(n as u64);
+    }
     fn write_u64(&mut self, n: u64) {
         self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
     }
