@@ -39,17 +39,19 @@ impl Hasher for FxHasher {
     }
 }
 
-type Map = HashMap<Key, Facts, BuildHasherDefault<FxHasher>>;
+/// `None`: the sibling could not be inspected (corrupt, truncated), so the
+/// precompressed path does not walk it again on every request.
+type Map = HashMap<Key, Option<Facts>, BuildHasherDefault<FxHasher>>;
 
 static CACHE: Mutex<Option<Map>> = Mutex::new(None);
 
-/// The remembered facts of a file version.
-pub fn get(key: &Key) -> Option<Facts> {
+/// The remembered facts of a file version (`Some(None)`: not inspectable).
+pub fn get(key: &Key) -> Option<Option<Facts>> {
     CACHE.lock().ok()?.as_ref()?.get(key).copied()
 }
 
 /// Remembers the facts of a file version.
-pub fn put(key: Key, facts: Facts) {
+pub fn put(key: Key, facts: Option<Facts>) {
     if let Ok(mut g) = CACHE.lock() {
         let map = g.get_or_insert_with(Map::default);
         if map.len() >= MAX_ENTRIES {
@@ -63,7 +65,7 @@ pub fn put(key: Key, facts: Facts) {
 /// when its headers did not declare one.
 pub fn learn_len(key: &Key, len: u64) {
     if let Ok(mut g) = CACHE.lock() {
-        if let Some(f) = g.as_mut().and_then(|m| m.get_mut(key)) {
+        if let Some(Some(f)) = g.as_mut().and_then(|m| m.get_mut(key)) {
             f.declared_len.get_or_insert(len);
         }
     }
@@ -81,18 +83,22 @@ mod tests {
             window: 32 * 1024,
             large_window: false,
         };
-        put(k, f);
-        assert_eq!(get(&k), Some(f));
+        put(k, Some(f));
+        assert_eq!(get(&k), Some(Some(f)));
         assert_eq!(get(&((1, 2, 3, 5), Coding::Gzip)), None);
         assert_eq!(get(&((1, 2, 3, 4), Coding::Zstd)), None);
         learn_len(&k, 777);
-        assert_eq!(get(&k).and_then(|f| f.declared_len), Some(777));
+        assert_eq!(get(&k).flatten().and_then(|f| f.declared_len), Some(777));
         // A declared length is never overwritten by a learned one.
         learn_len(&k, 778);
-        assert_eq!(get(&k).and_then(|f| f.declared_len), Some(777));
+        assert_eq!(get(&k).flatten().and_then(|f| f.declared_len), Some(777));
+        let bad = ((1, 2, 3, 6), Coding::Zstd);
+        put(bad, None);
+        learn_len(&bad, 5);
+        assert_eq!(get(&bad), Some(None));
         // Bounded (in the same test: the map is shared).
         for i in 0..(MAX_ENTRIES as u64 + 10) {
-            put(((9, i, 0, 0), Coding::Br), Facts::default());
+            put(((9, i, 0, 0), Coding::Br), Some(Facts::default()));
         }
         let n = CACHE.lock().unwrap().as_ref().map_or(0, |m| m.len());
         assert!(n <= MAX_ENTRIES, "{n}");

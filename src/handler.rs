@@ -516,10 +516,12 @@ fn sibling_facts(
     path: &CStr,
 ) -> Result<(Facts, facts_cache::Key), DecodeError> {
     let key = (file.info().version(), c);
-    if let Some(f) = facts_cache::get(&key) {
+    if let Some(Some(f)) = facts_cache::get(&key) {
         return Ok((f, key));
     }
-    let f = decode::inspect(c, file, file.info().meta().size)?;
+    let f = decode::inspect(c, file, file.info().meta().size).inspect_err(|_| {
+        facts_cache::put(key, None);
+    })?;
     if let Some(why) = f.browser_refusal(c) {
         req.log(
             Level::Info,
@@ -531,15 +533,21 @@ fn sibling_facts(
             ),
         );
     }
-    facts_cache::put(key, f);
+    facts_cache::put(key, Some(f));
     Ok((f, key))
 }
 
 /// Whether browsers can decode a zstd or brotli sibling (RFC 9659 window,
 /// no large-window brotli). One that cannot be inspected is sent as it is,
-/// as core would send it.
+/// as core would send it, and is not inspected again.
 fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
-    sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
+    match facts_cache::get(&(file.info().version(), c)) {
+        Some(Some(f)) => f.browser_refusal(c).is_none(),
+        Some(None) => true,
+        None => {
+            sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
+        }
+    }
 }
 
 /// Why decompression candidates were passed over, for the final answer.

@@ -302,6 +302,14 @@ fn undecodable_sibling_gives_way_to_the_next() {
     let l = lines_about(&a, "worse.html");
     assert_eq!(l.len(), 2, "{l:#?}");
     assert!(l[0].contains("worse.html.zst") && l[1].contains("worse.html.gz"));
+    // Precompressed, the bytes go out as they are, as core would send them.
+    let z = fs::read(a.docroot.join("worse.html.zst")).unwrap();
+    for _ in 0..2 {
+        let r = a.get("/worse.html", Some("zstd"));
+        assert_eq!(r.header("Content-Encoding"), Some("zstd"));
+        assert_eq!(r.body, z);
+    }
+    assert_eq!(lines_about(&a, "worse.html").len(), 2);
     a.assert_no_crash();
 }
 
