@@ -12,12 +12,12 @@ WORK="$(mktemp -d /tmp/gzip-disk-ng-cg.XXXXXX)"
 chmod 755 "$WORK"
 trap "" EXIT
 D="$WORK/docs"
-mkdir -p "$D"/{mod,modjit,modonly,core,inflate}
+mkdir -p "$D"/{mod,modjit,modonly,modfiles,modcheck,core,inflate}
 n="$(basename "$PAGE")"
 cp "$PAGE" "$D/mod/$n"
 gzip -9 -n -c "$PAGE" >"$D/mod/$n.gz"
 touch -r "$D/mod/$n" "$D/mod/$n.gz"
-cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/modjit/"
+for d in modjit modfiles modcheck; do cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/$d/"; done
 cp "$D/mod/$n.gz" "$D/modonly/"
 cp "$D/mod/$n.gz" "$D/core/"
 cp "$D/mod/$n.gz" "$D/inflate/"
@@ -41,6 +41,20 @@ DocumentRoot $D
 </Directory>
 <Directory $D/modonly>
     SetHandler gzip-disk-ng
+</Directory>
+# Sections that match neither name: the sibling needs no access check.
+<Directory $D/modfiles>
+    SetHandler gzip-disk-ng
+    <FilesMatch "\.(png|jpe?g|gif)$">
+        Require all denied
+    </FilesMatch>
+</Directory>
+# A section for the sibling's name only: httpd is asked (a subrequest).
+<Directory $D/modcheck>
+    SetHandler gzip-disk-ng
+    <FilesMatch "\.gz$">
+        Require all granted
+    </FilesMatch>
 </Directory>
 <Directory $D/inflate>
     RemoveType .gz
@@ -73,12 +87,16 @@ measure() { # path accept-encoding -> instructions per request
 core=$(measure "/core/$n.gz" "gzip")
 mod=$(measure "/mod/$n" "gzip")
 jit=$(measure "/modjit/$n" "gzip")
+files=$(measure "/modfiles/$n" "gzip")
+check=$(measure "/modcheck/$n" "gzip")
 infl=$(measure "/inflate/$n.gz" "")
 dec=$(measure "/modonly/$n" "")
 echo "callgrind, instructions per request inside ap_process_async_request, $N requests, $n ($(stat -c %s "$PAGE") bytes)"
 printf '%-40s %12s %8s\n' case instr/req ratio
 printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
 printf '%-40s %12d %8.3f  (core/this: speed vs core)\n' "module precompressed gzip" "$mod" "$(echo "$core/$mod" | bc -l)"
+printf '%-40s %12d %8.3f  (plain/this)\n' "module gzip, <FilesMatch> for neither" "$files" "$(echo "$mod/$files" | bc -l)"
+printf '%-40s %12d %8.3f  (plain/this)\n' "module gzip, <FilesMatch> for .gz" "$check" "$(echo "$mod/$check" | bc -l)"
 printf '%-40s %12d %8.3f  (off/on)\n' "module gzip, GzipDiskNgJitter 32" "$jit" "$(echo "$mod/$jit" | bc -l)"
 printf '%-40s %12d %8s\n' "mod_deflate INFLATE" "$infl" 1.00
 printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .gz" "$dec" "$(echo "$infl/$dec" | bc -l)"

@@ -63,10 +63,6 @@ printf '%-6s %12s %12s\n' coding tool cli
 for s in .gz .br .zst; do
     printf '%-6s %12d %12d\n' "$s" "$(size "$WORK/tool" $s)" "$(size "$WORK/cli" $s)"
 done
-# The jitter trailer replaces brotli's final byte with 28 bytes (a signed
-# metadata block, then 0x03): the size the plain stream would have.
-printf '%-6s %12d %12s  (tool .br without the 27-byte jitter trailer)\n' .br- \
-    "$(( $(size "$WORK/tool" .br) - 27 * files ))" -
 echo "--- tool summary"
 tail -n 8 "$WORK/tool.log"
 echo "--- rerun summary"

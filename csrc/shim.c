@@ -3,7 +3,10 @@
 #include "http_config.h"
 #include "http_core.h"
 #include "http_log.h"
+#include "http_request.h"
 #include "apr_buckets.h"
+#include "apr_fnmatch.h"
+#include "apr_strings.h"
 #include "shim.h"
 
 void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b)
@@ -69,4 +72,202 @@ void *gdn_module_config(ap_conf_vector_t *cv, const module *m)
 void gdn_set_module_config(ap_conf_vector_t *cv, const module *m, void *val)
 {
     ap_set_module_config(cv, m, val);
+}
+
+/* ---- Access rules for a sibling's own name ----
+ *
+ * A sibling (page.html.gz) is another file name: Apache's <Files>,
+ * <FilesMatch>, <Location>, <If> and Require apply to it as to a request
+ * for it. Asking httpd (a file subrequest, as mod_negotiation does for its
+ * variants) is exact but costs a whole request walk, so it is done only
+ * when the answer could differ from the request's own: a section matches
+ * one name and not the other, an <If> is in effect, .htaccess may add
+ * authorization, or a Require names a provider that may look at the file.
+ */
+
+/* Require providers whose answer cannot depend on the file name. */
+static const char *const name_blind_providers[] = {
+    "all", "env", "ip", "host", "forward-dns", "local", "method", "user",
+    "group", "valid-user", "dbd-group", "dbd-login", "dbd-logout",
+    "dbm-group", "ldap-user", "ldap-group", "ldap-dn", "ldap-attribute",
+    "ldap-filter", "ldap-search", NULL
+};
+
+/* 1 when a Require in the configuration files names a provider that may
+ * depend on the file (expr, file-owner, file-group, aliases, unknown). */
+static int require_may_see_file = 1;
+
+static int provider_is_name_blind(const char *args, apr_pool_t *p)
+{
+    const char *word = ap_getword_conf(p, &args);
+    const char *const *s;
+    if (!strcasecmp(word, "not")) {
+        word = ap_getword_conf(p, &args);
+    }
+    for (s = name_blind_providers; *s; s++) {
+        if (!strcasecmp(word, *s)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int tree_has_file_require(const ap_directive_t *d, apr_pool_t *p)
+{
+    for (; d; d = d->next) {
+        if (!strcasecmp(d->directive, "Require") && d->args
+            && !provider_is_name_blind(d->args, p)) {
+            return 1;
+        }
+        if (d->first_child && tree_has_file_require(d->first_child, p)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void gdn_scan_config(apr_pool_t *p)
+{
+    require_may_see_file = tree_has_file_require(ap_conftree, p);
+}
+
+int gdn_require_may_see_file(void)
+{
+    return require_may_see_file;
+}
+
+/* Regex results per thread, remembered by content: the compiled regex,
+ * its pattern and the name tried. A section parsed from .htaccess lives
+ * in a request pool whose memory is reused, so a hit also requires the
+ * same pattern text, which fixes the regex's meaning. Saves the two
+ * pcre2 runs per section and request (Debian's own <FilesMatch "^\.ht">
+ * is in every site's configuration). */
+#define MEMO_SLOTS 64
+#define MEMO_PAT 64
+#define MEMO_NAME 128
+struct regex_memo {
+    const ap_regex_t *r;
+    int matches;
+    char pat[MEMO_PAT];
+    char name[MEMO_NAME];
+};
+static __thread struct regex_memo regex_memo[MEMO_SLOTS];
+
+static int regex_matches(const core_dir_config *e, const char *name)
+{
+    size_t pl = strlen(e->d), nl = strlen(name);
+    apr_uint32_t h = 2166136261u;
+    const char *p;
+    struct regex_memo *m;
+    if (pl >= MEMO_PAT || nl >= MEMO_NAME) {
+        return ap_regexec(e->r, name, 0, NULL, 0) == 0;
+    }
+    for (p = name; *p; p++) {
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    }
+    h ^= (apr_uint32_t)((apr_uintptr_t)e->r >> 4);
+    m = &regex_memo[h % MEMO_SLOTS];
+    if (m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d)) {
+        return m->matches;
+    }
+    m->matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
+    m->r = e->r;
+    memcpy(m->pat, e->d, pl + 1);
+    memcpy(m->name, name, nl + 1);
+    return m->matches;
+}
+
+static int section_matches(const core_dir_config *e, const char *name,
+                           int prefix)
+{
+    size_t len;
+    if (e->r) {
+        return regex_matches(e, name);
+    }
+    if (e->d_is_fnmatch) {
+        return apr_fnmatch(e->d, name, APR_FNM_PATHNAME) == APR_SUCCESS;
+    }
+    if (!prefix) {
+        return strcmp(e->d, name) == 0;
+    }
+    /* <Location>: a path prefix ending at a segment boundary. */
+    len = strlen(e->d);
+    return strncmp(e->d, name, len) == 0
+           && (len == 0 || e->d[len - 1] == '/' || name[len] == '/'
+               || name[len] == '\0');
+}
+
+static int sections_differ(const apr_array_header_t *secs, const char *a,
+                           const char *b, int prefix)
+{
+    int i;
+    if (!secs) {
+        return 0;
+    }
+    for (i = 0; i < secs->nelts; i++) {
+        const core_dir_config *e =
+            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
+        if (section_matches(e, a, prefix) != section_matches(e, b, prefix)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    core_server_config *s =
+        ap_get_core_module_config(r->server->module_config);
+    const char *base;
+    char sib[256];
+    size_t bl, sl;
+    int files = d->sec_file && d->sec_file->nelts;
+    int locs = s->sec_url && s->sec_url->nelts;
+    if (require_may_see_file || (d->sec_if && d->sec_if->nelts)
+        || (d->override & OR_AUTHCFG)
+        || (d->override_list && !apr_is_empty_table(d->override_list))) {
+        return 1;
+    }
+    if (!files && !locs) {
+        return 0;
+    }
+    base = strrchr(r->filename, '/');
+    base = base ? base + 1 : r->filename;
+    bl = strlen(base);
+    sl = strlen(suffix);
+    if (bl + sl >= sizeof(sib)) {
+        return 1;
+    }
+    memcpy(sib, base, bl);
+    memcpy(sib + bl, suffix, sl + 1);
+    if (files && sections_differ(d->sec_file, base, sib, 0)) {
+        return 1;
+    }
+    if (locs && r->uri && *r->uri) {
+        const char *uri = apr_pstrcat(
+            r->pool, ap_make_dirstr_parent(r->pool, r->uri), sib, NULL);
+        return sections_differ(s->sec_url, r->uri, uri, 1);
+    }
+    return locs;
+}
+
+int gdn_sibling_status(request_rec *r, const char *suffix)
+{
+    const char *base = strrchr(r->filename, '/');
+    ap_conf_vector_t *own = r->per_dir_config;
+    request_rec *rr;
+    int status;
+    base = base ? base + 1 : r->filename;
+    /* httpd skips authorization for a subrequest whose configuration is
+     * its parent's (same pointer), but a Require may judge the file name:
+     * an equal copy under another pointer makes it run for the sibling. */
+    r->per_dir_config =
+        ap_merge_per_dir_configs(r->pool, own, ap_create_request_config(r->pool));
+    rr = ap_sub_req_lookup_file(apr_pstrcat(r->pool, base, suffix, NULL), r,
+                                NULL);
+    r->per_dir_config = own;
+    status = rr->status;
+    ap_destroy_sub_req(rr);
+    return status;
 }

@@ -17,4 +17,8 @@ void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len);
 void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
 void gdn_set_module_config(ap_conf_vector_t *cv, const module *m, void *val);
+void gdn_scan_config(apr_pool_t *p);
+int gdn_require_may_see_file(void);
+int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
+int gdn_sibling_status(request_rec *r, const char *suffix);
 #endif

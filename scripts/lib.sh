@@ -33,7 +33,7 @@ build() {
     (cd "$ROOT" && cargo build --release --locked)
 }
 
-MODULE_SO="$ROOT/target/release/libmod_gzip_disk_ng.so"
+MODULE_SO="${GZIP_DISK_NG_MODULE:-$ROOT/target/release/libmod_gzip_disk_ng.so}"
 
 # Prints the head of a throwaway Apache config: files under WORK, listening
 # on 127.0.0.1:PORT, the given MPM, authz_core, mime, the extra modules

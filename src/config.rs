@@ -4,6 +4,8 @@
 //! sets; `resolved` applies the defaults.
 
 use crate::coding::Coding;
+use crate::jitter::Secret;
+use std::path::Path;
 
 /// Default name of the marker header.
 pub const DEFAULT_STATUS_HEADER: &str = "Mod-Gzip-Disk-Ng";
@@ -13,10 +15,55 @@ pub const DEFAULT_STATUS_HEADER: &str = "Mod-Gzip-Disk-Ng";
 pub struct Jitter {
     /// Largest padding, bytes (1..=max are added).
     pub max: u32,
-    /// Bytes hashed to derive the length; negative: random per response.
+    /// Bytes hashed to derive the length (at most `JITTER_BUFFER_MAX`);
+    /// negative: random per response.
     pub buffer: i64,
-    /// SHA-256 instead of CRC32-C.
+    /// Accepted for old configurations; the length is always HMAC-SHA256.
     pub paranoid: bool,
+}
+
+/// Largest `GzipDiskNgJitter` buffer: 1 MiB. The bytes hashed are read on
+/// a request (once per file version), so the read must stay small.
+pub const JITTER_BUFFER_MAX: i64 = 1 << 20;
+
+/// Largest `GzipDiskNgJitterKey` file; a bigger one is not a key file.
+pub const JITTER_KEY_MAX: u64 = 4096;
+
+/// Per-server settings (server config and virtual hosts).
+#[derive(Clone, Debug, Default)]
+pub struct ServerConfig {
+    /// `GzipDiskNgJitterKey`: the secret keying padding lengths.
+    pub jitter_key: Option<Secret>,
+}
+
+impl ServerConfig {
+    /// A virtual host without its own key uses the main server's.
+    pub fn merge(&self, child: &ServerConfig) -> ServerConfig {
+        ServerConfig {
+            jitter_key: child.jitter_key.clone().or_else(|| self.jitter_key.clone()),
+        }
+    }
+}
+
+/// Reads a `GzipDiskNgJitterKey` file: its bytes, as they are, are the key,
+/// so the same file on every server gives the same padding and ETags.
+pub fn load_jitter_key(path: &Path) -> Result<Secret, String> {
+    let shown = path.display();
+    let fail = |why: String| format!("GzipDiskNgJitterKey: cannot use {shown}: {why}");
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    if meta.len() > JITTER_KEY_MAX {
+        return Err(fail(format!("larger than {JITTER_KEY_MAX} bytes")));
+    }
+    let key = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    if key.is_empty() {
+        return Err(fail(
+            "the file is empty (write e.g. 32 random bytes into it)".into(),
+        ));
+    }
+    Ok(Secret::new(&key))
 }
 
 /// The marker header setting.
@@ -115,8 +162,8 @@ pub fn parse_status_header(arg: &str) -> Result<StatusHeader, String> {
 
 /// `GzipDiskNgJitter Off | <max-bytes> [<buffer-bytes>] [paranoid]`
 pub fn parse_jitter(args: &[&str]) -> Result<Option<Jitter>, String> {
-    const USAGE: &str =
-        "GzipDiskNgJitter takes Off, or <max-bytes 1..65536> [<buffer-bytes>] [paranoid]";
+    const USAGE: &str = "GzipDiskNgJitter takes Off, or <max-bytes 1..65536> \
+         [<buffer-bytes up to 1048576 (1 MiB), negative: random>] [paranoid]";
     match args {
         [off] if off.eq_ignore_ascii_case("off") => return Ok(None),
         [] => return Err(USAGE.into()),
@@ -146,6 +193,12 @@ pub fn parse_jitter(args: &[&str]) -> Result<Option<Jitter>, String> {
             .parse()
             .map_err(|_| format!("{USAGE}; got buffer '{b}'"))?,
     };
+    if buffer > JITTER_BUFFER_MAX {
+        return Err(format!(
+            "GzipDiskNgJitter: buffer {buffer} exceeds the maximum of \
+             {JITTER_BUFFER_MAX} bytes (1 MiB)"
+        ));
+    }
     Ok(Some(Jitter {
         max,
         buffer: if buffer == 0 { 64 * 1024 } else { buffer },
@@ -243,8 +296,43 @@ mod tests {
             &[],
             &["70000"],
             &["5", "z"],
+            &["32", "1048577"],
         ] {
             assert!(parse_jitter(bad).is_err(), "{bad:?}");
         }
+        assert_eq!(
+            parse_jitter(&["32", "1048576"]).unwrap().unwrap().buffer,
+            1 << 20
+        );
+        assert!(parse_jitter(&["32", "2000000"])
+            .unwrap_err()
+            .contains("1 MiB"));
+    }
+
+    #[test]
+    fn jitter_key_files() {
+        let d = tempfile::tempdir().unwrap();
+        let k = d.path().join("key");
+        std::fs::write(&k, b"secret one").unwrap();
+        let a = load_jitter_key(&k).unwrap();
+        assert_eq!(a, Secret::new(b"secret one"));
+        let e = load_jitter_key(&d.path().join("missing")).unwrap_err();
+        assert!(
+            e.contains("missing") && e.contains("GzipDiskNgJitterKey"),
+            "{e}"
+        );
+        std::fs::write(&k, b"").unwrap();
+        assert!(load_jitter_key(&k).unwrap_err().contains("empty"));
+        assert!(load_jitter_key(d.path()).unwrap_err().contains("regular"));
+        std::fs::write(&k, vec![7u8; 5000]).unwrap();
+        assert!(load_jitter_key(&k).unwrap_err().contains("larger"));
+        let main = ServerConfig {
+            jitter_key: Some(a.clone()),
+        };
+        assert_eq!(main.merge(&ServerConfig::default()).jitter_key, Some(a));
+        assert!(
+            format!("{main:?}").contains("redacted"),
+            "no secret in logs"
+        );
     }
 }

@@ -6,14 +6,15 @@ use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder, Facts};
 use crate::facts_cache;
 use crate::httpd::{
-    self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, DECLINED, DONE,
-    HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_INTERNAL_SERVER_ERROR, HTTP_METHOD_NOT_ALLOWED,
-    HTTP_NOT_ACCEPTABLE, HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, OK,
+    self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, AP_FILTER_ERROR,
+    DECLINED, DONE, HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_INTERNAL_SERVER_ERROR,
+    HTTP_METHOD_NOT_ALLOWED, HTTP_NOT_ACCEPTABLE, HTTP_NOT_FOUND, HTTP_NOT_IMPLEMENTED, HTTP_OK,
+    OK,
 };
 use crate::jitter;
 use crate::negotiate::Accepted;
 use crate::variant::{self, Inputs, Step};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, CStr};
 use std::sync::Mutex;
 
@@ -44,31 +45,55 @@ struct Sibling<'r> {
     info: Finfo,
 }
 
-/// Stats one candidate path; a symlink is followed only where `Options`
-/// would let Apache serve it under that name.
-fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
+/// What is at `path` as Apache would serve it under that name: the file
+/// itself, or a symlink's target where `Options` allow following it.
+fn resolve(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
     let link = req.stat(path, true).ok()?;
-    let info = if link.kind() == FileKind::Symlink {
-        let policy = req.symlink_policy();
-        let target = req.stat(path, false).ok()?;
-        let allowed = match policy {
-            SymlinkPolicy::Always => true,
-            SymlinkPolicy::IfOwnerMatch => target.user() == link.user(),
-            SymlinkPolicy::Never => false,
-        };
-        if !allowed {
-            req.log_with(Level::Debug, 0, || {
-                format!(
-                    "symlinked sibling refused by Options ({policy:?}): {}",
-                    path.to_string_lossy()
-                )
-            });
-            return None;
-        }
-        target
-    } else {
-        link
+    if link.kind() != FileKind::Symlink {
+        return Some(link);
+    }
+    let policy = req.symlink_policy();
+    let target = req.stat(path, false).ok()?;
+    let allowed = match policy {
+        SymlinkPolicy::Always => true,
+        SymlinkPolicy::IfOwnerMatch => target.user() == link.user(),
+        SymlinkPolicy::Never => false,
     };
+    if !allowed {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "symlink refused by Options ({policy:?}): {}",
+                path.to_string_lossy()
+            )
+        });
+        return None;
+    }
+    Some(target)
+}
+
+/// Whether an opened file is the one `Options` allow under `path`. Where
+/// symlinks are restricted the path is checked again after the open, so a
+/// file swapped for a symlink between the check and the open is refused.
+fn opened_as_allowed(req: &Request<'_>, path: &CStr, opened: &Finfo) -> bool {
+    if req.symlink_policy() == SymlinkPolicy::Always {
+        return true;
+    }
+    let ok = resolve(req, path).is_some_and(|now| now.same_file(opened));
+    if !ok {
+        req.log_with(Level::Info, 0, || {
+            format!(
+                "{} changed into a symlink while being opened; refused",
+                path.to_string_lossy()
+            )
+        });
+    }
+    ok
+}
+
+/// Stats one candidate path; only regular files (or symlinks to them
+/// that `Options` allow) count.
+fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
+    let info = resolve(req, path)?;
     if info.kind() != FileKind::Regular {
         req.log_with(Level::Debug, 0, || {
             format!("ignoring {}: not a regular file", path.to_string_lossy())
@@ -78,24 +103,55 @@ fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
     Some(Sibling { path, info })
 }
 
-/// Stats the siblings of `base` for the allowed codings.
+/// Whether Apache would serve a request for the sibling's own name in
+/// this context. Asked of httpd (a file subrequest) only when its
+/// sections or authorization could answer differently than they did for
+/// the request's own file.
+fn permitted(req: &Request<'_>, s: &Sibling<'_>, suffix: &CStr) -> bool {
+    if !req.sibling_rules_may_differ(suffix) {
+        return true;
+    }
+    let status = req.sibling_status(suffix);
+    if status == HTTP_OK {
+        return true;
+    }
+    req.log_with(Level::Debug, 0, || {
+        format!(
+            "sibling refused by the access rules for its own name (status {status}): {}",
+            s.path.to_string_lossy()
+        )
+    });
+    false
+}
+
+/// Stats the siblings of `base` for the allowed codings; `known` is a
+/// lookup already made for one coding.
 fn find_siblings<'r>(
     req: &Request<'r>,
     base: &CStr,
     allowed: &[Coding],
+    known: Option<(Coding, Option<Sibling<'r>>)>,
 ) -> [Option<Sibling<'r>>; 3] {
     let mut out = [None; 3];
     for &c in allowed {
-        out[c.index()] = find_sibling(req, base, c);
+        out[c.index()] = match known {
+            Some((k, s)) if k == c => s,
+            _ => find_sibling(req, base, c),
+        };
     }
     out
 }
 
-/// The first existing sibling of `base` for one coding (`.zst`, then `.zstd`).
+/// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
+/// exists and that Apache would serve under its own name.
 fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sibling<'r>> {
     c.suffixes()
         .iter()
-        .find_map(|suffix| stat_sibling(req, req.path_with_suffix(base, suffix)))
+        .zip(c.c_suffixes())
+        .find_map(|(suffix, c_suffix)| {
+            let s = stat_sibling(req, req.path_with_suffix(base, suffix))?;
+            permitted(req, &s, c_suffix).then_some(s)
+        })
 }
 
 /// The content handler.
@@ -143,25 +199,20 @@ pub fn handle(req: &Request<'_>) -> c_int {
         return HTTP_NOT_FOUND;
     }
 
-    let mut accepted = Accepted::parse(
-        req.header_in(c"Accept-Encoding")
-            .map(|b| String::from_utf8_lossy(b))
-            .as_deref(),
-    );
-    for c in Coding::ALL {
-        if req.env_is_set(c.no_env()) {
-            accepted.forbid(c);
-        }
-    }
+    let accepted = accepted(req);
     let ranked = accepted.ranked(cfg.encodings());
     let original = (original_kind == FileKind::Regular).then(|| finfo.meta());
 
     // Fast path, the common case: the client's favourite coding has a
-    // fresh sibling, so one lstat decides (the plan below would pick it
-    // first too).
-    if let Some(best) = ranked.iter().next() {
-        if let Some(s) = find_sibling(req, filename, best) {
-            if original.is_none_or(|o| !variant::is_stale(s.info.meta(), o)) {
+    // fresh sibling and is preferred to identity, so one lstat decides
+    // (the plan below would pick it first too).
+    let mut known = None;
+    if let Some((best, q)) = ranked.iter_q().next() {
+        let s = find_sibling(req, filename, best);
+        known = Some((best, s));
+        if let Some(s) = s {
+            let fresh = original.is_none_or(|o| !variant::is_stale(s.info.meta(), o));
+            if fresh && (original.is_none() || q >= accepted.identity_preference()) {
                 req.vary_accept_encoding();
                 if let Ok(rc) = send_sibling(req, best, s) {
                     return rc;
@@ -170,11 +221,12 @@ pub fn handle(req: &Request<'_>) -> c_int {
         }
     }
 
-    let siblings = find_siblings(req, filename, cfg.encodings());
+    let siblings = find_siblings(req, filename, cfg.encodings(), known);
     let plan = variant::plan(&Inputs {
         original,
         siblings: siblings.map(|s| s.map(|s| s.info.meta())),
         ranked,
+        identity_preference: accepted.identity_preference(),
         decompress: cfg.decompress(),
         decode_order: DECODE_ORDER,
     });
@@ -182,18 +234,8 @@ pub fn handle(req: &Request<'_>) -> c_int {
         req.vary_accept_encoding();
     }
     for c in Coding::ALL {
-        if plan.stale[c.index()] {
-            if let Some(s) = siblings[c.index()] {
-                req.log(
-                    Level::Warn,
-                    0,
-                    &format!(
-                        "stale sibling not served (older than {}): {}",
-                        filename.to_string_lossy(),
-                        s.path.to_string_lossy()
-                    ),
-                );
-            }
+        if let (true, Some(s)) = (plan.stale[c.index()], siblings[c.index()]) {
+            warn_stale(req, filename, &s);
         }
     }
 
@@ -261,12 +303,81 @@ pub fn handle(req: &Request<'_>) -> c_int {
     HTTP_NOT_FOUND
 }
 
+/// What the client accepts. Subrequests (mod_include, mod_dir) get
+/// identity: their output is embedded in or stands for another response,
+/// which negotiates for itself, as mod_deflate leaves them alone too.
+fn accepted(req: &Request<'_>) -> Accepted {
+    if req.is_subrequest() {
+        return Accepted::none();
+    }
+    let mut accepted = Accepted::parse(
+        req.header_in(c"Accept-Encoding")
+            .map(|b| String::from_utf8_lossy(b))
+            .as_deref(),
+    );
+    for c in Coding::ALL {
+        if req.env_is_set(c.no_env()) {
+            accepted.forbid(c);
+        }
+    }
+    accepted
+}
+
+/// An error response made after the handler chose a representation (a
+/// 416 from the byterange filter, a filter's 500) keeps only
+/// err_headers_out: carry the handler's Vary over, so caches still key
+/// the error on Accept-Encoding. Costs nothing on successful responses.
+pub fn insert_error_filter(req: &Request<'_>) {
+    if req.handler() != Some(HANDLER) {
+        return;
+    }
+    let varies = req.header_out(c"Vary").is_some_and(|v| {
+        v.split(|&b| b == b',')
+            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"accept-encoding"))
+    });
+    if varies {
+        req.vary_accept_encoding_err();
+    }
+}
+
+/// A file version: device, inode, mtime, size.
+type FileVersion = (u64, u64, i64, u64);
+
+/// Sibling versions already reported stale by this child.
+static STALE_SEEN: Mutex<Option<HashSet<FileVersion>>> = Mutex::new(None);
+const STALE_SEEN_MAX: usize = 4096;
+
+/// Warns once per sibling version per child: the warning is about the
+/// published files, and repeating it per request would let any client
+/// flood the log.
+fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
+    let first = match STALE_SEEN.lock() {
+        Ok(mut g) => {
+            let seen = g.get_or_insert_with(HashSet::new);
+            if seen.len() >= STALE_SEEN_MAX {
+                seen.clear();
+            }
+            seen.insert(s.info.version())
+        }
+        Err(_) => true,
+    };
+    let level = if first { Level::Warn } else { Level::Debug };
+    req.log_with(level, 0, || {
+        format!(
+            "stale sibling not served (older than {}): {}",
+            original.to_string_lossy(),
+            s.path.to_string_lossy()
+        )
+    });
+}
+
 /// This candidate could not be used (vanished, unreadable); try the next.
 struct Skip;
 
 fn open_or_skip<'r>(req: &Request<'r>, s: Sibling<'r>) -> Result<File<'r>, Skip> {
     match req.open(s.path) {
-        Ok(f) => Ok(f),
+        Ok(f) if opened_as_allowed(req, s.path, f.info()) => Ok(f),
+        Ok(_) => Err(Skip),
         Err(st) => {
             req.log(
                 Level::Debug,
@@ -376,9 +487,24 @@ fn finish_file(
         bb.file(file, 0, size);
     }
     bb.eos();
-    bb.pass();
+    let st = bb.pass();
     bb.cleanup();
-    OK
+    pass_status(req, st)
+}
+
+/// What a handler returns after passing its last brigade, as core's
+/// default handler decides: a failure the filters did not already turn
+/// into a response, on a live connection, is a filter error.
+fn pass_status(req: &Request<'_>, st: httpd::apr_status_t) -> c_int {
+    if st == 0 || req.status() != HTTP_OK || req.aborted() {
+        return OK;
+    }
+    req.log(
+        Level::Debug,
+        st,
+        "passing the response down the filters failed",
+    );
+    AP_FILTER_ERROR
 }
 
 /// Sends the original as core's handler would, but sized from the opened
@@ -403,6 +529,9 @@ fn send_original(req: &Request<'_>, path: &CStr, stale: bool) -> Result<c_int, S
     if info.kind() != FileKind::Regular {
         return Err(Skip);
     }
+    if !opened_as_allowed(req, path, &info) {
+        return Ok(HTTP_FORBIDDEN);
+    }
     let size = info.meta().size;
     req.set_last_modified(&info);
     req.set_etag(&file, path, "", false);
@@ -422,25 +551,40 @@ struct Padded {
 /// Bytes read from a gzip sibling to find the end of its header.
 const GZIP_HEADER_READ: usize = 4096;
 
-/// Content-based padding lengths per file version, so the hash is computed
-/// once per published file rather than per request.
-type JitterKey = ((u64, u64, i64, u64), u32, i64, bool);
-static JITTER_CACHE: Mutex<Option<HashMap<JitterKey, u32>>> = Mutex::new(None);
+/// A file version: device, inode, mtime, size.
+type Version = (u64, u64, i64, u64);
+
+/// Per-process answers that cost a read or a decode, learnt once per file
+/// version; cleared when full, so memory stays bounded.
+struct VersionCache<K, V>(Mutex<Option<HashMap<K, V>>>);
 const JITTER_CACHE_MAX: usize = 16_384;
 
-fn cached_len(key: &JitterKey) -> Option<u32> {
-    JITTER_CACHE.lock().ok()?.as_ref()?.get(key).copied()
-}
+impl<K: std::hash::Hash + Eq, V: Copy> VersionCache<K, V> {
+    const fn new() -> Self {
+        VersionCache(Mutex::new(None))
+    }
 
-fn remember_len(key: JitterKey, len: u32) {
-    if let Ok(mut g) = JITTER_CACHE.lock() {
-        let map = g.get_or_insert_with(HashMap::new);
-        if map.len() >= JITTER_CACHE_MAX {
-            map.clear();
+    fn get(&self, k: &K) -> Option<V> {
+        self.0.lock().ok()?.as_ref()?.get(k).copied()
+    }
+
+    fn put(&self, k: K, v: V) {
+        if let Ok(mut g) = self.0.lock() {
+            let map = g.get_or_insert_with(HashMap::new);
+            if map.len() >= JITTER_CACHE_MAX {
+                map.clear();
+            }
+            map.insert(k, v);
         }
-        map.insert(key, len);
     }
 }
+
+/// Keyed padding lengths per file version, max, buffer and key id.
+type JitterKey = (Version, u32, i64, u64);
+static JITTER_CACHE: VersionCache<JitterKey, u32> = VersionCache::new();
+
+/// Brotli proofs (`jitter::prove_brotli`, two decodes) per file version.
+static BROTLI_PROOFS: VersionCache<Version, Result<(), jitter::NoJitter>> = VersionCache::new();
 
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
@@ -453,40 +597,24 @@ fn plan_jitter(
     j: crate::config::Jitter,
 ) -> Option<Padded> {
     let random = j.buffer < 0;
-    let key: JitterKey = (file.info().version(), j.max, j.buffer, j.paranoid);
-    let cached = if random { None } else { cached_len(&key) };
-    let hash_len = if random || cached.is_some() {
-        0
-    } else {
-        j.buffer.unsigned_abs().min(size) as usize
-    };
-    let head_len = if c == Coding::Gzip {
-        hash_len.max(GZIP_HEADER_READ.min(size as usize))
-    } else {
-        hash_len
-    };
-    let head = if head_len > 0 {
-        file.read_pool(req, 0, head_len).ok()?
-    } else {
-        &[][..]
-    };
-    let pad = match cached {
-        Some(p) => p,
-        None if random => jitter::random_len(j.max, httpd::random_u32()),
-        None => {
-            let p = jitter::content_len(j.max, &head[..head.len().min(hash_len)], j.paranoid);
-            remember_len(key, p);
-            p
-        }
-    };
-    let tail = if c == Coding::Br {
-        let n = jitter::brotli_tail_len().min(size as usize);
-        file.read_pool(req, size - n as u64, n).ok()?
-    } else {
-        &[][..]
-    };
-    match jitter::splice(c, head, tail, size, pad as usize) {
-        Ok(splice) => Some(Padded {
+    let planned = jitter_len(req, file, size, j).and_then(|pad| {
+        let read = |at: u64, n: usize| file.read_pool(req, at, n).map_err(|_| jitter::NoJitter::Io);
+        let (head, tail) = match c {
+            Coding::Gzip => (read(0, GZIP_HEADER_READ.min(size as usize))?, &[][..]),
+            Coding::Br => {
+                let tail = read(size.saturating_sub(1), jitter::brotli_tail_len())?;
+                if tail.last() != Some(&jitter::BROTLI_LAST) {
+                    return Err(jitter::NoJitter::BrotliEnding);
+                }
+                brotli_proven(file, size)?;
+                (&[][..], tail)
+            }
+            Coding::Zstd => (&[][..], &[][..]),
+        };
+        jitter::splice(c, head, tail, size, pad as usize).map(|s| (s, pad))
+    });
+    match planned {
+        Ok((splice, pad)) => Some(Padded {
             splice,
             pad,
             random,
@@ -498,6 +626,49 @@ fn plan_jitter(
             None
         }
     }
+}
+
+/// The padding length: random per response, or the keyed hash of the
+/// file (`jitter::keyed_len`), computed once per file version and key.
+fn jitter_len(
+    req: &Request<'_>,
+    file: &File<'_>,
+    size: u64,
+    j: crate::config::Jitter,
+) -> Result<u32, jitter::NoJitter> {
+    if j.buffer < 0 {
+        return Ok(jitter::random_len(j.max, httpd::random_u32()));
+    }
+    let secret = req.jitter_secret().ok_or(jitter::NoJitter::NoKey)?;
+    let key: JitterKey = (file.info().version(), j.max, j.buffer, secret.id());
+    if let Some(p) = JITTER_CACHE.get(&key) {
+        return Ok(p);
+    }
+    let n = j.buffer.unsigned_abs().min(size);
+    let head = file
+        .read_pool(req, 0, n as usize)
+        .map_err(|_| jitter::NoJitter::Io)?;
+    let t = jitter::KEYED_TAIL.min(size - n);
+    let tail = file
+        .read_pool(req, size - t, t as usize)
+        .map_err(|_| jitter::NoJitter::Io)?;
+    let p = jitter::keyed_len(j.max, secret, size, head, tail);
+    JITTER_CACHE.put(key, p);
+    Ok(p)
+}
+
+/// Whether padding may go before this brotli file's final `0x03`, proved
+/// by decoding once per file version (an I/O error is not remembered).
+fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
+    let v = file.info().version();
+    if let Some(r) = BROTLI_PROOFS.get(&v) {
+        return r;
+    }
+    let r = jitter::prove_brotli(|at| file.reader(at), size, jitter::BROTLI_PROOF_MAX);
+    if r != Err(jitter::NoJitter::Io) {
+        BROTLI_PROOFS.put(v, r);
+    }
+    r
 }
 
 impl decode::ReadAt for File<'_> {
@@ -697,11 +868,17 @@ fn decompress(
     if cond != OK || req.header_only() {
         if cond != OK {
             req.set_status(cond);
+        } else if declared.is_none() {
+            // HEAD of a body of unknown length: headers go out before EOS,
+            // so no Content-Length (rather than a false 0) is computed.
+            bb.flush();
+            bb.pass();
+            bb.cleanup();
         }
         bb.eos();
-        bb.pass();
+        let st = bb.pass();
         bb.cleanup();
-        return Ok(OK);
+        return Ok(pass_status(req, st));
     }
     let (rc, complete) = stream(req, &bb, &mut dec, &mut buf, first, s.path, declared);
     if let (Some(len), None) = (complete, declared) {

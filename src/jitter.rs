@@ -6,34 +6,90 @@
 //! - gzip: the member header rewritten with the padding in FCOMMENT;
 //! - zstd: a skippable frame appended after the data;
 //! - brotli: a metadata meta-block inserted before the final byte-aligned
-//!   empty last meta-block. Only streams that end with this crate's
-//!   trailer (a signed metadata block, then `0x03`) qualify, since a final
-//!   `0x03` byte alone can occur by chance in other encoders' output.
+//!   empty last meta-block (`0x03`). A final `0x03` can also occur by
+//!   chance inside other encoders' last meta-block, so a stream qualifies
+//!   only once `prove_brotli` has decoded it with the block inserted.
 //!
-//! Nothing here panics on any input; malformed input yields `None`.
+//! The padding length is keyed (HMAC-SHA256 with a server secret): an
+//! unkeyed hash of a file anyone can download would be predictable and
+//! hide nothing.
+//!
+//! Nothing here panics on any input; malformed input yields an error.
 
 use crate::coding::Coding;
+use crate::decode::{DecodeError, Decoder};
+use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
+use std::fmt;
+use std::io::Read;
 
 /// The padding text: ASCII, never user data.
 const PAD: &[u8] = b"Padding-";
 
-/// Metadata carried by the brotli trailer the publish tool writes.
-pub const BROTLI_SIGNATURE: &[u8] = b"gzip-disk-ng jitter-ready";
+type HmacSha256 = Hmac<Sha256>;
 
-/// Padding length `1 + h mod max` from the served bytes' hash.
-pub fn content_len(max: u32, data: &[u8], paranoid: bool) -> u32 {
-    let max = max.max(1);
-    let h: u64 = if paranoid {
-        let d = Sha256::digest(data);
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&d[..8]);
-        u64::from_le_bytes(b)
-    } else {
-        u64::from(crc32c::crc32c(data))
-    };
-    1 + (h % u64::from(max)) as u32
+/// The secret that keys padding lengths. `Debug` never shows it.
+#[derive(Clone)]
+pub struct Secret {
+    mac: HmacSha256,
+    /// Names the key in caches shared by servers with different keys.
+    id: u64,
 }
+
+impl Secret {
+    /// Keys from `key`'s bytes, as they are.
+    pub fn new(key: &[u8]) -> Secret {
+        // HMAC accepts keys of any length: the fallback is unreachable.
+        let mac = <HmacSha256 as Mac>::new_from_slice(key)
+            .unwrap_or_else(|_| <HmacSha256 as Mac>::new(&Default::default()));
+        let d = Sha256::digest(key);
+        let mut id = [0u8; 8];
+        id.copy_from_slice(&d[..8]);
+        Secret {
+            mac,
+            id: u64::from_le_bytes(id),
+        }
+    }
+
+    /// A short public name for this key (part of a SHA-256 of it).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+}
+
+impl PartialEq for Secret {
+    fn eq(&self, other: &Secret) -> bool {
+        self.id == other.id
+    }
+}
+
+impl Eq for Secret {}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Secret(redacted)")
+    }
+}
+
+/// Padding length `1 + h mod max`, `h` the HMAC-SHA256 under `secret` of
+/// the file's size, its first bytes `head` and its last bytes `tail` (which
+/// carry gzip's CRC-32 and zstd's checksum of the whole content, so an
+/// edit past `head` still changes the length). Deterministic per file and
+/// key, unpredictable without the key.
+pub fn keyed_len(max: u32, secret: &Secret, size: u64, head: &[u8], tail: &[u8]) -> u32 {
+    let mut m = secret.mac.clone();
+    m.update(&size.to_le_bytes());
+    m.update(&(head.len() as u64).to_le_bytes());
+    m.update(head);
+    m.update(tail);
+    let d = m.finalize().into_bytes();
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&d[..8]);
+    1 + (u64::from_le_bytes(b) % u64::from(max.max(1))) as u32
+}
+
+/// Bytes of a file's end that `keyed_len` covers beyond its head.
+pub const KEYED_TAIL: u64 = 16;
 
 /// Padding length from a random value.
 pub fn random_len(max: u32, random: u32) -> u32 {
@@ -71,8 +127,18 @@ impl Splice {
 pub enum NoJitter {
     /// The gzip header is malformed or longer than the bytes read.
     GzipHeader,
-    /// The brotli stream lacks the trailer jitter needs.
-    BrotliTrailer,
+    /// The brotli stream does not end in `0x03`.
+    BrotliEnding,
+    /// The brotli stream ends in `0x03`, but not in a byte-aligned empty
+    /// last meta-block: with padding before it, it would not decode alike.
+    BrotliUnproven,
+    /// The brotli stream decodes to more than `BROTLI_PROOF_MAX` bytes, so
+    /// it is not proved.
+    BrotliTooLarge,
+    /// Reading the file failed.
+    Io,
+    /// No key to derive the length from (the configuration was not read).
+    NoKey,
     /// The file is too short to be a stream of its coding.
     TooShort,
 }
@@ -229,47 +295,97 @@ pub fn brotli_metadata_block(data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// What the publish tool appends after flushing a brotli stream: the
-/// signature block, then the empty last meta-block `0x03`.
-pub fn brotli_trailer() -> Vec<u8> {
-    let mut t = brotli_metadata_block(BROTLI_SIGNATURE);
-    t.push(0x03);
-    t
-}
-
-/// Replaces the final `0x03` of a stream that was flushed and then
-/// finished (so it ends in a byte-aligned empty last meta-block) with
-/// `brotli_trailer()`. Only for streams made that way.
-pub fn seal_brotli(mut stream: Vec<u8>) -> Option<Vec<u8>> {
-    if stream.last() != Some(&0x03) {
-        return None;
-    }
-    stream.pop();
-    stream.extend(brotli_trailer());
-    Some(stream)
-}
+/// The byte-aligned empty last meta-block (ISLAST, ISLASTEMPTY): how a
+/// brotli stream ends when it was flushed before being finished.
+pub const BROTLI_LAST: u8 = 0x03;
 
 /// Bytes of a brotli file's end that `splice` needs.
 pub fn brotli_tail_len() -> usize {
-    brotli_trailer().len()
+    1
 }
 
+/// Inserts the padding block before the final `0x03`. Valid only for a
+/// stream `prove_brotli` accepted.
 fn brotli_splice(tail: &[u8], file_len: u64, pad: usize) -> Result<Splice, NoJitter> {
-    let trailer = brotli_trailer();
-    if file_len <= trailer.len() as u64 {
+    if file_len < 2 {
         return Err(NoJitter::TooShort);
     }
-    if !tail.ends_with(&trailer) {
-        return Err(NoJitter::BrotliTrailer);
+    if tail.last() != Some(&BROTLI_LAST) {
+        return Err(NoJitter::BrotliEnding);
     }
     let mut block = brotli_metadata_block(&padding(pad));
-    block.push(0x03);
+    block.push(BROTLI_LAST);
     Ok(Splice {
         head: Vec::new(),
         start: 0,
         end: file_len - 1,
         tail: block,
     })
+}
+
+/// Largest decoded size `prove_brotli` reads (twice), bounding its cost;
+/// bigger streams are served unpadded.
+pub const BROTLI_PROOF_MAX: u64 = 64 << 20;
+
+/// Proves that a `size`-byte brotli stream (`open(offset)` reads it from
+/// `offset`) ending in `0x03` may carry padding: with a metadata block
+/// inserted before that byte it still decodes, completely and to the same
+/// bytes. This holds exactly when the bytes before the `0x03` end on a
+/// meta-block boundary, which only decoding can tell; the result holds for
+/// every padding length, since decoders skip metadata blocks alike.
+/// `limit` bounds the decoded size (`BROTLI_PROOF_MAX` in the module).
+pub fn prove_brotli<R: Read>(
+    mut open: impl FnMut(u64) -> R,
+    size: u64,
+    limit: u64,
+) -> Result<(), NoJitter> {
+    if size < 2 {
+        return Err(NoJitter::TooShort);
+    }
+    let mut last = [0u8; 1];
+    open(size - 1)
+        .read_exact(&mut last)
+        .map_err(|_| NoJitter::Io)?;
+    if last[0] != BROTLI_LAST {
+        return Err(NoJitter::BrotliEnding);
+    }
+    let plain = brotli_digest(open(0).take(size), limit)?;
+    let mut block = brotli_metadata_block(&padding(1));
+    block.push(BROTLI_LAST);
+    let spliced = brotli_digest(open(0).take(size - 1).chain(&block[..]), limit)?;
+    if plain == spliced {
+        Ok(())
+    } else {
+        Err(NoJitter::BrotliUnproven)
+    }
+}
+
+/// Decoded length and CRC-32C of a brotli stream, which must end exactly
+/// where its input does.
+fn brotli_digest<R: Read>(src: R, limit: u64) -> Result<(u64, u32), NoJitter> {
+    let fail = |e: DecodeError| match e {
+        DecodeError::Io(_) => NoJitter::Io,
+        _ => NoJitter::BrotliUnproven,
+    };
+    let mut d = Decoder::new(Coding::Br, src).map_err(fail)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let (mut len, mut crc) = (0u64, 0u32);
+    loop {
+        let n = d.read(&mut buf).map_err(fail)?;
+        if n == 0 {
+            break;
+        }
+        len += n as u64;
+        if len > limit {
+            return Err(NoJitter::BrotliTooLarge);
+        }
+        crc = crc32c::crc32c_append(crc, &buf[..n]);
+    }
+    // A second read reports input left after the last meta-block.
+    match d.read(&mut buf) {
+        Ok(0) => Ok((len, crc)),
+        _ => Err(NoJitter::BrotliUnproven),
+    }
 }
 
 #[cfg(test)]
@@ -307,6 +423,7 @@ mod tests {
         e.finish().unwrap()
     }
 
+    /// Flushed, then finished: ends in the byte-aligned `0x03`.
     fn br_tool(data: &[u8]) -> Vec<u8> {
         let mut out = Vec::new();
         {
@@ -314,7 +431,22 @@ mod tests {
             w.write_all(data).unwrap();
             w.flush().unwrap();
         }
-        seal_brotli(out).unwrap()
+        assert_eq!(out.last(), Some(&BROTLI_LAST));
+        out
+    }
+
+    /// One-shot, as most encoders write: no flush before the end.
+    fn br_one_shot(data: &[u8], q: u32) -> Vec<u8> {
+        let mut out = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::new(&mut out, 4096, q, 22);
+            w.write_all(data).unwrap();
+        }
+        out
+    }
+
+    fn prove(b: &[u8]) -> Result<(), NoJitter> {
+        prove_brotli(|o| &b[o as usize..], b.len() as u64, BROTLI_PROOF_MAX)
     }
 
     #[test]
@@ -376,48 +508,115 @@ mod tests {
     fn brotli_metadata_block_decodes() {
         let d = sample();
         let b = br_tool(&d);
-        assert_eq!(
-            decode_all(Coding::Br, &b).unwrap(),
-            d,
-            "trailer alone is valid"
-        );
+        assert_eq!(prove(&b), Ok(()));
         for pad in [1usize, 2, 255, 256, 257, 4000, 65536] {
             let tail = &b[b.len() - brotli_tail_len()..];
             let s = splice(Coding::Br, &[], tail, b.len() as u64, pad).unwrap();
             let out = apply(&b, &s);
-            assert!(out.len() - b.len() >= pad && out.len() - b.len() <= pad + 4);
+            // Header: 6 bits + MSKIPLEN bytes, rounded up to whole bytes.
+            let framing = if pad <= 256 { 2 } else { 3 };
+            assert_eq!(out.len() - b.len(), pad + framing, "pad {pad}");
             assert_eq!(decode_all(Coding::Br, &out).unwrap(), d, "pad {pad}");
         }
     }
 
     #[test]
-    fn brotli_without_trailer_is_refused() {
-        let d = sample();
-        let mut out = Vec::new();
-        {
-            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
-            w.write_all(&d).unwrap();
-        }
-        let tail = &out[out.len().saturating_sub(brotli_tail_len())..];
+    fn brotli_proof_accepts_streams_ending_on_a_block_boundary() {
+        // Incompressible data ends in an uncompressed meta-block, which
+        // one-shot encoders close with a byte-aligned 0x03.
+        let mut x = 7u32;
+        let noise: Vec<u8> = (0..20_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (x >> 24) as u8
+            })
+            .collect();
+        let b = br_one_shot(&noise, 11);
+        assert_eq!(b.last(), Some(&BROTLI_LAST));
+        assert_eq!(prove(&b), Ok(()));
+        // Streams with the signed trailer older publish tools wrote.
+        let mut old = br_tool(&sample());
+        old.pop();
+        old.extend(brotli_metadata_block(b"gzip-disk-ng jitter-ready"));
+        old.push(BROTLI_LAST);
+        assert_eq!(prove(&old), Ok(()));
         assert_eq!(
-            splice(Coding::Br, &[], tail, out.len() as u64, 4),
-            Err(NoJitter::BrotliTrailer)
+            prove_brotli(|o| &old[o as usize..], old.len() as u64, 1000),
+            Err(NoJitter::BrotliTooLarge)
         );
     }
 
     #[test]
-    fn content_lengths_are_deterministic_and_in_range() {
-        let a = content_len(32, b"one file", false);
-        assert_eq!(a, content_len(32, b"one file", false));
-        let lens: std::collections::BTreeSet<u32> = (0..200)
-            .map(|i| content_len(32, format!("file {i}").as_bytes(), false))
-            .collect();
-        assert!(lens.len() > 10, "spread over the range");
-        assert!(lens.iter().all(|&l| (1..=32).contains(&l)));
-        let p = content_len(32, b"one file", true);
-        assert!((1..=32).contains(&p));
-        assert_eq!(content_len(1, b"x", true), 1);
+    fn brotli_proof_refuses_a_final_0x03_inside_the_last_block() {
+        let mut found = 0;
+        let base = sample();
+        for seed in 0..4000u32 {
+            let d: Vec<u8> = base[..2000 + seed as usize % 500]
+                .iter()
+                .map(|b| b ^ (seed as u8))
+                .collect();
+            let b = br_one_shot(&d, 5);
+            let tail = &b[b.len() - 1..];
+            if b.last() != Some(&BROTLI_LAST) {
+                assert_eq!(
+                    splice(Coding::Br, &[], tail, b.len() as u64, 4),
+                    Err(NoJitter::BrotliEnding)
+                );
+                continue;
+            }
+            if prove(&b) == Err(NoJitter::BrotliUnproven) {
+                found += 1;
+                // Padding it would indeed break it or change its bytes.
+                let s = splice(Coding::Br, &[], tail, b.len() as u64, 4).unwrap();
+                assert_ne!(decode_all(Coding::Br, &apply(&b, &s)).ok(), Some(d));
+                if found == 3 {
+                    return;
+                }
+            }
+        }
+        panic!("no chance 0x03 ending found ({found})");
+    }
+
+    #[test]
+    fn brotli_proof_refuses_corrupt_and_short_streams() {
+        let b = br_tool(&sample());
+        assert_eq!(prove(&b[..1]), Err(NoJitter::TooShort));
+        assert_eq!(prove(&b[..b.len() - 1]), Err(NoJitter::BrotliEnding));
+        let mut cut = b[..b.len() / 2].to_vec();
+        cut.push(BROTLI_LAST);
+        assert_eq!(prove(&cut), Err(NoJitter::BrotliUnproven));
+        let mut garbage = vec![0xffu8; 100];
+        garbage.push(BROTLI_LAST);
+        assert!(prove(&garbage).is_err());
+    }
+
+    #[test]
+    fn keyed_lengths_are_deterministic_in_range_and_depend_on_the_key() {
+        let k1 = Secret::new(b"key one");
+        let k2 = Secret::new(b"key two");
+        let a = keyed_len(32, &k1, 8, b"one file", b"");
+        assert_eq!(
+            a,
+            keyed_len(32, &Secret::new(b"key one"), 8, b"one file", b"")
+        );
+        let lens = |k: &Secret| -> Vec<u32> {
+            (0..200)
+                .map(|i| keyed_len(32, k, 100, format!("file {i}").as_bytes(), b"t"))
+                .collect()
+        };
+        let (l1, l2) = (lens(&k1), lens(&k2));
+        assert_ne!(l1, l2, "the key changes the lengths");
+        let spread: std::collections::BTreeSet<u32> = l1.iter().copied().collect();
+        assert!(spread.len() > 10, "spread over the range");
+        assert!(spread.iter().all(|&l| (1..=32).contains(&l)));
+        // Size and tail count, not only the head.
+        let base = keyed_len(65536, &k1, 100, b"head", b"tail");
+        assert_ne!(base, keyed_len(65536, &k1, 101, b"head", b"tail"));
+        assert_ne!(base, keyed_len(65536, &k1, 100, b"head", b"tai1"));
+        assert_eq!(keyed_len(1, &k1, 1, b"x", b""), 1);
         assert!((1..=9).contains(&random_len(9, u32::MAX)));
+        assert_ne!(k1, k2);
+        assert_eq!(format!("{k1:?}"), "Secret(redacted)");
     }
 
     /// Property test: arbitrary bytes never panic, and whatever is accepted

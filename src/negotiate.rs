@@ -80,6 +80,14 @@ impl Accepted {
         self.identity.or(self.star).unwrap_or(1000)
     }
 
+    /// How much the client prefers identity over codings: its explicit q
+    /// (or that of `*`). Identity is acceptable by default, but only a
+    /// stated q ranks it above a coding: `gzip;q=0.9` alone still means
+    /// gzip is welcome.
+    pub fn identity_preference(&self) -> u16 {
+        self.identity.or(self.star).unwrap_or(0)
+    }
+
     /// Whether any Accept-Encoding header was present.
     pub fn present(&self) -> bool {
         self.present
@@ -135,6 +143,11 @@ impl Ranked {
     /// The codings in order.
     pub fn iter(&self) -> impl Iterator<Item = Coding> + '_ {
         self.items[..self.len].iter().map(|&(c, _)| c)
+    }
+
+    /// The codings in order, with their quality values.
+    pub fn iter_q(&self) -> impl Iterator<Item = (Coding, u16)> + '_ {
+        self.items[..self.len].iter().copied()
     }
 
     /// Whether `c` is in the list.

@@ -19,7 +19,7 @@ pub struct FileMeta {
 pub enum Step {
     /// Send this sibling as is, with Content-Encoding.
     Send(Coding),
-    /// Let Apache's core handler send the original file.
+    /// Send the original file.
     Original,
     /// Decode this sibling and send identity.
     Decompress(Coding),
@@ -38,6 +38,9 @@ pub struct Inputs {
     /// Codings the client accepts, best first, already limited to the
     /// codings the configuration allows.
     pub ranked: Ranked,
+    /// The q the client states for identity: an existing original is sent
+    /// before any coding the client likes less.
+    pub identity_preference: u16,
     /// Whether to decompress when the original is missing.
     pub decompress: bool,
     /// Which siblings to decode from, fastest first.
@@ -92,14 +95,28 @@ pub fn plan(inp: &Inputs) -> Plan {
             }
         }
     }
+    if inp.original.is_some() {
+        // Codings preferred to identity, the original, then the rest
+        // (tried only if the original turns out unusable).
+        let mut original_pushed = false;
+        for (c, q) in inp.ranked.iter_q() {
+            if q < inp.identity_preference && !original_pushed {
+                p.push(Step::Original);
+                original_pushed = true;
+            }
+            if usable[c.index()] {
+                p.push(Step::Send(c));
+            }
+        }
+        if !original_pushed {
+            p.push(Step::Original);
+        }
+        return p;
+    }
     for c in inp.ranked.iter() {
         if usable[c.index()] {
             p.push(Step::Send(c));
         }
-    }
-    if inp.original.is_some() {
-        p.push(Step::Original);
-        return p;
     }
     let mut any = false;
     for c in inp.decode_order {
@@ -132,10 +149,12 @@ mod tests {
     }
 
     fn inputs(ae: Option<&str>, orig: Option<FileMeta>, sib: [Option<FileMeta>; 3]) -> Inputs {
+        let acc = Accepted::parse(ae);
         Inputs {
             original: orig,
             siblings: sib,
-            ranked: Accepted::parse(ae).ranked(&ORDER),
+            ranked: acc.ranked(&ORDER),
+            identity_preference: acc.identity_preference(),
             decompress: true,
             decode_order: DEC,
         }
@@ -150,6 +169,28 @@ mod tests {
         ));
         assert_eq!(p.steps(), &[Send(Br), Send(Gzip), Original]);
         assert!(p.varies);
+    }
+
+    #[test]
+    fn identity_preferred_by_q_gets_the_original() {
+        let all = [meta(5), meta(5), meta(5)];
+        let p = plan(&inputs(Some("gzip;q=0.1, identity"), meta(5), all));
+        assert_eq!(p.steps(), &[Original, Send(Gzip)]);
+        let p = plan(&inputs(
+            Some("br, gzip;q=0.5, identity;q=0.8"),
+            meta(5),
+            all,
+        ));
+        assert_eq!(p.steps(), &[Send(Br), Original, Send(Gzip)]);
+        // Equal q keeps the server's order: codings first.
+        let p = plan(&inputs(Some("gzip;q=0.5, identity;q=0.5"), meta(5), all));
+        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        // Identity's default acceptability is not a preference.
+        let p = plan(&inputs(Some("gzip;q=0.9"), meta(5), all));
+        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        // Without the original, identity's q changes nothing.
+        let p = plan(&inputs(Some("gzip;q=0.1, identity"), None, all));
+        assert_eq!(p.steps()[0], Send(Gzip));
     }
 
     #[test]

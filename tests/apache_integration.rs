@@ -226,7 +226,7 @@ fn symlinked_siblings_follow_options() {
             assert_eq!(ce(&r), None, "{opts}");
             assert_eq!(r.body, page(9_000, 8), "{opts}");
             let log = a.module_log().join("\n");
-            assert!(log.contains("symlinked sibling refused"), "{opts}: {log}");
+            assert!(log.contains("symlink refused by Options"), "{opts}: {log}");
         }
     }
 }
@@ -328,6 +328,7 @@ fn shipped_files_install_and_pass_configtest() {
         "GzipDiskNgDecompress",
         "GzipDiskNgStatusHeader",
         "GzipDiskNgJitter",
+        "GzipDiskNgJitterKey",
     ] {
         assert!(conf_text.contains(d), "{d} undocumented");
     }

@@ -15,7 +15,8 @@ use std::process::{Command, Stdio};
 
 const MAX: u64 = 32;
 
-/// Siblings as the publish tool makes them (sealed brotli, named gzip).
+/// Siblings as the publish tool makes them (brotli flushed then finished,
+/// so it ends in the byte-aligned empty last meta-block; named gzip).
 fn tool_siblings(dir: &Path, name: &str, data: &[u8]) {
     let base = dir.join(name);
     fs::create_dir_all(base.parent().unwrap()).unwrap();
@@ -31,11 +32,32 @@ fn tool_siblings(dir: &Path, name: &str, data: &[u8]) {
         w.write_all(data).unwrap();
         w.flush().unwrap();
     }
-    fs::write(
-        format!("{}.br", base.display()),
-        jitter::seal_brotli(b).unwrap(),
-    )
-    .unwrap();
+    assert_eq!(b.last(), Some(&jitter::BROTLI_LAST));
+    fs::write(format!("{}.br", base.display()), b).unwrap();
+}
+
+/// Bytes a padding of `pad` adds besides itself, from each format's rules:
+/// gzip a NUL ending FCOMMENT (our gzip files carry no comment); zstd a
+/// skippable frame's 8-byte header; brotli a metadata block header of
+/// 6 bits + MSKIPLEN bytes, rounded up to a byte.
+fn framing(c: &str, pad: u64) -> u64 {
+    match c {
+        "gzip" => 1,
+        "zstd" => 8,
+        _ if pad <= 256 => 2,
+        _ => 3,
+    }
+}
+
+/// The padding length a response of `added` more bytes carries, if any in
+/// 1..=MAX fits the coding's framing.
+fn pad_of(c: &str, added: u64) -> Option<u64> {
+    (1..=MAX).find(|&p| p + framing(c, p) == added)
+}
+
+/// The `N` of an ETag ending in `-jN"`.
+fn etag_pad(etag: &str) -> Option<u64> {
+    etag.trim_end_matches('"').rsplit("-j").next()?.parse().ok()
 }
 
 fn site(d: &Path) {
@@ -48,7 +70,7 @@ fn site(d: &Path) {
             );
         }
     }
-    // A brotli stream from another encoder: no trailer.
+    // A brotli stream from another encoder, not ending in 0x03.
     publish(d, "content/other.html", &page(10_000, 99), false, &[".br"]);
 }
 
@@ -150,15 +172,12 @@ fn padded_bodies_decode_everywhere_and_lengths_are_in_range() {
                 Some(r.body.len().to_string().as_str())
             );
             let added = r.body.len() as u64 - sib.len() as u64;
-            let overhead = match c {
-                "gzip" => 1,
-                "zstd" => 8,
-                _ => 4,
-            };
-            assert!(
-                added > overhead - 1 && added <= MAX + overhead,
-                "{mode} {c}: added {added}"
-            );
+            let pad = pad_of(c, added);
+            assert!(pad.is_some(), "{mode} {c}: added {added}");
+            if mode != "random" {
+                let etag = r.header("ETag").unwrap();
+                assert_eq!(etag_pad(etag), pad, "{mode} {c}: {etag}");
+            }
             let coding = Coding::from_token(c).unwrap();
             assert_eq!(decode_all(coding, &r.body).unwrap(), orig, "{mode} {c}");
             if let Some(d) = cli_decode(c, &r.body) {
@@ -175,7 +194,7 @@ fn padded_bodies_decode_everywhere_and_lengths_are_in_range() {
             assert_eq!(cc.exit, 0, "{mode} {c} curl --compressed");
             assert_eq!(cc.body, orig, "{mode} {c} curl --compressed");
             assert!(
-                String::from_utf8_lossy(&r.body).contains("Padding-") || added < overhead + 8,
+                String::from_utf8_lossy(&r.body).contains("Padding-") || pad < Some(8),
                 "ASCII padding visible"
             );
         }
@@ -262,8 +281,305 @@ fn jitter_off_and_foreign_brotli_are_unpadded() {
         assert_eq!(r.body, sib);
     }
     let sib = fs::read(a.docroot.join("content/other.html.br")).unwrap();
+    assert_ne!(sib.last(), Some(&jitter::BROTLI_LAST));
     let r = a.get("/content/other.html", Some("br"));
-    assert_eq!(r.body, sib, "no trailer: served as is");
+    assert_eq!(r.body, sib, "no byte-aligned ending: served as is");
     let log = a.module_log().join("\n");
-    assert!(log.contains("without jitter: BrotliTrailer"), "{log}");
+    assert!(log.contains("without jitter: BrotliEnding"), "{log}");
+}
+
+/// Every file of the docroot gets the same mtime, so servers with separate
+/// copies of the same site (behind a load balancer) agree on `FileETag
+/// MTime Size` ETags.
+fn same_mtimes(d: &Path) {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_700_000_000);
+    for e in walkdir::WalkDir::new(d) {
+        let e = e.unwrap();
+        if e.file_type().is_file() {
+            set_mtime(e.path(), t);
+        }
+    }
+}
+
+/// An Apache serving `site` with content-based jitter under `key_line`.
+fn keyed_server(mpm: Mpm, key_line: &str, extra: &str, key: Option<&[u8]>) -> Apache {
+    Apache::start(
+        Options {
+            mpm,
+            server: format!(
+                "FileETag MTime Size\n{key_line}\n{extra}\n<Location /content>\nGzipDiskNgJitter 32\n</Location>\n"
+            ),
+            ..Default::default()
+        },
+        |d| {
+            site(d);
+            same_mtimes(d);
+            if let Some(k) = key {
+                // Relative key paths resolve against ServerRoot.
+                fs::write(d.parent().unwrap().join("jitter.key"), k).unwrap();
+            }
+        },
+    )
+}
+
+/// (Content-Length, ETag) of every content page in every coding.
+fn fingerprint(a: &Apache) -> Vec<(String, String)> {
+    let mut out = vec![];
+    for i in 0..6 {
+        for c in ["gzip", "br", "zstd"] {
+            let r = a.get(&format!("/content/p{i}.html"), Some(c));
+            assert_eq!(r.status, 200);
+            let sib = fs::read(a.docroot.join(format!("content/p{i}.html.{}", suffix(c)))).unwrap();
+            assert!(r.body.len() > sib.len(), "p{i} {c} padded");
+            out.push((
+                r.header("Content-Length").unwrap().to_owned(),
+                r.header("ETag").unwrap().to_owned(),
+            ));
+        }
+    }
+    out
+}
+
+#[test]
+fn padding_lengths_follow_the_key_file() {
+    let keys = world_readable_tempdir();
+    let (k1, k2) = (keys.path().join("one.key"), keys.path().join("two.key"));
+    fs::write(&k1, b"0123456789abcdef-first-secret").unwrap();
+    fs::write(&k2, b"0123456789abcdef-other-secret").unwrap();
+    let abs = |k: &Path| format!("GzipDiskNgJitterKey {}", k.display());
+    let a = keyed_server(Mpm::Event, &abs(&k1), "", None);
+    let b = keyed_server(Mpm::Event, &abs(&k2), "", None);
+    // The same key bytes in another file, named relative to ServerRoot.
+    let c = keyed_server(
+        Mpm::Event,
+        "GzipDiskNgJitterKey jitter.key",
+        "",
+        Some(b"0123456789abcdef-first-secret"),
+    );
+    let (fa, fb, fc) = (fingerprint(&a), fingerprint(&b), fingerprint(&c));
+    assert_eq!(fa, fc, "same key: same lengths and ETags on every server");
+    let differing = fa.iter().zip(&fb).filter(|(x, y)| x != y).count();
+    assert!(differing > 3, "another key, other lengths: {fa:?} {fb:?}");
+    for (len, etag) in fa.iter().chain(&fb) {
+        assert!(!etag.starts_with("W/"), "strong ETag {etag} ({len})");
+    }
+}
+
+#[test]
+fn without_a_key_every_prefork_child_pads_alike_and_servers_differ() {
+    // One connection per child: every request meets a freshly forked child,
+    // so a key made after the fork would change the padding each time.
+    let extra = "MaxConnectionsPerChild 1\nLogFormat \"%P\" pid\nCustomLog pids.log pid";
+    let a = keyed_server(Mpm::Prefork, "", extra, None);
+    for c in ["gzip", "br"] {
+        let first = a.get("/content/p1.html", Some(c));
+        for _ in 0..4 {
+            let r = a.get("/content/p1.html", Some(c));
+            assert_eq!(r.header("ETag"), first.header("ETag"), "{c}");
+            assert_eq!(r.body, first.body, "{c}");
+        }
+    }
+    let pids: std::collections::BTreeSet<String> =
+        fs::read_to_string(a.root.path().join("pids.log"))
+            .unwrap()
+            .lines()
+            .map(str::to_owned)
+            .collect();
+    assert!(pids.len() >= 3, "served by several children: {pids:?}");
+    // Another server (or a restart) makes another random key.
+    let b = keyed_server(Mpm::Event, "", "", None);
+    let (fa, fb) = (fingerprint(&a), fingerprint(&b));
+    assert!(fa.iter().zip(&fb).filter(|(x, y)| x != y).count() > 3);
+    a.assert_no_crash();
+}
+
+/// `apache2 -t` on a minimal config with `lines` added.
+fn configtest(lines: &str) -> (bool, String) {
+    let dir = world_readable_tempdir();
+    let r = dir.path().display();
+    let conf = dir.path().join("t.conf");
+    fs::write(
+        &conf,
+        format!(
+            "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\n\
+             Listen 127.0.0.1:1\nServerName localhost\n\
+             LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\n\
+             LoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
+             LoadModule gzip_disk_ng_module {}\n{lines}\n",
+            module_path().display(),
+        ),
+    )
+    .unwrap();
+    fs::write(dir.path().join("empty.key"), b"").unwrap();
+    fs::write(dir.path().join("good.key"), b"a secret").unwrap();
+    let out = Command::new(APACHE)
+        .arg("-t")
+        .arg("-d")
+        .arg(dir.path())
+        .arg("-f")
+        .arg(&conf)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text.into_owned())
+}
+
+#[test]
+fn configtest_rejects_big_buffers_and_bad_key_files() {
+    for (lines, want) in [
+        ("GzipDiskNgJitter 32 1048577", "1 MiB"),
+        ("GzipDiskNgJitter 32 2000000", "exceeds the maximum"),
+        ("GzipDiskNgJitterKey missing.key", "missing.key"),
+        ("GzipDiskNgJitterKey empty.key", "empty"),
+        ("GzipDiskNgJitterKey /", "not a regular file"),
+        (
+            "<Location /x>\nGzipDiskNgJitterKey good.key\n</Location>",
+            "not allowed in <Location>",
+        ),
+    ] {
+        let (ok, out) = configtest(lines);
+        assert!(!ok, "{lines}: accepted\n{out}");
+        assert!(out.contains(want), "{lines}: wanted '{want}' in\n{out}");
+    }
+    for lines in [
+        "GzipDiskNgJitter 32 1048576",
+        "GzipDiskNgJitter 32 -1",
+        "GzipDiskNgJitterKey good.key\nGzipDiskNgJitter 8",
+        "<VirtualHost 127.0.0.1:1>\nGzipDiskNgJitterKey good.key\n</VirtualHost>",
+    ] {
+        let (ok, out) = configtest(lines);
+        assert!(ok, "{lines}: refused\n{out}");
+    }
+}
+
+/// Bytes that do not compress: brotli stores them in uncompressed
+/// meta-blocks, which even a one-shot encoder ends with a separate `0x03`.
+fn noise(n: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 32) as u8
+        })
+        .collect()
+}
+
+/// A one-shot crate stream whose last byte is `0x03` by chance, inside
+/// its last meta-block: padding before it would break the stream.
+fn chance_0x03_brotli() -> (Vec<u8>, Vec<u8>) {
+    for seed in 0..20_000u64 {
+        let d = page(3000 + (seed % 700) as usize, seed);
+        let b = brotli(&d);
+        if b.last() == Some(&jitter::BROTLI_LAST)
+            && jitter::prove_brotli(|o| &b[o as usize..], b.len() as u64, 1 << 20).is_err()
+        {
+            return (d, b);
+        }
+    }
+    panic!("no chance 0x03 ending found");
+}
+
+#[test]
+fn foreign_brotli_ending_on_a_block_boundary_is_padded() {
+    let cli = Command::new("brotli").arg("--version").output().is_ok();
+    let raw = noise(20_000);
+    let a = Apache::start(
+        Options {
+            server: "<Location /content>\nGzipDiskNgJitter 32\n</Location>\n".into(),
+            ..Default::default()
+        },
+        |d| {
+            site(d);
+            let dir = d.join("content");
+            fs::write(dir.join("noise.bin"), &raw).unwrap();
+            // The crate, one-shot (no flush), as most encoders write.
+            fs::write(dir.join("noise2.bin.br"), brotli(&raw)).unwrap();
+            if cli {
+                let st = Command::new("brotli")
+                    .args(["-q", "11", "-k", "-f"])
+                    .arg(dir.join("noise.bin"))
+                    .status()
+                    .unwrap();
+                assert!(st.success());
+            }
+        },
+    );
+    let names = if cli {
+        vec!["noise2.bin", "noise.bin"]
+    } else {
+        vec!["noise2.bin"]
+    };
+    for name in names {
+        let sib = fs::read(a.docroot.join(format!("content/{name}.br"))).unwrap();
+        assert_eq!(sib.last(), Some(&jitter::BROTLI_LAST), "{name}");
+        let r = a.get(&format!("/content/{name}"), Some("br"));
+        assert_eq!(r.header("Content-Encoding"), Some("br"), "{name}");
+        let pad = pad_of("br", (r.body.len() - sib.len()) as u64);
+        assert!(pad.is_some(), "{name}: padded");
+        assert_eq!(etag_pad(r.header("ETag").unwrap()), pad);
+        assert_eq!(decode_all(Coding::Br, &r.body).unwrap(), raw, "{name}");
+        if let Some(d) = cli_decode("br", &r.body) {
+            assert_eq!(d, raw, "{name}: brotli -dc");
+        }
+        let cc = a.request(
+            &format!("/content/{name}"),
+            &["--compressed", "-H", "Accept-Encoding: br"],
+        );
+        assert_eq!(
+            (cc.exit, cc.body == raw),
+            (0, true),
+            "{name}: curl --compressed"
+        );
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn brotli_ending_in_0x03_by_chance_is_served_unpadded() {
+    let (data, chance) = chance_0x03_brotli();
+    let a = Apache::start(
+        Options {
+            server: "<Location /content>\nGzipDiskNgJitter 32\n</Location>\n".into(),
+            ..Default::default()
+        },
+        |d| {
+            fs::create_dir_all(d.join("content")).unwrap();
+            fs::write(d.join("content/chance.html.br"), &chance).unwrap();
+        },
+    );
+    // The proof fails once and is remembered; each response is the file
+    // as is, with one debug line.
+    for _ in 0..2 {
+        let r = a.get("/content/chance.html", Some("br"));
+        assert_eq!(r.body, chance);
+        assert_eq!(decode_all(Coding::Br, &r.body).unwrap(), data);
+    }
+    let log = a.module_log().join("\n");
+    assert_eq!(
+        log.matches("without jitter: BrotliUnproven").count(),
+        2,
+        "{log}"
+    );
+    a.assert_no_crash();
+}
+
+/// The start-up key is made anew when the configuration is read again, so
+/// a graceful restart changes the padding (as documented).
+#[test]
+fn graceful_restart_makes_a_new_startup_key() {
+    let a = keyed_server(Mpm::Event, "", "", None);
+    let before = fingerprint(&a);
+    let pid = fs::read_to_string(a.root.path().join("httpd.pid")).unwrap();
+    let st = Command::new("kill")
+        .arg("-USR1")
+        .arg(pid.trim())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    let after = fingerprint(&a);
+    assert!(before.iter().zip(&after).filter(|(x, y)| x != y).count() > 3);
+    a.assert_no_crash();
 }

@@ -78,9 +78,10 @@ struct CompressArgs {
     /// is what the module decodes for clients without brotli.
     #[arg(long, default_value_t = 23, value_parser = clap::value_parser!(u32).range(10..=23))]
     brotli_window: u32,
-    /// End brotli streams plainly, without the module's jitter trailer
-    /// (saves 27 bytes per file; the module then cannot pad brotli responses).
-    #[arg(long)]
+    /// Deprecated, does nothing: brotli streams no longer carry a jitter
+    /// trailer (they end in the byte-aligned empty last meta-block, which
+    /// the module pads before). Accepted so existing scripts keep working.
+    #[arg(long, hide = true)]
     no_jitter_trailer: bool,
     /// zstd level.
     #[arg(long, default_value_t = 19, value_parser = clap::value_parser!(i32).range(1..=22))]
@@ -160,6 +161,9 @@ fn run(cli: Cli) -> Result<bool, String> {
     match cli.cmd {
         Cmd::Compress(a) => {
             threads(a.common.jobs)?;
+            if a.no_jitter_trailer {
+                eprintln!("gzip-disk-ng: --no-jitter-trailer is deprecated and does nothing");
+            }
             if !(0.0..=100.0).contains(&a.min_saving) {
                 return Err("--min-saving must be between 0 and 100".into());
             }
@@ -171,7 +175,6 @@ fn run(cli: Cli) -> Result<bool, String> {
                     brotli_lgwin: a.brotli_window,
                     zstd: a.zstd_level,
                     zstd_window_log: a.zstd_window_log,
-                    brotli_jitter_trailer: !a.no_jitter_trailer,
                 },
                 min_size: a.min_size,
                 min_saving: a.min_saving,

@@ -27,6 +27,9 @@ pub const HTTP_NOT_ACCEPTABLE: c_int = ffi::HTTP_NOT_ACCEPTABLE as c_int;
 pub const HTTP_INTERNAL_SERVER_ERROR: c_int = ffi::HTTP_INTERNAL_SERVER_ERROR as c_int;
 pub const HTTP_BAD_GATEWAY: c_int = ffi::HTTP_BAD_GATEWAY as c_int;
 pub const HTTP_NOT_IMPLEMENTED: c_int = ffi::HTTP_NOT_IMPLEMENTED as c_int;
+pub const HTTP_OK: c_int = ffi::HTTP_OK as c_int;
+/// A filter already answered; the handler has nothing more to say.
+pub const AP_FILTER_ERROR: c_int = ffi::AP_FILTER_ERROR;
 
 /// Log levels, as `LogLevel` names them.
 #[derive(Clone, Copy, Debug)]
@@ -92,6 +95,11 @@ impl Finfo {
             self.raw.mtime,
             self.raw.size as u64,
         )
+    }
+
+    /// Whether both describe the same file (device and inode).
+    pub fn same_file(&self, other: &Finfo) -> bool {
+        self.raw.device == other.raw.device && self.raw.inode == other.raw.inode
     }
 
     /// Owner uid, for `SymLinksIfOwnerMatch`.
@@ -233,6 +241,15 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// A response header set so far (`headers_out`).
+    pub fn header_out(&self, name: &CStr) -> Option<&'r [u8]> {
+        // SAFETY: table strings live in the request pool.
+        unsafe {
+            let p = ffi::apr_table_get(self.raw().headers_out, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+        }
+    }
+
     /// Removes a request header (e.g. Range where ranges are not offered).
     pub fn unset_header_in(&self, name: &CStr) {
         // SAFETY: live table.
@@ -334,6 +351,29 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// Whether Apache's access rules (`<Files>`, `<FilesMatch>`,
+    /// `<Location>`, `<If>`, `Require`) could treat `filename + suffix`
+    /// differently from the request's own file. False means a request for
+    /// the sibling would meet exactly the sections this one met, which is
+    /// when httpd itself reuses a request's authorization for a subrequest.
+    pub fn sibling_rules_may_differ(&self, suffix: &CStr) -> bool {
+        // SAFETY: live request with a filename (checked by the caller's
+        // lookup); the shim allocates from the request pool.
+        unsafe { ffi::gdn_sibling_rules_may_differ(self.r, suffix.as_ptr()) != 0 }
+    }
+
+    /// The status a file subrequest for `filename + suffix` ends with
+    /// (200 when Apache would serve it), as mod_negotiation asks for its
+    /// variants.
+    pub fn sibling_status(&self, suffix: &CStr) -> c_int {
+        if self.filename().is_none() {
+            return HTTP_FORBIDDEN;
+        }
+        // SAFETY: live request with a filename; the subrequest is
+        // destroyed by the shim before it returns.
+        unsafe { ffi::gdn_sibling_status(self.r, suffix.as_ptr()) }
+    }
+
     /// Whether `Options` allow following symlinks here: `Always`,
     /// `IfOwnerMatch`, or `Never`.
     pub fn symlink_policy(&self) -> SymlinkPolicy {
@@ -406,6 +446,10 @@ impl<'r> Request<'r> {
         }
         // SAFETY: pool string from ap_make_etag_ex.
         let t = unsafe { CStr::from_ptr(tag) }.to_bytes();
+        if t.is_empty() {
+            // `FileETag None`: no ETag at all, Last-Modified validates.
+            return;
+        }
         if suffix.is_empty() {
             // SAFETY: tag is a pool string.
             unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), tag) };
@@ -440,6 +484,11 @@ impl<'r> Request<'r> {
         unsafe { ffi::ap_meets_conditions(self.r) }
     }
 
+    /// `r->status`.
+    pub fn status(&self) -> c_int {
+        self.raw().status
+    }
+
     pub fn set_status(&self, status: c_int) {
         // SAFETY: field write.
         unsafe { (*self.r).status = status }
@@ -454,6 +503,14 @@ impl<'r> Request<'r> {
     /// This module's settings for the request's directory.
     pub fn dir_config(&self) -> &'r DirConfig {
         module::dir_config(self.raw().per_dir_config)
+    }
+
+    /// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
+    /// the random key made at start-up.
+    pub fn jitter_secret(&self) -> Option<&'r crate::jitter::Secret> {
+        module::server_config(self.raw().server)
+            .and_then(|c| c.jitter_key.as_ref())
+            .or_else(module::startup_secret)
     }
 
     /// Whether a message at `level` would be logged.
@@ -629,6 +686,14 @@ impl Brigade<'_, '_> {
         let b = unsafe {
             ffi::apr_bucket_heap_create(data.as_ptr().cast(), data.len(), None, self.alloc())
         };
+        self.push(b);
+    }
+
+    /// A flush bucket: what passes before EOS makes the headers go out
+    /// without a computed Content-Length.
+    pub fn flush(&self) {
+        // SAFETY: allocator is live.
+        let b = unsafe { ffi::apr_bucket_flush_create(self.alloc()) };
         self.push(b);
     }
 

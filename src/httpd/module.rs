@@ -4,10 +4,14 @@
 //! log line, never a dead child.
 
 use super::{ffi, Level, Request};
-use crate::config::{self, DirConfig};
-use std::ffi::{c_char, c_int, c_void, CStr};
+use crate::config::{self, DirConfig, ServerConfig};
+use crate::jitter::Secret;
+use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
 use std::ptr;
+use std::sync::OnceLock;
 
 /// httpd writes `module_index`, `next` and `name` into this at load time.
 #[no_mangle]
@@ -23,8 +27,8 @@ pub static mut gzip_disk_ng_module: ffi::module = ffi::module {
     rewrite_args: None,
     create_dir_config: Some(create_dir_config),
     merge_dir_config: Some(merge_dir_config),
-    create_server_config: None,
-    merge_server_config: None,
+    create_server_config: Some(create_server_config),
+    merge_server_config: Some(merge_server_config),
     cmds: COMMANDS.0.as_ptr(),
     register_hooks: Some(register_hooks),
     flags: 0,
@@ -60,6 +64,45 @@ pub(crate) fn dir_config<'a>(v: *mut ffi::ap_conf_vector_t) -> &'a DirConfig {
     }
 }
 
+/// This module's settings for a server (main or virtual host).
+pub(crate) fn server_config<'a>(s: *const ffi::server_rec) -> Option<&'a ServerConfig> {
+    // SAFETY: s is a live server_rec; its vector slot holds a ServerConfig
+    // this module created in the configuration pool, or NULL.
+    unsafe {
+        let s = s.as_ref()?;
+        (ffi::gdn_module_config(s.module_config, module_ptr()) as *const ServerConfig).as_ref()
+    }
+}
+
+/// The padding key of servers without `GzipDiskNgJitterKey`: random,
+/// made while the configuration is read, i.e. in the parent before the
+/// children fork, so every child pads alike. A restart makes a new one.
+static STARTUP_SECRET: OnceLock<Secret> = OnceLock::new();
+
+fn make_startup_secret() {
+    STARTUP_SECRET.get_or_init(|| {
+        let mut key = [0u8; 32];
+        // SAFETY: writes exactly key.len() bytes into key.
+        let st = unsafe { ffi::apr_generate_random_bytes(key.as_mut_ptr(), key.len()) };
+        if st != 0 {
+            // Without a random source, a key nobody chose still differs
+            // from server to server and start to start.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            key[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
+            key[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+        }
+        Secret::new(&key)
+    });
+}
+
+/// The start-up padding key; `None` only if the configuration was never
+/// read (then nothing is padded).
+pub(crate) fn startup_secret() -> Option<&'static Secret> {
+    STARTUP_SECRET.get()
+}
+
 /// Moves `value` into `pool`, dropped when the pool is cleared.
 fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut T {
     unsafe extern "C" fn drop_it<T>(data: *mut c_void) -> ffi::apr_status_t {
@@ -87,6 +130,32 @@ unsafe extern "C" fn create_dir_config(
     _dir: *mut c_char,
 ) -> *mut c_void {
     catch_unwind(|| pool_box(pool, DirConfig::default()) as *mut c_void).unwrap_or(ptr::null_mut())
+}
+
+unsafe extern "C" fn create_server_config(
+    pool: *mut ffi::apr_pool_t,
+    _s: *mut ffi::server_rec,
+) -> *mut c_void {
+    catch_unwind(|| {
+        make_startup_secret();
+        pool_box(pool, ServerConfig::default()) as *mut c_void
+    })
+    .unwrap_or(ptr::null_mut())
+}
+
+unsafe extern "C" fn merge_server_config(
+    pool: *mut ffi::apr_pool_t,
+    base: *mut c_void,
+    new: *mut c_void,
+) -> *mut c_void {
+    catch_unwind(AssertUnwindSafe(|| {
+        let empty = ServerConfig::default();
+        // SAFETY: both come from create_server_config (or are NULL).
+        let b = unsafe { (base as *const ServerConfig).as_ref() }.unwrap_or(&empty);
+        let n = unsafe { (new as *const ServerConfig).as_ref() }.unwrap_or(&empty);
+        pool_box(pool, b.merge(n)) as *mut c_void
+    }))
+    .unwrap_or(ptr::null_mut())
 }
 
 unsafe extern "C" fn merge_dir_config(
@@ -118,6 +187,58 @@ fn directive(
         }
     }))
     .unwrap_or_else(|_| Err("mod_gzip_disk_ng: internal error in directive".into()));
+    match result {
+        Ok(()) => ptr::null(),
+        Err(msg) => {
+            let msg = msg.replace('\0', " ");
+            // SAFETY: cmd->pool is the configuration pool.
+            unsafe { ffi::apr_pstrmemdup((*cmd).pool, msg.as_ptr().cast(), msg.len()) }
+        }
+    }
+}
+
+/// `GzipDiskNgJitterKey <file>`: reads the key now, at configuration time,
+/// so a bad file fails `apache2 -t` rather than a request.
+unsafe extern "C" fn set_jitter_key(
+    cmd: *mut ffi::cmd_parms,
+    _cfg: *mut c_void,
+    file: *const c_char,
+) -> *const c_char {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: httpd passes live cmd_parms whose server is the one being
+        // configured; TAKE1 passes one NUL-terminated word.
+        let (pool, server, file) = unsafe { ((*cmd).pool, (*cmd).server, CStr::from_ptr(file)) };
+        // SAFETY: a pool string or NULL for a path that cannot be resolved.
+        let full = unsafe { ffi::ap_server_root_relative(pool, file.as_ptr()) };
+        if full.is_null() {
+            return Err(format!(
+                "GzipDiskNgJitterKey: invalid path {}",
+                file.to_string_lossy()
+            ));
+        }
+        // SAFETY: NUL-terminated, lives in the configuration pool.
+        let full = unsafe { CStr::from_ptr(full) };
+        let key = config::load_jitter_key(Path::new(OsStr::from_bytes(full.to_bytes())))?;
+        // SAFETY: the server's vector slot holds the ServerConfig this
+        // module created for it; configuration is single-threaded.
+        let cfg = unsafe {
+            let v = (*server).module_config;
+            (ffi::gdn_module_config(v, module_ptr()) as *mut ServerConfig).as_mut()
+        };
+        match cfg {
+            Some(c) => {
+                c.jitter_key = Some(key);
+                Ok(())
+            }
+            None => Err("mod_gzip_disk_ng: no configuration for this server".into()),
+        }
+    }))
+    .unwrap_or_else(|_| Err("mod_gzip_disk_ng: internal error in directive".into()));
+    error_string(cmd, result)
+}
+
+/// NULL for success, else the message in the configuration pool.
+fn error_string(cmd: *mut ffi::cmd_parms, result: Result<(), String>) -> *const c_char {
     match result {
         Ok(()) => ptr::null(),
         Err(msg) => {
@@ -198,7 +319,7 @@ unsafe extern "C" fn set_jitter(
 
 /// A `command_rec` table is plain data; httpd only reads it.
 #[repr(transparent)]
-struct Commands([ffi::command_rec; 5]);
+struct Commands([ffi::command_rec; 6]);
 // SAFETY: immutable after construction; pointers are to 'static data.
 unsafe impl Sync for Commands {}
 
@@ -246,6 +367,16 @@ static COMMANDS: Commands = Commands([
         errmsg: c"Off | <max-bytes> [<buffer-bytes>] [paranoid]".as_ptr(),
     },
     ffi::command_rec {
+        name: c"GzipDiskNgJitterKey".as_ptr(),
+        func: ffi::cmd_func {
+            take1: Some(set_jitter_key),
+        },
+        cmd_data: ptr::null_mut(),
+        req_override: ffi::RSRC_CONF as c_int,
+        args_how: ffi::cmd_how_TAKE1,
+        errmsg: c"<file>: the secret keying jitter lengths (server config, virtual host)".as_ptr(),
+    },
+    ffi::command_rec {
         name: ptr::null(),
         func: ffi::cmd_func { no_args: None },
         cmd_data: ptr::null_mut(),
@@ -271,8 +402,36 @@ unsafe extern "C" fn register_hooks(_p: *mut ffi::apr_pool_t) {
                 ptr::null(),
                 ffi::APR_HOOK_LAST as c_int,
             );
+            ffi::ap_hook_insert_error_filter(
+                Some(insert_error_filter),
+                ptr::null(),
+                ptr::null(),
+                ffi::APR_HOOK_MIDDLE as c_int,
+            );
+            ffi::ap_hook_post_config(
+                Some(post_config),
+                ptr::null(),
+                ptr::null(),
+                ffi::APR_HOOK_MIDDLE as c_int,
+            );
         }
     });
+}
+
+/// Reads the parsed configuration once per (re)start, before the
+/// children fork: whether any `Require` may look at the file name.
+unsafe extern "C" fn post_config(
+    pconf: *mut ffi::apr_pool_t,
+    _plog: *mut ffi::apr_pool_t,
+    ptemp: *mut ffi::apr_pool_t,
+    _s: *mut ffi::server_rec,
+) -> c_int {
+    let _ = catch_unwind(|| {
+        // SAFETY: httpd's configuration tree is complete at post_config;
+        // the scan only reads it and allocates from the temporary pool.
+        unsafe { ffi::gdn_scan_config(if ptemp.is_null() { pconf } else { ptemp }) }
+    });
+    ffi::OK as c_int
 }
 
 /// Runs `f` on the request; a panic is logged and becomes a 500.
@@ -298,6 +457,13 @@ fn guarded(r: *mut ffi::request_rec, panic_status: c_int, f: fn(&Request<'_>) ->
 
 unsafe extern "C" fn handler(r: *mut ffi::request_rec) -> c_int {
     guarded(r, super::HTTP_INTERNAL_SERVER_ERROR, crate::handler::handle)
+}
+
+unsafe extern "C" fn insert_error_filter(r: *mut ffi::request_rec) {
+    guarded(r, 0, |req| {
+        crate::handler::insert_error_filter(req);
+        0
+    });
 }
 
 unsafe extern "C" fn fixups(r: *mut ffi::request_rec) -> c_int {

@@ -33,9 +33,6 @@ pub struct Levels {
     pub zstd: i32,
     /// zstd window log cap, 10..=23.
     pub zstd_window_log: u32,
-    /// End brotli streams with the module's signed jitter trailer
-    /// (`jitter::brotli_trailer`), without which it pads no brotli response.
-    pub brotli_jitter_trailer: bool,
 }
 
 impl Default for Levels {
@@ -46,7 +43,6 @@ impl Default for Levels {
             brotli_lgwin: BROTLI_LGWIN_MAX,
             zstd: 19,
             zstd_window_log: ZSTD_WINDOW_LOG_MAX,
-            brotli_jitter_trailer: true,
         }
     }
 }
@@ -60,10 +56,12 @@ pub const GZIP_IN_MEMORY_MAX: u64 = 32 << 20;
 const CHUNK: usize = 128 * 1024;
 
 /// A writer that keeps the first error and counts bytes, because the brotli
-/// encoder swallows errors raised while it finishes the stream.
+/// encoder swallows errors raised while it finishes the stream; it also
+/// keeps the last byte, to check how a brotli stream ends.
 struct Tracked<W: Write> {
     inner: W,
     written: u64,
+    last: Option<u8>,
     error: Option<io::Error>,
 }
 
@@ -72,6 +70,9 @@ impl<W: Write> Write for Tracked<W> {
         match self.inner.write(buf) {
             Ok(n) => {
                 self.written += n as u64;
+                if let Some(&b) = buf[..n].last() {
+                    self.last = Some(b);
+                }
                 Ok(n)
             }
             Err(e) => {
@@ -122,30 +123,6 @@ pub fn brotli_window(len: u64, cap: u32) -> u32 {
     cheap.min(cap)
 }
 
-/// Holds back the last byte written, so a brotli stream's final `0x03` can
-/// be swapped for the jitter trailer while streaming to a file.
-struct HoldLast<W: Write> {
-    inner: W,
-    last: Option<u8>,
-}
-
-impl<W: Write> Write for HoldLast<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let Some((&end, body)) = buf.split_last() else {
-            return Ok(0);
-        };
-        if let Some(b) = self.last {
-            self.inner.write_all(&[b])?;
-        }
-        self.inner.write_all(body)?;
-        self.last = Some(end);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
-}
-
 /// Encodes everything `src` yields (expected to be `len` bytes) into `dst`
 /// and returns the number of bytes written. `len` is pledged to zstd, so a
 /// source of another length makes zstd fail rather than lie in its header.
@@ -159,6 +136,7 @@ pub fn encode<R: Read, W: Write>(
     let mut out = Tracked {
         inner: dst,
         written: 0,
+        last: None,
         error: None,
     };
     match coding {
@@ -197,41 +175,41 @@ pub fn encode<R: Read, W: Write>(
             pump(&mut src, &mut e)?;
             e.finish()?;
         }
-        Coding::Br => {
-            let params = brotli::enc::BrotliEncoderParams {
-                quality: levels.brotli_quality.min(11) as i32,
-                lgwin: brotli_window(len, levels.brotli_lgwin) as i32,
-                size_hint: usize::try_from(len).unwrap_or(usize::MAX),
-                ..Default::default()
-            };
-            let mut held = HoldLast {
-                inner: &mut out,
-                last: None,
-            };
-            let mut e = brotli::CompressorWriter::with_params(&mut held, CHUNK, &params);
-            pump(&mut src, &mut e)?;
-            // Flushing first byte-aligns the stream, so it ends with the
-            // one-byte empty last meta-block (0x03) that jitter can later be
-            // inserted before without re-encoding.
-            e.flush()?;
-            drop(e);
-            if held.last != Some(0x03) {
-                return Err(io::Error::other(
-                    "brotli stream does not end with a byte-aligned empty last meta-block",
-                ));
-            }
-            if levels.brotli_jitter_trailer {
-                held.inner.write_all(&crate::jitter::brotli_trailer())?;
-            } else {
-                held.inner.write_all(&[0x03])?;
-            }
-        }
+        Coding::Br => encode_brotli(levels, len, &mut src, &mut out)?,
     }
     if let Some(e) = out.error.take() {
         return Err(e);
     }
     out.flush()?;
     Ok((out.written, out.inner))
+}
+
+/// Brotli, flushed before it is finished: flushing byte-aligns the stream,
+/// so it ends with the one-byte empty last meta-block (0x03) that the
+/// module can insert jitter before without re-encoding; it costs a byte or
+/// two per file.
+fn encode_brotli<W: Write>(
+    levels: &Levels,
+    len: u64,
+    src: &mut impl Read,
+    out: &mut Tracked<W>,
+) -> io::Result<()> {
+    let params = brotli::enc::BrotliEncoderParams {
+        quality: levels.brotli_quality.min(11) as i32,
+        lgwin: brotli_window(len, levels.brotli_lgwin) as i32,
+        size_hint: usize::try_from(len).unwrap_or(usize::MAX),
+        ..Default::default()
+    };
+    let mut e = brotli::CompressorWriter::with_params(&mut *out, CHUNK, &params);
+    pump(src, &mut e)?;
+    e.flush()?;
+    drop(e);
+    if out.error.is_none() && out.last != Some(crate::jitter::BROTLI_LAST) {
+        return Err(io::Error::other(
+            "brotli stream does not end with a byte-aligned empty last meta-block",
+        ));
+    }
+    Ok(())
 }
 
 /// Encodes a buffer; for tests and small inputs.
@@ -283,25 +261,23 @@ mod tests {
 
     #[test]
     fn brotli_ends_with_byte_aligned_empty_last_block() {
-        let plain = Levels {
-            brotli_jitter_trailer: false,
-            ..Levels::default()
-        };
-        let trailer = crate::jitter::brotli_trailer();
         for n in [0, 10, 5000, 300_000] {
             let d = text(n);
-            let e = encode_vec(Coding::Br, &plain, &d).unwrap();
-            assert_eq!(e.last(), Some(&0x03), "len {n}");
-            let sealed = encode_vec(Coding::Br, &Levels::default(), &d).unwrap();
-            assert!(sealed.ends_with(&trailer), "len {n}");
-            assert_eq!(crate::jitter::seal_brotli(e).unwrap(), sealed);
-            assert_eq!(decode_all(Coding::Br, &sealed).unwrap(), d);
-            // The module can pad it without re-encoding.
+            let e = encode_vec(Coding::Br, &Levels::default(), &d).unwrap();
+            assert_eq!(e.last(), Some(&crate::jitter::BROTLI_LAST), "len {n}");
+            assert_eq!(decode_all(Coding::Br, &e).unwrap(), d);
+            // The module can prove it and pad it without re-encoding.
+            let proof = crate::jitter::prove_brotli(
+                |o| &e[o as usize..],
+                e.len() as u64,
+                crate::jitter::BROTLI_PROOF_MAX,
+            );
+            assert_eq!(proof, Ok(()), "len {n}");
             let s = crate::jitter::splice(
                 Coding::Br,
-                &sealed[..sealed.len().min(64)],
-                &sealed[sealed.len().saturating_sub(64)..],
-                sealed.len() as u64,
+                &e[..e.len().min(64)],
+                &e[e.len() - 1..],
+                e.len() as u64,
                 20,
             );
             assert!(s.is_ok(), "len {n}");

@@ -75,7 +75,7 @@ pub struct Options {
     pub mpm: Mpm,
     /// Lines inside `<Directory docroot>`.
     pub dir: String,
-    /// Lines at server level.
+    /// Lines at server level; `{docroot}` stands for the docroot's path.
     pub server: String,
     /// Extra modules (file stems under MODULES, e.g. "rewrite").
     pub modules: Vec<&'static str>,
@@ -183,7 +183,9 @@ impl Apache {
         s +=
             &format!("LogFormat \"%r %>s %{{gzip-disk-ng}}n\" gdn\nCustomLog {r}/access.log gdn\n");
         s += &format!("DocumentRoot {}\n", docroot.display());
-        s += &o.server;
+        s += &o
+            .server
+            .replace("{docroot}", &docroot.display().to_string());
         s += "\n";
         s += &format!(
             "<Directory {}>\nRequire all granted\n{}\n</Directory>\n",

@@ -1,0 +1,471 @@
+//! Apache's own rules for a sibling's name, subrequests, FileETag, and the
+//! HTTP details of issue-prone paths, against a real Apache: a sibling is
+//! served only where a request for its own name would be.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Lines of `<Directory docroot/sub>` with `body`.
+fn subdir(sub: &str, body: &str) -> String {
+    format!("<Directory {{docroot}}/{sub}>\n{body}\n</Directory>\n")
+}
+
+/// Content-Encoding of a response ("" for identity).
+fn coding(r: &Response) -> &str {
+    r.header("Content-Encoding").unwrap_or("")
+}
+
+fn refusal_logged(a: &Apache, name: &str) -> bool {
+    a.module_log()
+        .iter()
+        .any(|l| l.contains("refused by the access rules") && l.contains(name))
+}
+
+#[test]
+fn denied_siblings_count_as_absent() {
+    let data = page(20_000, 7);
+    let server = [
+        subdir(
+            "files",
+            "<FilesMatch \"\\.gz$\">\nRequire all denied\n</FilesMatch>",
+        ),
+        subdir(
+            "named",
+            "<Files \"secret.html.gz\">\nRequire all denied\n</Files>",
+        ),
+        subdir(
+            "iff",
+            "<If \"%{REQUEST_FILENAME} =~ /\\.gz$/\">\nRequire all denied\n</If>",
+        ),
+        subdir(
+            "open",
+            "<FilesMatch \"\\.png$\">\nRequire all denied\n</FilesMatch>\n\
+                 <Files \"other.html.gz\">\nRequire all denied\n</Files>",
+        ),
+        "<LocationMatch \"^/loc/.*\\.gz$\">\nRequire all denied\n</LocationMatch>\n".into(),
+        subdir(
+            "idx",
+            "<Files \"index.html.gz\">\nRequire all denied\n</Files>",
+        ),
+        subdir(
+            "idx2",
+            "<Files \"index.html.gz\">\nRequire all denied\n</Files>",
+        ),
+        "DirectoryIndex index.html\n".into(),
+    ]
+    .concat();
+    let a = start_with(server, vec!["dir"], |d| {
+        publish(d, "files/backup.tar", &data, false, &[".gz"]);
+        publish(d, "files/page.html", &data, true, &[".gz"]);
+        publish(d, "files/both.html", &data, false, &[".gz", ".br"]);
+        publish(d, "named/secret.html", &data, false, &[".gz", ".br"]);
+        publish(d, "named/only.html", &data, false, &[".gz"]);
+        publish(d, "iff/x.html", &data, false, &[".gz"]);
+        publish(d, "open/p.html", &data, false, &[".gz"]);
+        publish(d, "loc/x.html", &data, false, &[".gz"]);
+        publish(d, "idx/index.html", &data, false, &[".gz", ".br"]);
+        publish(d, "idx2/index.html", &data, false, &[".gz"]);
+    });
+    // The sibling's own name is refused, so nothing is served: 404 as for
+    // a missing file, raw or decompressed.
+    for ae in [None, Some("gzip"), Some("gzip, br, zstd")] {
+        let r = a.get("/files/backup.tar", ae);
+        assert_eq!(r.status, 404, "backup.tar with {ae:?}");
+        assert!(r.body.len() < 1000, "a body of {} bytes", r.body.len());
+    }
+    assert!(refusal_logged(&a, "backup.tar.gz"), "{:?}", a.module_log());
+    // Refused sibling, original present: the original.
+    let r = a.get("/files/page.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, ""));
+    assert_eq!(r.body, data);
+    // The next acceptable sibling is used; without one, decompression.
+    let r = a.get("/files/both.html", Some("gzip, br"));
+    assert_eq!((r.status, coding(&r)), (200, "br"));
+    let r = a.get("/named/secret.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, ""));
+    assert_eq!(r.body, data, "decoded from the permitted .br");
+    let r = a.get("/named/secret.html", Some("gzip, br"));
+    assert_eq!((r.status, coding(&r)), (200, "br"));
+    // <Files> for another name only: unaffected.
+    let r = a.get("/named/only.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, "gzip"));
+    // <If> and <LocationMatch> apply to the sibling's name too.
+    assert_eq!(a.get("/iff/x.html", Some("gzip")).status, 404);
+    assert_eq!(a.get("/iff/x.html", None).status, 404);
+    assert_eq!(a.get("/loc/x.html", Some("gzip")).status, 404);
+    // Sections that match neither name change nothing.
+    let r = a.get("/open/p.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, "gzip"));
+    // DirectoryIndex: the refused .gz does not make the index; the .br does.
+    let r = a.get("/idx/", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, ""));
+    assert_eq!(r.body, data);
+    let r = a.get("/idx/", Some("br"));
+    assert_eq!((r.status, coding(&r)), (200, "br"));
+    let r = a.get("/idx2/", Some("gzip"));
+    assert_ne!(r.status, 200, "refused index sibling served");
+    assert!(r.body.len() < data.len() / 2);
+    a.assert_no_crash();
+}
+
+/// Starts Apache with extra server-level lines and modules.
+fn start_with(server: String, modules: Vec<&'static str>, fill: impl FnOnce(&Path)) -> Apache {
+    Apache::start(
+        Options {
+            server,
+            modules,
+            ..Default::default()
+        },
+        fill,
+    )
+}
+
+#[test]
+fn require_looking_at_the_file_name_is_asked() {
+    let data = page(5_000, 3);
+    let a = start_with(
+        subdir("expr", "Require expr \"%{REQUEST_FILENAME} !~ /\\.gz$/\""),
+        vec![],
+        |d| {
+            publish(d, "expr/x.html", &data, false, &[".gz"]);
+            publish(d, "expr/y.html", &data, false, &[".gz", ".zst"]);
+            publish(d, "plain.html", &data, false, &[".gz"]);
+        },
+    );
+    assert_eq!(a.get("/expr/x.html", Some("gzip")).status, 404);
+    assert_eq!(a.get("/expr/x.html", None).status, 404);
+    let r = a.get("/expr/y.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, ""), "decoded from .zst");
+    assert_eq!(r.body, data);
+    let r = a.get("/plain.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, "gzip"));
+    assert!(refusal_logged(&a, "x.html.gz"));
+}
+
+#[test]
+fn subrequests_get_identity() {
+    let nav = b"<nav>plain navigation text</nav>\n".repeat(40);
+    let a = Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng\nOptions +Includes\nAddOutputFilter INCLUDES .shtml"
+                .into(),
+            modules: vec!["include", "dir"],
+            server: "DirectoryIndex index.html\n".into(),
+            ..Default::default()
+        },
+        |d| {
+            publish(d, "nav.html", &nav, false, &[".gz", ".br"]);
+            publish(d, "both.html", &nav, true, &[".gz"]);
+            fs::write(
+                d.join("page.shtml"),
+                "<html><!--#include virtual=\"nav.html\" -->|<!--#include virtual=\"both.html\" --></html>",
+            )
+            .unwrap();
+            publish(d, "sub/index.html", &nav, false, &[".gz"]);
+        },
+    );
+    let want = [
+        b"<html>".as_slice(),
+        &nav,
+        b"|".as_slice(),
+        &nav,
+        b"</html>".as_slice(),
+    ]
+    .concat();
+    for ae in [Some("gzip, br, zstd"), Some("gzip"), None] {
+        let r = a.get("/page.shtml", ae);
+        assert_eq!(r.status, 200);
+        assert_eq!(coding(&r), "");
+        assert_eq!(
+            String::from_utf8_lossy(&r.body),
+            String::from_utf8_lossy(&want),
+            "with {ae:?}"
+        );
+    }
+    // mod_dir's index lookup is a subrequest too, fast-redirected: the
+    // main request still negotiates.
+    let r = a.get("/sub/", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, "gzip"));
+    a.assert_no_crash();
+}
+
+#[test]
+fn file_etag_is_honoured() {
+    let data = page(8_000, 5);
+    let a = start_with(
+        [
+            subdir("none", "FileETag None"),
+            subdir("ms", "FileETag MTime Size"),
+        ]
+        .concat(),
+        vec![],
+        |d| {
+            publish(d, "none/a.html", &data, true, &[".gz"]);
+            publish(d, "none/b.html", &data, false, &[".zst"]);
+            publish(d, "ms/a.html", &data, true, &[".gz"]);
+        },
+    );
+    for (path, ae) in [
+        ("/none/a.html", None),
+        ("/none/a.html", Some("gzip")),
+        ("/none/b.html", Some("zstd")),
+        ("/none/b.html", None),
+    ] {
+        let r = a.get(path, ae);
+        assert_eq!(r.status, 200, "{path} {ae:?}");
+        assert!(r.header("ETag").is_none(), "{path} {ae:?}: {:?}", r.headers);
+        let lm = r
+            .header("Last-Modified")
+            .expect("Last-Modified")
+            .to_string();
+        let mut args = vec!["-H".to_string(), format!("If-Modified-Since: {lm}")];
+        if let Some(ae) = ae {
+            args.extend(["-H".to_string(), format!("Accept-Encoding: {ae}")]);
+        }
+        let r = curl(&a.url(path), &args);
+        assert_eq!(r.status, 304, "{path} {ae:?} revalidates by date");
+    }
+    let orig = a.get("/ms/a.html", None);
+    let gz = a.get("/ms/a.html", Some("gzip"));
+    let ot = orig.header("ETag").expect("etag").to_string();
+    let gt = gz.header("ETag").expect("etag").to_string();
+    // Core's MTime Size tag: "<size hex>-<mtime hex>".
+    let size_hex = format!("{:x}", data.len());
+    assert!(
+        ot.starts_with(&format!("\"{size_hex}-")) && ot.ends_with('"'),
+        "{ot}"
+    );
+    assert_eq!(ot.matches('-').count(), 1, "no inode part: {ot}");
+    assert!(gt.starts_with('"') && gt.ends_with("-gzip\""), "{gt}");
+    assert_eq!(gt.matches('-').count(), 2, "{gt}");
+}
+
+/// Sends raw bytes and returns everything the server writes until it
+/// closes the connection (bounded by a timeout).
+fn raw(a: &Apache, request: &str) -> Vec<u8> {
+    let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    s.write_all(request.as_bytes()).unwrap();
+    let mut out = vec![];
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+fn details_server() -> (Apache, Vec<u8>) {
+    let data = page(30_000, 9);
+    let a = Apache::start(Options::default(), |d| {
+        publish(d, "br.html", &data, false, &[".br"]);
+        // Past the first decoded chunk (64 KiB): length unknown until decoded.
+        publish(d, "bigbr.html", &page(200_000, 9), false, &[".br"]);
+        publish(d, "p.html", &data, true, &[".gz", ".br"]);
+        publish(d, "stale.html", &data, true, &[".gz"]);
+        set_mtime(
+            &d.join("stale.html.gz"),
+            std::time::SystemTime::now() - Duration::from_secs(1000),
+        );
+    });
+    (a, data)
+}
+
+#[test]
+fn head_of_unknown_length_has_no_content_length() {
+    let (a, _) = details_server();
+    // A body ending within the first decoded chunk has a certain length.
+    let small = a.request("/br.html", &["-I"]);
+    assert_eq!(small.header("Content-Length"), Some("30000"));
+    let head = raw(
+        &a,
+        "HEAD /bigbr.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    );
+    let text = String::from_utf8_lossy(&head).to_lowercase();
+    assert!(text.starts_with("http/1.1 200"), "{text}");
+    assert!(
+        text.contains("mod-gzip-disk-ng: :-("),
+        "decompressed: {text}"
+    );
+    assert!(!text.contains("content-length"), "{text}");
+    assert!(text.ends_with("\r\n\r\n"), "HEAD sent a body: {text}");
+    // HTTP/2 keeps a Content-Length of 0 that HTTP/1.1 drops: none is made.
+    let r = a.request("/bigbr.html", &["--http2-prior-knowledge", "-I"]);
+    assert_eq!((r.status, r.http_version.as_str()), (200, "HTTP/2"));
+    assert_eq!(r.header("Content-Length"), None, "{:?}", r.headers);
+}
+
+#[test]
+fn identity_preferred_by_q_gets_the_original() {
+    let (a, data) = details_server();
+    let r = a.get("/p.html", Some("gzip;q=0.1, identity"));
+    assert_eq!((r.status, coding(&r)), (200, ""));
+    assert_eq!(r.body, data);
+    let r = a.get("/p.html", Some("gzip;q=0.5, br;q=0.9, identity;q=0.7"));
+    assert_eq!(coding(&r), "br");
+    let r = a.get("/p.html", Some("gzip;q=0.5, identity;q=0.5"));
+    assert_eq!(coding(&r), "gzip", "equal q keeps the server's order");
+}
+
+#[test]
+fn range_not_satisfiable_keeps_vary() {
+    let (a, _) = details_server();
+    for ae in ["gzip", "identity"] {
+        let r = a.request(
+            "/p.html",
+            &[
+                "-H",
+                &format!("Accept-Encoding: {ae}"),
+                "-H",
+                "Range: bytes=99999999-",
+            ],
+        );
+        assert_eq!(r.status, 416);
+        assert!(
+            r.tokens("Vary")
+                .iter()
+                .any(|v| v.eq_ignore_ascii_case("accept-encoding")),
+            "{ae}: {:?}",
+            r.headers
+        );
+    }
+}
+
+#[test]
+fn stale_warning_once_per_version() {
+    let (a, _) = details_server();
+    for _ in 0..20 {
+        assert_eq!(a.get("/stale.html", Some("gzip")).status, 200);
+    }
+    let warns = a
+        .error_log()
+        .lines()
+        .filter(|l| l.contains("[gzip_disk_ng:warn]") && l.contains("stale"))
+        .count();
+    assert_eq!(warns, 1, "{}", a.error_log());
+}
+
+/// GETs `path` on one keep-alive connection until `deadline`; returns the
+/// bodies of 200 responses that are none of `want` (and the count sent).
+fn hammer(
+    port: u16,
+    path: &str,
+    ae: &str,
+    want: &[Vec<u8>],
+    deadline: Instant,
+) -> (Vec<Vec<u8>>, usize) {
+    let mut bad = vec![];
+    let mut n = 0;
+    let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nAccept-Encoding: {ae}\r\n\r\n");
+    let mut buf = vec![];
+    while Instant::now() < deadline {
+        if s.write_all(req.as_bytes()).is_err() {
+            s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+            continue;
+        }
+        n += 1;
+        match read_response(&mut s, &mut buf) {
+            Some((200, body)) if !want.contains(&body) => bad.push(body),
+            Some(_) => {}
+            None => {
+                s = TcpStream::connect(("127.0.0.1", port)).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            }
+        }
+    }
+    (bad, n)
+}
+
+/// Reads one response with a Content-Length body (None when the
+/// connection closes or the response has no length).
+fn read_response(s: &mut TcpStream, buf: &mut Vec<u8>) -> Option<(u16, Vec<u8>)> {
+    let mut tmp = [0u8; 8192];
+    let end = loop {
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+        let n = s.read(&mut tmp).ok().filter(|&n| n > 0)?;
+        buf.extend_from_slice(&tmp[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..end]).to_lowercase();
+    let status: u16 = head.get(9..12)?.parse().ok()?;
+    let len: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse().ok())?;
+    while buf.len() < end + len {
+        let n = s.read(&mut tmp).ok().filter(|&n| n > 0)?;
+        buf.extend_from_slice(&tmp[..n]);
+    }
+    let body = buf[end..end + len].to_vec();
+    buf.drain(..end + len);
+    Some((status, body))
+}
+
+#[test]
+fn symlink_swapped_in_after_the_check_is_not_served() {
+    let data = page(4_000, 11);
+    let secret = world_readable_tempdir();
+    let secret_file = secret.path().join("secret.gz");
+    fs::write(&secret_file, gzip(b"TOP SECRET CONTENT")).unwrap();
+    let a = Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng\nOptions -FollowSymLinks".into(),
+            ..Default::default()
+        },
+        |d| publish(d, "x.html", &data, false, &[".gz"]),
+    );
+    let docs = a.docroot.clone();
+    let gz = gzip(&data);
+    let stop = Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let stop = stop.clone();
+        let docs = docs.clone();
+        let gz = gz.clone();
+        std::thread::spawn(move || {
+            let target = docs.join("x.html.gz");
+            let (tmp_l, tmp_f) = (docs.join(".l"), docs.join(".f"));
+            while !stop.load(Ordering::Relaxed) {
+                let _ = fs::remove_file(&tmp_l);
+                symlink(&secret_file, &tmp_l).unwrap();
+                fs::rename(&tmp_l, &target).unwrap();
+                fs::write(&tmp_f, &gz).unwrap();
+                fs::rename(&tmp_f, &target).unwrap();
+            }
+        })
+    };
+    let deadline = Instant::now() + Duration::from_secs(4);
+    let port = a.port;
+    let clients: Vec<_> = (0..2)
+        .map(|_| {
+            // The sibling as published, or (when it was refused at one
+            // step and usable at the next) its decoded content.
+            let want = vec![gz.clone(), data.clone()];
+            std::thread::spawn(move || hammer(port, "/x.html", "gzip", &want, deadline))
+        })
+        .collect();
+    let mut sent = 0;
+    for c in clients {
+        let (bad, n) = c.join().unwrap();
+        sent += n;
+        assert!(
+            bad.is_empty(),
+            "{} of {n} responses were not the published file (symlink target served?): {:?}",
+            bad.len(),
+            String::from_utf8_lossy(&bad[0][..bad[0].len().min(100)])
+        );
+    }
+    let r = a.get("/x.html", None);
+    assert!(!r.body.windows(6).any(|w| w == b"SECRET"));
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(sent > 100, "only {sent} requests");
+    a.assert_no_crash();
+}
