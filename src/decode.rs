@@ -3,8 +3,11 @@
 //!
 //! Memory is bounded by the coding's window: gzip 32 KiB, zstd the frame's
 //! declared window (refused above 8 MiB, the browsers' limit), brotli the
-//! stream's window. `probe` reads a sibling's first bytes (and gzip's last
-//! four) to learn its declared size and window before anything is sent.
+//! stream's window (the module decodes none above `MAX_WINDOW`). `inspect`
+//! reads a sibling's headers (every zstd frame and block header) to learn
+//! its window, whether browsers accept it, and whether its decoded length
+//! is certain, before anything is sent; `probe` reads only the first bytes
+//! (and gzip's last four) for the publish tool's up-to-date check.
 
 use crate::coding::Coding;
 use std::fmt;
@@ -12,6 +15,10 @@ use std::io::{self, BufReader, Read};
 
 /// Largest zstd window accepted: what browsers accept (RFC 9659).
 pub const ZSTD_WINDOW_LOG_MAX: u32 = 23;
+
+/// Largest window the module decodes with, so memory per decoding request
+/// is capped (plus fixed buffers); also the zstd window browsers accept.
+pub const MAX_WINDOW: u64 = 1 << ZSTD_WINDOW_LOG_MAX;
 
 /// Deflate cannot expand data more than this factor, so a gzip whose
 /// compressed size times this stays below 2^32 has an unambiguous ISIZE.
@@ -92,13 +99,10 @@ pub fn probe(
             })
         }
         Coding::Zstd => zstd_probe(head),
-        Coding::Br => {
-            let first = *head.first().ok_or(DecodeError::Truncated)?;
-            Ok(Probe {
-                declared_len: None,
-                window: 1u64 << brotli_wbits(first),
-            })
-        }
+        Coding::Br => Ok(Probe {
+            declared_len: None,
+            window: 1u64 << brotli_header(head)?.0,
+        }),
     }
 }
 
@@ -106,47 +110,280 @@ fn zstd_probe(head: &[u8]) -> Result<Probe, DecodeError> {
     if head.len() < 6 {
         return Err(DecodeError::Truncated);
     }
-    if head[..4] != [0x28, 0xb5, 0x2f, 0xfd] {
+    if head[..4] != ZSTD_MAGIC {
         return Err(DecodeError::Corrupt("not a zstd frame".into()));
     }
-    let fhd = head[4];
-    let single_segment = fhd & 0x20 != 0;
-    let declared_len = match zstd::zstd_safe::get_frame_content_size(head) {
-        Ok(n) => n,
-        Err(_) => return Err(DecodeError::Corrupt("bad zstd frame header".into())),
-    };
-    let window = if single_segment {
-        declared_len.unwrap_or(0)
-    } else {
-        let wd = head[5];
-        let base = 1u64 << (10 + (wd >> 3));
-        base + (base / 8) * u64::from(wd & 7)
-    };
-    if window > 1u64 << ZSTD_WINDOW_LOG_MAX {
+    let fh = zstd_frame_header(&head[4..])?;
+    if fh.window > MAX_WINDOW {
         return Err(DecodeError::Corrupt(format!(
-            "zstd window {window} exceeds 8 MiB"
+            "zstd window {} exceeds 8 MiB",
+            fh.window
         )));
     }
     Ok(Probe {
-        declared_len,
-        window,
+        declared_len: fh.content,
+        window: fh.window,
     })
 }
 
-/// WBITS from a brotli stream's first bits (RFC 7932 §9.1).
-fn brotli_wbits(b0: u8) -> u32 {
+const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
+
+/// One zstd frame header (RFC 8878 3.1.1.1), after the magic.
+struct FrameHeader {
+    /// Its length in bytes.
+    len: u64,
+    window: u64,
+    /// Frame_Content_Size, unless absent or too large to be a real length.
+    content: Option<u64>,
+    checksum: bool,
+}
+
+fn zstd_frame_header(h: &[u8]) -> Result<FrameHeader, DecodeError> {
+    let fhd = *h.first().ok_or(DecodeError::Truncated)?;
+    if fhd & 0x08 != 0 {
+        return Err(DecodeError::Corrupt(
+            "zstd frame header reserved bit".into(),
+        ));
+    }
+    let single = fhd & 0x20 != 0;
+    let wd_len = usize::from(!single);
+    let did_len = [0, 1, 2, 4][usize::from(fhd & 3)];
+    let fcs_len = match fhd >> 6 {
+        0 => usize::from(single),
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let len = 1 + wd_len + did_len + fcs_len;
+    let field = h.get(len - fcs_len..len).ok_or(DecodeError::Truncated)?;
+    let mut raw = [0u8; 8];
+    raw[..fcs_len].copy_from_slice(field);
+    let fcs = u64::from_le_bytes(raw) + if fcs_len == 2 { 256 } else { 0 };
+    let window = if single {
+        fcs
+    } else {
+        let wd = h[1];
+        let base = 1u64 << (10 + (wd >> 3));
+        base + (base / 8) * u64::from(wd & 7)
+    };
+    Ok(FrameHeader {
+        len: len as u64,
+        window,
+        // 2^63 and above cannot be a file's length: unknown, not absurd.
+        content: (fcs_len > 0 && fcs < 1 << 63).then_some(fcs),
+        checksum: fhd & 0x04 != 0,
+    })
+}
+
+/// Window bits from a brotli stream's first bytes (RFC 7932 9.1), and
+/// whether it is large-window brotli (code 0010001, then 6 bits), an
+/// extension HTTP clients do not accept.
+fn brotli_header(b: &[u8]) -> Result<(u32, bool), DecodeError> {
+    let b0 = *b.first().ok_or(DecodeError::Truncated)?;
     if b0 & 1 == 0 {
-        return 16;
+        return Ok((16, false));
     }
     let n = (b0 >> 1) & 7;
     if n != 0 {
-        return 17 + u32::from(n);
+        return Ok((17 + u32::from(n), false));
     }
-    let m = (b0 >> 4) & 7;
-    match m {
-        // 1 marks large-window brotli, which HTTP does not use.
-        0 | 1 => 17,
-        m => 8 + u32::from(m),
+    match (b0 >> 4) & 7 {
+        0 => Ok((17, false)),
+        1 => {
+            let bits = u32::from(*b.get(1).ok_or(DecodeError::Truncated)? & 0x3f);
+            if b0 & 0x80 != 0 || !(10..=30).contains(&bits) {
+                return Err(DecodeError::Corrupt(
+                    "bad large-window brotli header".into(),
+                ));
+            }
+            Ok((bits, true))
+        }
+        m => Ok((8 + u32::from(m), false)),
+    }
+}
+
+/// Positional reads, so a sibling can be inspected without a seek.
+pub trait ReadAt {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize>;
+}
+
+impl ReadAt for [u8] {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        let start = usize::try_from(offset).map_or(self.len(), |o| o.min(self.len()));
+        let n = buf.len().min(self.len() - start);
+        buf[..n].copy_from_slice(&self[start..start + n]);
+        Ok(n)
+    }
+}
+
+impl ReadAt for std::fs::File {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
+        std::os::unix::fs::FileExt::read_at(self, buf, offset)
+    }
+}
+
+/// Reads up to `buf.len()` bytes at `offset`; fewer only at the end.
+fn read_at_most<S: ReadAt + ?Sized>(
+    src: &S,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<usize, DecodeError> {
+    let mut got = 0;
+    while got < buf.len() {
+        match src.read_at(offset + got as u64, &mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(DecodeError::Io(e)),
+        }
+    }
+    Ok(got)
+}
+
+/// What a sibling's headers say about the whole of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Facts {
+    /// Exact decoded length when certain: every zstd frame declares its
+    /// size. Gzip cannot tell without decoding (ISIZE is the last member's,
+    /// modulo 2^32), brotli never declares one.
+    pub declared_len: Option<u64>,
+    /// Most history the decoder must keep for any part of it.
+    pub window: u64,
+    /// Large-window brotli.
+    pub large_window: bool,
+}
+
+impl Facts {
+    /// Why browsers would refuse this sibling, if they would.
+    pub fn browser_refusal(&self, coding: Coding) -> Option<String> {
+        match coding {
+            Coding::Zstd if self.window > MAX_WINDOW => Some(format!(
+                "zstd window of {} exceeds the 8 MiB browsers accept (RFC 9659)",
+                show_size(self.window)
+            )),
+            Coding::Br if self.large_window => {
+                Some("large-window brotli, which browsers do not accept".into())
+            }
+            _ => None,
+        }
+    }
+}
+
+/// A size for log lines: whole MiB when exact.
+pub fn show_size(n: u64) -> String {
+    if n >= 1 << 20 && n.is_multiple_of(1 << 20) {
+        format!("{} MiB", n >> 20)
+    } else {
+        format!("{n} bytes")
+    }
+}
+
+/// Headers `inspect` walks at most (zstd blocks and skippable frames, some
+/// 8 GiB of content); past that the length stays unknown.
+const INSPECT_MAX_STEPS: u32 = 1 << 16;
+
+/// Reads a sibling's headers (never its data) to learn its window and, for
+/// zstd, whether its length is certain. Zstd: every frame, skippable frames
+/// anywhere, and each frame's 3-byte block headers, so the file must end
+/// exactly where its frames do.
+pub fn inspect<S: ReadAt + ?Sized>(
+    coding: Coding,
+    src: &S,
+    len: u64,
+) -> Result<Facts, DecodeError> {
+    let mut head = [0u8; 3];
+    let n = read_at_most(src, 0, &mut head)?;
+    match coding {
+        Coding::Gzip if len < 18 || n < 3 => Err(DecodeError::Truncated),
+        Coding::Gzip if head != [0x1f, 0x8b, 8] => {
+            Err(DecodeError::Corrupt("not a gzip stream".into()))
+        }
+        Coding::Gzip => Ok(Facts {
+            declared_len: None,
+            window: 32 * 1024,
+            large_window: false,
+        }),
+        Coding::Br => {
+            let (bits, large_window) = brotli_header(&head[..n])?;
+            Ok(Facts {
+                declared_len: None,
+                window: 1 << bits,
+                large_window,
+            })
+        }
+        Coding::Zstd => zstd_inspect(src, len),
+    }
+}
+
+fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Facts, DecodeError> {
+    let mut facts = Facts {
+        declared_len: Some(0),
+        ..Facts::default()
+    };
+    let (mut pos, mut steps, mut frames) = (0u64, 0u32, 0u32);
+    while pos < len {
+        let mut h = [0u8; 18];
+        let n = read_at_most(src, pos, &mut h)?;
+        if n < 8 {
+            return Err(DecodeError::Truncated);
+        }
+        let magic = u32::from_le_bytes([h[0], h[1], h[2], h[3]]);
+        if magic & 0xffff_fff0 == 0x184d_2a50 {
+            pos += 8 + u64::from(u32::from_le_bytes([h[4], h[5], h[6], h[7]]));
+            steps += 1;
+        } else if h[..4] != ZSTD_MAGIC {
+            return Err(DecodeError::Corrupt(format!("no zstd frame at byte {pos}")));
+        } else {
+            let fh = zstd_frame_header(&h[4..n])?;
+            frames += 1;
+            facts.window = facts.window.max(fh.window);
+            facts.declared_len = facts
+                .declared_len
+                .zip(fh.content)
+                .and_then(|(a, b)| a.checked_add(b));
+            let Some(end) = zstd_blocks_end(src, pos + 4 + fh.len, &mut steps)? else {
+                facts.declared_len = None;
+                return Ok(facts);
+            };
+            pos = end + if fh.checksum { 4 } else { 0 };
+        }
+        if steps >= INSPECT_MAX_STEPS && pos < len {
+            facts.declared_len = None;
+            break;
+        }
+    }
+    match (pos > len, frames) {
+        (true, _) => Err(DecodeError::Truncated),
+        (_, 0) => Err(DecodeError::Corrupt("no zstd data frame".into())),
+        _ => Ok(facts),
+    }
+}
+
+/// Where a frame's blocks starting at `pos` end; `None` past the step
+/// limit. Raw and compressed blocks hold their size, RLE blocks one byte.
+fn zstd_blocks_end<S: ReadAt + ?Sized>(
+    src: &S,
+    mut pos: u64,
+    steps: &mut u32,
+) -> Result<Option<u64>, DecodeError> {
+    loop {
+        let mut b = [0u8; 3];
+        if read_at_most(src, pos, &mut b)? < 3 {
+            return Err(DecodeError::Truncated);
+        }
+        *steps += 1;
+        let h = u32::from(b[0]) | u32::from(b[1]) << 8 | u32::from(b[2]) << 16;
+        pos += 3 + match (h >> 1) & 3 {
+            0 | 2 => u64::from(h >> 3),
+            1 => 1,
+            _ => return Err(DecodeError::Corrupt("reserved zstd block type".into())),
+        };
+        if h & 1 == 1 {
+            return Ok(Some(pos));
+        }
+        if *steps >= INSPECT_MAX_STEPS {
+            return Ok(None);
+        }
     }
 }
 
@@ -356,5 +593,166 @@ mod tests {
             }
             assert_eq!(out, d);
         }
+    }
+
+    fn zst_unsized(data: &[u8], window_log: u32) -> Vec<u8> {
+        let mut e = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+        e.window_log(window_log).unwrap();
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn skippable(n: u8) -> Vec<u8> {
+        let mut v = vec![0x50 + (n & 15), 0x2a, 0x4d, 0x18, n, 0, 0, 0];
+        v.extend(std::iter::repeat_n(0xee, usize::from(n)));
+        v
+    }
+
+    fn facts(c: Coding, e: &[u8]) -> Result<Facts, DecodeError> {
+        inspect(c, e, e.len() as u64)
+    }
+
+    #[test]
+    fn zstd_frames_sum_their_declared_sizes() {
+        let (a, b) = (sample(), b"tail of the page".repeat(999));
+        let both = [zst(&a), zst(&b)].concat();
+        let f = facts(Coding::Zstd, &both).unwrap();
+        assert_eq!(f.declared_len, Some((a.len() + b.len()) as u64));
+        assert_eq!(decode_all(Coding::Zstd, &both).unwrap(), [a, b].concat());
+    }
+
+    #[test]
+    fn zstd_skippable_frames_anywhere_are_stepped_over() {
+        let d = sample();
+        let e = [skippable(4), zst(&d), skippable(0), skippable(9)].concat();
+        let f = facts(Coding::Zstd, &e).unwrap();
+        assert_eq!(f.declared_len, Some(d.len() as u64));
+        assert_eq!(decode_all(Coding::Zstd, &e).unwrap(), d);
+        assert!(probe(Coding::Zstd, &e[..PROBE_HEAD], e.len() as u64, None).is_err());
+    }
+
+    #[test]
+    fn zstd_walk_covers_raw_rle_and_compressed_blocks() {
+        let mut x: u32 = 1;
+        let noise: Vec<u8> = (0..300_000)
+            .map(|_| {
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                (x >> 16) as u8
+            })
+            .collect();
+        let d = [vec![0u8; 1 << 20], noise, sample()].concat();
+        for e in [zst(&d), zstd::bulk::compress(&d, 1).unwrap()] {
+            assert_eq!(
+                facts(Coding::Zstd, &e).unwrap().declared_len,
+                Some(d.len() as u64)
+            );
+        }
+        let u = zst_unsized(&d, 20);
+        let f = facts(Coding::Zstd, &u).unwrap();
+        assert_eq!((f.declared_len, f.window), (None, 1 << 20));
+    }
+
+    #[test]
+    fn zstd_walk_finds_truncation_and_trailing_garbage() {
+        let e = zst(&sample());
+        for cut in [3, 7, 20, e.len() - 1] {
+            assert!(facts(Coding::Zstd, &e[..cut]).is_err(), "cut {cut}");
+        }
+        let junk = [e.clone(), b"junk junk".to_vec()].concat();
+        assert!(facts(Coding::Zstd, &junk).is_err());
+        let mut bad = e.clone();
+        let at = 4 + zstd_frame_header(&e[4..]).unwrap().len as usize;
+        bad[at..at + 3].copy_from_slice(&[0x06, 0, 0]); // reserved block type
+        assert!(matches!(
+            facts(Coding::Zstd, &bad),
+            Err(DecodeError::Corrupt(_))
+        ));
+        assert!(facts(Coding::Zstd, &skippable(3)).is_err());
+        assert!(matches!(
+            facts(Coding::Zstd, b""),
+            Err(DecodeError::Corrupt(_))
+        ));
+    }
+
+    #[test]
+    fn zstd_absurd_content_size_is_unknown() {
+        let u = zst_unsized(&sample(), 20);
+        assert_eq!(u[4], 0);
+        for fcs in [1u64 << 63, u64::MAX - 1] {
+            let mut e = vec![0x28, 0xb5, 0x2f, 0xfd, 0xc0, u[5]];
+            e.extend_from_slice(&fcs.to_le_bytes());
+            e.extend_from_slice(&u[6..]);
+            assert_eq!(facts(Coding::Zstd, &e).unwrap().declared_len, None);
+            let p = probe(Coding::Zstd, &e[..PROBE_HEAD], e.len() as u64, None).unwrap();
+            assert_eq!(p.declared_len, None);
+        }
+    }
+
+    #[test]
+    fn zstd_window_over_8_mib_is_refused_for_browsers_and_decoding() {
+        let d = sample();
+        let wide = zst_unsized(&d, 25);
+        let f = facts(Coding::Zstd, &wide).unwrap();
+        assert_eq!(f.window, 32 << 20);
+        let why = f.browser_refusal(Coding::Zstd).unwrap();
+        assert!(why.contains("32 MiB"), "{why}");
+        assert!(decode_all(Coding::Zstd, &wide).is_err());
+        // Any frame counts, not only the first.
+        let later = [zst(&d), wide].concat();
+        assert_eq!(facts(Coding::Zstd, &later).unwrap().window, 32 << 20);
+        let ok = zst_unsized(&d, 23);
+        assert_eq!(
+            facts(Coding::Zstd, &ok)
+                .unwrap()
+                .browser_refusal(Coding::Zstd),
+            None
+        );
+        assert_eq!(decode_all(Coding::Zstd, &ok).unwrap(), d);
+    }
+
+    fn br_params(lgwin: i32, large: bool) -> Vec<u8> {
+        let p = brotli::enc::BrotliEncoderParams {
+            lgwin,
+            large_window: large,
+            quality: 5,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        brotli::BrotliCompress(&mut &sample()[..], &mut out, &p).unwrap();
+        out
+    }
+
+    #[test]
+    fn brotli_windows_and_the_large_window_marker() {
+        for bits in [10, 16, 17, 18, 22, 23, 24] {
+            let f = facts(Coding::Br, &br_params(bits, false)).unwrap();
+            assert_eq!((f.window, f.large_window), (1 << bits, false), "{bits}");
+            assert_eq!(f.browser_refusal(Coding::Br), None);
+        }
+        let lw = br_params(25, true);
+        let f = facts(Coding::Br, &lw).unwrap();
+        assert_eq!((f.window, f.large_window), (1 << 25, true));
+        assert!(f
+            .browser_refusal(Coding::Br)
+            .unwrap()
+            .contains("large-window"));
+        // The brotli crate would decode it, with a 32 MiB ring buffer.
+        assert!(f.window > MAX_WINDOW);
+        assert!(facts(Coding::Br, &lw[..1]).is_err());
+        assert!(facts(Coding::Br, b"").is_err());
+    }
+
+    #[test]
+    fn multi_member_gzip_decodes_whole_without_a_declared_length() {
+        let (a, b) = (sample(), b"second member".repeat(100));
+        let g = [gz(&a), gz(&b)].concat();
+        assert_eq!(decode_all(Coding::Gzip, &g).unwrap(), [a, b].concat());
+        let f = facts(Coding::Gzip, &g).unwrap();
+        assert_eq!((f.declared_len, f.window), (None, 32 * 1024));
+        assert!(facts(Coding::Gzip, b"PK\x03\x04 not gzip at all").is_err());
+        assert!(matches!(
+            facts(Coding::Gzip, &g[..10]),
+            Err(DecodeError::Truncated)
+        ));
     }
 }

@@ -3,7 +3,8 @@
 //! static file; decompression streams through a fixed buffer.
 
 use crate::coding::Coding;
-use crate::decode::{self, DecodeError, Decoder};
+use crate::decode::{self, DecodeError, Decoder, Facts};
+use crate::facts_cache;
 use crate::httpd::{
     self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, AP_FILTER_ERROR,
     DECLINED, DONE, HTTP_BAD_GATEWAY, HTTP_FORBIDDEN, HTTP_INTERNAL_SERVER_ERROR,
@@ -239,6 +240,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
     }
 
     let steps = plan.steps();
+    let mut failed = Undecodable::default();
     for (i, step) in steps.iter().enumerate() {
         let later_gzip = steps[i + 1..].contains(&Step::Decompress(Coding::Gzip));
         let outcome = match *step {
@@ -247,7 +249,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
                 None => Err(Skip),
             },
             Step::Decompress(c) => match siblings[c.index()] {
-                Some(s) => decompress(req, c, s, later_gzip),
+                Some(s) => decompress(req, c, s, later_gzip, &mut failed),
                 None => Err(Skip),
             },
             Step::Original => {
@@ -279,6 +281,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
                 );
                 return HTTP_NOT_ACCEPTABLE;
             }
+            Step::NotFound if failed.any => Ok(none_decodable(req, filename, &failed)),
             Step::NotFound => {
                 req.log_with(Level::Info, 0, || {
                     format!("file does not exist: {}", filename.to_string_lossy())
@@ -419,6 +422,9 @@ fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, S
     let file = open_or_skip(req, s)?;
     let info = *file.info();
     if info.kind() != FileKind::Regular {
+        return Err(Skip);
+    }
+    if c != Coding::Gzip && !browsers_decode(req, c, &file, s.path) {
         return Err(Skip);
     }
     let size = info.meta().size;
@@ -665,59 +671,194 @@ fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
     r
 }
 
-/// Reads the probe bytes of a sibling.
-fn probe_file(c: Coding, file: &File<'_>, size: u64) -> Result<decode::Probe, DecodeError> {
-    let mut head = [0u8; decode::PROBE_HEAD];
-    let n = file.read_at(0, &mut head).map_err(DecodeError::Io)?;
-    let tail = if c == Coding::Gzip && size >= 4 {
-        let mut t = [0u8; 4];
-        match file.read_at(size - 4, &mut t) {
-            Ok(4) => Some(t),
-            _ => None,
-        }
-    } else {
-        None
-    };
-    decode::probe(c, &head[..n], size, tail)
+impl decode::ReadAt for File<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        File::read_at(self, offset, buf)
+    }
 }
 
-/// Decodes a sibling on the fly for a client that accepts none.
+/// What a sibling's headers say, from the per-version cache or read once.
+/// A sibling browsers cannot decode is logged when first found, so once
+/// per file version (and process).
+fn sibling_facts(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+) -> Result<(Facts, facts_cache::Key), DecodeError> {
+    let key = (file.info().version(), c);
+    if let Some(Some(f)) = facts_cache::get(&key) {
+        return Ok((f, key));
+    }
+    let f = decode::inspect(c, file, file.info().meta().size).inspect_err(|_| {
+        facts_cache::put(key, None);
+    })?;
+    if let Some(why) = f.browser_refusal(c) {
+        req.log(
+            Level::Info,
+            0,
+            &format!(
+                "{}: {why}; not sent as {}, another representation is",
+                path.to_string_lossy(),
+                c.token()
+            ),
+        );
+    }
+    facts_cache::put(key, Some(f));
+    Ok((f, key))
+}
+
+/// Whether browsers can decode a zstd or brotli sibling (RFC 9659 window,
+/// no large-window brotli). One that cannot be inspected is sent as it is,
+/// as core would send it, and is not inspected again.
+fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
+    match facts_cache::get(&(file.info().version(), c)) {
+        Some(Some(f)) => f.browser_refusal(c).is_none(),
+        Some(None) => true,
+        None => {
+            sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
+        }
+    }
+}
+
+/// Why decompression candidates were passed over, for the final answer.
+#[derive(Default)]
+struct Undecodable {
+    /// A sibling exists but cannot be decoded: answer 500, not 404.
+    any: bool,
+    /// An error line already says why.
+    logged: bool,
+}
+
+/// Notes and logs a sibling that failed to decode before anything was sent.
+fn undecodable(req: &Request<'_>, path: &CStr, e: &DecodeError, failed: &mut Undecodable) -> Skip {
+    failed.any = true;
+    failed.logged = true;
+    req.log(
+        Level::Err,
+        0,
+        &format!("cannot decode {}: {e}", path.to_string_lossy()),
+    );
+    Skip
+}
+
+/// The answer when siblings exist but none could be decoded: 500, with an
+/// error line unless one already says why.
+fn none_decodable(req: &Request<'_>, filename: &CStr, failed: &Undecodable) -> c_int {
+    if !failed.logged {
+        req.log(
+            Level::Err,
+            0,
+            &format!(
+                "no sibling of {} can be decoded within the 8 MiB window limit",
+                filename.to_string_lossy()
+            ),
+        );
+    }
+    req.set_note(NOTE, c"error");
+    HTTP_INTERNAL_SERVER_ERROR
+}
+
+/// The facts of a sibling the decompress path will decode: its window must
+/// fit the memory cap, and a large zstd window gives way to gzip.
+fn decodable_facts(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    later_gzip: bool,
+    failed: &mut Undecodable,
+) -> Result<(Facts, facts_cache::Key), Skip> {
+    let (facts, key) =
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, path, &e, failed))?;
+    if facts.window > decode::MAX_WINDOW {
+        failed.any = true;
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "{} window of {} exceeds the 8 MiB decompression limit; trying the next sibling",
+                path.to_string_lossy(),
+                decode::show_size(facts.window)
+            )
+        });
+        return Err(Skip);
+    }
+    if c == Coding::Zstd && facts.window > ZSTD_PREFERRED_WINDOW && later_gzip {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "zstd window {} of {} is large; decoding the gzip sibling instead",
+                facts.window,
+                path.to_string_lossy()
+            )
+        });
+        return Err(Skip);
+    }
+    Ok((facts, key))
+}
+
+/// Decoded bytes in the output buffer, and whether the stream ended.
+#[derive(Clone, Copy)]
+struct Chunk {
+    filled: usize,
+    eof: bool,
+}
+
+/// Fills `buf` with decoded bytes, or up to the end of the stream.
+fn fill<R: std::io::Read>(dec: &mut Decoder<R>, buf: &mut [u8]) -> Result<Chunk, DecodeError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match dec.read(&mut buf[filled..])? {
+            0 => return Ok(Chunk { filled, eof: true }),
+            n => filled += n,
+        }
+    }
+    Ok(Chunk { filled, eof: false })
+}
+
+/// A decoded total that contradicts the declared length.
+fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError> {
+    let d = declared?;
+    (total > d || (eof && total != d)).then(|| {
+        DecodeError::Corrupt(format!(
+            "decoded length {total}{} does not match the declared {d}",
+            if eof { "" } else { "+" }
+        ))
+    })
+}
+
+/// Decodes a sibling on the fly for a client that accepts none. The first
+/// chunk is decoded before any header is set, so a sibling that fails
+/// early gives way to the next candidate, and a body that ends within it
+/// gets its exact Content-Length; a longer one gets the length its headers
+/// make certain or an earlier complete decode established, else none.
 fn decompress(
     req: &Request<'_>,
     c: Coding,
     s: Sibling<'_>,
     later_gzip: bool,
+    failed: &mut Undecodable,
 ) -> Result<c_int, Skip> {
     let file = open_or_skip(req, s)?;
     let info = *file.info();
-    let size = info.meta().size;
-    let probe = match probe_file(c, &file, size) {
-        Ok(p) => p,
-        Err(e) => {
-            req.set_note(NOTE, c"error");
-            req.log(
-                Level::Err,
-                0,
-                &format!("cannot decode {}: {e}", s.path.to_string_lossy()),
-            );
-            return Ok(HTTP_INTERNAL_SERVER_ERROR);
+    let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
+    let mut buf = vec![0u8; OUT_CHUNK];
+    let started = Decoder::new(c, file.reader(0)).and_then(|mut dec| {
+        let first = fill(&mut dec, &mut buf)?;
+        match mismatch(first.filled as u64, first.eof, facts.declared_len) {
+            Some(e) => Err(e),
+            None => Ok((dec, first)),
         }
+    });
+    let (mut dec, first) = started.map_err(|e| undecodable(req, s.path, &e, failed))?;
+    let declared = if first.eof {
+        Some(first.filled as u64)
+    } else {
+        facts.declared_len
     };
-    if c == Coding::Zstd && probe.window > ZSTD_PREFERRED_WINDOW && later_gzip {
-        req.log_with(Level::Debug, 0, || {
-            format!(
-                "zstd window {} of {} is large; decoding the gzip sibling instead",
-                probe.window,
-                s.path.to_string_lossy()
-            )
-        });
-        return Err(Skip);
-    }
     req.set_last_modified(&info);
     req.set_etag(&file, s.path, "identity", false);
     req.set_header("Accept-Ranges", c"none");
     req.unset_header_in(c"Range");
-    if let Some(len) = probe.declared_len {
+    if let Some(len) = declared {
         req.set_content_length(len);
     }
     set_status_header(req, false);
@@ -727,7 +868,7 @@ fn decompress(
     if cond != OK || req.header_only() {
         if cond != OK {
             req.set_status(cond);
-        } else if probe.declared_len.is_none() {
+        } else if declared.is_none() {
             // HEAD of a body of unknown length: headers go out before EOS,
             // so no Content-Length (rather than a false 0) is computed.
             bb.flush();
@@ -739,79 +880,70 @@ fn decompress(
         bb.cleanup();
         return Ok(pass_status(req, st));
     }
-    Ok(stream(req, &bb, c, &file, s.path, probe.declared_len))
+    let (rc, complete) = stream(req, &bb, &mut dec, &mut buf, first, s.path, declared);
+    if let (Some(len), None) = (complete, declared) {
+        facts_cache::learn_len(&key, len);
+    }
+    Ok(rc)
 }
 
-/// Streams the decoded body in fixed chunks; memory stays bounded by the
-/// decoder's window plus one chunk.
-fn stream(
+/// Ends a response whose body failed mid-stream: the error bucket makes
+/// Apache cut the connection (or reset the stream), so the client sees a
+/// failed transfer rather than a short body.
+fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeError) -> c_int {
+    req.set_note(NOTE, c"error");
+    req.log(
+        Level::Err,
+        0,
+        &format!("decoding {} failed: {what}", path.to_string_lossy()),
+    );
+    bb.cleanup();
+    bb.error(HTTP_BAD_GATEWAY);
+    bb.eos();
+    bb.pass();
+    bb.cleanup();
+    DONE
+}
+
+/// Streams the decoded body in fixed chunks, starting with the one already
+/// decoded; memory stays bounded by the decoder's window plus one chunk.
+/// Returns the status and, when the stream was decoded to its end, its
+/// length.
+fn stream<R: std::io::Read>(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
-    c: Coding,
-    file: &File<'_>,
+    dec: &mut Decoder<R>,
+    buf: &mut [u8],
+    first: Chunk,
     path: &CStr,
     declared: Option<u64>,
-) -> c_int {
-    let fail = |what: String, sent: bool| -> c_int {
-        req.set_note(NOTE, c"error");
-        req.log(
-            Level::Err,
-            0,
-            &format!("decoding {} failed: {what}", path.to_string_lossy()),
-        );
-        if sent {
-            bb.cleanup();
-            bb.error(HTTP_BAD_GATEWAY);
-            bb.eos();
-            bb.pass();
-            bb.cleanup();
-            DONE
-        } else {
-            HTTP_INTERNAL_SERVER_ERROR
-        }
-    };
-    let mut dec = match Decoder::new(c, file.reader(0)) {
-        Ok(d) => d,
-        Err(e) => return fail(e.to_string(), false),
-    };
-    let mut buf = vec![0u8; OUT_CHUNK];
+) -> (c_int, Option<u64>) {
+    let mut chunk = first;
     let mut total: u64 = 0;
-    let mut sent = false;
     loop {
-        let mut filled = 0;
-        let mut eof = false;
-        while filled < buf.len() {
-            match dec.read(&mut buf[filled..]) {
-                Ok(0) => {
-                    eof = true;
-                    break;
-                }
-                Ok(n) => filled += n,
-                Err(e) => return fail(e.to_string(), sent),
-            }
-        }
-        total += filled as u64;
-        if let Some(d) = declared {
-            if total > d || (eof && total != d) {
-                return fail(
-                    format!("decoded length {total}+ does not match the declared {d}"),
-                    sent,
-                );
-            }
-        }
-        bb.transient(&buf[..filled]);
-        if eof {
+        total += chunk.filled as u64;
+        bb.transient(&buf[..chunk.filled]);
+        if chunk.eof {
             bb.eos();
         }
         let st = bb.pass();
         bb.cleanup();
-        sent = true;
-        if eof || req.aborted() {
-            return OK;
+        if chunk.eof {
+            return (OK, Some(total));
+        }
+        if req.aborted() {
+            return (OK, None);
         }
         if st != 0 {
             req.log(Level::Debug, st, "client connection failed while streaming");
-            return OK;
+            return (OK, None);
+        }
+        chunk = match fill(dec, buf) {
+            Ok(c) => c,
+            Err(e) => return (abort(req, bb, path, &e), None),
+        };
+        if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
+            return (abort(req, bb, path, &e), None);
         }
     }
 }

@@ -9,6 +9,7 @@
 pub mod coding;
 pub mod config;
 pub mod decode;
+pub mod facts_cache;
 #[doc(hidden)]
 pub mod handler;
 pub mod httpd;

@@ -264,6 +264,8 @@ fn details_server() -> (Apache, Vec<u8>) {
     let data = page(30_000, 9);
     let a = Apache::start(Options::default(), |d| {
         publish(d, "br.html", &data, false, &[".br"]);
+        // Past the first decoded chunk (64 KiB): length unknown until decoded.
+        publish(d, "bigbr.html", &page(200_000, 9), false, &[".br"]);
         publish(d, "p.html", &data, true, &[".gz", ".br"]);
         publish(d, "stale.html", &data, true, &[".gz"]);
         set_mtime(
@@ -277,9 +279,12 @@ fn details_server() -> (Apache, Vec<u8>) {
 #[test]
 fn head_of_unknown_length_has_no_content_length() {
     let (a, _) = details_server();
+    // A body ending within the first decoded chunk has a certain length.
+    let small = a.request("/br.html", &["-I"]);
+    assert_eq!(small.header("Content-Length"), Some("30000"));
     let head = raw(
         &a,
-        "HEAD /br.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        "HEAD /bigbr.html HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
     );
     let text = String::from_utf8_lossy(&head).to_lowercase();
     assert!(text.starts_with("http/1.1 200"), "{text}");
@@ -290,7 +295,7 @@ fn head_of_unknown_length_has_no_content_length() {
     assert!(!text.contains("content-length"), "{text}");
     assert!(text.ends_with("\r\n\r\n"), "HEAD sent a body: {text}");
     // HTTP/2 keeps a Content-Length of 0 that HTTP/1.1 drops: none is made.
-    let r = a.request("/br.html", &["--http2-prior-knowledge", "-I"]);
+    let r = a.request("/bigbr.html", &["--http2-prior-knowledge", "-I"]);
     assert_eq!((r.status, r.http_version.as_str()), (200, "HTTP/2"));
     assert_eq!(r.header("Content-Length"), None, "{:?}", r.headers);
 }

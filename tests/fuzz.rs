@@ -4,7 +4,7 @@
 //! `PROPTEST_CASES=100000` for a long run.
 
 use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::{decode_all, probe, Decoder, PROBE_HEAD};
+use mod_gzip_disk_ng::decode::{decode_all, inspect, probe, Decoder, PROBE_HEAD};
 use mod_gzip_disk_ng::jitter;
 use mod_gzip_disk_ng::negotiate::Accepted;
 use proptest::prelude::*;
@@ -84,6 +84,8 @@ proptest! {
         let _ = decode_all(c, &e);
         let head = &e[..e.len().min(PROBE_HEAD)];
         let _ = probe(c, head, e.len() as u64, None);
+        let _ = inspect(c, &e[..cut], cut as u64);
+        let _ = inspect(c, &e[..], e.len() as u64);
     }
 
     #[test]

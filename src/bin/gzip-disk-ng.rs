@@ -74,8 +74,9 @@ struct CompressArgs {
     /// Brotli quality.
     #[arg(long, default_value_t = 11, value_parser = clap::value_parser!(u32).range(0..=11))]
     brotli_quality: u32,
-    /// Largest brotli window, in bits (smaller for small files).
-    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u32).range(10..=24))]
+    /// Largest brotli window, in bits (smaller for small files); 23 (8 MiB)
+    /// is what the module decodes for clients without brotli.
+    #[arg(long, default_value_t = 23, value_parser = clap::value_parser!(u32).range(10..=23))]
     brotli_window: u32,
     /// Deprecated, does nothing: brotli streams no longer carry a jitter
     /// trailer (they end in the byte-aligned empty last meta-block, which

@@ -2,7 +2,7 @@
 //! the same streaming decoders the module uses.
 
 use crate::coding::Coding;
-use crate::decode::{DecodeError, Decoder};
+use crate::decode::{inspect, DecodeError, Decoder};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -76,6 +76,21 @@ impl<R: Read> Write for Compare<R> {
 fn open_decoder(coding: Coding, sibling: &Path) -> Result<Decoder<File>, String> {
     let f = File::open(sibling).map_err(|e| format!("cannot open: {e}"))?;
     Decoder::new(coding, f).map_err(|e| format!("cannot decode: {e}"))
+}
+
+/// Refuses a sibling browsers cannot decode, which the module never sends
+/// as such: a zstd window over 8 MiB, large-window brotli. Its headers say
+/// so; one that cannot be inspected is left to decoding to report.
+pub fn browsers_accept(coding: Coding, sibling: &Path) -> Result<(), String> {
+    if coding == Coding::Gzip {
+        return Ok(());
+    }
+    let f = File::open(sibling).map_err(|e| format!("cannot open: {e}"))?;
+    let len = f.metadata().map_err(|e| format!("cannot stat: {e}"))?.len();
+    match inspect(coding, &f, len).map(|facts| facts.browser_refusal(coding)) {
+        Ok(Some(why)) => Err(format!("{why}: browsers refuse it")),
+        _ => Ok(()),
+    }
 }
 
 /// Decodes a sibling to the end; returns the decoded length.
@@ -165,6 +180,39 @@ mod tests {
             assert!(matches(c, &sib, &orig).is_err());
             fs::write(&sib, b"garbage garbage").unwrap();
             assert!(decodes(c, &sib).is_err());
+            assert!(browsers_accept(c, &sib).is_ok(), "left to decoding");
         }
+    }
+
+    #[test]
+    fn browsers_refuse_wide_zstd_and_large_window_brotli() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..50_000u32).map(|i| (i % 89) as u8).collect();
+        let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        e.window_log(24).unwrap();
+        io::Write::write_all(&mut e, &data).unwrap();
+        let wide = d.path().join("a.zst");
+        fs::write(&wide, e.finish().unwrap()).unwrap();
+        let why = browsers_accept(Coding::Zstd, &wide).unwrap_err();
+        assert!(why.contains("16 MiB"), "{why}");
+        let p = brotli::enc::BrotliEncoderParams {
+            large_window: true,
+            lgwin: 24,
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        brotli::BrotliCompress(&mut &data[..], &mut out, &p).unwrap();
+        let lw = d.path().join("a.br");
+        fs::write(&lw, out).unwrap();
+        assert!(browsers_accept(Coding::Br, &lw)
+            .unwrap_err()
+            .contains("large-window"));
+        let fine = d.path().join("b.zst");
+        fs::write(
+            &fine,
+            encode_vec(Coding::Zstd, &Levels::default(), &data).unwrap(),
+        )
+        .unwrap();
+        assert!(browsers_accept(Coding::Zstd, &fine).is_ok());
     }
 }

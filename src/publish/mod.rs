@@ -599,6 +599,9 @@ fn verify_one(coding: Coding, sib: &Path, orig: &Path) -> Verdict {
         Ok(m) => m,
         Err(e) => return Verdict::Bad(format!("cannot stat: {e}")),
     };
+    if let Err(why) = check::browsers_accept(coding, sib) {
+        return Verdict::Bad(why);
+    }
     match fs::metadata(orig) {
         Ok(om) if om.is_file() => {
             if modified(&sm) < modified(&om) {
@@ -621,7 +624,8 @@ fn verify_one(coding: Coding, sib: &Path, orig: &Path) -> Verdict {
 }
 
 /// Runs `verify` over `paths`: every sibling must decode completely and
-/// match its original when that exists, and must not be older than it.
+/// match its original when that exists, must not be older than it, and
+/// must be decodable by browsers (zstd window, no large-window brotli).
 pub fn verify(paths: &[PathBuf], follow_symlinks: bool, report: Report) -> VerifySummary {
     let start = Instant::now();
     let mut filter = Filter::default();

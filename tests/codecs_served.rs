@@ -1,0 +1,420 @@
+//! Valid but unusual siblings, made by the real `gzip`, `zstd`, `pzstd` and
+//! `brotli` tools, served by real Apache: multi-member gzip, multi-frame and
+//! skippable-first zstd on the decompress path; zstd windows over 8 MiB and
+//! large-window brotli, which browsers refuse, never sent as such; a corrupt
+//! sibling giving way to the next; absurd zstd content sizes; the 8 MiB
+//! decompression memory limit; and `gzip-disk-ng verify` on such siblings.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// Runs `prog args` with `input` on stdin; returns its stdout.
+fn tool(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let mut child = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{prog}: {e}"));
+    let mut stdin = child.stdin.take().expect("stdin");
+    let data = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&data));
+    let out = child.wait_with_output().expect("wait");
+    writer.join().expect("join").expect("write stdin");
+    assert!(out.status.success(), "{prog} {args:?} failed");
+    out.stdout
+}
+
+/// Runs `prog args FILE` on a file holding `input` (so the tool knows the
+/// size, as when compressing a published file); returns its stdout.
+fn tool_on_file(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("in");
+    fs::write(&p, input).expect("write");
+    let mut all: Vec<&str> = args.to_vec();
+    let ps = p.to_str().expect("utf-8 path");
+    all.push(ps);
+    tool(prog, &all, b"")
+}
+
+/// Writes a sibling with an mtime in the past, like `publish`.
+fn put(dir: &Path, name: &str, data: &[u8]) {
+    let p = dir.join(name);
+    fs::write(&p, data).expect("write");
+    set_mtime(
+        &p,
+        std::time::SystemTime::now() - std::time::Duration::from_secs(100),
+    );
+}
+
+/// One child process: what the module remembers per file version (a
+/// learned length, a logged verdict) is per process.
+fn one_child() -> Options {
+    Options {
+        server: "ServerLimit 1\nMaxRequestWorkers 16\nMinSpareThreads 1\nMaxSpareThreads 16".into(),
+        ..Default::default()
+    }
+}
+
+/// Module log lines mentioning `what`.
+fn lines_about(a: &Apache, what: &str) -> Vec<String> {
+    a.module_log()
+        .into_iter()
+        .filter(|l| l.contains(what))
+        .collect()
+}
+
+/// Whether the access log's last line ends with `what`, waiting a little:
+/// Apache logs after the response has gone out.
+fn last_access_ends_with(a: &Apache, what: &str) -> bool {
+    for _ in 0..40 {
+        if a.access_log().ends_with(&format!("{what}\n")) {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    false
+}
+
+/// The zstd frame window from a frame header at `f` (RFC 8878 3.1.1.1.2).
+fn zstd_window(f: &[u8]) -> u64 {
+    assert_eq!(f[..4], [0x28, 0xb5, 0x2f, 0xfd]);
+    assert_eq!(f[4] & 0x20, 0, "single-segment frame");
+    let wd = f[5];
+    let base = 1u64 << (10 + (wd >> 3));
+    base + base / 8 * u64::from(wd & 7)
+}
+
+#[test]
+fn multi_member_gzip_is_served_whole() {
+    let (a1, b1) = (page(20_000, 1), page(15_000, 2));
+    let (a2, b2) = (page(300_000, 3), page(200_000, 4));
+    let small = [a1.clone(), b1.clone()].concat();
+    let big = [a2.clone(), b2.clone()].concat();
+    let a = Apache::start(one_child(), |d| {
+        let cat = |x: &[u8], y: &[u8]| {
+            [
+                tool("gzip", &["-9", "-c"], x),
+                tool("gzip", &["-1", "-c"], y),
+            ]
+            .concat()
+        };
+        put(d, "small.html.gz", &cat(&a1, &b1));
+        put(d, "big.html.gz", &cat(&a2, &b2));
+    });
+    // Fits in the first decoded chunk: exact length.
+    let r = a.get("/small.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert_eq!(r.body, small);
+    assert_eq!(r.header("Content-Length"), Some("35000"));
+    // Longer: streamed without a length, chunked on HTTP/1.1 ...
+    let r = a.get("/big.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == big, "body of {} bytes", r.body.len());
+    assert_eq!(r.header("Content-Length"), None);
+    assert_eq!(r.header("Transfer-Encoding"), Some("chunked"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
+    // ... until one complete decode has established it.
+    let r = a.get("/big.html", None);
+    assert_eq!(r.header("Content-Length"), Some("500000"));
+    assert!(r.body == big);
+    let h = a.request("/big.html", &["-I"]);
+    assert_eq!(h.header("Content-Length"), Some("500000"));
+    let h2 = a.request("/big.html", &["--http2-prior-knowledge"]);
+    assert_eq!((h2.http_version.as_str(), h2.exit), ("HTTP/2", 0));
+    assert!(h2.body == big);
+    assert!(a.access_log().contains("gzip decompressed"));
+    assert_eq!(lines_about(&a, ":error]"), Vec::<String>::new());
+    a.assert_no_crash();
+}
+
+#[test]
+fn multi_frame_and_skippable_first_zstd_are_served_whole() {
+    let (x, y) = (page(150_000, 5), page(90_000, 6));
+    let both = [x.clone(), y.clone()].concat();
+    let piped = page(200_000, 7);
+    let a = Apache::start(one_child(), |d| {
+        let frames = [
+            tool_on_file("zstd", &["-q", "-19", "-c"], &x),
+            tool_on_file("zstd", &["-q", "-3", "-c"], &y),
+        ]
+        .concat();
+        put(d, "frames.html.zst", &frames);
+        let p = tool_on_file("pzstd", &["-q", "-p", "2", "-c"], &both);
+        assert_eq!(p[..4], [0x50, 0x2a, 0x4d, 0x18], "pzstd starts skippable");
+        put(d, "pzstd.html.zst", &p);
+        // From a pipe: no content size in the frames.
+        let no_size = [
+            tool("zstd", &["-q", "-c"], &piped[..100_000]),
+            tool("zstd", &["-q", "-c"], &piped[100_000..]),
+        ]
+        .concat();
+        put(d, "piped.html.zst", &no_size);
+    });
+    // Every frame declares its size: the sum is certain.
+    let r = a.get("/frames.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == both, "frames: {} bytes", r.body.len());
+    assert_eq!(r.header("Content-Length"), Some("240000"));
+    let r = a.get("/pzstd.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == both, "pzstd: {} bytes", r.body.len());
+    let r = a.get("/piped.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == piped, "piped: {} bytes", r.body.len());
+    assert_eq!(r.header("Content-Length"), None);
+    assert_eq!(
+        a.get("/piped.html", None).header("Content-Length"),
+        Some("200000")
+    );
+    // HTTP/2 too.
+    let h2 = a.request("/pzstd.html", &["--http2-prior-knowledge"]);
+    assert_eq!((h2.http_version.as_str(), h2.exit), ("HTTP/2", 0));
+    assert!(h2.body == both);
+    assert!(a.access_log().contains("zstd decompressed"));
+    assert_eq!(lines_about(&a, ":error]"), Vec::<String>::new());
+    a.assert_no_crash();
+}
+
+#[test]
+fn zstd_window_over_8_mib_is_never_sent_and_gzip_is_decoded() {
+    let data = page(300_000, 8);
+    let a = Apache::start(one_child(), |d| {
+        // A pipe of unknown size keeps the 32 MiB window in the header.
+        let big = tool("zstd", &["-q", "-3", "--long=25", "-c"], &data);
+        assert_eq!(zstd_window(&big), 32 << 20);
+        put(d, "wide.html.zst", &big);
+        put(d, "wide.html.gz", &gzip(&data));
+        fs::write(d.join("orig.html"), &data).unwrap();
+        put(d, "orig.html.zst", &big);
+        set_mtime(
+            &d.join("orig.html"),
+            std::time::SystemTime::now() - std::time::Duration::from_secs(200),
+        );
+        put(d, "alone.html.zst", &big);
+    });
+    // Decompress path: the gzip sibling, not a 500.
+    let r = a.get("/wide.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == data);
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
+    assert!(last_access_ends_with(&a, "gzip decompressed"));
+    // Precompressed path: the next acceptable coding, or the original.
+    for _ in 0..3 {
+        let r = a.get("/wide.html", Some("zstd, gzip"));
+        assert_eq!(r.header("Content-Encoding"), Some("gzip"));
+        assert_eq!(r.body, gzip(&data));
+        let r = a.get("/orig.html", Some("zstd"));
+        assert_eq!(r.status, 200);
+        assert_eq!(r.header("Content-Encoding"), None);
+        assert!(r.body == data);
+    }
+    // Only such a sibling: it cannot be decoded within 8 MiB either.
+    let r = a.get("/alone.html", None);
+    assert_eq!(r.status, 500);
+    let r = a.get("/alone.html", Some("zstd"));
+    assert_eq!(r.status, 500);
+    // Why, once per file version.
+    for f in ["wide.html.zst", "orig.html.zst", "alone.html.zst"] {
+        let l = lines_about(&a, f);
+        let info: Vec<_> = l.iter().filter(|l| l.contains(":info]")).collect();
+        assert_eq!(info.len(), 1, "{f}: {l:#?}");
+        assert!(info[0].contains("window"), "{}", info[0]);
+    }
+    let err = lines_about(&a, "alone.html");
+    assert_eq!(
+        err.iter().filter(|l| l.contains(":error]")).count(),
+        2,
+        "{err:#?}"
+    );
+    a.assert_no_crash();
+}
+
+#[test]
+fn large_window_brotli_is_never_sent_as_br() {
+    let data = page(100_000, 9);
+    let a = Apache::start(one_child(), |d| {
+        let lw = tool_on_file("brotli", &["-c", "--large_window=25"], &data);
+        // The large-window marker: WBITS code 0010001 (RFC 7932 extension).
+        assert_eq!(lw[0] & 0x7f, 0x11, "large-window header");
+        put(d, "lw.html.br", &lw);
+        put(d, "lw.html.gz", &gzip(&data));
+        fs::write(d.join("lworig.html"), &data).unwrap();
+        set_mtime(
+            &d.join("lworig.html"),
+            std::time::SystemTime::now() - std::time::Duration::from_secs(200),
+        );
+        put(d, "lworig.html.br", &lw);
+    });
+    for _ in 0..2 {
+        let r = a.get("/lw.html", Some("br, gzip"));
+        assert_eq!(r.header("Content-Encoding"), Some("gzip"));
+        assert_eq!(r.body, gzip(&data));
+        let r = a.get("/lw.html", Some("br"));
+        assert_eq!((r.status, r.exit), (200, 0));
+        assert_eq!(r.header("Content-Encoding"), None);
+        assert!(r.body == data);
+        let r = a.get("/lworig.html", Some("br"));
+        assert_eq!(r.header("Content-Encoding"), None);
+        assert!(r.body == data);
+    }
+    for f in ["lw.html.br", "lworig.html.br"] {
+        let l = lines_about(&a, f);
+        assert_eq!(l.len(), 1, "{f}: {l:#?}");
+        assert!(
+            l[0].contains(":info]") && l[0].contains("large-window"),
+            "{l:?}"
+        );
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn undecodable_sibling_gives_way_to_the_next() {
+    let data = page(20_000, 10);
+    let a = Apache::start(Options::default(), |d| {
+        let mut z = tool_on_file("zstd", &["-q", "-19", "-c"], &data);
+        let mid = z.len() / 2;
+        for b in &mut z[mid..mid + 16] {
+            *b ^= 0x55;
+        }
+        put(d, "bad.html.zst", &z);
+        put(d, "bad.html.gz", &gzip(&data));
+        put(d, "worse.html.zst", &z);
+        put(d, "worse.html.gz", &gzip(&data)[..3000]);
+    });
+    let r = a.get("/bad.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == data);
+    assert!(last_access_ends_with(&a, "gzip decompressed"));
+    let l = a.module_log();
+    assert_eq!(l.len(), 1, "{l:#?}");
+    assert!(l[0].contains(":error]") && l[0].contains("bad.html.zst"));
+    // Both siblings bad: 500, one line for each.
+    let r = a.get("/worse.html", None);
+    assert_eq!(r.status, 500);
+    assert!(last_access_ends_with(&a, "500 error"));
+    let l = lines_about(&a, "worse.html");
+    assert_eq!(l.len(), 2, "{l:#?}");
+    assert!(l[0].contains("worse.html.zst") && l[1].contains("worse.html.gz"));
+    // Precompressed, the bytes go out as they are, as core would send them.
+    let z = fs::read(a.docroot.join("worse.html.zst")).unwrap();
+    for _ in 0..2 {
+        let r = a.get("/worse.html", Some("zstd"));
+        assert_eq!(r.header("Content-Encoding"), Some("zstd"));
+        assert_eq!(r.body, z);
+    }
+    assert_eq!(lines_about(&a, "worse.html").len(), 2);
+    a.assert_no_crash();
+}
+
+#[test]
+fn absurd_zstd_content_size_is_not_a_content_length() {
+    let data = page(200_000, 11);
+    let a = Apache::start(Options::default(), |d| {
+        // A frame without content size, checksum or dictionary: magic, a
+        // zero descriptor, the window byte, then blocks. Re-declare the
+        // size as 2^63 + 5 in an 8-byte field.
+        let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
+        e.include_contentsize(false).unwrap();
+        e.include_checksum(false).unwrap();
+        e.window_log(20).unwrap();
+        e.write_all(&data).unwrap();
+        let z = e.finish().unwrap();
+        assert_eq!(z[4], 0, "plain descriptor");
+        let mut odd = vec![0x28, 0xb5, 0x2f, 0xfd, 0xc0, z[5]];
+        odd.extend_from_slice(&((1u64 << 63) + 5).to_le_bytes());
+        odd.extend_from_slice(&z[6..]);
+        put(d, "absurd.html.zst", &odd);
+    });
+    // curl rejects a negative Content-Length (exit 8).
+    let h = a.request("/absurd.html", &["-I"]);
+    assert_eq!((h.status, h.exit), (200, 0));
+    assert_eq!(h.header("Content-Length"), None);
+    // The decoder holds the frame to its declared size: the transfer is
+    // cut short, never completed with a wrong body.
+    let r = a.get("/absurd.html", None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Length"), None);
+    assert_ne!(r.exit, 0);
+    assert!(r.body.len() >= 65_536 && data.starts_with(&r.body));
+    a.assert_no_crash();
+}
+
+#[test]
+fn brotli_window_over_8_mib_is_not_decoded() {
+    let data = page(100_000, 12);
+    let a = Apache::start(Options::default(), |d| {
+        let w24 = tool_on_file("brotli", &["-c", "-w", "24"], &data);
+        let w23 = tool_on_file("brotli", &["-c", "-w", "23"], &data);
+        // WBITS 24 and 23 (RFC 7932 9.1).
+        assert_eq!((w24[0] & 0x0f, w23[0] & 0x0f), (0x0f, 0x0d));
+        put(d, "w24.html.br", &w24);
+        put(d, "w23.html.br", &w23);
+    });
+    let r = a.get("/w23.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == data);
+    let r = a.get("/w24.html", None);
+    assert_eq!(r.status, 500);
+    let l = lines_about(&a, "w24.html");
+    let err: Vec<_> = l.iter().filter(|l| l.contains(":error]")).collect();
+    assert_eq!(err.len(), 1, "{l:#?}");
+    assert!(err[0].contains("8 MiB"), "{l:#?}");
+    assert!(
+        l.iter()
+            .any(|l| l.contains("w24.html.br") && l.contains("16 MiB")),
+        "{l:#?}"
+    );
+    // Browsers accept a 16 MiB brotli window: sent as is.
+    let r = a.get("/w24.html", Some("br"));
+    assert_eq!(r.header("Content-Encoding"), Some("br"));
+    a.assert_no_crash();
+}
+
+#[test]
+fn verify_reports_siblings_browsers_refuse() {
+    let bin = env!("CARGO_BIN_EXE_gzip-disk-ng");
+    let d = tempfile::tempdir().unwrap();
+    let data = page(50_000, 13);
+    fs::write(d.path().join("ok.html"), &data).unwrap();
+    fs::write(
+        d.path().join("ok.html.zst"),
+        tool_on_file("zstd", &["-q", "-c"], &data),
+    )
+    .unwrap();
+    let run = || {
+        Command::new(bin)
+            .arg("verify")
+            .arg(d.path())
+            .output()
+            .expect("run verify")
+    };
+    assert!(run().status.success(), "clean tree");
+    fs::write(
+        d.path().join("wide.html.zst"),
+        tool("zstd", &["-q", "--long=25", "-c"], &data),
+    )
+    .unwrap();
+    fs::write(
+        d.path().join("lw.html.br"),
+        tool_on_file("brotli", &["-c", "--large_window=25"], &data),
+    )
+    .unwrap();
+    let out = run();
+    assert_eq!(out.status.code(), Some(1));
+    let text =
+        String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    let wide: Vec<_> = text
+        .lines()
+        .filter(|l| l.contains("wide.html.zst"))
+        .collect();
+    assert!(wide.iter().any(|l| l.contains("window")), "{text}");
+    let lw: Vec<_> = text.lines().filter(|l| l.contains("lw.html.br")).collect();
+    assert!(lw.iter().any(|l| l.contains("large-window")), "{text}");
+}
