@@ -2,8 +2,8 @@
 # Deterministic per-request cost: instructions inside ap_process_async_request
 # under callgrind (Apache in -X mode), for the module's precompressed path
 # against core's handler serving the same .gz bytes, plus the decompress
-# path against mod_deflate's INFLATE. Steady requests: the cost of one
-# request is subtracted from that of N+1.
+# path against mod_deflate's INFLATE. N steady requests each: the first
+# request after start-up is not counted.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc valgrind
 build
@@ -66,32 +66,31 @@ CONF
 } >"$WORK/httpd.conf"
 
 measure() { # path accept-encoding -> instructions per steady request
-    # The first request fills per-file-version caches and lazy set-up: the
-    # cost of 1 request is taken from the cost of N+1.
-    local one all
-    one=$(measure_total "$1" "$2" 1)
-    all=$(measure_total "$1" "$2" $((N + 1)))
-    echo $(( (all - one) / N ))
-}
-
-measure_total() { # path accept-encoding count -> instructions in all requests
-    local path="$1" ae="$2" count="$3" out="$WORK/out/cg.$RANDOM"
+    local path="$1" ae="$2" out="$WORK/out/cg.$RANDOM"
     # Created now, it stays writable after Apache drops privileges.
     install -m 666 /dev/null "$out"
     [ "$(id -u)" -eq 0 ] && chown nobody "$out"
+    # A dump before each request: out.1 is empty, out.2 the readiness
+    # probe, out.3 the first request (per-file-version caches, lazy
+    # set-up), out.4 on and the final dump the N steady requests counted.
     valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='ap_process_async_request' \
+        --dump-before='ap_process_async_request' \
         /usr/sbin/apache2 -X -d "$WORK" -f "$WORK/httpd.conf" >"$WORK/vg.log" 2>&1 &
     local vg=$!
     for _ in $(seq 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.2; done
     local urls=()
-    for _ in $(seq "$count"); do urls+=("http://127.0.0.1:$PORT$path"); done
-    curl -s -H "Accept-Encoding: $ae" "${urls[@]}" >/dev/null
+    for _ in $(seq $((N + 1))); do urls+=("http://127.0.0.1:$PORT$path" -o /dev/null); done
+    curl -s -H "Accept-Encoding: $ae" "${urls[@]}"
     kill -TERM "$(cat "$WORK/httpd.pid")"
     wait "$vg" 2>/dev/null || true
-    local total
-    total="$(grep -m1 '^summary:' "$out" | awk '{print $2}')"
-    [ -n "$total" ] || total="$(grep -m1 '^totals:' "$out" | awk '{print $2}')"
-    echo "$total"
+    local f total=0 n=0
+    for f in "$out" "$out".*; do
+        case "$f" in "$out".1 | "$out".2 | "$out".3) continue ;; esac
+        total=$((total + $(awk '/^(summary|totals):/ { print $2; exit }' "$f")))
+        n=$((n + 1))
+    done
+    [ "$n" -eq "$N" ] || { echo "callgrind: $n dumps for $N requests" >&2; exit 1; }
+    echo $((total / N))
 }
 
 core=$(measure "/core/$n.gz" "gzip")
