@@ -627,7 +627,7 @@ fn tool_brotli_is_padded_over_http1_and_h2c() {
     for (i, orig) in pages.iter().enumerate() {
         let path = format!("/content/t{i}.html");
         let sib = fs::read(a.docroot.join(format!("content/t{i}.html.br"))).unwrap();
-        unaligned += usize::from(br_data_end(&sib) % 8 != 0);
+        unaligned += usize::from(!br_data_end(&sib).is_multiple_of(8));
         for proto in [&["--http1.1"][..], &["--http2-prior-knowledge"][..]] {
             let ae = ["-H", "Accept-Encoding: br"];
             let r = a.request(&path, &[proto, &ae[..]].concat());
