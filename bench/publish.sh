@@ -68,3 +68,10 @@ tail -n 8 "$WORK/tool.log"
 echo "--- rerun summary"
 tail -n 8 "$WORK/tool2.log"
 "$BIN" verify --quiet "$WORK/tool" | tail -n 2
+# .br files the module can pad (an empty last meta-block at any bit).
+if /usr/bin/python3 -c 'import brotli' 2>/dev/null; then
+    printf 'brotli endings, tool: '
+    bench/brotli_endings.py "$WORK/tool" <"$WORK/list"
+    printf 'brotli endings, cli:  '
+    bench/brotli_endings.py "$WORK/cli" <"$WORK/list"
+fi

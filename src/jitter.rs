@@ -5,9 +5,11 @@
 //! and `tail` are built in memory:
 //! - gzip: the member header rewritten with the padding in FCOMMENT;
 //! - zstd: a skippable frame appended after the data;
-//! - brotli: a metadata meta-block inserted before the final byte-aligned
-//!   empty last meta-block (`0x03`). A final `0x03` can also occur by
-//!   chance inside other encoders' last meta-block, so a stream qualifies
+//! - brotli: a metadata meta-block inserted before the final empty last
+//!   meta-block, at whatever bit it starts: the file goes out up to the
+//!   byte holding the data's last bits, and that byte is rebuilt in memory
+//!   with the block's header after them. The same final bits can occur by
+//!   chance inside a last meta-block holding data, so a stream qualifies
 //!   only once `prove_brotli` has decoded it with the block inserted.
 //!
 //! The padding length is keyed (HMAC-SHA256 with a server secret): an
@@ -127,10 +129,11 @@ impl Splice {
 pub enum NoJitter {
     /// The gzip header is malformed or longer than the bytes read.
     GzipHeader,
-    /// The brotli stream does not end in `0x03`.
+    /// The brotli stream's last two set bits do not look like an empty
+    /// last meta-block (ISLAST, ISLASTEMPTY, then zero fill).
     BrotliEnding,
-    /// The brotli stream ends in `0x03`, but not in a byte-aligned empty
-    /// last meta-block: with padding before it, it would not decode alike.
+    /// The brotli stream's end looks like an empty last meta-block but is
+    /// not one: with padding before it, it would not decode alike.
     BrotliUnproven,
     /// The brotli stream decodes to more than `BROTLI_PROOF_MAX` bytes, so
     /// it is not proved.
@@ -267,20 +270,18 @@ impl Bits {
     }
 }
 
-/// A byte-aligned brotli metadata meta-block carrying `data` (RFC 7932
-/// §9.2: ISLAST=0, MNIBBLES=0, MSKIPLEN bytes skipped by decoders).
-/// `data` must be 1..=16 MiB; longer data is cut.
-pub fn brotli_metadata_block(data: &[u8]) -> Vec<u8> {
-    let data = &data[..data.len().min(1 << 24)];
-    let mut b = Bits::new();
+/// Writes a metadata meta-block header (RFC 7932 §9.2: ISLAST=0,
+/// MNIBBLES code 3 meaning metadata, reserved 0, MSKIPBYTES, MSKIPLEN-1)
+/// announcing `len` (0..=16 MiB) skipped bytes.
+fn metadata_header(b: &mut Bits, len: usize) {
     b.put(0, 1); // ISLAST
-    b.put(3, 2); // MNIBBLES = 0: metadata
+    b.put(3, 2); // MNIBBLES code 3: metadata
     b.put(0, 1); // reserved
-    if data.is_empty() {
+    if len == 0 {
         b.put(0, 2); // MSKIPBYTES = 0
-        return b.finish();
+        return;
     }
-    let skip = (data.len() - 1) as u32;
+    let skip = (len - 1) as u32;
     let bytes = if skip < 1 << 8 {
         1
     } else if skip < 1 << 16 {
@@ -290,6 +291,14 @@ pub fn brotli_metadata_block(data: &[u8]) -> Vec<u8> {
     };
     b.put(bytes, 2);
     b.put(skip, 8 * bytes);
+}
+
+/// A byte-aligned brotli metadata meta-block carrying `data`, which must
+/// be at most 16 MiB; longer data is cut.
+pub fn brotli_metadata_block(data: &[u8]) -> Vec<u8> {
+    let data = &data[..data.len().min(1 << 24)];
+    let mut b = Bits::new();
+    metadata_header(&mut b, data.len());
     let mut out = b.finish();
     out.extend_from_slice(data);
     out
@@ -299,28 +308,106 @@ pub fn brotli_metadata_block(data: &[u8]) -> Vec<u8> {
 /// brotli stream ends when it was flushed before being finished.
 pub const BROTLI_LAST: u8 = 0x03;
 
-/// Bytes of a brotli file's end that `splice` needs.
+/// Bytes of a brotli file's end that `splice` needs: the final empty last
+/// meta-block's two bits may straddle two bytes.
 pub fn brotli_tail_len() -> usize {
-    1
+    2
 }
 
-/// Inserts the padding block before the final `0x03`. Valid only for a
-/// stream `prove_brotli` accepted.
-fn brotli_splice(tail: &[u8], file_len: u64, pad: usize) -> Result<Splice, NoJitter> {
-    if file_len < 2 {
+/// Where the data ends (a bit count from the stream's start) in a stream
+/// whose last meta-block is empty, at any bit position. Only zero fill
+/// follows it, so the highest set bit of the last byte is ISLASTEMPTY and
+/// the bit below it must be ISLAST (bits are packed LSB first). `tail`
+/// holds the file's last bytes.
+fn brotli_data_end(tail: &[u8], file_len: u64) -> Result<u64, NoJitter> {
+    let t = &tail[tail.len().saturating_sub(2)..];
+    let (&last, before) = t.split_last().ok_or(NoJitter::TooShort)?;
+    if file_len == 0 {
         return Err(NoJitter::TooShort);
     }
-    if tail.last() != Some(&BROTLI_LAST) {
+    if last == 0 {
         return Err(NoJitter::BrotliEnding);
     }
-    let mut block = brotli_metadata_block(&padding(pad));
-    block.push(BROTLI_LAST);
+    let top = 7 - last.leading_zeros(); // ISLASTEMPTY, in the last byte
+    let islast = match top {
+        0 if file_len >= 2 => before.last().ok_or(NoJitter::TooShort)? >> 7,
+        0 => return Err(NoJitter::TooShort),
+        _ => last >> (top - 1),
+    };
+    if islast & 1 == 0 {
+        return Err(NoJitter::BrotliEnding);
+    }
+    let q = (file_len - 1).checked_mul(8).ok_or(NoJitter::TooShort)? + u64::from(top);
+    Ok(q - 1)
+}
+
+/// Inserts the padding block where the data ends, before the final empty
+/// last meta-block: the file goes out up to the byte holding the data's
+/// last bits; that byte's data bits, the block's header, zero fill, the
+/// padding and a byte-aligned `0x03` are built here. Valid only for a
+/// stream `prove_brotli` accepted.
+fn brotli_splice(tail: &[u8], file_len: u64, pad: usize) -> Result<Splice, NoJitter> {
+    let end = brotli_data_end(tail, file_len)?;
+    let (whole, part) = (end / 8, (end % 8) as u32);
+    let mut b = Bits::new();
+    if part > 0 {
+        // `whole` is one of the last two bytes (`brotli_data_end` read them).
+        let back = usize::try_from(file_len - whole).map_err(|_| NoJitter::TooShort)?;
+        let byte = tail
+            .len()
+            .checked_sub(back)
+            .and_then(|i| tail.get(i))
+            .ok_or(NoJitter::TooShort)?;
+        b.put(u32::from(*byte), part);
+    }
+    let data = padding(pad.min(1 << 24));
+    metadata_header(&mut b, data.len());
+    let mut out = b.finish();
+    out.extend_from_slice(&data);
+    out.push(BROTLI_LAST);
     Ok(Splice {
         head: Vec::new(),
         start: 0,
-        end: file_len - 1,
-        tail: block,
+        end: whole,
+        tail: out,
     })
+}
+
+/// Bytes of a flushed-then-finished stream's end that
+/// `brotli_unaligned_ending` rewrites: the 6-bit alignment block spans at
+/// most two bytes, then comes `0x03`.
+pub const BROTLI_FLUSHED_TAIL: usize = 3;
+
+/// The 6-bit empty metadata block a flush writes to byte-align the stream,
+/// as a value read LSB first: ISLAST=0, MNIBBLES code 3, reserved 0,
+/// MSKIPBYTES=0.
+const ALIGNMENT_BLOCK: u32 = 0b00_0110;
+
+/// Rewrites the end of a flushed-then-finished brotli stream (`tail`, its
+/// last `BROTLI_FLUSHED_TAIL` bytes, or all of a shorter stream) without
+/// the alignment block and the byte-aligned `0x03`: the data is followed
+/// directly by ISLAST=1, ISLASTEMPTY=1 and zero fill, which saves a byte
+/// or two. The result replaces all of `tail`. `None` if the stream does
+/// not end in exactly [alignment block][zero fill][`0x03`]. The pattern
+/// can occur by chance in data bits, so the caller must check by decoding.
+pub fn brotli_unaligned_ending(tail: &[u8]) -> Option<Vec<u8>> {
+    let t = &tail[tail.len().saturating_sub(BROTLI_FLUSHED_TAIL)..];
+    let (&last, s) = t.split_last()?;
+    if last != BROTLI_LAST {
+        return None;
+    }
+    let word = s.iter().rev().fold(0u32, |w, &b| w << 8 | u32::from(b));
+    let bits = 8 * s.len() as u32;
+    // The highest set bit is MNIBBLES' second bit: the block starts 2 below.
+    let start = word.checked_ilog2()?.checked_sub(2)?;
+    let ends_in_last_byte = start + 6 <= bits && start + 6 > bits.saturating_sub(8);
+    if (word >> start) & 0x3f != ALIGNMENT_BLOCK || !ends_in_last_byte {
+        return None;
+    }
+    let data = word & ((1u32 << start) - 1);
+    let out = data | 0b11 << start; // ISLAST, ISLASTEMPTY
+    let len = (start as usize + 2).div_ceil(8);
+    Some(out.to_le_bytes()[..len].to_vec())
 }
 
 /// Largest decoded size `prove_brotli` reads (twice), bounding its cost;
@@ -328,31 +415,24 @@ fn brotli_splice(tail: &[u8], file_len: u64, pad: usize) -> Result<Splice, NoJit
 pub const BROTLI_PROOF_MAX: u64 = 64 << 20;
 
 /// Proves that a `size`-byte brotli stream (`open(offset)` reads it from
-/// `offset`) ending in `0x03` may carry padding: with a metadata block
-/// inserted before that byte it still decodes, completely and to the same
-/// bytes. This holds exactly when the bytes before the `0x03` end on a
-/// meta-block boundary, which only decoding can tell; the result holds for
-/// every padding length, since decoders skip metadata blocks alike.
-/// `limit` bounds the decoded size (`BROTLI_PROOF_MAX` in the module).
+/// `offset`) whose final bits look like an empty last meta-block may carry
+/// padding: spliced as `splice` would, it still decodes, completely and
+/// to the same bytes. This holds exactly when the bits before those two
+/// end on a meta-block boundary, which only decoding can tell; the result
+/// holds for every padding length, since decoders skip metadata blocks
+/// alike. `limit` bounds the decoded size (`BROTLI_PROOF_MAX` here).
 pub fn prove_brotli<R: Read>(
     mut open: impl FnMut(u64) -> R,
     size: u64,
     limit: u64,
 ) -> Result<(), NoJitter> {
-    if size < 2 {
-        return Err(NoJitter::TooShort);
-    }
-    let mut last = [0u8; 1];
-    open(size - 1)
-        .read_exact(&mut last)
-        .map_err(|_| NoJitter::Io)?;
-    if last[0] != BROTLI_LAST {
-        return Err(NoJitter::BrotliEnding);
-    }
+    let n = size.min(2);
+    let mut tail = [0u8; 2];
+    let tail = &mut tail[..n as usize];
+    open(size - n).read_exact(tail).map_err(|_| NoJitter::Io)?;
+    let s = brotli_splice(tail, size, 1)?;
     let plain = brotli_digest(open(0).take(size), limit)?;
-    let mut block = brotli_metadata_block(&padding(1));
-    block.push(BROTLI_LAST);
-    let spliced = brotli_digest(open(0).take(size - 1).chain(&block[..]), limit)?;
+    let spliced = brotli_digest(open(0).take(s.end).chain(&s.tail[..]), limit)?;
     if plain == spliced {
         Ok(())
     } else {
@@ -547,7 +627,7 @@ mod tests {
     }
 
     #[test]
-    fn brotli_proof_refuses_a_final_0x03_inside_the_last_block() {
+    fn brotli_proof_refuses_endings_that_only_look_empty() {
         let mut found = 0;
         let base = sample();
         for seed in 0..4000u32 {
@@ -556,38 +636,41 @@ mod tests {
                 .map(|b| b ^ (seed as u8))
                 .collect();
             let b = br_one_shot(&d, 5);
-            let tail = &b[b.len() - 1..];
-            if b.last() != Some(&BROTLI_LAST) {
-                assert_eq!(
-                    splice(Coding::Br, &[], tail, b.len() as u64, 4),
-                    Err(NoJitter::BrotliEnding)
-                );
+            let tail = &b[b.len() - 2..];
+            let Ok(s) = splice(Coding::Br, &[], tail, b.len() as u64, 4) else {
                 continue;
-            }
+            };
             if prove(&b) == Err(NoJitter::BrotliUnproven) {
                 found += 1;
                 // Padding it would indeed break it or change its bytes.
-                let s = splice(Coding::Br, &[], tail, b.len() as u64, 4).unwrap();
                 assert_ne!(decode_all(Coding::Br, &apply(&b, &s)).ok(), Some(d));
                 if found == 3 {
                     return;
                 }
             }
         }
-        panic!("no chance 0x03 ending found ({found})");
+        panic!("no look-alike ending found ({found})");
     }
 
     #[test]
     fn brotli_proof_refuses_corrupt_and_short_streams() {
         let b = br_tool(&sample());
-        assert_eq!(prove(&b[..1]), Err(NoJitter::TooShort));
-        assert_eq!(prove(&b[..b.len() - 1]), Err(NoJitter::BrotliEnding));
+        assert_eq!(prove(&[]), Err(NoJitter::TooShort));
+        assert!(prove(&b[..1]).is_err());
+        assert!(prove(&b[..b.len() - 1]).is_err());
         let mut cut = b[..b.len() / 2].to_vec();
         cut.push(BROTLI_LAST);
         assert_eq!(prove(&cut), Err(NoJitter::BrotliUnproven));
         let mut garbage = vec![0xffu8; 100];
         garbage.push(BROTLI_LAST);
         assert!(prove(&garbage).is_err());
+        let ends = [[0x12, 0x00], [0xff, 0x04], [0x7f, 0x01]];
+        for t in ends {
+            assert_eq!(
+                splice(Coding::Br, &[], &t, 10, 1),
+                Err(NoJitter::BrotliEnding)
+            );
+        }
     }
 
     #[test]
@@ -617,6 +700,214 @@ mod tests {
         assert!((1..=9).contains(&random_len(9, u32::MAX)));
         assert_ne!(k1, k2);
         assert_eq!(format!("{k1:?}"), "Secret(redacted)");
+    }
+
+    /// Streams as the publish tool writes them, at a quality and window cap.
+    fn br_published(data: &[u8], q: u32, lgwin: u32) -> Vec<u8> {
+        let l = crate::publish::encode::Levels {
+            brotli_quality: q,
+            brotli_lgwin: lgwin,
+            ..Default::default()
+        };
+        crate::publish::encode::encode_vec(Coding::Br, &l, data).unwrap()
+    }
+
+    fn rng(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
+    /// Text-like input of random length: words, with some noise bytes.
+    fn random_input(next: &mut impl FnMut() -> u64) -> Vec<u8> {
+        let words: [&[u8]; 6] = [
+            b"<p>", b"apache ", b"module ", b"</p>\n", b"br ", b"jitter ",
+        ];
+        let n = (next() % 3000) as usize;
+        let mut v = Vec::with_capacity(n + 8);
+        while v.len() < n {
+            match next() % 8 {
+                0 => v.push(next() as u8),
+                w => v.extend_from_slice(words[w as usize % words.len()]),
+            }
+        }
+        v
+    }
+
+    /// `brotli ARGS` over `input`; `None` without the CLI.
+    fn brotli_cli(args: &[&str], input: &[u8]) -> Option<Vec<u8>> {
+        use std::process::{Command, Stdio};
+        let mut child = Command::new("brotli")
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .ok()?;
+        let mut stdin = child.stdin.take()?;
+        let input = input.to_vec();
+        let w = std::thread::spawn(move || stdin.write_all(&input));
+        let out = child.wait_with_output().ok()?;
+        w.join().unwrap().unwrap();
+        assert!(out.status.success(), "brotli {args:?} failed");
+        Some(out.stdout)
+    }
+
+    /// Pads a proved stream `b` of `d` by 1..=300 bytes and a few longer
+    /// paddings; each decodes to `d` and has the length the bits predict.
+    fn check_pads(b: &[u8], d: &[u8], what: &str) {
+        let tail = &b[b.len() - 2..];
+        let end = brotli_data_end(tail, b.len() as u64).unwrap();
+        for pad in (1..=300).chain([4000, 65536, 65537, 70_000]) {
+            let s = splice(Coding::Br, &[], tail, b.len() as u64, pad).unwrap();
+            let out = apply(b, &s);
+            let mskip = 1 + usize::from(pad > 256) + usize::from(pad > 65536);
+            let header = (end as usize % 8 + 6 + 8 * mskip).div_ceil(8);
+            assert_eq!(out.len(), end as usize / 8 + header + pad + 1, "{what}");
+            assert_eq!(decode_all(Coding::Br, &out).unwrap(), d, "{what} pad {pad}");
+        }
+    }
+
+    #[test]
+    fn brotli_splice_decodes_at_every_bit_alignment() {
+        let mut next = rng(42);
+        let mut seen = [0u32; 8];
+        let settings = [(11, 24), (9, 18), (5, 16), (1, 10), (0, 22), (11, 10)];
+        for i in 0..120 {
+            let d = random_input(&mut next);
+            let (q, w) = settings[i % settings.len()];
+            let b = br_published(&d, q, w);
+            assert_eq!(prove(&b), Ok(()), "q{q} w{w} len {}", d.len());
+            let end = brotli_data_end(&b[b.len() - 2..], b.len() as u64).unwrap();
+            // 7: ISLAST ends one byte, ISLASTEMPTY starts the next.
+            seen[(end % 8) as usize] += 1;
+            check_pads(&b, &d, &format!("q{q} w{w} #{i}"));
+            if i < 12 {
+                let s = splice(Coding::Br, &[], &b[b.len() - 2..], b.len() as u64, 77).unwrap();
+                if let Some(out) = brotli_cli(&["-dc"], &apply(&b, &s)) {
+                    assert_eq!(out, d, "brotli -dc q{q} w{w}");
+                }
+            }
+        }
+        assert!(
+            seen.iter().all(|&n| n > 0),
+            "data end bit positions {seen:?}"
+        );
+    }
+
+    /// The `brotli` CLI's streams end in a last meta-block holding data,
+    /// unless it is stored (then a byte-aligned `0x03` follows): whatever
+    /// the proof accepts pads correctly, and look-alikes are refused.
+    #[test]
+    fn brotli_cli_streams_are_padded_only_when_proved() {
+        if brotli_cli(&["--version"], b"").is_none() {
+            return;
+        }
+        let mut next = rng(9);
+        let (mut proved, mut refused, mut other) = (0, 0, 0);
+        for i in 0..48 {
+            let d = if i % 4 == 0 {
+                (0..5000 + i * 10).map(|_| next() as u8).collect()
+            } else {
+                random_input(&mut next)
+            };
+            let q = ["11", "9", "5", "1"][i % 4];
+            let b = brotli_cli(&["-c", "-q", q, "-w", "18"], &d).unwrap();
+            match prove(&b) {
+                Ok(()) => {
+                    proved += 1;
+                    check_pads(&b, &d, &format!("cli q{q} #{i}"));
+                }
+                Err(NoJitter::BrotliUnproven) => refused += 1,
+                Err(e) => {
+                    assert_eq!(e, NoJitter::BrotliEnding);
+                    other += 1;
+                }
+            }
+        }
+        assert!(
+            proved >= 12,
+            "{proved} proved, {refused} refused, {other} other"
+        );
+    }
+
+    #[test]
+    fn unaligned_ending_rewrites_exactly_the_alignment_block() {
+        let mut next = rng(3);
+        for p in 0..=10u32 {
+            for _ in 0..50 {
+                let data = (next() as u32) & ((1 << p) - 1);
+                let n = (p as usize + 6).div_ceil(8);
+                let mut flushed = vec![next() as u8; 2 - n]; // earlier stream bytes
+                let word = data | ALIGNMENT_BLOCK << p;
+                flushed.extend_from_slice(&word.to_le_bytes()[..n]);
+                flushed.push(BROTLI_LAST);
+                let mut want = flushed[..2 - n].to_vec();
+                let end = data | 0b11 << p;
+                want.extend_from_slice(&end.to_le_bytes()[..(p as usize + 2).div_ceil(8)]);
+                assert_eq!(brotli_unaligned_ending(&flushed), Some(want), "p {p}");
+            }
+        }
+        for t in [
+            &[][..],
+            &[BROTLI_LAST],
+            &[0x00, BROTLI_LAST],
+            &[0x06, 0x00, BROTLI_LAST], // zero fill a byte too long
+            &[0x07, BROTLI_LAST],       // ISLAST set
+            &[0x16, BROTLI_LAST],       // MSKIPBYTES 1
+            &[0x0e, BROTLI_LAST],       // reserved bit set
+            &[0x06, 0x04],              // no final 0x03
+        ] {
+            assert_eq!(brotli_unaligned_ending(t), None, "{t:x?}");
+        }
+    }
+
+    /// Same settings as the tool, flushed then finished, not rewritten.
+    fn br_flushed(data: &[u8]) -> Vec<u8> {
+        let params = brotli::enc::BrotliEncoderParams {
+            quality: 11,
+            lgwin: crate::publish::encode::brotli_window(data.len() as u64, 24) as i32,
+            size_hint: data.len(),
+            ..Default::default()
+        };
+        let mut out = Vec::new();
+        {
+            let mut w = brotli::CompressorWriter::with_params(&mut out, 4096, &params);
+            w.write_all(data).unwrap();
+            w.flush().unwrap();
+        }
+        out
+    }
+
+    #[test]
+    fn publish_rewrite_decodes_alike_and_saves_the_alignment() {
+        let mut next = rng(11);
+        let (mut rewritten, mut saved) = (0, 0);
+        for i in 0..40 {
+            let d = random_input(&mut next);
+            let (b, f) = (br_published(&d, 11, 24), br_flushed(&d));
+            assert_eq!(decode_all(Coding::Br, &b).unwrap(), d);
+            if let Some(out) = brotli_cli(&["-dc"], &b) {
+                assert_eq!(out, d, "brotli -dc #{i}");
+            }
+            let cut = f.len().saturating_sub(BROTLI_FLUSHED_TAIL);
+            let want = match brotli_unaligned_ending(&f[cut..]) {
+                Some(end) => [&f[..cut], &end[..]].concat(),
+                None => f.clone(),
+            };
+            assert_eq!(b, want, "#{i}");
+            if b != f {
+                rewritten += 1;
+                saved += f.len() - b.len();
+                assert!(f.len() - b.len() <= 2);
+            }
+            // Its end is an empty last meta-block: padding goes before it.
+            assert_eq!(prove(&b), Ok(()), "#{i}");
+        }
+        assert!(rewritten >= 30, "{rewritten} of 40 rewritten");
+        assert!(saved > rewritten, "{saved} bytes saved");
     }
 
     /// Property test: arbitrary bytes never panic, and whatever is accepted
