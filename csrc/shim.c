@@ -8,6 +8,8 @@
 #include "apr_fnmatch.h"
 #include "apr_strings.h"
 #include "shim.h"
+#include <pthread.h>
+#include <string.h>
 
 void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b)
 {
@@ -136,8 +138,9 @@ int gdn_require_may_see_file(void)
     return require_may_see_file;
 }
 
-/* Regex results per thread, remembered by content: the compiled regex,
- * its pattern and the name tried. A section parsed from .htaccess lives
+/* Regex results per process, remembered by content: the compiled regex,
+ * its pattern and the name tried (one lock: requests move between worker
+ * threads, so a per-thread memo would miss on most of them). A section parsed from .htaccess lives
  * in a request pool whose memory is reused, so a hit also requires the
  * same pattern text, which fixes the regex's meaning. Saves the two
  * pcre2 runs per section and request (Debian's own <FilesMatch "^\.ht">
@@ -151,13 +154,15 @@ struct regex_memo {
     char pat[MEMO_PAT];
     char name[MEMO_NAME];
 };
-static __thread struct regex_memo regex_memo[MEMO_SLOTS];
+static struct regex_memo regex_memo[MEMO_SLOTS];
+static pthread_mutex_t regex_memo_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int regex_matches(const core_dir_config *e, const char *name,
                          size_t nl)
 {
     apr_uint32_t h = (apr_uint32_t)nl * 2654435761u;
     struct regex_memo *m;
+    int hit, matches;
     /* A cheap slot index (a miss costs a pcre2 run, never a wrong
      * answer): the length, the last four bytes, the regex. */
     if (nl >= 4) {
@@ -167,16 +172,23 @@ static int regex_matches(const core_dir_config *e, const char *name,
     }
     h ^= (apr_uint32_t)((apr_uintptr_t)e->r >> 4);
     m = &regex_memo[(h ^ (h >> 15)) % MEMO_SLOTS];
-    if (m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d)) {
-        return m->matches;
+    pthread_mutex_lock(&regex_memo_lock);
+    hit = m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d);
+    matches = m->matches;
+    pthread_mutex_unlock(&regex_memo_lock);
+    if (hit) {
+        return matches;
     }
-    m->matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
+    matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
     if (nl < MEMO_NAME && strlen(e->d) < MEMO_PAT) {
+        pthread_mutex_lock(&regex_memo_lock);
         m->r = e->r;
+        m->matches = matches;
         strcpy(m->pat, e->d);
         memcpy(m->name, name, nl + 1);
+        pthread_mutex_unlock(&regex_memo_lock);
     }
-    return m->matches;
+    return matches;
 }
 
 static int section_matches(const core_dir_config *e, const char *name,
