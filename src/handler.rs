@@ -12,8 +12,8 @@ use crate::httpd::{
     OK,
 };
 use crate::jitter;
-use crate::negotiate::Accepted;
-use crate::variant::{self, Inputs, Step};
+use crate::negotiate::{Accepted, Ranked};
+use crate::variant::{self, FileMeta, Inputs, Step};
 use std::collections::{HashMap, HashSet};
 use std::ffi::{c_int, CStr};
 use std::sync::Mutex;
@@ -130,7 +130,7 @@ fn find_siblings<'r>(
     req: &Request<'r>,
     base: &CStr,
     allowed: &[Coding],
-    known: Option<(Coding, Option<Sibling<'r>>)>,
+    known: Lookup<'r>,
 ) -> [Option<Sibling<'r>>; 3] {
     let mut out = [None; 3];
     for &c in allowed {
@@ -172,55 +172,18 @@ pub fn handle(req: &Request<'_>) -> c_int {
     if original_kind == FileKind::Directory {
         return DECLINED;
     }
-    let cfg = req.dir_config();
-    req.allow_get_options();
-    let rc = req.discard_body();
-    if rc != OK {
+    if let Some(rc) = refuse_request(req, filename) {
         return rc;
     }
-    match req.method() {
-        Method::Get => {}
-        Method::Options => return req.send_options(),
-        Method::Invalid => return HTTP_NOT_IMPLEMENTED,
-        Method::Other => {
-            req.log_with(Level::Info, 0, || {
-                format!("method not allowed for {}", filename.to_string_lossy())
-            });
-            return HTTP_METHOD_NOT_ALLOWED;
-        }
-    }
-    if req.rejects_path_info() {
-        req.log_with(Level::Info, 0, || {
-            format!(
-                "file does not exist: {} (with path info)",
-                filename.to_string_lossy()
-            )
-        });
-        return HTTP_NOT_FOUND;
-    }
-
+    let cfg = req.dir_config();
     let accepted = accepted(req);
     let ranked = accepted.ranked(cfg.encodings());
     let original = (original_kind == FileKind::Regular).then(|| finfo.meta());
 
-    // Fast path, the common case: the client's favourite coding has a
-    // fresh sibling and is preferred to identity, so one lstat decides
-    // (the plan below would pick it first too).
-    let mut known = None;
-    if let Some((best, q)) = ranked.iter_q().next() {
-        let s = find_sibling(req, filename, best);
-        known = Some((best, s));
-        if let Some(s) = s {
-            let fresh = original.is_none_or(|o| !variant::is_stale(s.info.meta(), o));
-            if fresh && (original.is_none() || q >= accepted.identity_preference()) {
-                req.vary_accept_encoding();
-                if let Ok(rc) = send_sibling(req, best, s) {
-                    return rc;
-                }
-            }
-        }
-    }
-
+    let known = match favourite(req, filename, &accepted, &ranked, original) {
+        Ok(rc) => return rc,
+        Err(known) => known,
+    };
     let siblings = find_siblings(req, filename, cfg.encodings(), known);
     let plan = variant::plan(&Inputs {
         original,
@@ -238,49 +201,89 @@ pub fn handle(req: &Request<'_>) -> c_int {
             warn_stale(req, filename, &s);
         }
     }
+    follow_plan(req, filename, &plan, &siblings)
+}
 
+/// A sibling lookup already made: the coding and what was found.
+type Lookup<'r> = Option<(Coding, Option<Sibling<'r>>)>;
+
+/// Fast path, the common case: the client's favourite coding has a fresh
+/// sibling and is preferred to identity, so one lstat decides (the plan
+/// would pick it first too). `Err` carries the lookup for the plan.
+fn favourite<'r>(
+    req: &Request<'r>,
+    filename: &CStr,
+    accepted: &Accepted,
+    ranked: &Ranked,
+    original: Option<FileMeta>,
+) -> Result<c_int, Lookup<'r>> {
+    let Some((best, q)) = ranked.iter_q().next() else {
+        return Err(None);
+    };
+    let s = find_sibling(req, filename, best);
+    if let Some(s) = s {
+        let fresh = original.is_none_or(|o| !variant::is_stale(s.info.meta(), o));
+        if fresh && (original.is_none() || q >= accepted.identity_preference()) {
+            req.vary_accept_encoding();
+            if let Ok(rc) = send_sibling(req, best, s) {
+                return Ok(rc);
+            }
+        }
+    }
+    Err(Some((best, s)))
+}
+
+/// The answer before any file is looked at: the request body is
+/// discarded, OPTIONS answered, methods other than GET/HEAD refused, and
+/// path info after a file is a 404, as core's handler does.
+fn refuse_request(req: &Request<'_>, filename: &CStr) -> Option<c_int> {
+    req.allow_get_options();
+    let rc = req.discard_body();
+    if rc != OK {
+        return Some(rc);
+    }
+    match req.method() {
+        Method::Get => {}
+        Method::Options => return Some(req.send_options()),
+        Method::Invalid => return Some(HTTP_NOT_IMPLEMENTED),
+        Method::Other => {
+            req.log_with(Level::Info, 0, || {
+                format!("method not allowed for {}", filename.to_string_lossy())
+            });
+            return Some(HTTP_METHOD_NOT_ALLOWED);
+        }
+    }
+    if req.rejects_path_info() {
+        req.log_with(Level::Info, 0, || {
+            format!(
+                "file does not exist: {} (with path info)",
+                filename.to_string_lossy()
+            )
+        });
+        return Some(HTTP_NOT_FOUND);
+    }
+    None
+}
+
+/// Walks the plan's steps until one answers; a step whose file turns out
+/// unusable (vanished, unreadable, undecodable) gives way to the next.
+fn follow_plan(
+    req: &Request<'_>,
+    filename: &CStr,
+    plan: &variant::Plan,
+    siblings: &[Option<Sibling<'_>>; 3],
+) -> c_int {
     let steps = plan.steps();
     let mut failed = Undecodable::default();
     for (i, step) in steps.iter().enumerate() {
         let later_gzip = steps[i + 1..].contains(&Step::Decompress(Coding::Gzip));
         let outcome = match *step {
-            Step::Send(c) => match siblings[c.index()] {
-                Some(s) => send_sibling(req, c, s),
-                None => Err(Skip),
-            },
-            Step::Decompress(c) => match siblings[c.index()] {
-                Some(s) => decompress(req, c, s, later_gzip, &mut failed),
-                None => Err(Skip),
-            },
-            Step::Original => {
-                let stale = plan.stale.iter().any(|&s| s);
-                send_original(req, filename, stale)
-            }
-            Step::NotAcceptable => {
-                req.set_note(NOTE, c"not-acceptable");
-                req.vary_accept_encoding_err();
-                let avail: Vec<&str> = Coding::ALL
-                    .iter()
-                    .filter(|c| siblings[c.index()].is_some() && !plan.stale[c.index()])
-                    .map(|c| c.token())
-                    .collect();
-                req.custom_response(
-                    HTTP_NOT_ACCEPTABLE,
-                    &format!(
-                        "Not Acceptable: this resource is available only with Content-Encoding: {}\n",
-                        avail.join(", ")
-                    ),
-                );
-                req.log(
-                    Level::Info,
-                    0,
-                    &format!(
-                        "no acceptable coding and GzipDiskNgDecompress Off: {}",
-                        filename.to_string_lossy()
-                    ),
-                );
-                return HTTP_NOT_ACCEPTABLE;
-            }
+            Step::Send(c) => siblings[c.index()].map_or(Err(Skip), |s| send_sibling(req, c, s)),
+            Step::Decompress(c) => siblings[c.index()].map_or(Err(Skip), |s| {
+                decompress(req, c, s, later_gzip, &mut failed)
+            }),
+            Step::Original => send_original(req, filename, plan.stale.iter().any(|&s| s)),
+            Step::NotAcceptable => return not_acceptable(req, filename, plan, siblings),
             Step::NotFound if failed.any => Ok(none_decodable(req, filename, &failed)),
             Step::NotFound => {
                 req.log_with(Level::Info, 0, || {
@@ -289,18 +292,47 @@ pub fn handle(req: &Request<'_>) -> c_int {
                 return HTTP_NOT_FOUND;
             }
         };
-        match outcome {
-            Ok(rc) => {
-                if plan.varies && rc >= 400 {
-                    // Error responses keep only err_headers_out.
-                    req.vary_accept_encoding_err();
-                }
-                return rc;
+        if let Ok(rc) = outcome {
+            if plan.varies && rc >= 400 {
+                // Error responses keep only err_headers_out.
+                req.vary_accept_encoding_err();
             }
-            Err(Skip) => continue,
+            return rc;
         }
     }
     HTTP_NOT_FOUND
+}
+
+/// 406 with the codings the resource has, when decompression is off.
+fn not_acceptable(
+    req: &Request<'_>,
+    filename: &CStr,
+    plan: &variant::Plan,
+    siblings: &[Option<Sibling<'_>>; 3],
+) -> c_int {
+    req.set_note(NOTE, c"not-acceptable");
+    req.vary_accept_encoding_err();
+    let avail: Vec<&str> = Coding::ALL
+        .iter()
+        .filter(|c| siblings[c.index()].is_some() && !plan.stale[c.index()])
+        .map(|c| c.token())
+        .collect();
+    req.custom_response(
+        HTTP_NOT_ACCEPTABLE,
+        &format!(
+            "Not Acceptable: this resource is available only with Content-Encoding: {}\n",
+            avail.join(", ")
+        ),
+    );
+    req.log(
+        Level::Info,
+        0,
+        &format!(
+            "no acceptable coding and GzipDiskNgDecompress Off: {}",
+            filename.to_string_lossy()
+        ),
+    );
+    HTTP_NOT_ACCEPTABLE
 }
 
 /// What the client accepts. Subrequests (mod_include, mod_dir) get
