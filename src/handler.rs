@@ -181,8 +181,8 @@ pub fn handle(req: &Request<'_>) -> c_int {
     let original = (original_kind == FileKind::Regular).then(|| finfo.meta());
 
     let known = match favourite(req, filename, &accepted, &ranked, original) {
-        Ok(rc) => return rc,
-        Err(known) => known,
+        Favourite::Sent(rc) => return rc,
+        Favourite::Passed(known) => known,
     };
     let siblings = find_siblings(req, filename, cfg.encodings(), known);
     let plan = variant::plan(&Inputs {
@@ -207,18 +207,26 @@ pub fn handle(req: &Request<'_>) -> c_int {
 /// A sibling lookup already made: the coding and what was found.
 type Lookup<'r> = Option<(Coding, Option<Sibling<'r>>)>;
 
+/// What the fast path did.
+enum Favourite<'r> {
+    /// The answer went out.
+    Sent(c_int),
+    /// Not taken; the lookup it made, for the plan.
+    Passed(Lookup<'r>),
+}
+
 /// Fast path, the common case: the client's favourite coding has a fresh
 /// sibling and is preferred to identity, so one lstat decides (the plan
-/// would pick it first too). `Err` carries the lookup for the plan.
+/// would pick it first too).
 fn favourite<'r>(
     req: &Request<'r>,
     filename: &CStr,
     accepted: &Accepted,
     ranked: &Ranked,
     original: Option<FileMeta>,
-) -> Result<c_int, Lookup<'r>> {
+) -> Favourite<'r> {
     let Some((best, q)) = ranked.iter_q().next() else {
-        return Err(None);
+        return Favourite::Passed(None);
     };
     let s = find_sibling(req, filename, best);
     if let Some(s) = s {
@@ -226,11 +234,11 @@ fn favourite<'r>(
         if fresh && (original.is_none() || q >= accepted.identity_preference()) {
             req.vary_accept_encoding();
             if let Ok(rc) = send_sibling(req, best, s) {
-                return Ok(rc);
+                return Favourite::Sent(rc);
             }
         }
     }
-    Err(Some((best, s)))
+    Favourite::Passed(Some((best, s)))
 }
 
 /// The answer before any file is looked at: the request body is
