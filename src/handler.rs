@@ -973,14 +973,10 @@ fn stream<R: std::io::Read>(
         let st = bb.pass();
         bb.cleanup();
         if chunk.eof {
-            return (OK, Some(total));
+            return (pass_status(req, st), Some(total));
         }
-        if req.aborted() {
-            return (OK, None);
-        }
-        if st != 0 {
-            req.log(Level::Debug, st, "client connection failed while streaming");
-            return (OK, None);
+        if st != 0 || req.aborted() {
+            return (pass_status(req, st), None);
         }
         chunk = match fill(dec, buf) {
             Ok(c) => c,
