@@ -469,3 +469,65 @@ fn symlink_swapped_in_after_the_check_is_not_served() {
     assert!(sent > 100, "only {sent} requests");
     a.assert_no_crash();
 }
+
+#[test]
+fn location_wildcards_htaccess_and_authentication_apply_to_siblings() {
+    let data = page(6_000, 13);
+    let root = world_readable_tempdir();
+    let users = root.path().join("users");
+    let out = std::process::Command::new("htpasswd")
+        .args(["-nbB", "alice", "secret"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    fs::write(&users, &out.stdout).unwrap();
+    let server = [
+        "<Location \"/plain/x.html.gz\">\nRequire all denied\n</Location>\n".to_string(),
+        subdir("wild", "<Files \"*.gz\">\nRequire all denied\n</Files>"),
+        subdir("ht", "AllowOverride AuthConfig"),
+        subdir(
+            "auth",
+            &format!(
+                "AuthType Basic\nAuthName gz\nAuthUserFile {}\n\
+                 <Files \"*.gz\">\nRequire valid-user\n</Files>",
+                users.display()
+            ),
+        ),
+    ]
+    .concat();
+    let a = start_with(
+        server,
+        vec!["auth_basic", "authn_core", "authn_file", "authz_user"],
+        |d| {
+            for dir in ["plain", "wild", "ht", "auth"] {
+                publish(d, &format!("{dir}/x.html"), &data, false, &[".gz"]);
+            }
+            publish(d, "plain/y.html", &data, false, &[".gz"]);
+            fs::write(
+                d.join("ht/.htaccess"),
+                "Require expr \"%{REQUEST_FILENAME} !~ /\\.gz$/\"\n",
+            )
+            .unwrap();
+        },
+    );
+    // <Location> by prefix, <Files> by wildcard, .htaccess Require.
+    for dir in ["plain", "wild", "ht"] {
+        let r = a.get(&format!("/{dir}/x.html"), Some("gzip"));
+        assert_eq!(r.status, 404, "{dir}: {:?}", r.headers);
+    }
+    let r = a.get("/plain/y.html", Some("gzip"));
+    assert_eq!((r.status, coding(&r)), (200, "gzip"));
+    // A sibling that needs a login: absent without one, served with one.
+    assert_eq!(a.get("/auth/x.html", Some("gzip")).status, 404);
+    let r = a.request(
+        "/auth/x.html",
+        &["-u", "alice:secret", "-H", "Accept-Encoding: gzip"],
+    );
+    assert_eq!((r.status, coding(&r)), (200, "gzip"));
+    let r = a.request(
+        "/auth/x.html",
+        &["-u", "alice:wrong", "-H", "Accept-Encoding: gzip"],
+    );
+    assert_eq!(r.status, 404);
+    a.assert_no_crash();
+}
