@@ -54,7 +54,9 @@ fn make_cert(dir: &Path) -> (String, String) {
 fn chromium_over_https_h2_renders_every_coding() {
     if !Path::new(CHROMIUM).exists() {
         // scripts/test installs Debian's chromium; only a bare dev box lacks it.
-        skip(&format!("{CHROMIUM} not installed (scripts/test installs it)"));
+        skip(&format!(
+            "{CHROMIUM} not installed (scripts/test installs it)"
+        ));
         return;
     }
     let certdir = world_readable_tempdir();
