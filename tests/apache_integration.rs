@@ -97,6 +97,12 @@ fn location_scope_and_status_header_off() {
 
 /// `apache2 -t` on a config with one extra line.
 fn configtest(line: &str) -> (bool, String) {
+    let load = format!("LoadModule gzip_disk_ng_module {}", module_path().display());
+    configtest_loading(&load, line)
+}
+
+/// `apache2 -t` on a config loading the module by `load`, plus `line`.
+fn configtest_loading(load: &str, line: &str) -> (bool, String) {
     let dir = world_readable_tempdir();
     let conf = dir.path().join("t.conf");
     fs::write(
@@ -104,8 +110,7 @@ fn configtest(line: &str) -> (bool, String) {
         format!(
             "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\nListen 127.0.0.1:1\nServerName localhost\n\
              LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\nLoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
-             LoadModule gzip_disk_ng_module {}\n{line}\n",
-            module_path().display(),
+             {load}\n{line}\n",
             r = dir.path().display()
         ),
     )
@@ -233,8 +238,13 @@ fn symlinked_siblings_follow_options() {
 
 #[test]
 fn log_note_names_the_path_taken() {
-    let a = Apache::start(Options::default(), |d| {
+    let opts = Options {
+        server: "<Location /na>\nGzipDiskNgDecompress Off\n</Location>".into(),
+        ..Default::default()
+    };
+    let a = Apache::start(opts, |d| {
         site(d);
+        publish(d, "na/o.html", &page(1_000, 11), false, &[".gz"]);
         publish(d, "stale.html", &page(1_000, 9), true, &[".gz"]);
         fs::write(d.join("stale.html"), page(1_000, 10)).unwrap();
         fs::write(d.join("bad.html.gz"), b"nope").unwrap();
@@ -244,6 +254,10 @@ fn log_note_names_the_path_taken() {
     a.get("/p.html", None);
     a.get("/stale.html", Some("gzip"));
     a.get("/bad.html", None);
+    a.get("/sub/deeper/o.html", None);
+    a.get("/sub/o.html", None);
+    a.get("/na/o.html", None);
+    assert!(a.last_access_ends_with("GET /na/o.html HTTP/1.1 406 not-acceptable"));
     let log = a.access_log();
     for want in [
         "GET /p.html HTTP/1.1 200 br precompressed",
@@ -251,6 +265,8 @@ fn log_note_names_the_path_taken() {
         "GET /p.html HTTP/1.1 200 original",
         "GET /stale.html HTTP/1.1 200 stale",
         "GET /bad.html HTTP/1.1 500 error",
+        "GET /sub/deeper/o.html HTTP/1.1 200 gzip decompressed",
+        "GET /sub/o.html HTTP/1.1 200 br decompressed",
     ] {
         assert!(log.contains(want), "missing '{want}' in:\n{log}");
     }
@@ -332,21 +348,34 @@ fn shipped_files_install_and_pass_configtest() {
     ] {
         assert!(conf_text.contains(d), "{d} undocumented");
     }
-    // apache2 -t accepts the pair, as a2enmod would include them.
-    let staged_load = load_text.replace(
-        "/usr/lib/apache2/modules/mod_gzip_disk_ng.so",
-        &so.display().to_string(),
-    );
-    let (ok, msg) = configtest(&format!(
-        "{}\nInclude {}",
-        staged_load
-            .lines()
-            .filter(|l| !l.starts_with("LoadModule gzip"))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        conf.display()
-    ));
+    // apache2 -t accepts the pair, as a2enmod would include them: the
+    // .load (pointed at the staged copy) is what loads the module.
+    let staged = stage.path().join("staged.load");
+    fs::write(
+        &staged,
+        load_text.replace(
+            "/usr/lib/apache2/modules/mod_gzip_disk_ng.so",
+            &so.display().to_string(),
+        ),
+    )
+    .unwrap();
+    let includes = format!("Include {}\nInclude {}", staged.display(), conf.display());
+    let (ok, msg) = configtest_loading(&includes, "");
     assert!(ok, "{msg}");
+    // The installed module serves a request.
+    let a = Apache::start(
+        Options {
+            load: Some(includes.clone()),
+            ..Default::default()
+        },
+        site,
+    );
+    let r = a.get("/p.html", Some("gzip"));
+    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
+    let r = a.get("/o.html", None);
+    assert_eq!((r.status, r.body.clone()), (200, page(20_000, 2)));
+    drop(a);
     // Uncommented, every documented default is a valid directive.
     let active: String = conf_text
         .lines()
@@ -366,4 +395,138 @@ fn shipped_files_install_and_pass_configtest() {
     ] {
         assert!(cargo.contains(dest), "deb assets lack {dest}");
     }
+}
+
+#[test]
+fn zstd_suffix_is_served_and_zst_comes_first() {
+    let data = page(30_000, 12);
+    let a = Apache::start(Options::default(), |d| {
+        publish(d, "z.html", &data, false, &[".zstd"]);
+        publish(d, "both.html", &data, false, &[".zst"]);
+        // A different, valid zstd under the long name: never chosen.
+        fs::write(d.join("both.html.zstd"), zstd(&page(30_000, 13))).unwrap();
+    });
+    let zstd_bytes = fs::read(a.docroot.join("z.html.zstd")).unwrap();
+    let r = a.get("/z.html", Some("zstd"));
+    assert_eq!((r.status, ce(&r)), (200, Some("zstd")));
+    assert_eq!(r.body, zstd_bytes);
+    assert!(r.header("ETag").unwrap().ends_with("-zstd\""));
+    let r = a.get("/z.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert_eq!(r.body, data);
+    assert!(a.last_access_ends_with("GET /z.html HTTP/1.1 200 zstd decompressed"));
+    let zst = fs::read(a.docroot.join("both.html.zst")).unwrap();
+    assert_eq!(a.get("/both.html", Some("zstd")).body, zst);
+    assert_eq!(a.get("/both.html", None).body, data);
+}
+
+#[test]
+fn directives_in_virtual_hosts() {
+    let keys = world_readable_tempdir();
+    let (k1, k2) = (keys.path().join("k1"), keys.path().join("k2"));
+    fs::write(&k1, b"first key, 32 bytes long, or so").unwrap();
+    fs::write(&k2, b"second key, quite another secret").unwrap();
+    let vhost = |name: &str, body: &str| {
+        format!("<VirtualHost *>\nServerName {name}\n{body}\n</VirtualHost>\n")
+    };
+    let server = [
+        format!("GzipDiskNgJitterKey {}\n", k1.display()),
+        vhost("localhost", ""),
+        vhost(
+            "gz.test",
+            "GzipDiskNgEncodings gzip\nGzipDiskNgStatusHeader X-Vhost\nGzipDiskNgDecompress Off",
+        ),
+        vhost("j1.test", "GzipDiskNgJitter 32"),
+        vhost(
+            "j2.test",
+            &format!("GzipDiskNgJitter 32\nGzipDiskNgJitterKey {}", k2.display()),
+        ),
+    ]
+    .concat();
+    let a = Apache::start(
+        Options {
+            server,
+            ..Default::default()
+        },
+        |d| {
+            site(d);
+            for i in 0..8 {
+                publish(
+                    d,
+                    &format!("j/{i}.html"),
+                    &page(9_000, 20 + i),
+                    false,
+                    &[".zst"],
+                );
+            }
+        },
+    );
+    let get = |host: &str, path: &str, ae: Option<&str>| {
+        let mut args = vec!["-H".to_string(), format!("Host: {host}")];
+        if let Some(ae) = ae {
+            args.extend(["-H".to_string(), format!("Accept-Encoding: {ae}")]);
+        }
+        curl(&a.url(path), &args)
+    };
+    // The default host: every coding, decompression on, no padding.
+    let r = get("localhost", "/p.html", Some("zstd, br, gzip"));
+    assert_eq!(ce(&r), Some("zstd"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
+    assert_eq!(r.body, fs::read(a.docroot.join("p.html.zst")).unwrap());
+    assert_eq!(get("localhost", "/o.html", None).status, 200);
+    // gz.test: its own encodings, header name and decompression setting.
+    let r = get("gz.test", "/p.html", Some("zstd, br, gzip"));
+    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.header("X-Vhost"), Some(":-)"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
+    let r = get("gz.test", "/o.html", None);
+    assert_eq!(r.status, 406);
+    assert!(a.last_access_ends_with("GET /o.html HTTP/1.1 406 not-acceptable"));
+    // Jitter per host; j1.test pads with the main server's key, j2.test
+    // with its own: the same files get other lengths.
+    let pads = |host: &str| -> Vec<usize> {
+        (0..8)
+            .map(|i| {
+                let p = format!("/j/{i}.html");
+                let sib = fs::read(a.docroot.join(format!("j/{i}.html.zst"))).unwrap();
+                let r = get(host, &p, Some("zstd"));
+                assert_eq!(r.status, 200, "{host} {p}");
+                r.body.len() - sib.len()
+            })
+            .collect()
+    };
+    assert_eq!(
+        pads("localhost"),
+        vec![0; 8],
+        "no jitter outside the vhosts"
+    );
+    let (p1, p2) = (pads("j1.test"), pads("j2.test"));
+    assert!(p1.iter().chain(&p2).all(|&p| p > 8), "{p1:?} {p2:?}");
+    assert_ne!(p1, p2, "each vhost's key");
+    // The main server's key is the one j1.test uses.
+    let b = Apache::start(
+        Options {
+            server: format!("GzipDiskNgJitterKey {}\nGzipDiskNgJitter 32", k1.display()),
+            ..Default::default()
+        },
+        |d| {
+            for i in 0..8 {
+                publish(
+                    d,
+                    &format!("j/{i}.html"),
+                    &page(9_000, 20 + i),
+                    false,
+                    &[".zst"],
+                );
+            }
+        },
+    );
+    let main: Vec<usize> = (0..8)
+        .map(|i| {
+            let r = b.get(&format!("/j/{i}.html"), Some("zstd"));
+            let sib = fs::read(b.docroot.join(format!("j/{i}.html.zst"))).unwrap();
+            r.body.len() - sib.len()
+        })
+        .collect();
+    assert_eq!(p1, main);
 }

@@ -52,42 +52,12 @@ fn put(dir: &Path, name: &str, data: &[u8]) {
     );
 }
 
-/// One child process: what the module remembers per file version (a
-/// learned length, a logged verdict) is per process.
-fn one_child() -> Options {
-    Options {
-        server: "ServerLimit 1\nMaxRequestWorkers 16\nMinSpareThreads 1\nMaxSpareThreads 16".into(),
-        ..Default::default()
-    }
-}
-
 /// Module log lines mentioning `what`.
 fn lines_about(a: &Apache, what: &str) -> Vec<String> {
     a.module_log()
         .into_iter()
         .filter(|l| l.contains(what))
         .collect()
-}
-
-/// Whether the access log's last line ends with `what`, waiting a little:
-/// Apache logs after the response has gone out.
-fn last_access_ends_with(a: &Apache, what: &str) -> bool {
-    for _ in 0..40 {
-        if a.access_log().ends_with(&format!("{what}\n")) {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    false
-}
-
-/// The zstd frame window from a frame header at `f` (RFC 8878 3.1.1.1.2).
-fn zstd_window(f: &[u8]) -> u64 {
-    assert_eq!(f[..4], [0x28, 0xb5, 0x2f, 0xfd]);
-    assert_eq!(f[4] & 0x20, 0, "single-segment frame");
-    let wd = f[5];
-    let base = 1u64 << (10 + (wd >> 3));
-    base + base / 8 * u64::from(wd & 7)
 }
 
 #[test]
@@ -203,7 +173,7 @@ fn zstd_window_over_8_mib_is_never_sent_and_gzip_is_decoded() {
     assert_eq!((r.status, r.exit), (200, 0));
     assert!(r.body == data);
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
-    assert!(last_access_ends_with(&a, "gzip decompressed"));
+    assert!(a.last_access_ends_with("gzip decompressed"));
     // Precompressed path: the next acceptable coding, or the original.
     for _ in 0..3 {
         let r = a.get("/wide.html", Some("zstd, gzip"));
@@ -291,14 +261,14 @@ fn undecodable_sibling_gives_way_to_the_next() {
     let r = a.get("/bad.html", None);
     assert_eq!((r.status, r.exit), (200, 0));
     assert!(r.body == data);
-    assert!(last_access_ends_with(&a, "gzip decompressed"));
+    assert!(a.last_access_ends_with("gzip decompressed"));
     let l = a.module_log();
     assert_eq!(l.len(), 1, "{l:#?}");
     assert!(l[0].contains(":error]") && l[0].contains("bad.html.zst"));
     // Both siblings bad: 500, one line for each.
     let r = a.get("/worse.html", None);
     assert_eq!(r.status, 500);
-    assert!(last_access_ends_with(&a, "500 error"));
+    assert!(a.last_access_ends_with("500 error"));
     let l = lines_about(&a, "worse.html");
     assert_eq!(l.len(), 2, "{l:#?}");
     assert!(l[0].contains("worse.html.zst") && l[1].contains("worse.html.gz"));

@@ -683,3 +683,106 @@ fn check_padded_br(a: &Apache, path: &str, sib: &[u8], orig: &[u8], proto: &str)
         );
     }
 }
+
+/// A file republished under the same name (new content and mtime, the
+/// same inode) gets the padding length of its new version: the one a
+/// fresh server with the same key gives those bytes, not the remembered
+/// length of the old version.
+#[test]
+fn republished_file_gets_a_new_padding_length() {
+    let keys = world_readable_tempdir();
+    let key = keys.path().join("k");
+    fs::write(&key, b"a fixed key for republish checks").unwrap();
+    let server = format!("GzipDiskNgJitterKey {}\nGzipDiskNgJitter 32", key.display());
+    let versions: Vec<Vec<u8>> = (0..6)
+        .map(|i| page(20_000 + 37 * i, 50 + i as u64))
+        .collect();
+    let mut o = one_child();
+    o.server += &format!("\n{server}");
+    let a = Apache::start(o, |d| {
+        for c in [".gz", ".zst"] {
+            let name = format!("x.html{c}");
+            fs::write(
+                d.join(&name),
+                if c == ".gz" {
+                    gzip(&versions[0])
+                } else {
+                    zstd(&versions[0])
+                },
+            )
+            .unwrap();
+            set_mtime(
+                &d.join(name),
+                std::time::SystemTime::now() - std::time::Duration::from_secs(1000),
+            );
+        }
+    });
+    let reference = Apache::start(
+        Options {
+            server,
+            ..Default::default()
+        },
+        |d| {
+            for (i, v) in versions.iter().enumerate() {
+                publish(d, &format!("r{i}.html"), v, false, &[".gz", ".zst"]);
+            }
+        },
+    );
+    for c in ["gzip", "zstd"] {
+        let mut pads = vec![];
+        let mut etags = vec![];
+        for (i, v) in versions.iter().enumerate() {
+            if i > 0 {
+                // In place: the same inode, new bytes, a later mtime.
+                let p = a.docroot.join(format!("x.html.{}", suffix(c)));
+                let ino = std::os::unix::fs::MetadataExt::ino(&fs::metadata(&p).unwrap());
+                let bytes = if c == "gzip" { gzip(v) } else { zstd(v) };
+                fs::OpenOptions::new()
+                    .write(true)
+                    .truncate(true)
+                    .open(&p)
+                    .unwrap()
+                    .write_all(&bytes)
+                    .unwrap();
+                set_mtime(
+                    &p,
+                    std::time::SystemTime::now()
+                        - std::time::Duration::from_secs(1000 - 10 * i as u64),
+                );
+                assert_eq!(
+                    std::os::unix::fs::MetadataExt::ino(&fs::metadata(&p).unwrap()),
+                    ino
+                );
+            }
+            let r = a.get("/x.html", Some(c));
+            assert_eq!((r.status, r.exit), (200, 0), "{c} v{i}");
+            let want = reference.get(&format!("/r{i}.html"), Some(c));
+            let etag = r.header("ETag").unwrap().to_owned();
+            let pad = etag_pad(&etag).unwrap();
+            assert_eq!(
+                Some(pad),
+                etag_pad(want.header("ETag").unwrap()),
+                "{c} v{i}"
+            );
+            assert!(
+                r.body == want.body,
+                "{c} v{i}: the new version's padded bytes"
+            );
+            assert_eq!(
+                decode_all(Coding::from_token(c).unwrap(), &r.body).unwrap(),
+                *v
+            );
+            pads.push(pad);
+            etags.push(etag);
+        }
+        let mut uniq = etags.clone();
+        uniq.sort();
+        uniq.dedup();
+        assert_eq!(
+            uniq.len(),
+            etags.len(),
+            "{c}: a new ETag per version: {etags:?}"
+        );
+        assert!(pads.iter().any(|&p| p != pads[0]), "{c}: {pads:?}");
+    }
+}

@@ -1,5 +1,8 @@
 //! The module in a real Apache: negotiation, the precompressed and
-//! decompress paths, HTTP semantics, bad input, MPMs and HTTP/2.
+//! decompress paths, HTTP semantics, bad input, MPMs and HTTP/2: the core
+//! behaviours (sibling choice, decompression, Range, 304, HEAD) under
+//! mpm_event, mpm_worker and mpm_prefork over HTTP/1.1 and h2c; jitter,
+//! stale siblings and the no-gzip/no-brotli/no-zstd variables over h2c.
 
 mod common;
 
@@ -557,11 +560,38 @@ fn mpm_round(mpm: Mpm) {
                 assert!(decoded(&r) == want_body, "{mpm:?} {path}");
             }
         }
-        let mut args: Vec<&str> = proto.to_vec();
-        args.extend(["-H", "Accept-Encoding: gzip", "-r", "0-9"]);
-        let r = a.request("/page.html", &args);
-        assert_eq!(r.status, 206);
-        assert_eq!(r.body.len(), 10);
+        let with = |extra: &[&str]| -> Vec<String> {
+            proto.iter().chain(extra).map(|s| s.to_string()).collect()
+        };
+        // Range: on the compressed bytes; a full 200 when decoded.
+        let sib = fs::read(a.docroot.join("page.html.gz")).unwrap();
+        let r = curl(
+            &a.url("/page.html"),
+            &with(&["-H", "Accept-Encoding: gzip", "-r", "10-19"]),
+        );
+        assert_eq!(r.status, 206, "{mpm:?} {proto:?}");
+        assert_eq!(r.body, &sib[10..20]);
+        let r = curl(&a.url("/only.html"), &with(&["-r", "10-19"]));
+        assert_eq!(r.status, 200, "{mpm:?} {proto:?}");
+        assert!(r.body == page(300_000, 2));
+        // 304 and HEAD, precompressed and decompressed.
+        for (path, ae) in [("/page.html", "gzip"), ("/only.html", "identity")] {
+            let h = format!("Accept-Encoding: {ae}");
+            let r = curl(&a.url(path), &with(&["-H", &h]));
+            let etag = r.header("ETag").unwrap().to_owned();
+            let inm = format!("If-None-Match: {etag}");
+            let c = curl(&a.url(path), &with(&["-H", &h, "-H", &inm]));
+            assert_eq!(c.status, 304, "{mpm:?} {proto:?} {path}");
+            assert!(c.body.is_empty());
+            let head = curl(&a.url(path), &with(&["-I", "-H", &h]));
+            assert_eq!(head.status, 200, "{mpm:?} {proto:?} {path}");
+            assert_eq!(head.header("ETag"), Some(etag.as_str()));
+            assert_eq!(
+                head.header("Content-Encoding"),
+                r.header("Content-Encoding")
+            );
+            assert!(head.body.starts_with(b"HTTP/") && head.body.len() < 2000);
+        }
     }
     a.assert_no_crash();
 }
@@ -600,6 +630,70 @@ fn concurrent_clients_all_get_complete_bodies() {
         .collect();
     for h in handles {
         h.join().expect("client thread");
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn h2c_jitter_conditionals_head_stale_and_env_vars() {
+    let h2 = "--http2-prior-knowledge";
+    let a = Apache::start(
+        Options {
+            modules: vec!["setenvif"],
+            dir: "SetHandler gzip-disk-ng\nSetEnvIf X-Test nogz no-gzip\n\
+                  SetEnvIf X-Test nobr no-brotli\nSetEnvIf X-Test nozstd no-zstd"
+                .into(),
+            server: "<Location /j>\nGzipDiskNgJitter 32\n</Location>".into(),
+            ..Default::default()
+        },
+        |d| {
+            standard_site(d);
+            publish(d, "j/p.html", &page(40_000, 6), false, &[".gz", ".zst"]);
+            publish(d, "s.html", &page(10_000, 7), true, &[".gz", ".br"]);
+            fs::write(d.join("s.html"), page(10_000, 8)).unwrap();
+        },
+    );
+    // Jitter: padded, decodable, a strong ETag naming the length, and
+    // 304, HEAD and a range all agree with the padded representation.
+    for (ae, suffix) in [("gzip", "gz"), ("zstd", "zst")] {
+        let sib = fs::read(a.docroot.join(format!("j/p.html.{suffix}"))).unwrap();
+        let h = format!("Accept-Encoding: {ae}");
+        let r = a.request("/j/p.html", &[h2, "-H", &h]);
+        assert_eq!((r.http_version.as_str(), r.exit), ("HTTP/2", 0));
+        assert!(r.body.len() > sib.len() && r.body.len() <= sib.len() + 40);
+        assert_eq!(decoded(&r), page(40_000, 6));
+        let etag = r.header("ETag").unwrap().to_owned();
+        assert!(etag.contains(&format!("-{ae}-j")), "{etag}");
+        let inm = format!("If-None-Match: {etag}");
+        assert_eq!(
+            a.request("/j/p.html", &[h2, "-H", &h, "-H", &inm]).status,
+            304
+        );
+        let head = a.request("/j/p.html", &[h2, "-I", "-H", &h]);
+        let len = r.body.len().to_string();
+        assert_eq!(head.header("Content-Length"), Some(len.as_str()), "{ae}");
+        let rr = a.request("/j/p.html", &[h2, "-H", &h, "-r", "-5"]);
+        assert_eq!(rr.status, 206);
+        assert_eq!(rr.body, &r.body[r.body.len() - 5..]);
+    }
+    // Stale siblings are not served; the original is.
+    let r = a.request("/s.html", &[h2, "-H", "Accept-Encoding: gzip, br"]);
+    assert_eq!((r.http_version.as_str(), r.status), ("HTTP/2", 200));
+    assert_eq!(r.header("Content-Encoding"), None);
+    assert_eq!(r.body, page(10_000, 8));
+    assert!(a.last_access_ends_with("GET /s.html HTTP/2.0 200 stale"));
+    // The environment variables remove codings.
+    let all = "Accept-Encoding: gzip, br, zstd";
+    for (env, ae, want) in [
+        ("nozstd", all, Some("br")),
+        ("nobr", "Accept-Encoding: br, gzip", Some("gzip")),
+        ("nogz", "Accept-Encoding: gzip", None),
+    ] {
+        let x = format!("X-Test: {env}");
+        let r = a.request("/page.html", &[h2, "-H", ae, "-H", &x]);
+        assert_eq!(r.http_version, "HTTP/2");
+        assert_eq!(r.header("Content-Encoding"), want, "{env}");
+        assert_eq!(decoded(&r), page(300_000, 1), "{env}");
     }
     a.assert_no_crash();
 }

@@ -600,3 +600,115 @@ fn unreadable_and_non_utf8_files_are_reported_and_the_rest_done() {
         .count();
     assert_eq!(leftovers, 0);
 }
+
+/// Runs the tool with `args`, killed after 60 s.
+fn run_bounded(args: &[&OsStr]) -> Output {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("gzip-disk-ng {args:?} did not finish in 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Every file under `root` by relative path, with its bytes and mtime.
+fn snapshot(root: &Path) -> Vec<(PathBuf, Vec<u8>, SystemTime)> {
+    let mut out: Vec<_> = walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|e| e.unwrap())
+        .filter(|e| e.file_type().is_file())
+        .map(|e| {
+            (
+                e.path().strip_prefix(root).unwrap().to_path_buf(),
+                fs::read(e.path()).unwrap(),
+                mtime(e.path()),
+            )
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+#[test]
+fn one_job_and_two_jobs_write_identical_siblings() {
+    let (d1, files) = tree();
+    let d2 = tempfile::tempdir().unwrap();
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_650_000_000);
+    for (i, f) in files.iter().enumerate() {
+        set_mtime(f, t);
+        let rel = f.strip_prefix(d1.path()).unwrap();
+        let g = d2.path().join(rel);
+        fs::create_dir_all(g.parent().unwrap()).unwrap();
+        fs::copy(f, &g).unwrap();
+        set_mtime(&g, t);
+        // More files than jobs, of different sizes.
+        for k in 0..4 {
+            let extra = text(2_000 + 7_000 * k, 100 + i as u32 * 4 + k as u32);
+            for root in [d1.path(), d2.path()] {
+                let p = root.join(format!("{}.{k}.txt", rel.display()));
+                fs::write(&p, &extra).unwrap();
+                set_mtime(&p, t);
+            }
+        }
+    }
+    for (dir, jobs) in [(d1.path(), "1"), (d2.path(), "2")] {
+        let o = run_bounded(&[
+            OsStr::new("compress"),
+            OsStr::new("-q"),
+            OsStr::new("-j"),
+            OsStr::new(jobs),
+            dir.as_os_str(),
+        ]);
+        assert!(o.status.success(), "-j {jobs}: {}", stderr(&o));
+    }
+    let (s1, s2) = (snapshot(d1.path()), snapshot(d2.path()));
+    let sibs = s1
+        .iter()
+        .filter(|(p, _, _)| SUFFIX.iter().any(|(_, s)| p.to_string_lossy().ends_with(s)))
+        .count();
+    assert_eq!(sibs, 3 * 20, "every file in every coding");
+    assert_eq!(s1.len(), s2.len());
+    for (a, b) in s1.iter().zip(&s2) {
+        assert_eq!(a.0, b.0);
+        assert!(a.1 == b.1, "{}: -j 1 and -j 2 differ", a.0.display());
+        assert_eq!(a.2, b.2, "{}", a.0.display());
+    }
+}
+
+#[test]
+fn siblings_get_the_original_owner() {
+    let (d, files) = tree();
+    let root = common::is_root();
+    let (uid, gid) = if root {
+        // nobody:nogroup, as Debian numbers them.
+        for f in &files {
+            std::os::unix::fs::chown(f, Some(65534), Some(65534)).unwrap();
+        }
+        (65534, 65534)
+    } else {
+        // Without root only the caller's own ids can be given.
+        let m = fs::metadata(&files[0]).unwrap();
+        (m.uid(), m.gid())
+    };
+    let o = run([
+        OsStr::new("compress"),
+        OsStr::new("-q"),
+        d.path().as_os_str(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in &files {
+        for (_, s) in SUFFIX {
+            let m = fs::metadata(sib(f, s)).unwrap();
+            assert_eq!((m.uid(), m.gid()), (uid, gid), "{}{s}", f.display());
+        }
+    }
+}

@@ -98,6 +98,9 @@ pub struct Options {
     pub modules: Vec<&'static str>,
     /// The LogLevel line's value.
     pub log_level: &'static str,
+    /// Replaces the line loading the built module (e.g. an `Include` of an
+    /// installed `.load` file).
+    pub load: Option<String>,
 }
 
 impl Default for Options {
@@ -108,8 +111,36 @@ impl Default for Options {
             server: String::new(),
             modules: vec![],
             log_level: "info gzip_disk_ng:debug",
+            load: None,
         }
     }
+}
+
+/// One child process (event MPM): what the module remembers per file
+/// version (a learned length, a logged verdict, a padding length) is per
+/// process.
+pub fn one_child() -> Options {
+    Options {
+        server: "ServerLimit 1\nMaxRequestWorkers 16\nMinSpareThreads 1\nMaxSpareThreads 16".into(),
+        ..Default::default()
+    }
+}
+
+/// The window of the zstd frame at `f` (RFC 8878 3.1.1.1.2): from the
+/// window descriptor, or a single-segment frame's content size.
+pub fn zstd_window(f: &[u8]) -> u64 {
+    assert_eq!(f[..4], [0x28, 0xb5, 0x2f, 0xfd]);
+    let fhd = f[4];
+    if fhd & 0x20 == 0 {
+        let wd = f[5];
+        let base = 1u64 << (10 + (wd >> 3));
+        return base + base / 8 * u64::from(wd & 7);
+    }
+    let at = 5 + [0, 1, 2, 4][usize::from(fhd & 3)];
+    let n = [1, 2, 4, 8][usize::from(fhd >> 6)];
+    let mut le = [0u8; 8];
+    le[..n].copy_from_slice(&f[at..at + n]);
+    u64::from_le_bytes(le) + if n == 2 { 256 } else { 0 }
 }
 
 impl Apache {
@@ -189,10 +220,15 @@ impl Apache {
         {
             s += &format!("LoadModule {m}_module {MODULES}/mod_{m}.so\n");
         }
-        s += &format!(
-            "LoadModule gzip_disk_ng_module {}\n",
-            module_path().display()
-        );
+        match &o.load {
+            Some(l) => s += &format!("{l}\n"),
+            None => {
+                s += &format!(
+                    "LoadModule gzip_disk_ng_module {}\n",
+                    module_path().display()
+                )
+            }
+        }
         s += "TypesConfig /etc/mime.types\n";
         if !o.server.contains("Protocols ") {
             s += "Protocols h2c http/1.1\n";
@@ -238,6 +274,43 @@ impl Apache {
 
     pub fn access_log(&self) -> String {
         fs::read_to_string(self.root.path().join("access.log")).unwrap_or_default()
+    }
+
+    /// Whether the access log's last line ends with `what`, waiting a
+    /// little: Apache logs after the response has gone out.
+    pub fn last_access_ends_with(&self, what: &str) -> bool {
+        for _ in 0..40 {
+            if self.access_log().ends_with(&format!("{what}\n")) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
+    /// The PIDs of the parent's child processes (the servers).
+    pub fn child_pids(&self) -> Vec<i32> {
+        let Some(parent) = self.pid else {
+            return vec![];
+        };
+        let mut out = vec![];
+        for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+                continue;
+            };
+            let Ok(stat) = fs::read_to_string(e.path().join("stat")) else {
+                continue;
+            };
+            // pid (comm) state ppid ...: comm may hold spaces, not ')'.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<i32>().ok());
+            if ppid == Some(parent) {
+                out.push(pid);
+            }
+        }
+        out
     }
 
     /// Lines of the error log written by this module.
