@@ -249,17 +249,6 @@ fn file_etag_is_honoured() {
     assert_eq!(gt.matches('-').count(), 2, "{gt}");
 }
 
-/// Sends raw bytes and returns everything the server writes until it
-/// closes the connection (bounded by a timeout).
-fn raw(a: &Apache, request: &str) -> Vec<u8> {
-    let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(request.as_bytes()).unwrap();
-    let mut out = vec![];
-    let _ = s.read_to_end(&mut out);
-    out
-}
-
 fn details_server() -> (Apache, Vec<u8>) {
     let data = page(30_000, 9);
     let a = Apache::start(Options::default(), |d| {
