@@ -207,6 +207,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
     // fresh sibling and is preferred to identity, so one lstat decides
     // (the plan below would pick it first too).
     let mut known = None;
+    let gone = Unopenable::default();
     if let Some((best, q)) = ranked.iter_q().next() {
         let s = find_sibling(req, filename, best);
         known = Some((best, s));
@@ -214,7 +215,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
             let fresh = original.is_none_or(|o| !variant::is_stale(s.info.meta(), o));
             if fresh && (original.is_none() || q >= accepted.identity_preference()) {
                 req.vary_accept_encoding();
-                if let Ok(rc) = send_sibling(req, best, s) {
+                if let Ok(rc) = send_sibling(req, best, s, &gone) {
                     return rc;
                 }
             }
@@ -245,11 +246,11 @@ pub fn handle(req: &Request<'_>) -> c_int {
         let later_gzip = steps[i + 1..].contains(&Step::Decompress(Coding::Gzip));
         let outcome = match *step {
             Step::Send(c) => match siblings[c.index()] {
-                Some(s) => send_sibling(req, c, s),
+                Some(s) => send_sibling(req, c, s, &gone),
                 None => Err(Skip),
             },
             Step::Decompress(c) => match siblings[c.index()] {
-                Some(s) => decompress(req, c, s, later_gzip, &mut failed),
+                Some(s) => decompress(req, c, s, later_gzip, &mut failed, &gone),
                 None => Err(Skip),
             },
             Step::Original => {
@@ -374,11 +375,41 @@ fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
 /// This candidate could not be used (vanished, unreadable); try the next.
 struct Skip;
 
-fn open_or_skip<'r>(req: &Request<'r>, s: Sibling<'r>) -> Result<File<'r>, Skip> {
+/// Siblings this request could not open (or opened as something the
+/// symlink policy refuses), by coding: a sibling can be a candidate to
+/// send and then to decompress, but it is opened, and logged, once.
+#[derive(Default)]
+struct Unopenable(std::cell::Cell<[bool; 3]>);
+
+impl Unopenable {
+    fn has(&self, c: Coding) -> bool {
+        self.0.get()[c.index()]
+    }
+
+    fn add(&self, c: Coding) {
+        let mut v = self.0.get();
+        v[c.index()] = true;
+        self.0.set(v);
+    }
+}
+
+fn open_or_skip<'r>(
+    req: &Request<'r>,
+    c: Coding,
+    s: Sibling<'r>,
+    gone: &Unopenable,
+) -> Result<File<'r>, Skip> {
+    if gone.has(c) {
+        return Err(Skip);
+    }
     match req.open(s.path) {
         Ok(f) if opened_as_allowed(req, s.path, f.info()) => Ok(f),
-        Ok(_) => Err(Skip),
+        Ok(_) => {
+            gone.add(c);
+            Err(Skip)
+        }
         Err(st) => {
+            gone.add(c);
             req.log(
                 Level::Debug,
                 st,
@@ -418,8 +449,13 @@ fn set_status_header(req: &Request<'_>, happy: bool) {
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket.
-fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, Skip> {
-    let file = open_or_skip(req, s)?;
+fn send_sibling(
+    req: &Request<'_>,
+    c: Coding,
+    s: Sibling<'_>,
+    gone: &Unopenable,
+) -> Result<c_int, Skip> {
+    let file = open_or_skip(req, c, s, gone)?;
     let info = *file.info();
     if info.kind() != FileKind::Regular {
         return Err(Skip);
@@ -840,8 +876,9 @@ fn decompress(
     s: Sibling<'_>,
     later_gzip: bool,
     failed: &mut Undecodable,
+    gone: &Unopenable,
 ) -> Result<c_int, Skip> {
-    let file = open_or_skip(req, s)?;
+    let file = open_or_skip(req, c, s, gone)?;
     let info = *file.info();
     let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
     let mut buf = vec![0u8; OUT_CHUNK];
