@@ -50,6 +50,15 @@ fn new_lines(a: &Apache, before: usize) -> Vec<String> {
     a.module_log().into_iter().skip(before).collect()
 }
 
+/// (path, Accept-Encoding, status, level of its one line, debug lines)
+type Fault = (
+    &'static str,
+    Option<&'static str>,
+    u16,
+    Option<&'static str>,
+    usize,
+);
+
 /// One fault per case: its exact status, and exactly one module line at
 /// the level it belongs to (`error` for a sibling that cannot be decoded,
 /// `info` for the 404 of a file that is not there to serve), none for the
@@ -65,8 +74,7 @@ fn fault_matrix_at(log_level: &'static str, debug: bool) {
         },
         build,
     );
-    // (path, Accept-Encoding, status, level of its one line, debug lines)
-    let cases: &[(&str, Option<&str>, u16, Option<&str>, usize)] = &[
+    let cases: &[Fault] = &[
         ("/trunc.html", None, 500, Some("error"), 0),
         ("/corrupt.html", None, 500, Some("error"), 0),
         ("/empty.html", None, 500, Some("error"), 0),
