@@ -142,7 +142,8 @@ def main():
             print(f"  {n:18} {proto:8} precompressed/core gzip {r('mod_gzip', 'core'):.2f} "
                   f"zstd {r('mod_zstd', 'core'):.2f} | jitter on/off gzip {r('jit_gzip', 'mod_gzip'):.2f} "
                   f"zstd {r('jit_zstd', 'mod_zstd'):.2f} | decompress/INFLATE {r('dec_gz', 'inflate'):.2f} "
-                  f"| module/mod_deflate {r('mod_gzip', 'deflate'):.0f}x, /mod_brotli {r('mod_br', 'brotli'):.0f}x")
+                  f"| module/mod_deflate {r('mod_gzip', 'deflate'):.0f}x, /mod_brotli {r('mod_br', 'brotli'):.0f}x"
+                  + (f" | decompress/nginx gunzip {r('dec_gz', 'ng_gunzip'):.2f}" if 'ng_gunzip' in med else ""))
     with open(os.path.join(OUT, "results.tsv"), "w") as f:
         f.write("page\tprotocol\tcase\tlabel\treq_per_s\tratio\tversus\n")
         for r in rows:
