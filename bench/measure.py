@@ -53,13 +53,47 @@ def check(path, ae, want):
         sys.exit(f"bench: {path} with '{ae}': Content-Encoding {got!r}, expected {want!r}")
 
 
+def wrk_failures(out):
+    """What in wrk's report makes a run worthless: socket errors (connect,
+    read, write, timeout) and non-2xx/3xx responses. None when clean."""
+    bad = []
+    m = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", out)
+    if m and any(int(x) for x in m.groups()):
+        bad.append(m.group(0))
+    m = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if m and int(m.group(1)):
+        bad.append(m.group(0))
+    if not re.search(r"Requests/sec:\s+[\d.]+", out):
+        bad.append("no Requests/sec line")
+    return "; ".join(bad) or None
+
+
 def wrk(path, ae):
     cmd = ["wrk", "-t2", f"-c{CONNS}", f"-d{DURATION}s", url_of(path)]
     if ae:
         cmd[1:1] = ["-H", f"Accept-Encoding: {ae}"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
-    m = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    return float(m.group(1)) if m else 0.0
+    bad = wrk_failures(out)
+    if bad:
+        sys.exit(f"bench: wrk saw failures on {path}: {bad}")
+    return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+
+
+def h2load_failures(out):
+    """Failed, errored or timed-out requests, or any non-2xx status, in
+    h2load's report. None when clean."""
+    bad = []
+    m = re.search(r"(\d+) succeeded, (\d+) failed, (\d+) errored, (\d+) timeout", out)
+    if not m:
+        return "no request summary"
+    if any(int(x) for x in m.groups()[1:]):
+        bad.append(m.group(0))
+    m = re.search(r"status codes: (\d+) 2xx, (\d+) 3xx, (\d+) 4xx, (\d+) 5xx", out)
+    if not m or any(int(x) for x in m.groups()[1:]):
+        bad.append(m.group(0) if m else "no status code summary")
+    if not re.search(r"finished in [\d.]+\w+, [\d.]+ req/s", out):
+        bad.append("no req/s line")
+    return "; ".join(bad) or None
 
 
 def h2load(path, ae):
@@ -67,11 +101,10 @@ def h2load(path, ae):
     if ae:
         cmd[1:1] = ["-H", f"accept-encoding: {ae}"]
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
-    m = re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out)
-    ok = re.search(r"(\d+) succeeded, (\d+) failed", out)
-    if ok and int(ok.group(2)) > 0:
-        sys.exit(f"bench: h2load saw failures on {path}: {ok.group(0)}")
-    return float(m.group(1)) if m else 0.0
+    bad = h2load_failures(out)
+    if bad:
+        sys.exit(f"bench: h2load saw failures on {path}: {bad}")
+    return float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out).group(1))
 
 
 def main():
@@ -109,7 +142,8 @@ def main():
             print(f"  {n:18} {proto:8} precompressed/core gzip {r('mod_gzip', 'core'):.2f} "
                   f"zstd {r('mod_zstd', 'core'):.2f} | jitter on/off gzip {r('jit_gzip', 'mod_gzip'):.2f} "
                   f"zstd {r('jit_zstd', 'mod_zstd'):.2f} | decompress/INFLATE {r('dec_gz', 'inflate'):.2f} "
-                  f"| module/mod_deflate {r('mod_gzip', 'deflate'):.0f}x, /mod_brotli {r('mod_br', 'brotli'):.0f}x")
+                  f"| module/mod_deflate {r('mod_gzip', 'deflate'):.0f}x, /mod_brotli {r('mod_br', 'brotli'):.0f}x"
+                  + (f" | decompress/nginx gunzip {r('dec_gz', 'ng_gunzip'):.2f}" if 'ng_gunzip' in med else ""))
     with open(os.path.join(OUT, "results.tsv"), "w") as f:
         f.write("page\tprotocol\tcase\tlabel\treq_per_s\tratio\tversus\n")
         for r in rows:

@@ -180,7 +180,8 @@ pub fn handle(req: &Request<'_>) -> c_int {
     let ranked = accepted.ranked(cfg.encodings());
     let original = (original_kind == FileKind::Regular).then(|| finfo.meta());
 
-    let known = match favourite(req, filename, &accepted, &ranked, original) {
+    let gone = Unopenable::default();
+    let known = match favourite(req, filename, &accepted, &ranked, original, &gone) {
         Favourite::Sent(rc) => return rc,
         Favourite::Passed(known) => known,
     };
@@ -201,7 +202,7 @@ pub fn handle(req: &Request<'_>) -> c_int {
             warn_stale(req, filename, &s);
         }
     }
-    follow_plan(req, filename, &plan, &siblings)
+    follow_plan(req, filename, &plan, &siblings, &gone)
 }
 
 /// A sibling lookup already made: the coding and what was found.
@@ -224,6 +225,7 @@ fn favourite<'r>(
     accepted: &Accepted,
     ranked: &Ranked,
     original: Option<FileMeta>,
+    gone: &Unopenable,
 ) -> Favourite<'r> {
     let Some((best, q)) = ranked.iter_q().next() else {
         return Favourite::Passed(None);
@@ -233,7 +235,7 @@ fn favourite<'r>(
         let fresh = original.is_none_or(|o| !variant::is_stale(s.info.meta(), o));
         if fresh && (original.is_none() || q >= accepted.identity_preference()) {
             req.vary_accept_encoding();
-            if let Ok(rc) = send_sibling(req, best, s) {
+            if let Ok(rc) = send_sibling(req, best, s, gone) {
                 return Favourite::Sent(rc);
             }
         }
@@ -280,15 +282,18 @@ fn follow_plan(
     filename: &CStr,
     plan: &variant::Plan,
     siblings: &[Option<Sibling<'_>>; 3],
+    gone: &Unopenable,
 ) -> c_int {
     let steps = plan.steps();
     let mut failed = Undecodable::default();
     for (i, step) in steps.iter().enumerate() {
         let later_gzip = steps[i + 1..].contains(&Step::Decompress(Coding::Gzip));
         let outcome = match *step {
-            Step::Send(c) => siblings[c.index()].map_or(Err(Skip), |s| send_sibling(req, c, s)),
+            Step::Send(c) => {
+                siblings[c.index()].map_or(Err(Skip), |s| send_sibling(req, c, s, gone))
+            }
             Step::Decompress(c) => siblings[c.index()].map_or(Err(Skip), |s| {
-                decompress(req, c, s, later_gzip, &mut failed)
+                decompress(req, c, s, later_gzip, &mut failed, gone)
             }),
             Step::Original => send_original(req, filename, plan.stale.iter().any(|&s| s)),
             Step::NotAcceptable => return not_acceptable(req, filename, plan, siblings),
@@ -414,11 +419,41 @@ fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
 /// This candidate could not be used (vanished, unreadable); try the next.
 struct Skip;
 
-fn open_or_skip<'r>(req: &Request<'r>, s: Sibling<'r>) -> Result<File<'r>, Skip> {
+/// Siblings this request could not open (or opened as something the
+/// symlink policy refuses), by coding: a sibling can be a candidate to
+/// send and then to decompress, but it is opened, and logged, once.
+#[derive(Default)]
+struct Unopenable(std::cell::Cell<[bool; 3]>);
+
+impl Unopenable {
+    fn has(&self, c: Coding) -> bool {
+        self.0.get()[c.index()]
+    }
+
+    fn add(&self, c: Coding) {
+        let mut v = self.0.get();
+        v[c.index()] = true;
+        self.0.set(v);
+    }
+}
+
+fn open_or_skip<'r>(
+    req: &Request<'r>,
+    c: Coding,
+    s: Sibling<'r>,
+    gone: &Unopenable,
+) -> Result<File<'r>, Skip> {
+    if gone.has(c) {
+        return Err(Skip);
+    }
     match req.open(s.path) {
         Ok(f) if opened_as_allowed(req, s.path, f.info()) => Ok(f),
-        Ok(_) => Err(Skip),
+        Ok(_) => {
+            gone.add(c);
+            Err(Skip)
+        }
         Err(st) => {
+            gone.add(c);
             req.log(
                 Level::Debug,
                 st,
@@ -458,8 +493,13 @@ fn set_status_header(req: &Request<'_>, happy: bool) {
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket.
-fn send_sibling(req: &Request<'_>, c: Coding, s: Sibling<'_>) -> Result<c_int, Skip> {
-    let file = open_or_skip(req, s)?;
+fn send_sibling(
+    req: &Request<'_>,
+    c: Coding,
+    s: Sibling<'_>,
+    gone: &Unopenable,
+) -> Result<c_int, Skip> {
+    let file = open_or_skip(req, c, s, gone)?;
     let info = *file.info();
     if info.kind() != FileKind::Regular {
         return Err(Skip);
@@ -880,8 +920,9 @@ fn decompress(
     s: Sibling<'_>,
     later_gzip: bool,
     failed: &mut Undecodable,
+    gone: &Unopenable,
 ) -> Result<c_int, Skip> {
-    let file = open_or_skip(req, s)?;
+    let file = open_or_skip(req, c, s, gone)?;
     let info = *file.info();
     let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
     let mut buf = vec![0u8; OUT_CHUNK];

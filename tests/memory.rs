@@ -1,11 +1,14 @@
 //! The decompress path's memory is bounded whatever the file size: peak
 //! heap while streaming a large sibling through `Decoder` with the
 //! handler's 64 KiB output chunk, measured by a counting allocator.
-//! (zstd's C context is allocated outside Rust's allocator; its size is the
-//! frame window, capped at 8 MiB by `ZSTD_WINDOW_LOG_MAX`.)
+//! zstd's C context is allocated outside Rust's allocator: it is measured
+//! as the peak RSS growth of a child process that only decodes, and is
+//! the frame's window (8 MiB at most, `ZSTD_WINDOW_LOG_MAX`) plus its
+//! block buffers.
 
 use mod_gzip_disk_ng::coding::Coding;
 use mod_gzip_disk_ng::decode::Decoder;
+use mod_gzip_disk_ng::publish::encode::{self as tool, Levels};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::{Read, Write};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -125,24 +128,138 @@ fn decoder_memory_does_not_grow_with_size() {
     }
 }
 
+/// What the publish tool writes for `size` bytes, with its default windows
+/// (brotli WBITS 23, zstd window log 23) at a fast level.
+fn tool_encoded(c: Coding, size: u64) -> Vec<u8> {
+    let levels = Levels {
+        brotli_quality: 1,
+        zstd: 1,
+        gzip: 1,
+        ..Levels::default()
+    };
+    let (_, out) = tool::encode(c, &levels, size, Gen { left: size, pos: 0 }, Vec::new()).unwrap();
+    out
+}
+
 /// Brotli's ring buffer is its window once the content outgrows it: the
-/// module's 8 MiB cap (WBITS 23) bounds it; WBITS 24 would double it.
+/// publish tool's 8 MiB window (WBITS 23, the module's cap) bounds it;
+/// WBITS 24 would double it.
 /// (Measured: 8 532 991 B at 23, 16 921 599 B at 24.)
 #[test]
 fn brotli_window_bounds_the_ring_buffer() {
     let _t = ONE_TEST_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let size: u64 = 32 << 20;
-    let peak = |lgwin: u32| {
+    let p23 = peak_while_decoding(Coding::Br, &tool_encoded(Coding::Br, size), size);
+    let p24 = {
         let mut out = Vec::new();
         {
-            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 1, lgwin);
+            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 1, 24);
             std::io::copy(&mut Gen { left: size, pos: 0 }, &mut w).unwrap();
             w.flush().unwrap();
         }
         peak_while_decoding(Coding::Br, &out, size)
     };
-    let (p23, p24) = (peak(23), peak(24));
     eprintln!("brotli 32 MiB: peak heap {p23} B at WBITS 23, {p24} B at WBITS 24");
     assert!(p23 <= (8 << 20) + (512 << 10), "WBITS 23 uses {p23} B");
     assert!(p24 > 16 << 20, "WBITS 24 uses {p24} B");
+}
+
+/// Peak resident set (VmHWM) of this process, in bytes.
+fn vm_hwm() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    kb * 1024
+}
+
+/// The child side of `rss_growth_decoding`: does nothing unless
+/// `GDN_MEM_CHILD` names a coding and a file; then decodes that file as the
+/// handler does (64 KiB chunks) and prints how much its peak RSS grew,
+/// which counts C allocations (zstd's context) as well as Rust's.
+#[test]
+fn child_decodes_and_reports_rss_growth() {
+    let Ok(spec) = std::env::var("GDN_MEM_CHILD") else {
+        return;
+    };
+    let (c, path) = spec.split_once(' ').unwrap();
+    let c = Coding::from_token(c).unwrap();
+    let data = std::fs::read(path).unwrap();
+    let mut out = vec![0u8; 64 * 1024];
+    out.iter_mut().for_each(|b| *b = 1);
+    let before = vm_hwm();
+    let result = Decoder::new(c, &data[..]).and_then(|mut d| {
+        let mut total = 0u64;
+        loop {
+            match d.read(&mut out)? {
+                0 => return Ok(total),
+                n => total += n as u64,
+            }
+        }
+    });
+    let grew = vm_hwm() - before;
+    match result {
+        Ok(total) => println!("GDN_RSS decoded {total} grew {grew}"),
+        Err(e) => println!("GDN_RSS refused {e}"),
+    }
+}
+
+/// Decodes `data` in a fresh child process; `Ok((decoded length, peak
+/// RSS growth in bytes))`, or `Err` with the decoder's refusal.
+fn rss_growth_decoding(c: Coding, data: &[u8]) -> Result<(u64, u64), String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("sibling");
+    std::fs::write(&path, data).unwrap();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_decodes_and_reports_rss_growth",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("GDN_MEM_CHILD", format!("{} {}", c.token(), path.display()))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout
+        .lines()
+        .find_map(|l| l.split_once("GDN_RSS ").map(|(_, r)| r))
+        .unwrap_or_else(|| panic!("child said nothing: {stdout}"));
+    let words: Vec<&str> = line.split_whitespace().collect();
+    match words[..] {
+        ["decoded", n, "grew", g] => Ok((n.parse().unwrap(), g.parse().unwrap())),
+        _ => Err(line.to_string()),
+    }
+}
+
+/// zstd keeps its window in its C context: a sibling as the publish tool
+/// writes it (window 8 MiB) costs that window plus block buffers, a small
+/// window costs little, and a frame asking for 16 MiB is refused rather
+/// than decoded.
+#[test]
+fn zstd_window_bounds_the_c_context() {
+    let size: u64 = 32 << 20;
+    let (n, tool) = rss_growth_decoding(Coding::Zstd, &tool_encoded(Coding::Zstd, size)).unwrap();
+    assert_eq!(n, size);
+    let (n, small) = rss_growth_decoding(Coding::Zstd, &encode(Coding::Zstd, size)).unwrap();
+    assert_eq!(n, size);
+    let big = {
+        let mut e = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
+        e.set_pledged_src_size(Some(size)).unwrap();
+        e.window_log(24).unwrap();
+        std::io::copy(&mut Gen { left: size, pos: 0 }, &mut e).unwrap();
+        e.finish().unwrap()
+    };
+    let refused = rss_growth_decoding(Coding::Zstd, &big);
+    eprintln!(
+        "zstd 32 MiB: peak RSS +{tool} B with the tool's 8 MiB window, +{small} B with 128 KiB; window 16 MiB: {refused:?}"
+    );
+    assert!(
+        (8 << 20..=(8 << 20) + (2 << 20)).contains(&tool),
+        "8 MiB window costs {tool} B"
+    );
+    assert!(small <= 1 << 20, "128 KiB window costs {small} B");
+    assert!(refused.is_err(), "a 16 MiB window was decoded: {refused:?}");
 }

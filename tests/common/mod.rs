@@ -549,3 +549,117 @@ pub fn set_mtime(p: &Path, t: std::time::SystemTime) {
         .expect("open for mtime");
     f.set_modified(t).expect("set mtime");
 }
+
+/// Sends raw bytes on a fresh connection and returns everything the server
+/// writes until it closes it (bounded by a timeout). With
+/// `Connection: close` in the request that is the whole response, body
+/// included, byte for byte: what a client would read.
+pub fn raw(a: &Apache, request: impl AsRef<[u8]>) -> Vec<u8> {
+    use std::io::Read;
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", a.port)).expect("connect");
+    s.set_read_timeout(Some(Duration::from_secs(10)))
+        .expect("timeout");
+    s.write_all(request.as_ref()).expect("send");
+    let mut out = vec![];
+    let _ = s.read_to_end(&mut out);
+    out
+}
+
+/// An HTTP/1.1 response read off the socket: the status line's code (a
+/// missing or garbled one panics: no response is never a status), the
+/// header fields (names lowercased), and the bytes after the blank line,
+/// as sent (still chunked, if so).
+#[derive(Debug)]
+pub struct RawResponse {
+    pub status: u16,
+    pub headers: BTreeMap<String, Vec<String>>,
+    pub after_head: Vec<u8>,
+}
+
+impl RawResponse {
+    pub fn parse(bytes: &[u8]) -> RawResponse {
+        let end = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| {
+                panic!(
+                    "no complete response head: {:?}",
+                    String::from_utf8_lossy(bytes)
+                )
+            });
+        let head = String::from_utf8_lossy(&bytes[..end]).to_string();
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap_or("");
+        let status = status_line
+            .strip_prefix("HTTP/1.1 ")
+            .and_then(|s| s.get(..3))
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no HTTP/1.1 status line: {head:?}"));
+        let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+        for l in lines {
+            if let Some((k, v)) = l.split_once(':') {
+                headers
+                    .entry(k.trim().to_ascii_lowercase())
+                    .or_default()
+                    .push(v.trim().to_owned());
+            }
+        }
+        RawResponse {
+            status,
+            headers,
+            after_head: bytes[end + 4..].to_vec(),
+        }
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .get(&name.to_ascii_lowercase())
+            .and_then(|v| v.first())
+            .map(String::as_str)
+    }
+
+    /// The body: de-chunked when sent chunked (the last chunk must be
+    /// there), else the bytes after the head, which must match any
+    /// Content-Length.
+    pub fn body(&self) -> Vec<u8> {
+        if self.header("Transfer-Encoding") != Some("chunked") {
+            if let Some(l) = self.header("Content-Length") {
+                assert_eq!(l.parse::<usize>().ok(), Some(self.after_head.len()));
+            }
+            return self.after_head.clone();
+        }
+        let mut out = vec![];
+        let mut rest = &self.after_head[..];
+        loop {
+            let eol = rest
+                .windows(2)
+                .position(|w| w == b"\r\n")
+                .expect("chunk size line");
+            let size_field = String::from_utf8_lossy(&rest[..eol]).to_string();
+            let size = usize::from_str_radix(size_field.split(';').next().unwrap().trim(), 16)
+                .expect("chunk size");
+            rest = &rest[eol + 2..];
+            if size == 0 {
+                return out;
+            }
+            assert!(rest.len() >= size + 2, "chunk cut short");
+            out.extend_from_slice(&rest[..size]);
+            rest = &rest[size + 2..];
+        }
+    }
+}
+
+/// A GET or HEAD over HTTP/1.1 on its own connection, `Connection: close`,
+/// read to EOF.
+pub fn raw_request(a: &Apache, method: &str, path: &str, headers: &[(&str, &[u8])]) -> RawResponse {
+    let mut req = format!("{method} {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n")
+        .into_bytes();
+    for (k, v) in headers {
+        req.extend_from_slice(k.as_bytes());
+        req.extend_from_slice(b": ");
+        req.extend_from_slice(v);
+        req.extend_from_slice(b"\r\n");
+    }
+    req.extend_from_slice(b"\r\n");
+    RawResponse::parse(&raw(a, req))
+}
