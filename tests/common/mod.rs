@@ -439,15 +439,7 @@ pub fn curl(url: &str, args: &[String]) -> Response {
     let mut parts = status_line.split_whitespace();
     let http_version = parts.next().unwrap_or("").to_owned();
     let status = parts.next().and_then(|s| s.parse().ok()).unwrap_or(0);
-    let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for l in lines {
-        if let Some((k, v)) = l.split_once(':') {
-            headers
-                .entry(k.trim().to_ascii_lowercase())
-                .or_default()
-                .push(v.trim().to_owned());
-        }
-    }
+    let headers = header_map(lines);
     Response {
         status,
         headers,
@@ -595,15 +587,7 @@ impl RawResponse {
             .and_then(|s| s.get(..3))
             .and_then(|s| s.parse().ok())
             .unwrap_or_else(|| panic!("no HTTP/1.1 status line: {head:?}"));
-        let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
-        for l in lines {
-            if let Some((k, v)) = l.split_once(':') {
-                headers
-                    .entry(k.trim().to_ascii_lowercase())
-                    .or_default()
-                    .push(v.trim().to_owned());
-            }
-        }
+        let headers = header_map(lines);
         RawResponse {
             status,
             headers,
@@ -662,4 +646,18 @@ pub fn raw_request(a: &Apache, method: &str, path: &str, headers: &[(&str, &[u8]
     }
     req.extend_from_slice(b"\r\n");
     RawResponse::parse(&raw(a, req))
+}
+
+/// Header lines into a map by lower-cased name (repeats kept in order).
+fn header_map<'a>(lines: impl Iterator<Item = &'a str>) -> BTreeMap<String, Vec<String>> {
+    let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for l in lines {
+        if let Some((k, v)) = l.split_once(':') {
+            headers
+                .entry(k.trim().to_ascii_lowercase())
+                .or_default()
+                .push(v.trim().to_owned());
+        }
+    }
+    headers
 }
