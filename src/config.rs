@@ -15,11 +15,26 @@ pub const DEFAULT_STATUS_HEADER: &str = "Mod-Gzip-Disk-Ng";
 pub struct Jitter {
     /// Largest padding, bytes (1..=max are added).
     pub max: u32,
-    /// Bytes hashed to derive the length (at most `JITTER_BUFFER_MAX`);
-    /// negative: random per response.
-    pub buffer: i64,
+    pub length: JitterLength,
     /// Accepted for old configurations; the length is always HMAC-SHA256.
     pub paranoid: bool,
+}
+
+/// How a padding length is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JitterLength {
+    /// Drawn per response (a negative buffer in the directive).
+    Random,
+    /// A keyed hash of the file's first `hashed` bytes (at most
+    /// `JITTER_BUFFER_MAX`), so every response of a version is alike.
+    Keyed { hashed: u64 },
+}
+
+/// A scope's `GzipDiskNgJitter`: `Off` overrides an enclosing setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitterSetting {
+    Off,
+    On(Jitter),
 }
 
 /// Largest `GzipDiskNgJitter` buffer: 1 MiB. The bytes hashed are read on
@@ -80,8 +95,7 @@ pub struct DirConfig {
     pub encodings: Option<Vec<Coding>>,
     pub decompress: Option<bool>,
     pub status_header: Option<StatusHeader>,
-    /// `Some(None)` is an explicit `Off`.
-    pub jitter: Option<Option<Jitter>>,
+    pub jitter: Option<JitterSetting>,
 }
 
 impl DirConfig {
@@ -119,7 +133,10 @@ impl DirConfig {
 
     /// The jitter setting, if on.
     pub fn jitter(&self) -> Option<Jitter> {
-        self.jitter.flatten()
+        match self.jitter {
+            Some(JitterSetting::On(j)) => Some(j),
+            _ => None,
+        }
     }
 }
 
@@ -161,11 +178,11 @@ pub fn parse_status_header(arg: &str) -> Result<StatusHeader, String> {
 }
 
 /// `GzipDiskNgJitter Off | <max-bytes> [<buffer-bytes>] [paranoid]`
-pub fn parse_jitter(args: &[&str]) -> Result<Option<Jitter>, String> {
+pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
     const USAGE: &str = "GzipDiskNgJitter takes Off, or <max-bytes 1..65536> \
          [<buffer-bytes up to 1048576 (1 MiB), negative: random>] [paranoid]";
     match args {
-        [off] if off.eq_ignore_ascii_case("off") => return Ok(None),
+        [off] if off.eq_ignore_ascii_case("off") => return Ok(JitterSetting::Off),
         [] => return Err(USAGE.into()),
         _ => {}
     }
@@ -199,9 +216,14 @@ pub fn parse_jitter(args: &[&str]) -> Result<Option<Jitter>, String> {
              {JITTER_BUFFER_MAX} bytes (1 MiB)"
         ));
     }
-    Ok(Some(Jitter {
+    let length = match buffer {
+        b if b < 0 => JitterLength::Random,
+        0 => JitterLength::Keyed { hashed: 64 * 1024 },
+        b => JitterLength::Keyed { hashed: b as u64 },
+    };
+    Ok(JitterSetting::On(Jitter {
         max,
-        buffer: if buffer == 0 { 64 * 1024 } else { buffer },
+        length,
         paranoid,
     }))
 }
@@ -264,28 +286,28 @@ mod tests {
 
     #[test]
     fn jitter_parse() {
-        assert_eq!(parse_jitter(&["Off"]).unwrap(), None);
+        assert_eq!(parse_jitter(&["Off"]).unwrap(), JitterSetting::Off);
         assert_eq!(
             parse_jitter(&["32"]).unwrap(),
-            Some(Jitter {
+            JitterSetting::On(Jitter {
                 max: 32,
-                buffer: 65536,
+                length: JitterLength::Keyed { hashed: 65536 },
                 paranoid: false
             })
         );
         assert_eq!(
             parse_jitter(&["32", "-1", "paranoid"]).unwrap(),
-            Some(Jitter {
+            JitterSetting::On(Jitter {
                 max: 32,
-                buffer: -1,
+                length: JitterLength::Random,
                 paranoid: true
             })
         );
         assert_eq!(
             parse_jitter(&["8", "paranoid"]).unwrap(),
-            Some(Jitter {
+            JitterSetting::On(Jitter {
                 max: 8,
-                buffer: 65536,
+                length: JitterLength::Keyed { hashed: 65536 },
                 paranoid: true
             })
         );
@@ -301,8 +323,12 @@ mod tests {
             assert!(parse_jitter(bad).is_err(), "{bad:?}");
         }
         assert_eq!(
-            parse_jitter(&["32", "1048576"]).unwrap().unwrap().buffer,
-            1 << 20
+            parse_jitter(&["32", "1048576"]).unwrap(),
+            JitterSetting::On(Jitter {
+                max: 32,
+                length: JitterLength::Keyed { hashed: 1 << 20 },
+                paranoid: false
+            })
         );
         assert!(parse_jitter(&["32", "2000000"])
             .unwrap_err()

@@ -5,12 +5,13 @@
 
 use crate::coding::Coding;
 use crate::decode::Facts;
+use crate::httpd::FileVersion;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Mutex;
 
 /// A file version and the coding it is read as.
-pub type Key = ((u64, u64, i64, u64), Coding);
+pub type Key = (FileVersion, Coding);
 
 /// Entries kept; the map is emptied when full, so memory stays bounded and
 /// a republished tree simply re-inspects its siblings once.
@@ -75,9 +76,18 @@ pub fn learn_len(key: &Key, len: u64) {
 mod tests {
     use super::*;
 
+    fn v(device: u64, inode: u64, mtime: i64, size: u64) -> FileVersion {
+        FileVersion {
+            device,
+            inode,
+            mtime,
+            size,
+        }
+    }
+
     #[test]
     fn remembers_per_version_learns_lengths_and_stays_bounded() {
-        let k = ((1, 2, 3, 4), Coding::Gzip);
+        let k = (v(1, 2, 3, 4), Coding::Gzip);
         let f = Facts {
             declared_len: None,
             window: 32 * 1024,
@@ -85,20 +95,20 @@ mod tests {
         };
         put(k, Some(f));
         assert_eq!(get(&k), Some(Some(f)));
-        assert_eq!(get(&((1, 2, 3, 5), Coding::Gzip)), None);
-        assert_eq!(get(&((1, 2, 3, 4), Coding::Zstd)), None);
+        assert_eq!(get(&(v(1, 2, 3, 5), Coding::Gzip)), None);
+        assert_eq!(get(&(v(1, 2, 3, 4), Coding::Zstd)), None);
         learn_len(&k, 777);
         assert_eq!(get(&k).flatten().and_then(|f| f.declared_len), Some(777));
         // A declared length is never overwritten by a learned one.
         learn_len(&k, 778);
         assert_eq!(get(&k).flatten().and_then(|f| f.declared_len), Some(777));
-        let bad = ((1, 2, 3, 6), Coding::Zstd);
+        let bad = (v(1, 2, 3, 6), Coding::Zstd);
         put(bad, None);
         learn_len(&bad, 5);
         assert_eq!(get(&bad), Some(None));
         // Bounded (in the same test: the map is shared).
         for i in 0..(MAX_ENTRIES as u64 + 10) {
-            put(((9, i, 0, 0), Coding::Br), Some(Facts::default()));
+            put((v(9, i, 0, 0), Coding::Br), Some(Facts::default()));
         }
         let n = CACHE.lock().unwrap().as_ref().map_or(0, |m| m.len());
         assert!(n <= MAX_ENTRIES, "{n}");

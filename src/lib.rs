@@ -2,9 +2,12 @@
 //! siblings (`page.html.zst`, `.br`, `.gz`) and decompresses on the fly for
 //! clients that accept none of them.
 //!
-//! The pure decision code (`negotiate`, `variant`, `decode`, `config`) knows
-//! nothing of Apache and is unit-tested alone; `httpd` holds every FFI call,
-//! and `handler` turns decisions into responses through its safe wrappers.
+//! The pure decision code (`negotiate`, `variant`, `decode`, `config`,
+//! `jitter`) knows nothing of Apache and is unit-tested alone. `httpd`
+//! holds every FFI call and names no application type; `module` declares
+//! the module on it, `handler` gathers a request's facts, `variant`
+//! decides and `respond` answers.
+#![deny(unsafe_code)]
 
 pub mod coding;
 pub mod config;
@@ -14,6 +17,9 @@ pub mod facts_cache;
 pub mod handler;
 pub mod httpd;
 pub mod jitter;
+mod lookup;
+pub mod module;
 pub mod negotiate;
 pub mod publish;
+mod respond;
 pub mod variant;

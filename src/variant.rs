@@ -1,7 +1,8 @@
-//! Which representation answers a request: a precompressed sibling, the
-//! original, an on-the-fly decompression, or an error. Pure and
-//! allocation-free; the handler walks the returned steps in order, moving to
-//! the next when a file turns out unreadable or vanished.
+//! The decision, pure and allocation-free: request facts in, outcomes out.
+//! Which representation answers a request (a precompressed sibling, the
+//! original, an on-the-fly decompression) or which error does. The handler
+//! tries the planned outcomes in order, moving to the next when a file
+//! turns out unreadable or vanished; `respond` turns each into a response.
 
 use crate::coding::Coding;
 use crate::negotiate::Ranked;
@@ -14,19 +15,67 @@ pub struct FileMeta {
     pub size: u64,
 }
 
-/// One way to answer, tried in order.
+/// One way to answer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Step {
+pub enum Outcome {
     /// Send this sibling as is, with Content-Encoding.
     Send(Coding),
     /// Send the original file.
     Original,
     /// Decode this sibling and send identity.
     Decompress(Coding),
-    /// Siblings exist but none is acceptable and decompression is off.
+    /// Siblings exist but none is acceptable and decompression is off
+    /// (406, listing the codings there are).
     NotAcceptable,
-    /// Neither the original nor a sibling exists.
+    /// Neither the original nor a usable sibling exists.
     NotFound,
+    /// OPTIONS, answered as core answers it.
+    Options,
+    /// A method other than GET, HEAD or OPTIONS (405).
+    MethodNotAllowed,
+    /// A method Apache does not know (501).
+    NotImplemented,
+    /// Path info after a file, which the configuration does not accept (404).
+    PathInfo,
+}
+
+/// The request's method, as the decision cares about it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// GET, and HEAD (which Apache reports as GET).
+    Get,
+    Options,
+    /// A method Apache does not know at all.
+    Invalid,
+    Other,
+}
+
+/// The answer before any file is looked at, as core's handler gives it;
+/// `None` for a GET (or HEAD) that the files decide.
+pub fn before_files(method: Method, rejected_path_info: bool) -> Option<Outcome> {
+    match method {
+        Method::Get if rejected_path_info => Some(Outcome::PathInfo),
+        Method::Get => None,
+        Method::Options => Some(Outcome::Options),
+        Method::Invalid => Some(Outcome::NotImplemented),
+        Method::Other => Some(Outcome::MethodNotAllowed),
+    }
+}
+
+/// Whether the client's favourite coding (stated with `q`) answers at
+/// once from its sibling: fresh, and preferred to identity where an
+/// original exists. `plan` would put it first too, so one lookup decides
+/// the common case.
+pub fn favourite_answers(
+    q: u16,
+    identity_preference: u16,
+    original: Option<FileMeta>,
+    sibling: FileMeta,
+) -> bool {
+    match original {
+        None => true,
+        Some(o) => !is_stale(sibling, o) && q >= identity_preference,
+    }
 }
 
 /// The facts a decision needs.
@@ -47,10 +96,10 @@ pub struct Inputs {
     pub decode_order: [Coding; 3],
 }
 
-/// The ordered steps and the siblings found stale.
+/// The ordered outcomes and the siblings found stale.
 #[derive(Clone, Copy, Debug)]
 pub struct Plan {
-    steps: [Step; 8],
+    outcomes: [Outcome; 8],
     len: usize,
     /// Siblings older than the original, which are never served.
     pub stale: [bool; 3],
@@ -59,16 +108,16 @@ pub struct Plan {
 }
 
 impl Plan {
-    fn push(&mut self, s: Step) {
-        if self.len < self.steps.len() {
-            self.steps[self.len] = s;
+    fn push(&mut self, s: Outcome) {
+        if self.len < self.outcomes.len() {
+            self.outcomes[self.len] = s;
             self.len += 1;
         }
     }
 
-    /// The steps, in the order to try them.
-    pub fn steps(&self) -> &[Step] {
-        &self.steps[..self.len]
+    /// The outcomes, in the order to try them.
+    pub fn outcomes(&self) -> &[Outcome] {
+        &self.outcomes[..self.len]
     }
 }
 
@@ -81,7 +130,7 @@ pub fn is_stale(sibling: FileMeta, original: FileMeta) -> bool {
 /// Decides how to answer.
 pub fn plan(inp: &Inputs) -> Plan {
     let mut p = Plan {
-        steps: [Step::NotFound; 8],
+        outcomes: [Outcome::NotFound; 8],
         len: 0,
         stale: [false; 3],
         varies: inp.siblings.iter().any(Option::is_some),
@@ -101,21 +150,21 @@ pub fn plan(inp: &Inputs) -> Plan {
         let mut original_pushed = false;
         for (c, q) in inp.ranked.iter_q() {
             if q < inp.identity_preference && !original_pushed {
-                p.push(Step::Original);
+                p.push(Outcome::Original);
                 original_pushed = true;
             }
             if usable[c.index()] {
-                p.push(Step::Send(c));
+                p.push(Outcome::Send(c));
             }
         }
         if !original_pushed {
-            p.push(Step::Original);
+            p.push(Outcome::Original);
         }
         return p;
     }
     for c in inp.ranked.iter() {
         if usable[c.index()] {
-            p.push(Step::Send(c));
+            p.push(Outcome::Send(c));
         }
     }
     let mut any = false;
@@ -123,14 +172,14 @@ pub fn plan(inp: &Inputs) -> Plan {
         if usable[c.index()] {
             any = true;
             if inp.decompress {
-                p.push(Step::Decompress(c));
+                p.push(Outcome::Decompress(c));
             }
         }
     }
     if any && !inp.decompress {
-        p.push(Step::NotAcceptable);
+        p.push(Outcome::NotAcceptable);
     }
-    p.push(Step::NotFound);
+    p.push(Outcome::NotFound);
     p
 }
 
@@ -139,7 +188,7 @@ mod tests {
     use super::*;
     use crate::negotiate::Accepted;
     use Coding::*;
-    use Step::*;
+    use Outcome::*;
 
     const ORDER: [Coding; 3] = [Zstd, Br, Gzip];
     const DEC: [Coding; 3] = [Zstd, Gzip, Br];
@@ -167,7 +216,7 @@ mod tests {
             meta(5),
             [meta(5), meta(5), meta(6)],
         ));
-        assert_eq!(p.steps(), &[Send(Br), Send(Gzip), Original]);
+        assert_eq!(p.outcomes(), &[Send(Br), Send(Gzip), Original]);
         assert!(p.varies);
     }
 
@@ -175,37 +224,37 @@ mod tests {
     fn identity_preferred_by_q_gets_the_original() {
         let all = [meta(5), meta(5), meta(5)];
         let p = plan(&inputs(Some("gzip;q=0.1, identity"), meta(5), all));
-        assert_eq!(p.steps(), &[Original, Send(Gzip)]);
+        assert_eq!(p.outcomes(), &[Original, Send(Gzip)]);
         let p = plan(&inputs(
             Some("br, gzip;q=0.5, identity;q=0.8"),
             meta(5),
             all,
         ));
-        assert_eq!(p.steps(), &[Send(Br), Original, Send(Gzip)]);
+        assert_eq!(p.outcomes(), &[Send(Br), Original, Send(Gzip)]);
         // Equal q keeps the server's order: codings first.
         let p = plan(&inputs(Some("gzip;q=0.5, identity;q=0.5"), meta(5), all));
-        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        assert_eq!(p.outcomes(), &[Send(Gzip), Original]);
         // Identity's default acceptability is not a preference.
         let p = plan(&inputs(Some("gzip;q=0.9"), meta(5), all));
-        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        assert_eq!(p.outcomes(), &[Send(Gzip), Original]);
         // Without the original, identity's q changes nothing.
         let p = plan(&inputs(Some("gzip;q=0.1, identity"), None, all));
-        assert_eq!(p.steps()[0], Send(Gzip));
+        assert_eq!(p.outcomes()[0], Send(Gzip));
     }
 
     #[test]
     fn missing_sibling_is_skipped() {
         let p = plan(&inputs(Some("zstd, br, gzip"), None, [None, None, meta(1)]));
-        assert_eq!(p.steps(), &[Send(Gzip), Decompress(Gzip), NotFound]);
+        assert_eq!(p.outcomes(), &[Send(Gzip), Decompress(Gzip), NotFound]);
     }
 
     #[test]
     fn identity_client_gets_original_or_decompression() {
         let p = plan(&inputs(None, meta(1), [meta(1), None, meta(1)]));
-        assert_eq!(p.steps(), &[Original]);
+        assert_eq!(p.outcomes(), &[Original]);
         let p = plan(&inputs(None, None, [meta(1), meta(1), meta(1)]));
         assert_eq!(
-            p.steps(),
+            p.outcomes(),
             &[Decompress(Zstd), Decompress(Gzip), Decompress(Br), NotFound]
         );
     }
@@ -217,7 +266,7 @@ mod tests {
             meta(10_000_000),
             [None, None, meta(9_000_000)],
         ));
-        assert_eq!(p.steps(), &[Original]);
+        assert_eq!(p.outcomes(), &[Original]);
         assert_eq!(p.stale, [false, false, true]);
         assert!(p.varies);
     }
@@ -229,29 +278,29 @@ mod tests {
             meta(10_500_000),
             [None, None, meta(10_000_000)],
         ));
-        assert_eq!(p.steps(), &[Send(Gzip), Original]);
+        assert_eq!(p.outcomes(), &[Send(Gzip), Original]);
         let p = plan(&inputs(
             Some("gzip"),
             meta(11_000_000),
             [None, None, meta(10_999_999)],
         ));
-        assert_eq!(p.steps(), &[Original]);
+        assert_eq!(p.outcomes(), &[Original]);
     }
 
     #[test]
     fn decompress_off_gives_not_acceptable() {
         let mut i = inputs(None, None, [None, meta(1), None]);
         i.decompress = false;
-        assert_eq!(plan(&i).steps(), &[NotAcceptable, NotFound]);
+        assert_eq!(plan(&i).outcomes(), &[NotAcceptable, NotFound]);
     }
 
     #[test]
     fn nothing_at_all_is_not_found() {
         let p = plan(&inputs(Some("gzip"), None, [None; 3]));
-        assert_eq!(p.steps(), &[NotFound]);
+        assert_eq!(p.outcomes(), &[NotFound]);
         assert!(!p.varies);
         let p = plan(&inputs(Some("gzip"), meta(1), [None; 3]));
-        assert_eq!(p.steps(), &[Original]);
+        assert_eq!(p.outcomes(), &[Original]);
         assert!(!p.varies);
     }
 }

@@ -1,35 +1,72 @@
-//! The only place with `unsafe`: httpd/APR bindings, safe wrappers for
-//! request, pool, table, brigade, file and log, and the module symbol.
+//! The only place with `unsafe`: httpd/APR bindings and safe wrappers for
+//! request, pool, table, brigade, file and log, plus the building blocks of
+//! a module (`module`). Names no application type.
 //!
 //! Everything handed out borrows the request and lives no longer than its
 //! pool; strings handed to `apr_table_setn` are `'static` or pool copies.
+#![allow(unsafe_code)]
 
 pub mod ffi;
 pub mod module;
 
-use crate::config::DirConfig;
-use crate::variant::FileMeta;
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io;
 use std::marker::PhantomData;
 use std::ptr;
 
 pub use ffi::apr_status_t;
+pub use module::{Args, Command, Config, Directive, Hook, Module, Order, Pool, Scope, Takes};
 
-/// Handler return codes and statuses, typed once.
-pub const OK: c_int = ffi::OK as c_int;
-pub const DECLINED: c_int = ffi::DECLINED;
-pub const DONE: c_int = ffi::DONE;
-pub const HTTP_NOT_FOUND: c_int = ffi::HTTP_NOT_FOUND as c_int;
-pub const HTTP_FORBIDDEN: c_int = ffi::HTTP_FORBIDDEN as c_int;
-pub const HTTP_METHOD_NOT_ALLOWED: c_int = ffi::HTTP_METHOD_NOT_ALLOWED as c_int;
-pub const HTTP_NOT_ACCEPTABLE: c_int = ffi::HTTP_NOT_ACCEPTABLE as c_int;
-pub const HTTP_INTERNAL_SERVER_ERROR: c_int = ffi::HTTP_INTERNAL_SERVER_ERROR as c_int;
-pub const HTTP_BAD_GATEWAY: c_int = ffi::HTTP_BAD_GATEWAY as c_int;
-pub const HTTP_NOT_IMPLEMENTED: c_int = ffi::HTTP_NOT_IMPLEMENTED as c_int;
-pub const HTTP_OK: c_int = ffi::HTTP_OK as c_int;
-/// A filter already answered; the handler has nothing more to say.
-pub const AP_FILTER_ERROR: c_int = ffi::AP_FILTER_ERROR;
+/// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
+/// this type names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(transparent)]
+pub struct Status(c_int);
+
+impl Status {
+    /// Handled (or, for a fixup, nothing to object to).
+    pub const OK: Status = Status(ffi::OK as c_int);
+    /// Not this module's business.
+    pub const DECLINED: Status = Status(ffi::DECLINED);
+    /// The response is complete; nothing more may be sent.
+    pub const DONE: Status = Status(ffi::DONE);
+    /// A filter already answered; the handler has nothing more to say.
+    pub const FILTER_ERROR: Status = Status(ffi::AP_FILTER_ERROR);
+    pub const HTTP_OK: Status = Status(ffi::HTTP_OK as c_int);
+    pub const FORBIDDEN: Status = Status(ffi::HTTP_FORBIDDEN as c_int);
+    pub const NOT_FOUND: Status = Status(ffi::HTTP_NOT_FOUND as c_int);
+    pub const METHOD_NOT_ALLOWED: Status = Status(ffi::HTTP_METHOD_NOT_ALLOWED as c_int);
+    pub const NOT_ACCEPTABLE: Status = Status(ffi::HTTP_NOT_ACCEPTABLE as c_int);
+    pub const INTERNAL_SERVER_ERROR: Status = Status(ffi::HTTP_INTERNAL_SERVER_ERROR as c_int);
+    pub const NOT_IMPLEMENTED: Status = Status(ffi::HTTP_NOT_IMPLEMENTED as c_int);
+    pub const BAD_GATEWAY: Status = Status(ffi::HTTP_BAD_GATEWAY as c_int);
+
+    /// The value httpd sees.
+    pub const fn code(self) -> c_int {
+        self.0
+    }
+
+    /// An HTTP error status (4xx, 5xx).
+    pub const fn is_http_error(self) -> bool {
+        self.0 >= 400
+    }
+}
+
+impl std::fmt::Display for Status {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A file version: device, inode, mtime (microseconds) and size. Two
+/// equal versions are the same bytes as far as a static server can tell.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct FileVersion {
+    pub device: u64,
+    pub inode: u64,
+    pub mtime: i64,
+    pub size: u64,
+}
 
 /// Log levels, as `LogLevel` names them.
 #[derive(Clone, Copy, Debug)]
@@ -79,22 +116,24 @@ impl Finfo {
     pub fn kind(&self) -> FileKind {
         kind_of(self.raw.filetype)
     }
-    pub fn meta(&self) -> FileMeta {
-        FileMeta {
-            mtime: self.raw.mtime,
-            size: u64::try_from(self.raw.size).unwrap_or(0),
-        }
+    /// Size in bytes.
+    pub fn size(&self) -> u64 {
+        u64::try_from(self.raw.size).unwrap_or(0)
     }
-    /// Identity of this file version: device, inode, mtime, size.
+    /// Modification time, microseconds since the epoch.
+    pub fn mtime(&self) -> i64 {
+        self.raw.mtime
+    }
+    /// Identity of this file version.
     // APR's dev/ino types are u64 here but narrower on other platforms.
     #[allow(clippy::useless_conversion)]
-    pub fn version(&self) -> (u64, u64, i64, u64) {
-        (
-            u64::from(self.raw.device),
-            u64::from(self.raw.inode),
-            self.raw.mtime,
-            self.raw.size as u64,
-        )
+    pub fn version(&self) -> FileVersion {
+        FileVersion {
+            device: u64::from(self.raw.device),
+            inode: u64::from(self.raw.inode),
+            mtime: self.raw.mtime,
+            size: self.size(),
+        }
     }
 
     /// Whether both describe the same file (device and inode).
@@ -221,15 +260,15 @@ impl<'r> Request<'r> {
     }
 
     /// Reads and drops any request body, as core does before answering.
-    pub fn discard_body(&self) -> c_int {
+    pub fn discard_body(&self) -> Status {
         // SAFETY: live request.
-        unsafe { ffi::ap_discard_request_body(self.r) }
+        Status(unsafe { ffi::ap_discard_request_body(self.r) })
     }
 
     /// Answers OPTIONS as core does.
-    pub fn send_options(&self) -> c_int {
+    pub fn send_options(&self) -> Status {
         // SAFETY: live request.
-        unsafe { ffi::ap_send_http_options(self.r) }
+        Status(unsafe { ffi::ap_send_http_options(self.r) })
     }
 
     /// A request header, `None` if absent or not UTF-8.
@@ -365,13 +404,13 @@ impl<'r> Request<'r> {
     /// The status a file subrequest for `filename + suffix` ends with
     /// (200 when Apache would serve it), as mod_negotiation asks for its
     /// variants.
-    pub fn sibling_status(&self, suffix: &CStr) -> c_int {
+    pub fn sibling_status(&self, suffix: &CStr) -> Status {
         if self.filename().is_none() {
-            return HTTP_FORBIDDEN;
+            return Status::FORBIDDEN;
         }
         // SAFETY: live request with a filename; the subrequest is
         // destroyed by the shim before it returns.
-        unsafe { ffi::gdn_sibling_status(self.r, suffix.as_ptr()) }
+        Status(unsafe { ffi::gdn_sibling_status(self.r, suffix.as_ptr()) })
     }
 
     /// Whether `Options` allow following symlinks here: `Always`,
@@ -389,10 +428,10 @@ impl<'r> Request<'r> {
     }
 
     /// Gives an error status a plain-text body (as `ErrorDocument` would).
-    pub fn custom_response(&self, status: c_int, text: &str) {
+    pub fn custom_response(&self, status: Status, text: &str) {
         let t = self.pool_str(text);
         // SAFETY: pool string; httpd copies it into the request's config.
-        unsafe { ffi::ap_custom_response(self.r, status, t) }
+        unsafe { ffi::ap_custom_response(self.r, status.0, t) }
     }
 
     /// Opens a file as core's handler does (sendfile per EnableSendfile).
@@ -479,19 +518,19 @@ impl<'r> Request<'r> {
     }
 
     /// 304/412 per If-None-Match, If-Modified-Since, etc.
-    pub fn meets_conditions(&self) -> c_int {
+    pub fn meets_conditions(&self) -> Status {
         // SAFETY: live request.
-        unsafe { ffi::ap_meets_conditions(self.r) }
+        Status(unsafe { ffi::ap_meets_conditions(self.r) })
     }
 
     /// `r->status`.
-    pub fn status(&self) -> c_int {
-        self.raw().status
+    pub fn status(&self) -> Status {
+        Status(self.raw().status)
     }
 
-    pub fn set_status(&self, status: c_int) {
+    pub fn set_status(&self, status: Status) {
         // SAFETY: field write.
-        unsafe { (*self.r).status = status }
+        unsafe { (*self.r).status = status.0 }
     }
 
     /// The client went away.
@@ -500,17 +539,17 @@ impl<'r> Request<'r> {
         unsafe { (*self.raw().connection).aborted != 0 }
     }
 
-    /// This module's settings for the request's directory.
-    pub fn dir_config(&self) -> &'r DirConfig {
-        module::dir_config(self.raw().per_dir_config)
+    /// Module `M`'s settings for the request's directory, if any scope
+    /// made them.
+    pub fn dir_config<M: Module>(&self) -> Option<&'r M::Dir> {
+        module::config_in(self.raw().per_dir_config, M::record().as_ptr())
     }
 
-    /// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
-    /// the random key made at start-up.
-    pub fn jitter_secret(&self) -> Option<&'r crate::jitter::Secret> {
-        module::server_config(self.raw().server)
-            .and_then(|c| c.jitter_key.as_ref())
-            .or_else(module::startup_secret)
+    /// Module `M`'s settings for the request's server (or virtual host).
+    pub fn server_config<M: Module>(&self) -> Option<&'r M::Server> {
+        // SAFETY: a request's server outlives it.
+        let s = unsafe { self.raw().server.as_ref() }?;
+        module::config_in(s.module_config, M::record().as_ptr())
     }
 
     /// Whether a message at `level` would be logged.
@@ -546,11 +585,16 @@ impl<'r> Request<'r> {
     }
 }
 
+/// Fills `buf` from APR's random source (urandom); false if it failed.
+pub fn random_bytes(buf: &mut [u8]) -> bool {
+    // SAFETY: writes exactly buf.len() bytes into buf.
+    unsafe { ffi::apr_generate_random_bytes(buf.as_mut_ptr(), buf.len()) == 0 }
+}
+
 /// Four bytes from APR's random source (urandom).
 pub fn random_u32() -> u32 {
     let mut b = [0u8; 4];
-    // SAFETY: writes exactly 4 bytes into b.
-    unsafe { ffi::apr_generate_random_bytes(b.as_mut_ptr(), b.len()) };
+    random_bytes(&mut b);
     u32::from_le_bytes(b)
 }
 
@@ -669,15 +713,25 @@ impl Brigade<'_, '_> {
         }
     }
 
-    /// A bucket over borrowed bytes; `pass` then `cleanup` before the
-    /// buffer changes.
-    pub fn transient(&self, data: &[u8]) {
-        // SAFETY: caller passes and cleans up before `data` is reused; the
-        // transient bucket is copied by any filter that sets it aside.
-        let b = unsafe {
-            ffi::apr_bucket_transient_create(data.as_ptr().cast(), data.len(), self.alloc())
-        };
-        self.push(b);
+    /// Passes `data` down the filters without copying it, ending the
+    /// response after it when `end` is set, and empties the brigade: the
+    /// borrow covers the bucket's whole life, since any filter that keeps
+    /// a transient bucket must copy it.
+    pub fn pass_borrowed(&self, data: &[u8], end: bool) -> apr_status_t {
+        if !data.is_empty() {
+            // SAFETY: the bucket is passed and destroyed below, while `data`
+            // is still borrowed.
+            let b = unsafe {
+                ffi::apr_bucket_transient_create(data.as_ptr().cast(), data.len(), self.alloc())
+            };
+            self.push(b);
+        }
+        if end {
+            self.eos();
+        }
+        let st = self.pass();
+        self.cleanup();
+        st
     }
 
     /// A bucket holding a copy of `data`.
@@ -705,10 +759,10 @@ impl Brigade<'_, '_> {
 
     /// An error bucket: the connection is closed without a clean end so
     /// the client sees a failed transfer.
-    pub fn error(&self, status: c_int) {
+    pub fn error(&self, status: Status) {
         // SAFETY: allocator and pool are live.
         let b = unsafe {
-            ffi::ap_bucket_error_create(status, ptr::null(), self.req.raw().pool, self.alloc())
+            ffi::ap_bucket_error_create(status.0, ptr::null(), self.req.raw().pool, self.alloc())
         };
         self.push(b);
     }

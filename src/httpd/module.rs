@@ -1,110 +1,392 @@
-//! The `gzip_disk_ng_module` symbol httpd loads: directive table,
-//! per-directory config lifecycle, hook registration. Every `extern "C"`
-//! entry catches panics: a panic becomes a 500 (or a config error) and a
-//! log line, never a dead child.
+//! What any httpd module written in Rust needs and names no application
+//! type: the `module` record httpd loads by symbol, configuration objects
+//! owned by pools and merged per scope, directive dispatch, hook
+//! registration, and the guard every `extern "C"` entry runs under, so a
+//! panic becomes a 500 (or a configuration error) and a log line, never a
+//! dead child. A module implements [`Module`] and names its symbol with
+//! [`declare_module!`](crate::declare_module).
 
-use super::{ffi, Level, Request};
-use crate::config::{self, DirConfig, ServerConfig};
-use crate::jitter::Secret;
+use super::{ffi, Level, Request, Status};
+use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::marker::PhantomData;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::ptr;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
 
-/// httpd writes `module_index`, `next` and `name` into this at load time.
-#[no_mangle]
-#[allow(non_upper_case_globals)]
-pub static mut gzip_disk_ng_module: ffi::module = ffi::module {
-    version: ffi::MODULE_MAGIC_NUMBER_MAJOR as c_int,
-    minor_version: ffi::MODULE_MAGIC_NUMBER_MINOR as c_int,
-    module_index: -1,
-    name: c"mod_gzip_disk_ng.c".as_ptr(),
-    dynamic_load_handle: ptr::null_mut(),
-    next: ptr::null_mut(),
-    magic: ffi::MODULE_MAGIC_COOKIE as std::ffi::c_ulong,
-    rewrite_args: None,
-    create_dir_config: Some(create_dir_config),
-    merge_dir_config: Some(merge_dir_config),
-    create_server_config: Some(create_server_config),
-    merge_server_config: Some(merge_server_config),
-    cmds: COMMANDS.0.as_ptr(),
-    register_hooks: Some(register_hooks),
-    flags: 0,
-};
-
-/// This module's index, for per-module log levels.
-pub fn index() -> c_int {
-    // SAFETY: written once by httpd at load, before any request.
-    unsafe { (*ptr::addr_of!(gzip_disk_ng_module)).module_index }
+/// A configuration object (per directory or per server) and how an inner
+/// scope's settings combine with the enclosing ones.
+pub trait Config: Default + 'static {
+    /// `self` is the enclosing scope, `child` the inner one.
+    fn merge(&self, child: &Self) -> Self;
 }
 
-fn module_ptr() -> *const ffi::module {
-    ptr::addr_of!(gzip_disk_ng_module)
+/// Where a hook runs among other modules' hooks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    First,
+    Middle,
+    Last,
 }
 
-/// This module's settings in a per-dir config vector.
-pub(crate) fn dir_config<'a>(v: *mut ffi::ap_conf_vector_t) -> &'a DirConfig {
-    static DEFAULT: DirConfig = DirConfig {
-        encodings: None,
-        decompress: None,
-        status_header: None,
-        jitter: None,
+impl Order {
+    fn raw(self) -> c_int {
+        (match self {
+            Order::First => ffi::APR_HOOK_FIRST,
+            Order::Middle => ffi::APR_HOOK_MIDDLE,
+            Order::Last => ffi::APR_HOOK_LAST,
+        }) as c_int
+    }
+}
+
+/// The hooks a module can take part in; each calls the [`Module`] method
+/// of the same name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Hook {
+    Handler(Order),
+    Fixups(Order),
+    InsertErrorFilter(Order),
+    PostConfig(Order),
+}
+
+/// A directive's arguments, by the form its table entry declares.
+#[derive(Clone, Copy, Debug)]
+pub enum Args<'a> {
+    Flag(bool),
+    One(&'a str),
+    List(&'a [&'a str]),
+}
+
+/// The argument form of a directive.
+#[derive(Clone, Copy, Debug)]
+pub enum Takes {
+    Flag,
+    One,
+    List,
+}
+
+/// Where a directive may appear.
+#[derive(Clone, Copy, Debug)]
+pub enum Scope {
+    /// Server config and virtual hosts only.
+    Server,
+    /// Also `<Directory>`, `<Location>`, `<Files>` and .htaccess under
+    /// `AllowOverride FileInfo`.
+    DirectoryFileInfo,
+}
+
+/// An application module: its configuration types, directives and hooks.
+pub trait Module: Sized + 'static {
+    type Dir: Config;
+    type Server: Config;
+    /// The source name httpd shows (`mod_x.c`).
+    const NAME: &'static CStr;
+    /// The directive table, ending with [`Command::END`].
+    const COMMANDS: &'static [Command];
+    const HOOKS: &'static [Hook];
+
+    /// The record [`declare_module!`](crate::declare_module) exported.
+    fn record() -> &'static ModuleRecord;
+
+    /// Applies one directive; an error is shown by `apache2 -t`.
+    fn directive(cmd: &mut Directive<'_, Self>, args: Args<'_>) -> Result<(), String>;
+
+    fn handler(_req: &Request<'_>) -> Status {
+        Status::DECLINED
+    }
+    fn fixups(_req: &Request<'_>) -> Status {
+        Status::DECLINED
+    }
+    fn insert_error_filter(_req: &Request<'_>) {}
+    /// After the configuration is read, in the parent, before children fork.
+    fn post_config(_temp: &Pool<'_>) {}
+}
+
+/// An APR pool, borrowed for a callback.
+pub struct Pool<'p> {
+    raw: *mut ffi::apr_pool_t,
+    _life: PhantomData<&'p ffi::apr_pool_t>,
+}
+
+impl Pool<'_> {
+    /// Scans the configuration tree for `Require` providers that may look
+    /// at the file name (see `Request::sibling_rules_may_differ`).
+    pub fn scan_require_providers(&self) {
+        // SAFETY: httpd's configuration tree is complete at post_config; the
+        // scan only reads it and allocates from this pool.
+        unsafe { ffi::gdn_scan_config(self.raw) }
+    }
+}
+
+/// The exported `module` record. httpd writes `module_index`, `next` and
+/// the load handle into it, so it lives in writable memory.
+#[repr(transparent)]
+pub struct ModuleRecord(UnsafeCell<ffi::module>);
+
+// SAFETY: httpd writes the record while loading, single-threaded, before
+// any request; afterwards it is only read.
+unsafe impl Sync for ModuleRecord {}
+
+impl ModuleRecord {
+    /// The record of module `M`.
+    pub const fn new<M: Module>() -> ModuleRecord {
+        ModuleRecord(UnsafeCell::new(ffi::module {
+            version: ffi::MODULE_MAGIC_NUMBER_MAJOR as c_int,
+            minor_version: ffi::MODULE_MAGIC_NUMBER_MINOR as c_int,
+            module_index: -1,
+            name: M::NAME.as_ptr(),
+            dynamic_load_handle: ptr::null_mut(),
+            next: ptr::null_mut(),
+            magic: ffi::MODULE_MAGIC_COOKIE as std::ffi::c_ulong,
+            rewrite_args: None,
+            create_dir_config: Some(create_dir_config::<M>),
+            merge_dir_config: Some(merge_config::<M::Dir>),
+            create_server_config: Some(create_server_config::<M>),
+            merge_server_config: Some(merge_config::<M::Server>),
+            cmds: M::COMMANDS.as_ptr() as *const ffi::command_rec,
+            register_hooks: Some(register_hooks::<M>),
+            flags: 0,
+        }))
+    }
+
+    pub(super) fn as_ptr(&self) -> *const ffi::module {
+        self.0.get()
+    }
+
+    fn index(&self) -> c_int {
+        // SAFETY: written once by httpd at load, before any reader runs.
+        unsafe { (*self.0.get()).module_index }
+    }
+}
+
+/// Declares the exported module record `$symbol` (the name `LoadModule`
+/// gives) for the [`Module`](crate::httpd::module::Module) type `$module`.
+#[macro_export]
+macro_rules! declare_module {
+    ($symbol:ident, $module:ty) => {
+        #[no_mangle]
+        #[allow(non_upper_case_globals, unsafe_code)]
+        pub static $symbol: $crate::httpd::module::ModuleRecord =
+            $crate::httpd::module::ModuleRecord::new::<$module>();
     };
-    // SAFETY: the vector slot holds a DirConfig this module created in a
-    // pool that outlives the request, or NULL.
-    unsafe {
-        let p = ffi::gdn_module_config(v, module_ptr()) as *const DirConfig;
-        if p.is_null() {
-            &DEFAULT
-        } else {
-            &*p
-        }
-    }
 }
 
-/// This module's settings for a server (main or virtual host).
-pub(crate) fn server_config<'a>(s: *const ffi::server_rec) -> Option<&'a ServerConfig> {
-    // SAFETY: s is a live server_rec; its vector slot holds a ServerConfig
-    // this module created in the configuration pool, or NULL.
-    unsafe {
-        let s = s.as_ref()?;
-        (ffi::gdn_module_config(s.module_config, module_ptr()) as *const ServerConfig).as_ref()
-    }
+/// The loaded module's index, for its per-module log level; -1 (no
+/// module) until httpd registers the hooks.
+static INDEX: AtomicI32 = AtomicI32::new(-1);
+
+pub(super) fn index() -> c_int {
+    INDEX.load(Ordering::Relaxed)
 }
 
-/// The padding key of servers without `GzipDiskNgJitterKey`: random,
-/// made while the configuration is read, i.e. in the parent before the
-/// children fork, so every child pads alike. A restart makes a new one.
-static STARTUP_SECRET: OnceLock<Secret> = OnceLock::new();
+/// This module's object in a configuration vector, if it made one.
+pub(super) fn config_in<'a, T>(
+    v: *mut ffi::ap_conf_vector_t,
+    m: *const ffi::module,
+) -> Option<&'a T> {
+    // SAFETY: the slot holds a T this module created (create_*_config of
+    // the same Module) in a pool that outlives the borrow, or NULL.
+    unsafe { (ffi::gdn_module_config(v, m) as *const T).as_ref() }
+}
 
-fn make_startup_secret() {
-    STARTUP_SECRET.get_or_init(|| {
-        let mut key = [0u8; 32];
-        // SAFETY: writes exactly key.len() bytes into key.
-        let st = unsafe { ffi::apr_generate_random_bytes(key.as_mut_ptr(), key.len()) };
-        if st != 0 {
-            // Without a random source, a key nobody chose still differs
-            // from server to server and start to start.
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            key[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
-            key[16..20].copy_from_slice(&std::process::id().to_le_bytes());
-        }
-        Secret::new(&key)
+/// One directive table entry.
+#[repr(transparent)]
+pub struct Command(ffi::command_rec);
+
+// SAFETY: immutable after construction; its pointers are to 'static data.
+unsafe impl Sync for Command {}
+
+impl Command {
+    /// Directive `name` of module `M`, dispatched to `M::directive`.
+    pub const fn new<M: Module>(
+        name: &'static CStr,
+        takes: Takes,
+        scope: Scope,
+        help: &'static CStr,
+    ) -> Command {
+        let (func, how) = match takes {
+            Takes::Flag => (
+                ffi::cmd_func {
+                    flag: Some(flag_directive::<M>),
+                },
+                ffi::cmd_how_FLAG,
+            ),
+            Takes::One => (
+                ffi::cmd_func {
+                    take1: Some(one_directive::<M>),
+                },
+                ffi::cmd_how_TAKE1,
+            ),
+            Takes::List => (
+                ffi::cmd_func {
+                    take_argv: Some(list_directive::<M>),
+                },
+                ffi::cmd_how_TAKE_ARGV,
+            ),
+        };
+        let req_override = match scope {
+            Scope::Server => ffi::RSRC_CONF as c_int,
+            Scope::DirectoryFileInfo => {
+                (ffi::RSRC_CONF | ffi::ACCESS_CONF | ffi::OR_FILEINFO) as c_int
+            }
+        };
+        Command(ffi::command_rec {
+            name: name.as_ptr(),
+            func,
+            cmd_data: ptr::null_mut(),
+            req_override,
+            args_how: how,
+            errmsg: help.as_ptr(),
+        })
+    }
+
+    /// The entry that ends a table.
+    pub const END: Command = Command(ffi::command_rec {
+        name: ptr::null(),
+        func: ffi::cmd_func { no_args: None },
+        cmd_data: ptr::null_mut(),
+        req_override: 0,
+        args_how: 0,
+        errmsg: ptr::null(),
     });
 }
 
-/// The start-up padding key; `None` only if the configuration was never
-/// read (then nothing is padded).
-pub(crate) fn startup_secret() -> Option<&'static Secret> {
-    STARTUP_SECRET.get()
+/// A directive being applied: its name, scope configuration and server.
+pub struct Directive<'c, M: Module> {
+    cmd: *mut ffi::cmd_parms,
+    dir: *mut c_void,
+    _m: PhantomData<&'c M>,
+}
+
+impl<M: Module> Directive<'_, M> {
+    /// The directive's name as written in the table.
+    pub fn name(&self) -> &str {
+        // SAFETY: cmd->cmd is this module's table entry; names are 'static.
+        unsafe { CStr::from_ptr((*(*self.cmd).cmd).name) }
+            .to_str()
+            .unwrap_or("")
+    }
+
+    /// The configuration of the scope the directive appears in.
+    pub fn dir(&mut self) -> Option<&mut M::Dir> {
+        // SAFETY: httpd passes the object create_dir_config made for this
+        // scope; configuration is read single-threaded.
+        unsafe { (self.dir as *mut M::Dir).as_mut() }
+    }
+
+    /// The configuration of the server (or virtual host) being read.
+    pub fn server(&mut self) -> Option<&mut M::Server> {
+        // SAFETY: the server's vector slot holds the object this module's
+        // create_server_config made; configuration is single-threaded.
+        unsafe {
+            let v = (*(*self.cmd).server).module_config;
+            (ffi::gdn_module_config(v, M::record().as_ptr()) as *mut M::Server).as_mut()
+        }
+    }
+
+    /// `path` relative to ServerRoot, as httpd resolves file arguments.
+    pub fn server_relative(&self, path: &str) -> Option<PathBuf> {
+        let c = std::ffi::CString::new(path).ok()?;
+        // SAFETY: a pool string, or NULL for a path that cannot be resolved.
+        let full = unsafe { ffi::ap_server_root_relative((*self.cmd).pool, c.as_ptr()) };
+        // SAFETY: NUL-terminated, lives in the configuration pool.
+        (!full.is_null()).then(|| {
+            let b = unsafe { CStr::from_ptr(full) }.to_bytes();
+            Path::new(OsStr::from_bytes(b)).to_path_buf()
+        })
+    }
+}
+
+/// What httpd passed for a directive, before it is borrowed as [`Args`].
+enum Given {
+    Flag(bool),
+    One(String),
+    List(Vec<String>),
+}
+
+/// Runs a directive; errors (and panics) become a pool string httpd prints.
+fn run_directive<M: Module>(
+    cmd: *mut ffi::cmd_parms,
+    dir: *mut c_void,
+    given: impl FnOnce() -> Result<Given, String>,
+) -> *const c_char {
+    let result = catch_unwind(AssertUnwindSafe(|| {
+        let given = given()?;
+        let words: Vec<&str> = match &given {
+            Given::List(l) => l.iter().map(String::as_str).collect(),
+            _ => Vec::new(),
+        };
+        let args = match &given {
+            Given::Flag(on) => Args::Flag(*on),
+            Given::One(w) => Args::One(w),
+            Given::List(_) => Args::List(&words),
+        };
+        let mut d = Directive::<M> {
+            cmd,
+            dir,
+            _m: PhantomData,
+        };
+        M::directive(&mut d, args)
+    }))
+    .unwrap_or_else(|_| Err("internal error in directive".into()));
+    match result {
+        Ok(()) => ptr::null(),
+        Err(msg) => {
+            let msg = msg.replace('\0', " ");
+            // SAFETY: cmd->pool is the configuration pool.
+            unsafe { ffi::apr_pstrmemdup((*cmd).pool, msg.as_ptr().cast(), msg.len()) }
+        }
+    }
+}
+
+/// A NUL-terminated argument as UTF-8.
+///
+/// # Safety
+/// `p` is a NUL-terminated string.
+unsafe fn word(p: *const c_char) -> Result<String, String> {
+    CStr::from_ptr(p)
+        .to_str()
+        .map(str::to_owned)
+        .map_err(|_| "argument is not UTF-8".to_string())
+}
+
+unsafe extern "C" fn flag_directive<M: Module>(
+    cmd: *mut ffi::cmd_parms,
+    dir: *mut c_void,
+    on: c_int,
+) -> *const c_char {
+    run_directive::<M>(cmd, dir, || Ok(Given::Flag(on != 0)))
+}
+
+unsafe extern "C" fn one_directive<M: Module>(
+    cmd: *mut ffi::cmd_parms,
+    dir: *mut c_void,
+    w: *const c_char,
+) -> *const c_char {
+    // SAFETY: TAKE1 passes one NUL-terminated word.
+    run_directive::<M>(cmd, dir, || Ok(Given::One(unsafe { word(w) }?)))
+}
+
+unsafe extern "C" fn list_directive<M: Module>(
+    cmd: *mut ffi::cmd_parms,
+    dir: *mut c_void,
+    argc: c_int,
+    argv: *const *mut c_char,
+) -> *const c_char {
+    let given = || {
+        (0..usize::try_from(argc).unwrap_or(0))
+            // SAFETY: TAKE_ARGV passes argc NUL-terminated strings.
+            .map(|i| unsafe { word(*argv.add(i)) })
+            .collect::<Result<_, _>>()
+            .map(Given::List)
+    };
+    run_directive::<M>(cmd, dir, given)
 }
 
 /// Moves `value` into `pool`, dropped when the pool is cleared.
-fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut T {
+fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
     unsafe extern "C" fn drop_it<T>(data: *mut c_void) -> ffi::apr_status_t {
         // SAFETY: registered only for a T written by pool_box.
         ptr::drop_in_place(data as *mut T);
@@ -121,328 +403,98 @@ fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut T {
             Some(drop_it::<T>),
             Some(ffi::apr_pool_cleanup_null),
         );
-        p
+        p.cast()
     }
 }
 
-unsafe extern "C" fn create_dir_config(
+unsafe extern "C" fn create_dir_config<M: Module>(
     pool: *mut ffi::apr_pool_t,
     _dir: *mut c_char,
 ) -> *mut c_void {
-    catch_unwind(|| pool_box(pool, DirConfig::default()) as *mut c_void).unwrap_or(ptr::null_mut())
+    catch_unwind(|| pool_box(pool, M::Dir::default())).unwrap_or(ptr::null_mut())
 }
 
-unsafe extern "C" fn create_server_config(
+unsafe extern "C" fn create_server_config<M: Module>(
     pool: *mut ffi::apr_pool_t,
     _s: *mut ffi::server_rec,
 ) -> *mut c_void {
-    catch_unwind(|| {
-        make_startup_secret();
-        pool_box(pool, ServerConfig::default()) as *mut c_void
-    })
-    .unwrap_or(ptr::null_mut())
+    catch_unwind(|| pool_box(pool, M::Server::default())).unwrap_or(ptr::null_mut())
 }
 
-unsafe extern "C" fn merge_server_config(
+unsafe extern "C" fn merge_config<T: Config>(
     pool: *mut ffi::apr_pool_t,
     base: *mut c_void,
     new: *mut c_void,
 ) -> *mut c_void {
     catch_unwind(AssertUnwindSafe(|| {
-        let empty = ServerConfig::default();
-        // SAFETY: both come from create_server_config (or are NULL).
-        let b = unsafe { (base as *const ServerConfig).as_ref() }.unwrap_or(&empty);
-        let n = unsafe { (new as *const ServerConfig).as_ref() }.unwrap_or(&empty);
-        pool_box(pool, b.merge(n)) as *mut c_void
+        let empty = T::default();
+        // SAFETY: both come from this module's create_*_config (or NULL).
+        let b = unsafe { (base as *const T).as_ref() }.unwrap_or(&empty);
+        let n = unsafe { (new as *const T).as_ref() }.unwrap_or(&empty);
+        pool_box(pool, b.merge(n))
     }))
     .unwrap_or(ptr::null_mut())
 }
 
-unsafe extern "C" fn merge_dir_config(
-    pool: *mut ffi::apr_pool_t,
-    base: *mut c_void,
-    new: *mut c_void,
-) -> *mut c_void {
-    catch_unwind(AssertUnwindSafe(|| {
-        let empty = DirConfig::default();
-        // SAFETY: both come from create_dir_config (or are NULL).
-        let b = unsafe { (base as *const DirConfig).as_ref() }.unwrap_or(&empty);
-        let n = unsafe { (new as *const DirConfig).as_ref() }.unwrap_or(&empty);
-        pool_box(pool, b.merge(n)) as *mut c_void
-    }))
-    .unwrap_or(ptr::null_mut())
-}
-
-/// Runs a directive setter; errors become a pool string httpd prints.
-fn directive(
-    cmd: *mut ffi::cmd_parms,
-    cfg: *mut c_void,
-    f: impl FnOnce(&mut DirConfig) -> Result<(), String>,
-) -> *const c_char {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: httpd passes the config this module created for the scope.
-        match unsafe { (cfg as *mut DirConfig).as_mut() } {
-            Some(c) => f(c),
-            None => Err("mod_gzip_disk_ng: no configuration for this scope".into()),
-        }
-    }))
-    .unwrap_or_else(|_| Err("mod_gzip_disk_ng: internal error in directive".into()));
-    match result {
-        Ok(()) => ptr::null(),
-        Err(msg) => {
-            let msg = msg.replace('\0', " ");
-            // SAFETY: cmd->pool is the configuration pool.
-            unsafe { ffi::apr_pstrmemdup((*cmd).pool, msg.as_ptr().cast(), msg.len()) }
-        }
-    }
-}
-
-/// `GzipDiskNgJitterKey <file>`: reads the key now, at configuration time,
-/// so a bad file fails `apache2 -t` rather than a request.
-unsafe extern "C" fn set_jitter_key(
-    cmd: *mut ffi::cmd_parms,
-    _cfg: *mut c_void,
-    file: *const c_char,
-) -> *const c_char {
-    let result = catch_unwind(AssertUnwindSafe(|| {
-        // SAFETY: httpd passes live cmd_parms whose server is the one being
-        // configured; TAKE1 passes one NUL-terminated word.
-        let (pool, server, file) = unsafe { ((*cmd).pool, (*cmd).server, CStr::from_ptr(file)) };
-        // SAFETY: a pool string or NULL for a path that cannot be resolved.
-        let full = unsafe { ffi::ap_server_root_relative(pool, file.as_ptr()) };
-        if full.is_null() {
-            return Err(format!(
-                "GzipDiskNgJitterKey: invalid path {}",
-                file.to_string_lossy()
-            ));
-        }
-        // SAFETY: NUL-terminated, lives in the configuration pool.
-        let full = unsafe { CStr::from_ptr(full) };
-        let key = config::load_jitter_key(Path::new(OsStr::from_bytes(full.to_bytes())))?;
-        // SAFETY: the server's vector slot holds the ServerConfig this
-        // module created for it; configuration is single-threaded.
-        let cfg = unsafe {
-            let v = (*server).module_config;
-            (ffi::gdn_module_config(v, module_ptr()) as *mut ServerConfig).as_mut()
-        };
-        match cfg {
-            Some(c) => {
-                c.jitter_key = Some(key);
-                Ok(())
-            }
-            None => Err("mod_gzip_disk_ng: no configuration for this server".into()),
-        }
-    }))
-    .unwrap_or_else(|_| Err("mod_gzip_disk_ng: internal error in directive".into()));
-    error_string(cmd, result)
-}
-
-/// NULL for success, else the message in the configuration pool.
-fn error_string(cmd: *mut ffi::cmd_parms, result: Result<(), String>) -> *const c_char {
-    match result {
-        Ok(()) => ptr::null(),
-        Err(msg) => {
-            let msg = msg.replace('\0', " ");
-            // SAFETY: cmd->pool is the configuration pool.
-            unsafe { ffi::apr_pstrmemdup((*cmd).pool, msg.as_ptr().cast(), msg.len()) }
-        }
-    }
-}
-
-/// Collects argv into `&str`s.
-///
-/// # Safety
-/// `argv` holds `argc` NUL-terminated strings.
-unsafe fn args<'a>(argc: c_int, argv: *const *mut c_char) -> Result<Vec<&'a str>, String> {
-    (0..usize::try_from(argc).unwrap_or(0))
-        .map(|i| {
-            CStr::from_ptr(*argv.add(i))
-                .to_str()
-                .map_err(|_| "argument is not UTF-8".to_string())
-        })
-        .collect()
-}
-
-unsafe extern "C" fn set_encodings(
-    cmd: *mut ffi::cmd_parms,
-    cfg: *mut c_void,
-    argc: c_int,
-    argv: *const *mut c_char,
-) -> *const c_char {
-    directive(cmd, cfg, |c| {
-        // SAFETY: httpd's TAKE_ARGV contract.
-        let a = unsafe { args(argc, argv) }?;
-        c.encodings = Some(config::parse_encodings(&a)?);
-        Ok(())
-    })
-}
-
-unsafe extern "C" fn set_decompress(
-    cmd: *mut ffi::cmd_parms,
-    cfg: *mut c_void,
-    on: c_int,
-) -> *const c_char {
-    directive(cmd, cfg, |c| {
-        c.decompress = Some(on != 0);
-        Ok(())
-    })
-}
-
-unsafe extern "C" fn set_status_header(
-    cmd: *mut ffi::cmd_parms,
-    cfg: *mut c_void,
-    w: *const c_char,
-) -> *const c_char {
-    directive(cmd, cfg, |c| {
-        // SAFETY: TAKE1 passes one NUL-terminated word.
-        let w = unsafe { CStr::from_ptr(w) }
-            .to_str()
-            .map_err(|_| "GzipDiskNgStatusHeader: not UTF-8".to_string())?;
-        c.status_header = Some(config::parse_status_header(w)?);
-        Ok(())
-    })
-}
-
-unsafe extern "C" fn set_jitter(
-    cmd: *mut ffi::cmd_parms,
-    cfg: *mut c_void,
-    argc: c_int,
-    argv: *const *mut c_char,
-) -> *const c_char {
-    directive(cmd, cfg, |c| {
-        // SAFETY: httpd's TAKE_ARGV contract.
-        let a = unsafe { args(argc, argv) }?;
-        c.jitter = Some(config::parse_jitter(&a)?);
-        Ok(())
-    })
-}
-
-/// A `command_rec` table is plain data; httpd only reads it.
-#[repr(transparent)]
-struct Commands([ffi::command_rec; 6]);
-// SAFETY: immutable after construction; pointers are to 'static data.
-unsafe impl Sync for Commands {}
-
-const WHERE: c_int = (ffi::RSRC_CONF | ffi::ACCESS_CONF | ffi::OR_FILEINFO) as c_int;
-
-static COMMANDS: Commands = Commands([
-    ffi::command_rec {
-        name: c"GzipDiskNgEncodings".as_ptr(),
-        func: ffi::cmd_func {
-            take_argv: Some(set_encodings),
-        },
-        cmd_data: ptr::null_mut(),
-        req_override: WHERE,
-        args_how: ffi::cmd_how_TAKE_ARGV,
-        errmsg: c"Codings served from siblings, in server preference order: zstd br gzip".as_ptr(),
-    },
-    ffi::command_rec {
-        name: c"GzipDiskNgDecompress".as_ptr(),
-        func: ffi::cmd_func {
-            flag: Some(set_decompress),
-        },
-        cmd_data: ptr::null_mut(),
-        req_override: WHERE,
-        args_how: ffi::cmd_how_FLAG,
-        errmsg: c"On|Off: decompress for clients that accept no sibling (default On)".as_ptr(),
-    },
-    ffi::command_rec {
-        name: c"GzipDiskNgStatusHeader".as_ptr(),
-        func: ffi::cmd_func {
-            take1: Some(set_status_header),
-        },
-        cmd_data: ptr::null_mut(),
-        req_override: WHERE,
-        args_how: ffi::cmd_how_TAKE1,
-        errmsg: c"On|Off|<header-name>: the marker response header (default On)".as_ptr(),
-    },
-    ffi::command_rec {
-        name: c"GzipDiskNgJitter".as_ptr(),
-        func: ffi::cmd_func {
-            take_argv: Some(set_jitter),
-        },
-        cmd_data: ptr::null_mut(),
-        req_override: WHERE,
-        args_how: ffi::cmd_how_TAKE_ARGV,
-        errmsg: c"Off | <max-bytes> [<buffer-bytes>] [paranoid]".as_ptr(),
-    },
-    ffi::command_rec {
-        name: c"GzipDiskNgJitterKey".as_ptr(),
-        func: ffi::cmd_func {
-            take1: Some(set_jitter_key),
-        },
-        cmd_data: ptr::null_mut(),
-        req_override: ffi::RSRC_CONF as c_int,
-        args_how: ffi::cmd_how_TAKE1,
-        errmsg: c"<file>: the secret keying jitter lengths (server config, virtual host)".as_ptr(),
-    },
-    ffi::command_rec {
-        name: ptr::null(),
-        func: ffi::cmd_func { no_args: None },
-        cmd_data: ptr::null_mut(),
-        req_override: 0,
-        args_how: 0,
-        errmsg: ptr::null(),
-    },
-]);
-
-unsafe extern "C" fn register_hooks(_p: *mut ffi::apr_pool_t) {
+unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
+    INDEX.store(M::record().index(), Ordering::Relaxed);
     let _ = catch_unwind(|| {
-        // SAFETY: called by httpd during hook registration.
-        unsafe {
-            ffi::ap_hook_handler(
-                Some(handler),
-                ptr::null(),
-                ptr::null(),
-                ffi::APR_HOOK_MIDDLE as c_int,
-            );
-            ffi::ap_hook_fixups(
-                Some(fixups),
-                ptr::null(),
-                ptr::null(),
-                ffi::APR_HOOK_LAST as c_int,
-            );
-            ffi::ap_hook_insert_error_filter(
-                Some(insert_error_filter),
-                ptr::null(),
-                ptr::null(),
-                ffi::APR_HOOK_MIDDLE as c_int,
-            );
-            ffi::ap_hook_post_config(
-                Some(post_config),
-                ptr::null(),
-                ptr::null(),
-                ffi::APR_HOOK_MIDDLE as c_int,
-            );
+        for hook in M::HOOKS {
+            // SAFETY: called by httpd during hook registration.
+            unsafe {
+                match *hook {
+                    Hook::Handler(o) => {
+                        ffi::ap_hook_handler(Some(handler::<M>), ptr::null(), ptr::null(), o.raw())
+                    }
+                    Hook::Fixups(o) => {
+                        ffi::ap_hook_fixups(Some(fixups::<M>), ptr::null(), ptr::null(), o.raw())
+                    }
+                    Hook::InsertErrorFilter(o) => ffi::ap_hook_insert_error_filter(
+                        Some(insert_error_filter::<M>),
+                        ptr::null(),
+                        ptr::null(),
+                        o.raw(),
+                    ),
+                    Hook::PostConfig(o) => ffi::ap_hook_post_config(
+                        Some(post_config::<M>),
+                        ptr::null(),
+                        ptr::null(),
+                        o.raw(),
+                    ),
+                }
+            }
         }
     });
 }
 
-/// Reads the parsed configuration once per (re)start, before the
-/// children fork: whether any `Require` may look at the file name.
-unsafe extern "C" fn post_config(
+unsafe extern "C" fn post_config<M: Module>(
     pconf: *mut ffi::apr_pool_t,
     _plog: *mut ffi::apr_pool_t,
     ptemp: *mut ffi::apr_pool_t,
     _s: *mut ffi::server_rec,
 ) -> c_int {
-    let _ = catch_unwind(|| {
-        // SAFETY: httpd's configuration tree is complete at post_config;
-        // the scan only reads it and allocates from the temporary pool.
-        unsafe { ffi::gdn_scan_config(if ptemp.is_null() { pconf } else { ptemp }) }
-    });
+    let pool = Pool {
+        raw: if ptemp.is_null() { pconf } else { ptemp },
+        _life: PhantomData,
+    };
+    let _ = catch_unwind(AssertUnwindSafe(|| M::post_config(&pool)));
     ffi::OK as c_int
 }
 
-/// Runs `f` on the request; a panic is logged and becomes a 500.
-fn guarded(r: *mut ffi::request_rec, panic_status: c_int, f: fn(&Request<'_>) -> c_int) -> c_int {
+/// Runs `f` on the request; a panic is logged and answered with
+/// `on_panic`.
+fn guarded(
+    r: *mut ffi::request_rec,
+    on_panic: Status,
+    f: impl FnOnce(&Request<'_>) -> Status,
+) -> c_int {
     if r.is_null() {
-        return super::DECLINED;
+        return Status::DECLINED.code();
     }
     // SAFETY: httpd passes a live request.
     let req = unsafe { Request::from_raw(r) };
     match catch_unwind(AssertUnwindSafe(|| f(&req))) {
-        Ok(rc) => rc,
+        Ok(st) => st.code(),
         Err(e) => {
             let what = e
                 .downcast_ref::<&str>()
@@ -450,22 +502,22 @@ fn guarded(r: *mut ffi::request_rec, panic_status: c_int, f: fn(&Request<'_>) ->
                 .or_else(|| e.downcast_ref::<String>().cloned())
                 .unwrap_or_default();
             req.log(Level::Err, 0, &format!("internal error (panic): {what}"));
-            panic_status
+            on_panic.code()
         }
     }
 }
 
-unsafe extern "C" fn handler(r: *mut ffi::request_rec) -> c_int {
-    guarded(r, super::HTTP_INTERNAL_SERVER_ERROR, crate::handler::handle)
+unsafe extern "C" fn handler<M: Module>(r: *mut ffi::request_rec) -> c_int {
+    guarded(r, Status::INTERNAL_SERVER_ERROR, M::handler)
 }
 
-unsafe extern "C" fn insert_error_filter(r: *mut ffi::request_rec) {
-    guarded(r, 0, |req| {
-        crate::handler::insert_error_filter(req);
-        0
+unsafe extern "C" fn insert_error_filter<M: Module>(r: *mut ffi::request_rec) {
+    guarded(r, Status::OK, |req| {
+        M::insert_error_filter(req);
+        Status::OK
     });
 }
 
-unsafe extern "C" fn fixups(r: *mut ffi::request_rec) -> c_int {
-    guarded(r, super::DECLINED, crate::handler::fixup)
+unsafe extern "C" fn fixups<M: Module>(r: *mut ffi::request_rec) -> c_int {
+    guarded(r, Status::DECLINED, M::fixups)
 }

@@ -1,0 +1,217 @@
+//! Finding a request's siblings as Apache would serve them under their
+//! own names: stat (symlinks per `Options`), the access rules for the
+//! sibling's name, and opening with the symlink check repeated.
+
+/// What a sibling lookup found.
+use crate::coding::Coding;
+use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
+use crate::variant::FileMeta;
+use std::collections::HashSet;
+use std::ffi::CStr;
+use std::sync::Mutex;
+
+/// What the decision needs of a stat.
+pub fn meta(f: &Finfo) -> FileMeta {
+    FileMeta {
+        mtime: f.mtime(),
+        size: f.size(),
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct Sibling<'r> {
+    pub path: &'r CStr,
+    pub info: Finfo,
+}
+
+/// What is at `path` as Apache would serve it under that name: the file
+/// itself, or a symlink's target where `Options` allow following it.
+pub fn resolve(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
+    let link = req.stat(path, true).ok()?;
+    if link.kind() != FileKind::Symlink {
+        return Some(link);
+    }
+    let policy = req.symlink_policy();
+    let target = req.stat(path, false).ok()?;
+    let allowed = match policy {
+        SymlinkPolicy::Always => true,
+        SymlinkPolicy::IfOwnerMatch => target.user() == link.user(),
+        SymlinkPolicy::Never => false,
+    };
+    if !allowed {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "symlink refused by Options ({policy:?}): {}",
+                path.to_string_lossy()
+            )
+        });
+        return None;
+    }
+    Some(target)
+}
+
+/// Whether an opened file is the one `Options` allow under `path`. Where
+/// symlinks are restricted the path is checked again after the open, so a
+/// file swapped for a symlink between the check and the open is refused.
+pub fn opened_as_allowed(req: &Request<'_>, path: &CStr, opened: &Finfo) -> bool {
+    if req.symlink_policy() == SymlinkPolicy::Always {
+        return true;
+    }
+    let ok = resolve(req, path).is_some_and(|now| now.same_file(opened));
+    if !ok {
+        req.log_with(Level::Info, 0, || {
+            format!(
+                "{} changed into a symlink while being opened; refused",
+                path.to_string_lossy()
+            )
+        });
+    }
+    ok
+}
+
+/// Stats one candidate path; only regular files (or symlinks to them
+/// that `Options` allow) count.
+fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
+    let info = resolve(req, path)?;
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!("ignoring {}: not a regular file", path.to_string_lossy())
+        });
+        return None;
+    }
+    Some(Sibling { path, info })
+}
+
+/// Whether Apache would serve a request for the sibling's own name in
+/// this context. Asked of httpd (a file subrequest) only when its
+/// sections or authorization could answer differently than they did for
+/// the request's own file.
+fn permitted(req: &Request<'_>, s: &Sibling<'_>, suffix: &CStr) -> bool {
+    if !req.sibling_rules_may_differ(suffix) {
+        return true;
+    }
+    let status = req.sibling_status(suffix);
+    if status == Status::HTTP_OK {
+        return true;
+    }
+    req.log_with(Level::Debug, 0, || {
+        format!(
+            "sibling refused by the access rules for its own name (status {status}): {}",
+            s.path.to_string_lossy()
+        )
+    });
+    false
+}
+
+/// Stats the siblings of `base` for the allowed codings; `known` is a
+/// lookup already made for one coding.
+pub fn find_siblings<'r>(
+    req: &Request<'r>,
+    base: &CStr,
+    allowed: &[Coding],
+    known: Lookup<'r>,
+) -> [Option<Sibling<'r>>; 3] {
+    let mut out = [None; 3];
+    for &c in allowed {
+        out[c.index()] = match known {
+            Some((k, s)) if k == c => s,
+            _ => find_sibling(req, base, c),
+        };
+    }
+    out
+}
+
+/// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
+/// exists and that Apache would serve under its own name.
+pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sibling<'r>> {
+    c.suffixes()
+        .iter()
+        .zip(c.c_suffixes())
+        .find_map(|(suffix, c_suffix)| {
+            let s = stat_sibling(req, req.path_with_suffix(base, suffix))?;
+            permitted(req, &s, c_suffix).then_some(s)
+        })
+}
+
+/// A sibling lookup already made: the coding and what was found.
+pub type Lookup<'r> = Option<(Coding, Option<Sibling<'r>>)>;
+
+/// Sibling versions already reported stale by this child.
+static STALE_SEEN: Mutex<Option<HashSet<FileVersion>>> = Mutex::new(None);
+
+const STALE_SEEN_MAX: usize = 4096;
+
+/// Warns once per sibling version per child: the warning is about the
+/// published files, and repeating it per request would let any client
+/// flood the log.
+pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
+    let first = match STALE_SEEN.lock() {
+        Ok(mut g) => {
+            let seen = g.get_or_insert_with(HashSet::new);
+            if seen.len() >= STALE_SEEN_MAX {
+                seen.clear();
+            }
+            seen.insert(s.info.version())
+        }
+        Err(_) => true,
+    };
+    let level = if first { Level::Warn } else { Level::Debug };
+    req.log_with(level, 0, || {
+        format!(
+            "stale sibling not served (older than {}): {}",
+            original.to_string_lossy(),
+            s.path.to_string_lossy()
+        )
+    });
+}
+
+/// This candidate could not be used (vanished, unreadable); try the next.
+pub struct Skip;
+
+/// Siblings this request could not open (or opened as something the
+/// symlink policy refuses), by coding: a sibling can be a candidate to
+/// send and then to decompress, but it is opened, and logged, once.
+#[derive(Default)]
+pub struct Unopenable(std::cell::Cell<[bool; 3]>);
+
+impl Unopenable {
+    fn has(&self, c: Coding) -> bool {
+        self.0.get()[c.index()]
+    }
+
+    fn add(&self, c: Coding) {
+        let mut v = self.0.get();
+        v[c.index()] = true;
+        self.0.set(v);
+    }
+}
+
+pub fn open_or_skip<'r>(
+    req: &Request<'r>,
+    c: Coding,
+    s: Sibling<'r>,
+    gone: &Unopenable,
+) -> Result<File<'r>, Skip> {
+    if gone.has(c) {
+        return Err(Skip);
+    }
+    match req.open(s.path) {
+        Ok(f) if opened_as_allowed(req, s.path, f.info()) => Ok(f),
+        Ok(_) => {
+            gone.add(c);
+            Err(Skip)
+        }
+        Err(st) => {
+            gone.add(c);
+            req.log(
+                Level::Debug,
+                st,
+                &format!(
+                    "cannot open sibling, trying next: {}",
+                    s.path.to_string_lossy()
+                ),
+            );
+            Err(Skip)
+        }
+    }
+}

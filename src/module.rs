@@ -1,0 +1,180 @@
+//! The `gzip_disk_ng_module` httpd loads: its directives, configuration
+//! types and hooks, built on the `httpd` layer's module blocks.
+
+use crate::config::{self, DirConfig, ServerConfig};
+use crate::handler;
+use crate::httpd::{
+    self, Args, Command, Directive, Hook, Order, Pool, Request, Scope, Status, Takes,
+};
+use crate::jitter::Secret;
+use std::ffi::CStr;
+use std::sync::OnceLock;
+
+/// The module, as `LoadModule gzip_disk_ng_module …` names it.
+pub struct GzipDiskNg;
+
+crate::declare_module!(gzip_disk_ng_module, GzipDiskNg);
+
+impl httpd::Config for DirConfig {
+    fn merge(&self, child: &Self) -> Self {
+        DirConfig::merge(self, child)
+    }
+}
+
+impl httpd::Config for ServerConfig {
+    fn merge(&self, child: &Self) -> Self {
+        ServerConfig::merge(self, child)
+    }
+}
+
+static COMMANDS: [Command; 6] = [
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgEncodings",
+        Takes::List,
+        Scope::DirectoryFileInfo,
+        c"Codings served from siblings, in server preference order: zstd br gzip",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgDecompress",
+        Takes::Flag,
+        Scope::DirectoryFileInfo,
+        c"On|Off: decompress for clients that accept no sibling (default On)",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgStatusHeader",
+        Takes::One,
+        Scope::DirectoryFileInfo,
+        c"On|Off|<header-name>: the marker response header (default On)",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgJitter",
+        Takes::List,
+        Scope::DirectoryFileInfo,
+        c"Off | <max-bytes> [<buffer-bytes>] [paranoid]",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgJitterKey",
+        Takes::One,
+        Scope::Server,
+        c"<file>: the secret keying jitter lengths (server config, virtual host)",
+    ),
+    Command::END,
+];
+
+impl httpd::Module for GzipDiskNg {
+    type Dir = DirConfig;
+    type Server = ServerConfig;
+    const NAME: &'static CStr = c"mod_gzip_disk_ng.c";
+    const COMMANDS: &'static [Command] = &COMMANDS;
+    const HOOKS: &'static [Hook] = &[
+        Hook::Handler(Order::Middle),
+        // Last, so mod_dir's DirectoryIndex fixup sees what it would
+        // otherwise miss only after every other module had its say.
+        Hook::Fixups(Order::Last),
+        Hook::InsertErrorFilter(Order::Middle),
+        Hook::PostConfig(Order::Middle),
+    ];
+
+    fn record() -> &'static httpd::module::ModuleRecord {
+        &gzip_disk_ng_module
+    }
+
+    fn directive(cmd: &mut Directive<'_, Self>, args: Args<'_>) -> Result<(), String> {
+        if cmd.name() == "GzipDiskNgJitterKey" {
+            return set_jitter_key(cmd, args);
+        }
+        let name = cmd.name().to_owned();
+        let dir = cmd
+            .dir()
+            .ok_or("mod_gzip_disk_ng: no configuration for this scope")?;
+        match (name.as_str(), args) {
+            ("GzipDiskNgEncodings", Args::List(a)) => {
+                dir.encodings = Some(config::parse_encodings(a)?)
+            }
+            ("GzipDiskNgDecompress", Args::Flag(on)) => dir.decompress = Some(on),
+            ("GzipDiskNgStatusHeader", Args::One(w)) => {
+                dir.status_header = Some(config::parse_status_header(w)?)
+            }
+            ("GzipDiskNgJitter", Args::List(a)) => dir.jitter = Some(config::parse_jitter(a)?),
+            (other, _) => return Err(format!("mod_gzip_disk_ng: unknown directive {other}")),
+        }
+        Ok(())
+    }
+
+    fn handler(req: &Request<'_>) -> Status {
+        handler::handle(req)
+    }
+
+    fn fixups(req: &Request<'_>) -> Status {
+        handler::fixup(req)
+    }
+
+    fn insert_error_filter(req: &Request<'_>) {
+        handler::insert_error_filter(req)
+    }
+
+    /// Reads the parsed configuration once per (re)start, before the
+    /// children fork: whether any `Require` may look at the file name,
+    /// and the start-up padding key.
+    fn post_config(temp: &Pool<'_>) {
+        temp.scan_require_providers();
+        make_startup_secret();
+    }
+}
+
+/// `GzipDiskNgJitterKey <file>`: reads the key now, at configuration time,
+/// so a bad file fails `apache2 -t` rather than a request.
+fn set_jitter_key(cmd: &mut Directive<'_, GzipDiskNg>, args: Args<'_>) -> Result<(), String> {
+    let Args::One(file) = args else {
+        return Err("GzipDiskNgJitterKey takes one file name".into());
+    };
+    let full = cmd
+        .server_relative(file)
+        .ok_or_else(|| format!("GzipDiskNgJitterKey: invalid path {file}"))?;
+    let key = config::load_jitter_key(&full)?;
+    let server = cmd
+        .server()
+        .ok_or("mod_gzip_disk_ng: no configuration for this server")?;
+    server.jitter_key = Some(key);
+    Ok(())
+}
+
+/// The request's directory settings (the defaults where no scope set any).
+pub fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
+    static DEFAULT: DirConfig = DirConfig {
+        encodings: None,
+        decompress: None,
+        status_header: None,
+        jitter: None,
+    };
+    req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
+}
+
+/// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
+/// the random key made at start-up.
+pub fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
+    req.server_config::<GzipDiskNg>()
+        .and_then(|c| c.jitter_key.as_ref())
+        .or_else(|| STARTUP_SECRET.get())
+}
+
+/// The padding key of servers without `GzipDiskNgJitterKey`: random,
+/// made after the configuration is read, in the parent before the
+/// children fork, so every child pads alike. A restart makes a new one.
+static STARTUP_SECRET: OnceLock<Secret> = OnceLock::new();
+
+fn make_startup_secret() {
+    STARTUP_SECRET.get_or_init(|| {
+        let mut key = [0u8; 32];
+        if !httpd::random_bytes(&mut key) {
+            // Without a random source, a key nobody chose still differs
+            // from server to server and start to start.
+            let t = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            key[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
+            key[16..20].copy_from_slice(&std::process::id().to_le_bytes());
+        }
+        Secret::new(&key)
+    });
+}

@@ -1,0 +1,302 @@
+//! The decompress outcome: a sibling decoded on the fly for a client that
+//! accepts none, streamed through a fixed buffer.
+
+use super::{note, pass_status, set_marker, Attempt, NOTE};
+use crate::coding::Coding;
+use crate::decode::{self, DecodeError, Decoder, Facts};
+use crate::facts_cache;
+use crate::httpd::{Brigade, File, Level, Request, Status};
+use crate::lookup::{Sibling, Skip};
+use std::ffi::CStr;
+
+/// Decoded bytes per pass down the filter chain.
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// A zstd window above this prefers a gzip sibling, keeping the decompress
+/// path's memory bounded (gzip needs 32 KiB).
+const ZSTD_PREFERRED_WINDOW: u64 = 128 * 1024;
+
+/// What a sibling's headers say, from the per-version cache or read once.
+/// A sibling browsers cannot decode is logged when first found, so once
+/// per file version (and process).
+fn sibling_facts(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+) -> Result<(Facts, facts_cache::Key), DecodeError> {
+    let key = (file.info().version(), c);
+    if let Some(Some(f)) = facts_cache::get(&key) {
+        return Ok((f, key));
+    }
+    let f = decode::inspect(c, file, file.info().size()).inspect_err(|_| {
+        facts_cache::put(key, None);
+    })?;
+    if let Some(why) = f.browser_refusal(c) {
+        req.log(
+            Level::Info,
+            0,
+            &format!(
+                "{}: {why}; not sent as {}, another representation is",
+                path.to_string_lossy(),
+                c.token()
+            ),
+        );
+    }
+    facts_cache::put(key, Some(f));
+    Ok((f, key))
+}
+
+/// Whether browsers can decode a zstd or brotli sibling (RFC 9659 window,
+/// no large-window brotli). One that cannot be inspected is sent as it is,
+/// as core would send it, and is not inspected again.
+pub(super) fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
+    match facts_cache::get(&(file.info().version(), c)) {
+        Some(Some(f)) => f.browser_refusal(c).is_none(),
+        Some(None) => true,
+        None => {
+            sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
+        }
+    }
+}
+
+/// Why decompression candidates were passed over, for the final answer.
+#[derive(Default)]
+pub(super) struct Undecodable {
+    /// A sibling exists but cannot be decoded: answer 500, not 404.
+    pub any: bool,
+    /// An error line already says why.
+    logged: bool,
+}
+
+/// Notes and logs a sibling that failed to decode before anything was sent.
+fn undecodable(req: &Request<'_>, path: &CStr, e: &DecodeError, failed: &mut Undecodable) -> Skip {
+    failed.any = true;
+    failed.logged = true;
+    req.log(
+        Level::Err,
+        0,
+        &format!("cannot decode {}: {e}", path.to_string_lossy()),
+    );
+    Skip
+}
+
+/// The answer when siblings exist but none could be decoded: 500, with an
+/// error line unless one already says why.
+pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Undecodable) -> Status {
+    let (req, filename) = (a.req, a.filename);
+    if !failed.logged {
+        req.log(
+            Level::Err,
+            0,
+            &format!(
+                "no sibling of {} can be decoded within the 8 MiB window limit",
+                filename.to_string_lossy()
+            ),
+        );
+    }
+    req.set_note(NOTE, c"error");
+    Status::INTERNAL_SERVER_ERROR
+}
+
+/// The facts of a sibling the decompress path will decode: its window must
+/// fit the memory cap, and a large zstd window gives way to gzip.
+fn decodable_facts(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    later_gzip: bool,
+    failed: &mut Undecodable,
+) -> Result<(Facts, facts_cache::Key), Skip> {
+    let (facts, key) =
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, path, &e, failed))?;
+    if facts.window > decode::MAX_WINDOW {
+        failed.any = true;
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "{} window of {} exceeds the 8 MiB decompression limit; trying the next sibling",
+                path.to_string_lossy(),
+                decode::show_size(facts.window)
+            )
+        });
+        return Err(Skip);
+    }
+    if c == Coding::Zstd && facts.window > ZSTD_PREFERRED_WINDOW && later_gzip {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "zstd window {} of {} is large; decoding the gzip sibling instead",
+                facts.window,
+                path.to_string_lossy()
+            )
+        });
+        return Err(Skip);
+    }
+    Ok((facts, key))
+}
+
+/// Decoded bytes in the output buffer, and whether the stream ended.
+#[derive(Clone, Copy)]
+struct Chunk {
+    filled: usize,
+    eof: bool,
+}
+
+/// Fills `buf` with decoded bytes, or up to the end of the stream.
+fn fill<R: std::io::Read>(dec: &mut Decoder<R>, buf: &mut [u8]) -> Result<Chunk, DecodeError> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        match dec.read(&mut buf[filled..])? {
+            0 => return Ok(Chunk { filled, eof: true }),
+            n => filled += n,
+        }
+    }
+    Ok(Chunk { filled, eof: false })
+}
+
+/// A decoded total that contradicts the declared length.
+fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError> {
+    let d = declared?;
+    (total > d || (eof && total != d)).then(|| {
+        DecodeError::Corrupt(format!(
+            "decoded length {total}{} does not match the declared {d}",
+            if eof { "" } else { "+" }
+        ))
+    })
+}
+
+/// Decodes a sibling on the fly for a client that accepts none. The first
+/// chunk is decoded before any header is set, so a sibling that fails
+/// early gives way to the next candidate, and a body that ends within it
+/// gets its exact Content-Length; a longer one gets the length its headers
+/// make certain or an earlier complete decode established, else none.
+pub(super) fn decompress(
+    a: &Attempt<'_, '_>,
+    c: Coding,
+    s: Sibling<'_>,
+    later_gzip: bool,
+    failed: &mut Undecodable,
+) -> Result<Status, Skip> {
+    let req = a.req;
+    let file = a.open(c, s)?;
+    let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
+    let mut buf = vec![0u8; OUT_CHUNK];
+    let started = Decoder::new(c, file.reader(0)).and_then(|mut dec| {
+        let first = fill(&mut dec, &mut buf)?;
+        match mismatch(first.filled as u64, first.eof, facts.declared_len) {
+            Some(e) => Err(e),
+            None => Ok((dec, first)),
+        }
+    });
+    let (mut dec, first) = started.map_err(|e| undecodable(req, s.path, &e, failed))?;
+    let declared = if first.eof {
+        Some(first.filled as u64)
+    } else {
+        facts.declared_len
+    };
+    set_decoded_headers(req, c, &file, s.path, declared);
+    let bb = req.brigade();
+    let cond = req.meets_conditions();
+    if cond != Status::OK || req.header_only() {
+        return Ok(finish_without_body(req, &bb, cond, declared));
+    }
+    let (st, complete) = stream(req, &bb, &mut dec, &mut buf, first, s.path, declared);
+    if let (Some(len), None) = (complete, declared) {
+        facts_cache::learn_len(&key, len);
+    }
+    Ok(st)
+}
+
+/// The headers of a decoded response: validators of the sibling's file
+/// with an `identity` ETag, no ranges, the length where it is known.
+fn set_decoded_headers(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    declared: Option<u64>,
+) {
+    req.set_last_modified(file.info());
+    req.set_etag(file, path, "identity", false);
+    req.set_header("Accept-Ranges", c"none");
+    req.unset_header_in(c"Range");
+    if let Some(len) = declared {
+        req.set_content_length(len);
+    }
+    set_marker(req, false);
+    req.set_note(NOTE, note(c, false));
+}
+
+/// Ends a 304/412 or a HEAD response.
+fn finish_without_body(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    cond: Status,
+    declared: Option<u64>,
+) -> Status {
+    if cond != Status::OK {
+        req.set_status(cond);
+    } else if declared.is_none() {
+        // HEAD of a body of unknown length: headers go out before EOS,
+        // so no Content-Length (rather than a false 0) is computed.
+        bb.flush();
+        bb.pass();
+        bb.cleanup();
+    }
+    bb.eos();
+    let st = bb.pass();
+    bb.cleanup();
+    pass_status(req, st)
+}
+
+/// Ends a response whose body failed mid-stream: the error bucket makes
+/// Apache cut the connection (or reset the stream), so the client sees a
+/// failed transfer rather than a short body.
+fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeError) -> Status {
+    req.set_note(NOTE, c"error");
+    req.log(
+        Level::Err,
+        0,
+        &format!("decoding {} failed: {what}", path.to_string_lossy()),
+    );
+    bb.cleanup();
+    bb.error(Status::BAD_GATEWAY);
+    bb.eos();
+    bb.pass();
+    bb.cleanup();
+    Status::DONE
+}
+
+/// Streams the decoded body in fixed chunks, starting with the one already
+/// decoded; memory stays bounded by the decoder's window plus one chunk.
+/// Returns the status and, when the stream was decoded to its end, its
+/// length.
+fn stream<R: std::io::Read>(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    dec: &mut Decoder<R>,
+    buf: &mut [u8],
+    first: Chunk,
+    path: &CStr,
+    declared: Option<u64>,
+) -> (Status, Option<u64>) {
+    let mut chunk = first;
+    let mut total: u64 = 0;
+    loop {
+        total += chunk.filled as u64;
+        let st = bb.pass_borrowed(&buf[..chunk.filled], chunk.eof);
+        if chunk.eof {
+            return (pass_status(req, st), Some(total));
+        }
+        if st != 0 || req.aborted() {
+            return (pass_status(req, st), None);
+        }
+        chunk = match fill(dec, buf) {
+            Ok(c) => c,
+            Err(e) => return (abort(req, bb, path, &e), None),
+        };
+        if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
+            return (abort(req, bb, path, &e), None);
+        }
+    }
+}

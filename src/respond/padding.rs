@@ -1,0 +1,152 @@
+//! BREACH jitter for a precompressed sibling: the padding length (random,
+//! or keyed per file version) and where it is spliced in.
+
+use crate::coding::Coding;
+use crate::config::{Jitter, JitterLength};
+use crate::decode;
+use crate::httpd::{self, File, FileVersion, Level, Request};
+use crate::jitter;
+use crate::module::jitter_secret;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::Mutex;
+
+/// A planned padded representation.
+pub(super) struct Padded {
+    pub splice: jitter::Splice,
+    pub pad: u32,
+    pub random: bool,
+}
+
+/// Bytes read from a gzip sibling to find the end of its header.
+const GZIP_HEADER_READ: usize = 4096;
+
+/// Per-process answers that cost a read or a decode, learnt once per file
+/// version; cleared when full, so memory stays bounded.
+struct VersionCache<K, V>(Mutex<Option<HashMap<K, V>>>);
+
+impl<K: std::hash::Hash + Eq, V: Copy> VersionCache<K, V> {
+    const fn new() -> Self {
+        VersionCache(Mutex::new(None))
+    }
+
+    fn get(&self, k: &K) -> Option<V> {
+        self.0.lock().ok()?.as_ref()?.get(k).copied()
+    }
+
+    fn put(&self, k: K, v: V) {
+        if let Ok(mut g) = self.0.lock() {
+            let map = g.get_or_insert_with(HashMap::new);
+            if map.len() >= JITTER_CACHE_MAX {
+                map.clear();
+            }
+            map.insert(k, v);
+        }
+    }
+}
+
+const JITTER_CACHE_MAX: usize = 16_384;
+
+/// Keyed padding lengths per file version, max, bytes hashed and key id.
+type JitterKey = (FileVersion, u32, u64, u64);
+
+static JITTER_CACHE: VersionCache<JitterKey, u32> = VersionCache::new();
+
+/// Brotli proofs (`jitter::prove_brotli`, two decodes) per file version.
+static BROTLI_PROOFS: VersionCache<FileVersion, Result<(), jitter::NoJitter>> = VersionCache::new();
+
+/// Decides the padding for a sibling; `None` serves it unpadded (with a
+/// debug line saying why).
+pub(super) fn plan_jitter(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    size: u64,
+    j: Jitter,
+) -> Option<Padded> {
+    let random = j.length == JitterLength::Random;
+    let planned = jitter_len(req, file, size, j).and_then(|pad| {
+        let read = |at: u64, n: usize| file.read_pool(req, at, n).map_err(|_| jitter::NoJitter::Io);
+        let (head, tail) = match c {
+            Coding::Gzip => (read(0, GZIP_HEADER_READ.min(size as usize))?, &[][..]),
+            Coding::Br => {
+                let n = jitter::brotli_tail_len().min(size as usize);
+                let tail = read(size - n as u64, n)?;
+                if tail.len() != n {
+                    return Err(jitter::NoJitter::Io); // shrunk since the stat
+                }
+                // The cheap look at the ending first, then the cached proof.
+                jitter::splice(c, &[], tail, size, 1)?;
+                brotli_proven(file, size)?;
+                (&[][..], tail)
+            }
+            Coding::Zstd => (&[][..], &[][..]),
+        };
+        jitter::splice(c, head, tail, size, pad as usize).map(|s| (s, pad))
+    });
+    match planned {
+        Ok((splice, pad)) => Some(Padded {
+            splice,
+            pad,
+            random,
+        }),
+        Err(why) => {
+            req.log_with(Level::Debug, 0, || {
+                format!("serving {} without jitter: {why:?}", path.to_string_lossy())
+            });
+            None
+        }
+    }
+}
+
+/// The padding length: random per response, or the keyed hash of the
+/// file (`jitter::keyed_len`), computed once per file version and key.
+fn jitter_len(
+    req: &Request<'_>,
+    file: &File<'_>,
+    size: u64,
+    j: Jitter,
+) -> Result<u32, jitter::NoJitter> {
+    let hashed = match j.length {
+        JitterLength::Random => return Ok(jitter::random_len(j.max, httpd::random_u32())),
+        JitterLength::Keyed { hashed } => hashed,
+    };
+    let secret = jitter_secret(req).ok_or(jitter::NoJitter::NoKey)?;
+    let key: JitterKey = (file.info().version(), j.max, hashed, secret.id());
+    if let Some(p) = JITTER_CACHE.get(&key) {
+        return Ok(p);
+    }
+    let n = hashed.min(size);
+    let head = file
+        .read_pool(req, 0, n as usize)
+        .map_err(|_| jitter::NoJitter::Io)?;
+    let t = jitter::KEYED_TAIL.min(size - n);
+    let tail = file
+        .read_pool(req, size - t, t as usize)
+        .map_err(|_| jitter::NoJitter::Io)?;
+    let p = jitter::keyed_len(j.max, secret, size, head, tail);
+    JITTER_CACHE.put(key, p);
+    Ok(p)
+}
+
+/// Whether padding may go before this brotli file's final empty last
+/// meta-block, proved by decoding once per file version (an I/O error is
+/// not remembered).
+fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
+    let v = file.info().version();
+    if let Some(r) = BROTLI_PROOFS.get(&v) {
+        return r;
+    }
+    let r = jitter::prove_brotli(|at| file.reader(at), size, jitter::BROTLI_PROOF_MAX);
+    if r != Err(jitter::NoJitter::Io) {
+        BROTLI_PROOFS.put(v, r);
+    }
+    r
+}
+
+impl decode::ReadAt for File<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        File::read_at(self, offset, buf)
+    }
+}
