@@ -271,7 +271,7 @@ impl<'r> Request<'r> {
         Status(unsafe { ffi::ap_send_http_options(self.r) })
     }
 
-    /// A request header, `None` if absent or not UTF-8.
+    /// A request header as bytes, `None` if absent.
     pub fn header_in(&self, name: &CStr) -> Option<&'r [u8]> {
         // SAFETY: table strings live in the request pool.
         unsafe {

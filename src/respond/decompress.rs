@@ -106,7 +106,7 @@ fn decodable_facts(
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-    later_gzip: bool,
+    gzip_remains: bool,
     failed: &mut Undecodable,
 ) -> Result<(Facts, facts_cache::Key), Skip> {
     let (facts, key) =
@@ -122,7 +122,7 @@ fn decodable_facts(
         });
         return Err(Skip);
     }
-    if c == Coding::Zstd && facts.window > ZSTD_PREFERRED_WINDOW && later_gzip {
+    if c == Coding::Zstd && facts.window > ZSTD_PREFERRED_WINDOW && gzip_remains {
         req.log_with(Level::Debug, 0, || {
             format!(
                 "zstd window {} of {} is large; decoding the gzip sibling instead",
@@ -174,12 +174,12 @@ pub(super) fn decompress(
     a: &Attempt<'_, '_>,
     c: Coding,
     s: Sibling<'_>,
-    later_gzip: bool,
+    gzip_remains: bool,
     failed: &mut Undecodable,
 ) -> Result<Status, Skip> {
     let req = a.req;
     let file = a.open(c, s)?;
-    let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
+    let (facts, key) = decodable_facts(req, c, &file, s.path, gzip_remains, failed)?;
     let mut buf = vec![0u8; OUT_CHUNK];
     let started = Decoder::new(c, file.reader(0)).and_then(|mut dec| {
         let first = fill(&mut dec, &mut buf)?;

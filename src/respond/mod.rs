@@ -55,8 +55,8 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let outcomes = plan.outcomes();
         let mut failed = Undecodable::default();
         for (i, &o) in outcomes.iter().enumerate() {
-            let later_gzip = outcomes[i + 1..].contains(&Outcome::Decompress(Coding::Gzip));
-            if let Ok(st) = self.respond(o, &mut failed, later_gzip) {
+            let gzip_remains = outcomes[i + 1..].contains(&Outcome::Decompress(Coding::Gzip));
+            if let Ok(st) = self.respond(o, &mut failed, gzip_remains) {
                 if plan.varies && st.is_http_error() {
                     // Error responses keep only err_headers_out.
                     self.req.vary_accept_encoding_err();
@@ -67,18 +67,18 @@ impl<'a, 'r> Attempt<'a, 'r> {
         Status::NOT_FOUND
     }
 
-    /// The responder for each outcome; `later_gzip` says whether a gzip
+    /// The responder for each outcome; `gzip_remains` says whether a gzip
     /// sibling remains to decode if this one fails.
     fn respond(
         &self,
         o: Outcome,
         failed: &mut Undecodable,
-        later_gzip: bool,
+        gzip_remains: bool,
     ) -> Result<Status, Skip> {
         let req = self.req;
         match o {
             Outcome::Send(c) => send_sibling(self, c, self.sibling(c)?),
-            Outcome::Decompress(c) => decompress(self, c, self.sibling(c)?, later_gzip, failed),
+            Outcome::Decompress(c) => decompress(self, c, self.sibling(c)?, gzip_remains, failed),
             Outcome::Original => send_original(self),
             Outcome::NotAcceptable => Ok(not_acceptable(self)),
             Outcome::NotFound if failed.any => Ok(none_decodable(self, failed)),
