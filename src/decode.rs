@@ -6,8 +6,8 @@
 //! stream's window (the module decodes none above `MAX_WINDOW`). `inspect`
 //! reads a sibling's headers (every zstd frame and block header) to learn
 //! its window, whether browsers accept it, and whether its decoded length
-//! is certain, before anything is sent; `probe` reads only the first bytes
-//! (and gzip's last four) for the publish tool's up-to-date check.
+//! is certain, before anything is sent; `probe_at` reads only the first
+//! bytes (and gzip's last four) for the publish tool's up-to-date check.
 
 use crate::coding::Coding;
 use std::fmt;
@@ -72,7 +72,7 @@ pub struct Probe {
 pub const PROBE_HEAD: usize = 18;
 
 /// Inspects a sibling's first bytes (`head`, up to `PROBE_HEAD`), its total
-/// length and, for gzip, its last four bytes.
+/// length and, for gzip, its last four bytes; `probe_at` reads them.
 pub fn probe(
     coding: Coding,
     head: &[u8],
@@ -220,6 +220,30 @@ impl ReadAt for std::fs::File {
     fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
         std::os::unix::fs::FileExt::read_at(self, buf, offset)
     }
+}
+
+/// `probe` on a whole sibling of `len` bytes, read in place: its first
+/// `PROBE_HEAD` bytes and, for gzip, its last four (ISIZE). A source that
+/// ends before `len` is an I/O error, not a truncated stream: the length
+/// came from a stat that the file no longer matches.
+pub fn probe_at<S: ReadAt + ?Sized>(
+    coding: Coding,
+    src: &S,
+    len: u64,
+) -> Result<Probe, DecodeError> {
+    let mut head = [0u8; PROBE_HEAD];
+    let n = read_at_most(src, 0, &mut head)?;
+    let isize_tail = match coding {
+        Coding::Gzip if len >= 4 => {
+            let mut t = [0u8; 4];
+            if read_at_most(src, len - 4, &mut t)? < t.len() {
+                return Err(DecodeError::Io(io::ErrorKind::UnexpectedEof.into()));
+            }
+            Some(t)
+        }
+        _ => None,
+    };
+    probe(coding, &head[..n], len, isize_tail)
 }
 
 /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end.
@@ -573,6 +597,47 @@ mod tests {
         )
         .unwrap();
         assert_eq!(big.declared_len, None);
+    }
+
+    #[test]
+    fn probe_at_reads_head_and_isize_in_place() {
+        let d = sample();
+        for c in Coding::ALL {
+            let e = encoded(c, &d);
+            let tail = (c == Coding::Gzip).then(|| e[e.len() - 4..].try_into().unwrap());
+            let want = probe(c, &e[..PROBE_HEAD], e.len() as u64, tail).unwrap();
+            assert_eq!(probe_at(c, &e[..], e.len() as u64).unwrap(), want, "{c:?}");
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("sibling");
+            std::fs::write(&path, &e).unwrap();
+            let f = std::fs::File::open(&path).unwrap();
+            assert_eq!(probe_at(c, &f, e.len() as u64).unwrap(), want, "{c:?} file");
+        }
+        let g = gz(&d);
+        let p = probe_at(Coding::Gzip, &g[..], g.len() as u64).unwrap();
+        assert_eq!(p.declared_len, Some(d.len() as u64));
+    }
+
+    #[test]
+    fn probe_at_tells_a_short_source_from_a_short_stream() {
+        let g = gz(&sample());
+        // Stat said longer than what is there: the ISIZE read comes up short.
+        assert!(matches!(
+            probe_at(Coding::Gzip, &g[..], g.len() as u64 + 10),
+            Err(DecodeError::Io(_))
+        ));
+        assert!(matches!(
+            probe_at(Coding::Gzip, &g[..3], 3),
+            Err(DecodeError::Truncated)
+        ));
+        assert!(matches!(
+            probe_at(Coding::Zstd, &b""[..], 0),
+            Err(DecodeError::Truncated)
+        ));
+        assert!(matches!(
+            probe_at(Coding::Zstd, &g[..], g.len() as u64),
+            Err(DecodeError::Corrupt(_))
+        ));
     }
 
     #[test]

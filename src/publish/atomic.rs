@@ -41,7 +41,9 @@ pub struct TempFile {
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
-fn tail() -> String {
+/// Hex digits that make a temporary's name unlikely to be taken: process
+/// id, clock and a per-process counter mixed.
+fn random_tail() -> String {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let t = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -62,7 +64,7 @@ impl TempFile {
             let mut tmp_name = std::ffi::OsString::from(".");
             tmp_name.push(name);
             tmp_name.push(TMP_MARK);
-            tmp_name.push(tail());
+            tmp_name.push(random_tail());
             let path = dir.join(tmp_name);
             match OpenOptions::new()
                 .write(true)

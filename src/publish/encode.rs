@@ -1,7 +1,8 @@
 //! Streaming encoders for the three codings, tuned for what browsers accept.
 //!
 //! Each encoder reads its input through a bounded buffer and writes to any
-//! `Write`, so memory stays flat whatever the file size.
+//! `Write`, so memory stays bounded whatever the file size; only gzip of
+//! files up to `GZIP_IN_MEMORY_MAX` holds the whole input (libdeflate).
 
 use crate::coding::Coding;
 use crate::jitter;
@@ -86,7 +87,7 @@ impl<W: Write> Write for Tracked<W> {
 }
 
 /// Copies `src` into `dst` in `CHUNK` pieces.
-fn pump(src: &mut impl Read, dst: &mut impl Write) -> io::Result<u64> {
+fn copy_chunked(src: &mut impl Read, dst: &mut impl Write) -> io::Result<u64> {
     let mut buf = vec![0u8; CHUNK];
     let mut total = 0u64;
     loop {
@@ -158,7 +159,7 @@ pub fn encode<R: Read, W: Write>(
                 &mut out,
                 flate2::Compression::new(levels.gzip.clamp(1, 9)),
             );
-            pump(&mut src, &mut e)?;
+            copy_chunked(&mut src, &mut e)?;
             e.finish()?;
         }
         Coding::Zstd => {
@@ -167,7 +168,7 @@ pub fn encode<R: Read, W: Write>(
             e.include_contentsize(true)?;
             e.window_log(levels.zstd_window_log.min(ZSTD_WINDOW_LOG_MAX))?;
             e.set_pledged_src_size(Some(len))?;
-            pump(&mut src, &mut e)?;
+            copy_chunked(&mut src, &mut e)?;
             e.finish()?;
         }
         Coding::Br => encode_brotli(levels, len, &mut src, &mut out)?,
@@ -203,7 +204,7 @@ fn encode_brotli<W: Write>(
         check: Some(brotli::DecompressorWriter::new(Digest::default(), 4096)),
     };
     let mut e = brotli::CompressorWriter::with_params(&mut ending, CHUNK, &params);
-    pump(&mut src, &mut e)?;
+    copy_chunked(&mut src, &mut e)?;
     e.flush()?;
     drop(e);
     if ending.out.error.is_some() {
@@ -323,7 +324,7 @@ pub fn encode_vec(coding: Coding, levels: &Levels, data: &[u8]) -> io::Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{decode_all, probe, PROBE_HEAD};
+    use crate::decode::{decode_all, probe_at};
 
     fn text(n: usize) -> Vec<u8> {
         let mut v = Vec::with_capacity(n);
@@ -407,13 +408,7 @@ mod tests {
         for n in [0, 1000, 20 << 20] {
             let d = text(n);
             let e = encode_vec(Coding::Zstd, &l, &d).unwrap();
-            let p = probe(
-                Coding::Zstd,
-                &e[..PROBE_HEAD.min(e.len())],
-                e.len() as u64,
-                None,
-            )
-            .unwrap();
+            let p = probe_at(Coding::Zstd, &e[..], e.len() as u64).unwrap();
             assert_eq!(p.declared_len, Some(n as u64));
             assert!(p.window <= 8 << 20, "window {}", p.window);
             // Checksum flag (bit 2 of the frame header descriptor).

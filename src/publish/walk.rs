@@ -74,7 +74,8 @@ pub struct Filter {
     pub compress_rules: bool,
 }
 
-fn build(globs: &[String]) -> Result<Option<GlobSet>, String> {
+/// One set of `globs`; `None` when there are none.
+fn glob_set(globs: &[String]) -> Result<Option<GlobSet>, String> {
     if globs.is_empty() {
         return Ok(None);
     }
@@ -89,8 +90,8 @@ impl Filter {
     /// A filter with the given include and exclude globs.
     pub fn new(include: &[String], exclude: &[String]) -> Result<Filter, String> {
         Ok(Filter {
-            include: build(include)?,
-            exclude: build(exclude)?,
+            include: glob_set(include)?,
+            exclude: glob_set(exclude)?,
             ..Filter::default()
         })
     }

@@ -1,0 +1,178 @@
+//! The end-of-run summaries of `compress` and `verify`, and how they print.
+
+use super::walk::SkipReason;
+use super::worker::{FileResult, Outcome};
+use crate::coding::Coding;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::time::Duration;
+
+/// Totals for one coding.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CodingTotals {
+    pub written: u64,
+    pub up_to_date: u64,
+    pub not_worth: u64,
+    pub removed: u64,
+    pub bytes_before: u64,
+    pub bytes_after: u64,
+}
+
+impl CodingTotals {
+    /// Counts one outcome; true when a sibling was (or would be) written.
+    fn count(&mut self, outcome: Outcome) -> bool {
+        match outcome {
+            Outcome::UpToDate => self.up_to_date += 1,
+            Outcome::WouldWrite => return true,
+            Outcome::Written { before, after } => {
+                self.written += 1;
+                self.bytes_before += before;
+                self.bytes_after += after;
+                return true;
+            }
+            Outcome::NotWorth { removed, .. } => {
+                self.not_worth += 1;
+                self.removed += u64::from(removed);
+            }
+            Outcome::Failed(_) => {}
+        }
+        false
+    }
+
+    /// The summary line of `coding`.
+    fn write_line(&self, f: &mut fmt::Formatter<'_>, coding: Coding) -> fmt::Result {
+        let pct = if self.bytes_before > 0 {
+            100.0 * self.bytes_after as f64 / self.bytes_before as f64
+        } else {
+            0.0
+        };
+        writeln!(
+            f,
+            "{:>5}: {} written, {} -> {} bytes ({pct:.1}%), {} up to date, {} not worth it, {} stale removed",
+            coding.token(),
+            self.written,
+            self.bytes_before,
+            self.bytes_after,
+            self.up_to_date,
+            self.not_worth,
+            self.removed
+        )
+    }
+}
+
+/// The end-of-run summary of `compress`.
+#[derive(Clone, Debug, Default)]
+pub struct CompressSummary {
+    /// Every file the walk met.
+    pub files_seen: u64,
+    /// Files with at least one sibling written (or to write, in a dry run).
+    pub compressed: u64,
+    /// Files whose siblings were all up to date.
+    pub up_to_date: u64,
+    /// Files left alone, by reason.
+    pub skipped: BTreeMap<SkipReason, u64>,
+    /// Per coding, indexed by `Coding::index`.
+    pub per_coding: [CodingTotals; 3],
+    /// Originals deleted by `--remove-originals`.
+    pub originals_removed: u64,
+    /// Temporaries of interrupted runs deleted.
+    pub temporaries_removed: u64,
+    /// Problems reported (path and reason each).
+    pub errors: u64,
+    pub dry_run: bool,
+    pub elapsed: Duration,
+}
+
+impl CompressSummary {
+    /// Counts everything that happened to one file.
+    pub(super) fn count_file(&mut self, file: FileResult) {
+        self.errors += file.errors;
+        self.originals_removed += u64::from(file.original_removed);
+        let mut wrote = false;
+        let mut all_up_to_date = !file.outcomes.is_empty();
+        for (c, outcome) in file.outcomes {
+            all_up_to_date &= outcome == Outcome::UpToDate;
+            wrote |= self.per_coding[c.index()].count(outcome);
+        }
+        self.compressed += u64::from(wrote);
+        self.up_to_date += u64::from(all_up_to_date);
+    }
+}
+
+impl fmt::Display for CompressSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let skipped: u64 = self.skipped.values().sum();
+        writeln!(
+            f,
+            "files seen: {}, {}: {}, up to date: {}, skipped: {}, errors: {}",
+            self.files_seen,
+            if self.dry_run {
+                "to compress"
+            } else {
+                "compressed"
+            },
+            self.compressed,
+            self.up_to_date,
+            skipped,
+            self.errors
+        )?;
+        for (why, n) in &self.skipped {
+            writeln!(f, "  skipped, {why}: {n}")?;
+        }
+        for c in Coding::ALL {
+            let totals = &self.per_coding[c.index()];
+            if *totals != CodingTotals::default() {
+                totals.write_line(f, c)?;
+            }
+        }
+        if self.originals_removed > 0 {
+            writeln!(f, "originals removed: {}", self.originals_removed)?;
+        }
+        if self.temporaries_removed > 0 {
+            writeln!(
+                f,
+                "leftover temporaries removed: {}",
+                self.temporaries_removed
+            )?;
+        }
+        write!(f, "time: {:.3} s", self.elapsed.as_secs_f64())
+    }
+}
+
+/// The end-of-run summary of `verify`.
+#[derive(Clone, Debug, Default)]
+pub struct VerifySummary {
+    /// Siblings examined.
+    pub checked: u64,
+    /// Siblings that decode and match their original (or have none).
+    pub ok: u64,
+    /// Siblings older than their original.
+    pub stale: u64,
+    /// Siblings that do not decode, or decode to something else.
+    pub bad: u64,
+    /// Files or directories that could not be examined.
+    pub errors: u64,
+    pub elapsed: Duration,
+}
+
+impl VerifySummary {
+    /// True when nothing is wrong.
+    pub fn clean(&self) -> bool {
+        self.stale == 0 && self.bad == 0 && self.errors == 0
+    }
+}
+
+impl fmt::Display for VerifySummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "siblings checked: {}, ok: {}, stale: {}, bad: {}, errors: {}\ntime: {:.3} s",
+            self.checked,
+            self.ok,
+            self.stale,
+            self.bad,
+            self.errors,
+            self.elapsed.as_secs_f64()
+        )
+    }
+}
