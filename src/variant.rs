@@ -303,4 +303,41 @@ mod tests {
         assert_eq!(p.outcomes(), &[Original]);
         assert!(!p.varies);
     }
+
+    #[test]
+    fn methods_and_path_info_are_answered_before_any_file() {
+        assert_eq!(before_files(Method::Get, false), None);
+        assert_eq!(before_files(Method::Get, true), Some(PathInfo));
+        assert_eq!(before_files(Method::Options, true), Some(Options));
+        assert_eq!(before_files(Method::Invalid, false), Some(NotImplemented));
+        assert_eq!(before_files(Method::Other, false), Some(MethodNotAllowed));
+    }
+
+    #[test]
+    fn favourite_answers_when_fresh_and_preferred() {
+        let sib = FileMeta {
+            mtime: 2_000_000,
+            size: 5,
+        };
+        let older = FileMeta {
+            mtime: 1_000_000,
+            size: 9,
+        };
+        let newer = FileMeta {
+            mtime: 3_000_000,
+            size: 9,
+        };
+        assert!(favourite_answers(1000, 1000, None, sib));
+        assert!(favourite_answers(1, 1000, None, sib), "no original");
+        assert!(favourite_answers(1000, 1000, Some(older), sib));
+        assert!(!favourite_answers(1000, 1000, Some(newer), sib), "stale");
+        assert!(
+            !favourite_answers(500, 1000, Some(older), sib),
+            "identity preferred"
+        );
+        assert!(
+            favourite_answers(500, 500, Some(older), sib),
+            "equal q: server order"
+        );
+    }
 }

@@ -207,6 +207,7 @@ impl<'r> Request<'r> {
     /// configuration does not accept it).
     pub fn rejects_path_info(&self) -> bool {
         let r = self.raw();
+        // SAFETY: a non-NULL path_info is a NUL-terminated pool string.
         let has = !r.path_info.is_null() && unsafe { *r.path_info } != 0;
         has && r.used_path_info != ffi::AP_REQ_ACCEPT_PATH_INFO as c_int
     }
