@@ -82,3 +82,64 @@ impl Coding {
         }
     }
 }
+
+/// The hidden directory at the top of a published tree where the publish
+/// tool keeps earlier versions as dictionaries; never served.
+pub const DICTIONARY_STORE: &str = ".gzip-disk-ng";
+
+/// A dictionary-compressed coding (RFC 9842): the response is a delta
+/// against a dictionary the client already holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeltaCoding {
+    /// Dictionary-compressed zstd.
+    Dcz,
+    /// Dictionary-compressed brotli.
+    Dcb,
+}
+
+impl DeltaCoding {
+    /// Both, in server preference order.
+    pub const ALL: [DeltaCoding; 2] = [DeltaCoding::Dcz, DeltaCoding::Dcb];
+
+    /// The Content-Encoding token.
+    pub fn token(self) -> &'static str {
+        match self {
+            DeltaCoding::Dcz => "dcz",
+            DeltaCoding::Dcb => "dcb",
+        }
+    }
+
+    /// The token as a C string, for Apache's tables.
+    pub fn c_token(self) -> &'static CStr {
+        match self {
+            DeltaCoding::Dcz => c"dcz",
+            DeltaCoding::Dcb => c"dcb",
+        }
+    }
+
+    /// Position in `ALL`, for fixed-size tables.
+    pub fn index(self) -> usize {
+        match self {
+            DeltaCoding::Dcz => 0,
+            DeltaCoding::Dcb => 1,
+        }
+    }
+
+    /// Parses an Accept-Encoding token.
+    pub fn from_token(t: &str) -> Option<DeltaCoding> {
+        if t.eq_ignore_ascii_case("dcz") {
+            Some(DeltaCoding::Dcz)
+        } else if t.eq_ignore_ascii_case("dcb") {
+            Some(DeltaCoding::Dcb)
+        } else {
+            None
+        }
+    }
+
+    /// The delta's file name beside `original`: `<original>.<hex SHA-256
+    /// of the dictionary>.<token>`, so one stat finds it from the hash a
+    /// request announces.
+    pub fn file_suffix(self, dictionary_hash: &[u8; 32]) -> String {
+        format!(".{}.{}", hex::encode(dictionary_hash), self.token())
+    }
+}

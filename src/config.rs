@@ -88,6 +88,81 @@ pub enum StatusHeader {
     Named(String),
 }
 
+/// `GzipDiskNgUseAsDictionary`: offer responses as dictionaries for
+/// later requests (RFC 9842 `Use-As-Dictionary`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UseAsDictionary {
+    Off,
+    /// The header value, serialized once at configuration time.
+    Header(String),
+    /// `self`: the request's own path is the pattern, with this `id`.
+    OwnPath {
+        id: Option<String>,
+    },
+}
+
+/// Characters with a meaning in a URL pattern, escaped in a literal path.
+const URL_PATTERN_SPECIAL: &[u8] = b"\\*:(){}?+";
+
+/// `GzipDiskNgUseAsDictionary Off | <match pattern>|self [<id>]`
+pub fn parse_use_as_dictionary(args: &[&str]) -> Result<UseAsDictionary, String> {
+    const USAGE: &str = "GzipDiskNgUseAsDictionary takes Off, or a match pattern \
+         (a path such as /assets/app.*.js, or self) and an optional id";
+    let (pattern, id) = match args {
+        [off] if off.eq_ignore_ascii_case("off") => return Ok(UseAsDictionary::Off),
+        [p] => (*p, None),
+        [p, id] => (*p, Some(*id)),
+        _ => return Err(USAGE.into()),
+    };
+    if let Some(id) = id {
+        if id.len() > 1024 || sfv::StringRef::from_str(id).is_err() {
+            return Err(format!(
+                "GzipDiskNgUseAsDictionary: id '{id}' is not printable ASCII of at most 1024 bytes"
+            ));
+        }
+    }
+    if pattern == "self" {
+        return Ok(UseAsDictionary::OwnPath {
+            id: id.map(str::to_owned),
+        });
+    }
+    if !pattern.starts_with('/') || pattern.contains(['(', ')']) {
+        return Err(format!(
+            "GzipDiskNgUseAsDictionary: '{pattern}' is not a same-origin path pattern \
+             (it must start with / and browsers refuse regular-expression groups)"
+        ));
+    }
+    use_as_dictionary_header(pattern, id)
+        .map(UseAsDictionary::Header)
+        .ok_or_else(|| format!("GzipDiskNgUseAsDictionary: '{pattern}' is not printable ASCII"))
+}
+
+/// The `Use-As-Dictionary` value for a pattern and optional id; `None`
+/// when either is not a structured-field string (printable ASCII).
+pub fn use_as_dictionary_header(pattern: &str, id: Option<&str>) -> Option<String> {
+    let mut dict = sfv::DictSerializer::new();
+    let _ = dict.bare_item(
+        sfv::key_ref("match"),
+        sfv::StringRef::from_str(pattern).ok()?,
+    );
+    if let Some(id) = id {
+        let _ = dict.bare_item(sfv::key_ref("id"), sfv::StringRef::from_str(id).ok()?);
+    }
+    dict.finish()
+}
+
+/// A literal URL path as a URL pattern matching exactly it.
+pub fn literal_url_pattern(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 4);
+    for ch in path.chars() {
+        if ch.is_ascii() && URL_PATTERN_SPECIAL.contains(&(ch as u8)) {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
 /// One scope's settings, as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DirConfig {
@@ -96,6 +171,7 @@ pub struct DirConfig {
     pub decompress: Option<bool>,
     pub status_header: Option<StatusHeader>,
     pub jitter: Option<JitterSetting>,
+    pub use_as_dictionary: Option<UseAsDictionary>,
 }
 
 impl DirConfig {
@@ -109,6 +185,10 @@ impl DirConfig {
                 .clone()
                 .or_else(|| self.status_header.clone()),
             jitter: child.jitter.or(self.jitter),
+            use_as_dictionary: child
+                .use_as_dictionary
+                .clone()
+                .or_else(|| self.use_as_dictionary.clone()),
         }
     }
 
@@ -129,6 +209,13 @@ impl DirConfig {
             Some(StatusHeader::Off) => None,
             Some(StatusHeader::Named(n)) => Some(n),
         }
+    }
+
+    /// The dictionary offer, if on.
+    pub fn use_as_dictionary(&self) -> Option<&UseAsDictionary> {
+        self.use_as_dictionary
+            .as_ref()
+            .filter(|u| **u != UseAsDictionary::Off)
     }
 
     /// The jitter setting, if on.
@@ -360,5 +447,54 @@ mod tests {
             format!("{main:?}").contains("redacted"),
             "no secret in logs"
         );
+    }
+
+    #[test]
+    fn use_as_dictionary_parse() {
+        assert_eq!(
+            parse_use_as_dictionary(&["Off"]).unwrap(),
+            UseAsDictionary::Off
+        );
+        assert_eq!(
+            parse_use_as_dictionary(&["/assets/app.*.js"]).unwrap(),
+            UseAsDictionary::Header(r#"match="/assets/app.*.js""#.into())
+        );
+        assert_eq!(
+            parse_use_as_dictionary(&["/a/*", "v1"]).unwrap(),
+            UseAsDictionary::Header(r#"match="/a/*", id="v1""#.into())
+        );
+        assert_eq!(
+            parse_use_as_dictionary(&["self", "x"]).unwrap(),
+            UseAsDictionary::OwnPath {
+                id: Some("x".into())
+            }
+        );
+        for bad in [
+            &[][..],
+            &["app.js"],
+            &["/a/(\\d+).js"],
+            &["/a", "b", "c"],
+            &["/caf\u{e9}"],
+            &["/a", "\u{7f}"],
+        ] {
+            assert!(parse_use_as_dictionary(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            use_as_dictionary_header(&literal_url_pattern("/a b/x*.js?"), None).unwrap(),
+            r#"match="/a b/x\\*.js\\?""#
+        );
+        let outer = DirConfig {
+            use_as_dictionary: Some(UseAsDictionary::OwnPath { id: None }),
+            ..Default::default()
+        };
+        let off = DirConfig {
+            use_as_dictionary: Some(UseAsDictionary::Off),
+            ..Default::default()
+        };
+        assert!(outer
+            .merge(&DirConfig::default())
+            .use_as_dictionary()
+            .is_some());
+        assert!(outer.merge(&off).use_as_dictionary().is_none());
     }
 }

@@ -3,10 +3,10 @@
 //! outcome to `respond`, until one answers.
 
 use crate::coding::Coding;
-use crate::httpd::{FileKind, Request, Status};
+use crate::httpd::{FileKind, Level, Request, Status};
 use crate::lookup::{self, Lookup};
 use crate::module::dir_config;
-use crate::negotiate::{Accepted, Ranked};
+use crate::negotiate::{self, Accepted, Ranked};
 use crate::respond::{self, Attempt};
 use crate::variant::{self, FileMeta, Inputs, Method};
 use std::ffi::CStr;
@@ -45,6 +45,9 @@ pub fn handle(req: &Request<'_>) -> Status {
     let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
     let cfg = dir_config(req);
     let accepted = accepted(req);
+    if let Some(st) = delta(&attempt, &accepted, original) {
+        return st;
+    }
     let ranked = accepted.ranked(cfg.encodings());
     let known = match favourite(&attempt, &accepted, &ranked, original) {
         Favourite::Answered(st) => return st,
@@ -60,7 +63,7 @@ pub fn handle(req: &Request<'_>) -> Status {
         decode_order: DECODE_ORDER,
     });
     if plan.varies {
-        req.vary_accept_encoding();
+        req.vary(c"Accept-Encoding");
     }
     for c in Coding::ALL {
         if let (true, Some(s)) = (plan.stale[c.index()], siblings[c.index()]) {
@@ -111,13 +114,40 @@ fn favourite<'r>(
     if let Some(s) = s {
         let pref = accepted.identity_preference();
         if variant::favourite_answers(q, pref, original, lookup::meta(&s.info)) {
-            attempt.req.vary_accept_encoding();
+            attempt.req.vary(c"Accept-Encoding");
             if let Ok(st) = respond::send_sibling(attempt, best, s) {
                 return Favourite::Answered(st);
             }
         }
     }
     Favourite::Passed(Some((best, s)))
+}
+
+/// Dictionary transport (RFC 9842): when the client names `dcz` or `dcb`
+/// and announces a dictionary for which a fresh delta exists, the delta
+/// answers. Any request announcing a dictionary, and any response in a
+/// scope that offers dictionaries, varies on `Available-Dictionary`.
+fn delta(a: &Attempt<'_, '_>, accepted: &Accepted, original: Option<FileMeta>) -> Option<Status> {
+    let req = a.req;
+    let announced = req.header_in(c"Available-Dictionary");
+    if announced.is_some() || dir_config(req).use_as_dictionary().is_some() {
+        a.vary_on_dictionary();
+    }
+    let hash = negotiate::available_dictionary(announced?)?;
+    for (d, q) in variant::delta_codings(accepted) {
+        let Some(s) = lookup::find_delta(req, a.filename, d, &hash) else {
+            continue;
+        };
+        let pref = accepted.identity_preference();
+        if !variant::favourite_answers(q, pref, original, lookup::meta(&s.info)) {
+            continue;
+        }
+        req.vary(c"Accept-Encoding");
+        if let Ok(st) = respond::send_delta(a, d, s) {
+            return Some(st);
+        }
+    }
+    None
 }
 
 /// What the client accepts. Subrequests (mod_include, mod_dir) get
@@ -148,12 +178,14 @@ pub fn insert_error_filter(req: &Request<'_>) {
     if req.handler() != Some(HANDLER) {
         return;
     }
-    let varies = req.header_out(c"Vary").is_some_and(|v| {
-        v.split(|&b| b == b',')
-            .any(|t| t.trim_ascii().eq_ignore_ascii_case(b"accept-encoding"))
-    });
-    if varies {
-        req.vary_accept_encoding_err();
+    for name in [c"Accept-Encoding", c"Available-Dictionary"] {
+        let listed = req.header_out(c"Vary").is_some_and(|v| {
+            v.split(|&b| b == b',')
+                .any(|t| t.trim_ascii().eq_ignore_ascii_case(name.to_bytes()))
+        });
+        if listed {
+            req.vary_on_error(name);
+        }
     }
 }
 
@@ -162,6 +194,9 @@ pub fn insert_error_filter(req: &Request<'_>) {
 /// mod_dir accepts it as a DirectoryIndex candidate. Main requests need no
 /// help (the handler copes with a missing file), so they pay nothing here.
 pub fn fixup(req: &Request<'_>) -> Status {
+    if let Some(st) = refuse_store(req) {
+        return st;
+    }
     if !req.is_subrequest()
         || req.handler() != Some(HANDLER)
         || req.finfo().kind() != FileKind::Missing
@@ -181,4 +216,21 @@ pub fn fixup(req: &Request<'_>) -> Status {
         req.set_note(NOTE_SIBLING_FINFO, c"1");
     }
     Status::DECLINED
+}
+
+/// The publish tool's dictionary store holds earlier versions of files
+/// that were replaced, perhaps because they must no longer be served:
+/// refused whatever the handler, as the module's own files.
+fn refuse_store(req: &Request<'_>) -> Option<Status> {
+    let filename = req.filename()?;
+    if !lookup::in_dictionary_store(filename.to_bytes()) {
+        return None;
+    }
+    req.log_with(Level::Info, 0, || {
+        format!(
+            "request into the dictionary store refused: {}",
+            filename.to_string_lossy()
+        )
+    });
+    Some(Status::NOT_FOUND)
 }

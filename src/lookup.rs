@@ -3,7 +3,7 @@
 //! sibling's name, and opening with the symlink check repeated.
 
 /// What a sibling lookup found.
-use crate::coding::Coding;
+use crate::coding::{Coding, DeltaCoding, DICTIONARY_STORE};
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
 use crate::variant::FileMeta;
 use std::collections::HashSet;
@@ -131,6 +131,25 @@ pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sib
             let s = stat_sibling(req, req.path_with_suffix(base, suffix))?;
             permitted(req, &s, c_suffix).then_some(s)
         })
+}
+
+/// The delta of `base` against the dictionary with SHA-256 `hash`, if it
+/// exists and Apache would serve it under its own name.
+pub fn find_delta<'r>(
+    req: &Request<'r>,
+    base: &CStr,
+    d: DeltaCoding,
+    hash: &[u8; 32],
+) -> Option<Sibling<'r>> {
+    let suffix = d.file_suffix(hash);
+    let s = stat_sibling(req, req.path_with_suffix(base, &suffix))?;
+    permitted(req, &s, req.pool_cstr(&suffix)).then_some(s)
+}
+
+/// Whether a path lies in the publish tool's dictionary store.
+pub fn in_dictionary_store(path: &[u8]) -> bool {
+    path.split(|&b| b == b'/')
+        .any(|part| part == DICTIONARY_STORE.as_bytes())
 }
 
 /// A sibling lookup already made: the coding and what was found.

@@ -27,7 +27,7 @@ impl httpd::Config for ServerConfig {
     }
 }
 
-static COMMANDS: [Command; 6] = [
+static COMMANDS: [Command; 7] = [
     Command::new::<GzipDiskNg>(
         c"GzipDiskNgEncodings",
         Takes::List,
@@ -57,6 +57,12 @@ static COMMANDS: [Command; 6] = [
         Takes::One,
         Scope::Server,
         c"<file>: the secret keying jitter lengths (server config, virtual host)",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgUseAsDictionary",
+        Takes::List,
+        Scope::DirectoryFileInfo,
+        c"Off | <match pattern>|self [<id>]: offer responses as compression dictionaries",
     ),
     Command::END,
 ];
@@ -96,6 +102,9 @@ impl httpd::Module for GzipDiskNg {
                 dir.status_header = Some(config::parse_status_header(w)?)
             }
             ("GzipDiskNgJitter", Args::List(a)) => dir.jitter = Some(config::parse_jitter(a)?),
+            ("GzipDiskNgUseAsDictionary", Args::List(a)) => {
+                dir.use_as_dictionary = Some(config::parse_use_as_dictionary(a)?)
+            }
             (other, _) => return Err(format!("mod_gzip_disk_ng: unknown directive {other}")),
         }
         Ok(())
@@ -146,6 +155,7 @@ pub fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
         decompress: None,
         status_header: None,
         jitter: None,
+        use_as_dictionary: None,
     };
     req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
 }

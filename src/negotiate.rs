@@ -3,13 +3,15 @@
 //! Allocation-free: the result is a fixed table, so the precompressed path
 //! costs no heap.
 
-use crate::coding::Coding;
+use crate::coding::{Coding, DeltaCoding};
 
 /// Quality values in thousandths (0..=1000), as RFC 9110's qvalue grammar.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Accepted {
     /// Explicit q per coding, `None` when the header did not name it.
     explicit: [Option<u16>; 3],
+    /// Explicit q of the dictionary codings (`*` never stands for them).
+    delta: [Option<u16>; 2],
     identity: Option<u16>,
     star: Option<u16>,
     /// False when no Accept-Encoding header was sent at all.
@@ -21,6 +23,7 @@ impl Accepted {
     pub fn none() -> Accepted {
         Accepted {
             explicit: [None; 3],
+            delta: [None; 2],
             identity: None,
             star: None,
             present: false,
@@ -61,6 +64,8 @@ impl Accepted {
                 &mut acc.identity
             } else if let Some(c) = Coding::from_token(name) {
                 &mut acc.explicit[c.index()]
+            } else if let Some(d) = DeltaCoding::from_token(name) {
+                &mut acc.delta[d.index()]
             } else {
                 continue;
             };
@@ -86,6 +91,12 @@ impl Accepted {
     /// gzip is welcome.
     pub fn identity_preference(&self) -> u16 {
         self.identity.or(self.star).unwrap_or(0)
+    }
+
+    /// The q of a dictionary coding the client names explicitly (0 when it
+    /// does not: RFC 9842 codings are never implied by `*`).
+    pub fn delta_q(&self, d: DeltaCoding) -> u16 {
+        self.delta[d.index()].unwrap_or(0)
     }
 
     /// Whether any Accept-Encoding header was present.
@@ -121,6 +132,14 @@ impl Accepted {
         }
         out
     }
+}
+
+/// The SHA-256 an `Available-Dictionary` header announces: a structured
+/// field byte sequence (RFC 8941) of exactly 32 bytes; anything else is
+/// `None`, and the request is negotiated as if it had no such header.
+pub fn available_dictionary(value: &[u8]) -> Option<[u8; 32]> {
+    let item: sfv::Item = sfv::Parser::new(value).parse_item().ok()?;
+    item.bare_item.as_byte_sequence()?.try_into().ok()
 }
 
 /// Acceptable codings, best first: a fixed-size list.
@@ -288,6 +307,42 @@ mod tests {
         assert!(rank(Some(&many)).is_empty());
         for s in ["é", ";;;", "q=1", "*;q=0.5;q=0.1", "\u{7f}"] {
             let _ = rank(Some(s));
+        }
+    }
+
+    #[test]
+    fn dictionary_codings_only_when_named() {
+        let a = Accepted::parse(Some("gzip, br, zstd, dcb, dcz;q=0.5"));
+        assert_eq!(a.delta_q(DeltaCoding::Dcz), 500);
+        assert_eq!(a.delta_q(DeltaCoding::Dcb), 1000);
+        let a = Accepted::parse(Some("*"));
+        assert_eq!(a.delta_q(DeltaCoding::Dcz), 0, "* does not stand for dcz");
+        let a = Accepted::parse(Some("dcz;q=0, gzip"));
+        assert_eq!(a.delta_q(DeltaCoding::Dcz), 0);
+        assert_eq!(
+            a.ranked(&Coding::ALL).iter().collect::<Vec<_>>(),
+            [Coding::Gzip]
+        );
+    }
+
+    #[test]
+    fn available_dictionary_is_a_32_byte_sequence() {
+        let h = [7u8; 32];
+        let b64 = "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=";
+        let v = format!(":{b64}:");
+        assert_eq!(available_dictionary(v.as_bytes()), Some(h));
+        assert_eq!(available_dictionary(format!("  {v}  ").as_bytes()), Some(h));
+        assert_eq!(available_dictionary(format!("{v};p=1").as_bytes()), Some(h));
+        for bad in [
+            &b""[..],
+            b"::",
+            b":AAAA:",
+            b"BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+            b":BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+            b":!!!!BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=:",
+            b"\xff\x00",
+        ] {
+            assert_eq!(available_dictionary(bad), None, "{bad:?}");
         }
     }
 }

@@ -4,8 +4,8 @@
 //! tries the planned outcomes in order, moving to the next when a file
 //! turns out unreadable or vanished; `respond` turns each into a response.
 
-use crate::coding::Coding;
-use crate::negotiate::Ranked;
+use crate::coding::{Coding, DeltaCoding};
+use crate::negotiate::{Accepted, Ranked};
 
 /// What the handler knows of a regular file on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,6 +60,14 @@ pub fn before_files(method: Method, rejected_path_info: bool) -> Option<Outcome>
         Method::Invalid => Some(Outcome::NotImplemented),
         Method::Other => Some(Outcome::MethodNotAllowed),
     }
+}
+
+/// The dictionary codings the client names with q > 0, best first
+/// (equal q: dcz, then dcb).
+pub fn delta_codings(accepted: &Accepted) -> impl Iterator<Item = (DeltaCoding, u16)> {
+    let [a, b] = DeltaCoding::ALL.map(|d| (d, accepted.delta_q(d)));
+    let ordered = if b.1 > a.1 { [b, a] } else { [a, b] };
+    ordered.into_iter().filter(|&(_, q)| q > 0)
 }
 
 /// Whether the client's favourite coding (stated with `q`) answers at
@@ -186,7 +194,6 @@ pub fn plan(inp: &Inputs) -> Plan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::negotiate::Accepted;
     use Coding::*;
     use Outcome::*;
 
@@ -302,6 +309,25 @@ mod tests {
         let p = plan(&inputs(Some("gzip"), meta(1), [None; 3]));
         assert_eq!(p.outcomes(), &[Original]);
         assert!(!p.varies);
+    }
+
+    #[test]
+    fn delta_codings_only_named_and_ranked() {
+        let order = |ae| {
+            delta_codings(&Accepted::parse(Some(ae)))
+                .map(|(d, _)| d)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            order("gzip, dcb, dcz"),
+            [DeltaCoding::Dcz, DeltaCoding::Dcb]
+        );
+        assert_eq!(
+            order("dcz;q=0.5, dcb"),
+            [DeltaCoding::Dcb, DeltaCoding::Dcz]
+        );
+        assert_eq!(order("dcz;q=0, dcb"), [DeltaCoding::Dcb]);
+        assert!(order("*, gzip").is_empty());
     }
 
     #[test]

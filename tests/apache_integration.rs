@@ -146,6 +146,15 @@ fn bad_directive_values_fail_configtest() {
         ("GzipDiskNgJitter 0", "GzipDiskNgJitter"),
         ("GzipDiskNgJitter 32 abc", "GzipDiskNgJitter"),
         ("GzipDiskNgJitter 1 2 3 4", "GzipDiskNgJitter"),
+        (
+            "GzipDiskNgUseAsDictionary app.js",
+            "GzipDiskNgUseAsDictionary",
+        ),
+        (
+            "GzipDiskNgUseAsDictionary /a/(\\d+).js",
+            "GzipDiskNgUseAsDictionary",
+        ),
+        ("GzipDiskNgUseAsDictionary", "GzipDiskNgUseAsDictionary"),
     ] {
         let (ok, out) = configtest(line);
         assert!(!ok, "{line} accepted");
@@ -158,6 +167,9 @@ fn bad_directive_values_fail_configtest() {
         "GzipDiskNgJitter 32",
         "GzipDiskNgJitter 32 -1 paranoid",
         "GzipDiskNgJitter Off",
+        "GzipDiskNgUseAsDictionary /assets/app.*.js",
+        "GzipDiskNgUseAsDictionary self v1",
+        "GzipDiskNgUseAsDictionary Off",
     ] {
         let (ok, out) = configtest(line);
         assert!(ok, "{line} rejected: {out}");

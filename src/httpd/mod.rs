@@ -315,25 +315,47 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_set(self.raw().headers_out, n, value.as_ptr()) }
     }
 
-    /// Adds `Accept-Encoding` to `Vary` in both header tables used for
-    /// normal and error responses (http_filters merges and dedups them).
-    pub fn vary_accept_encoding(&self) {
-        const V: &CStr = c"Vary";
-        const AE: &CStr = c"Accept-Encoding";
-        // SAFETY: static strings.
-        unsafe { ffi::apr_table_mergen(self.raw().headers_out, V.as_ptr(), AE.as_ptr()) }
+    /// Sets a response header to a value copied into the pool.
+    pub fn set_header_value(&self, name: &'static CStr, value: &str) {
+        let v = self.pool_str(value);
+        // SAFETY: static name, pool copy of the value.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
+    }
+
+    /// A copy of `s` in the request pool, as a C string (NUL bytes cut it
+    /// short).
+    pub fn pool_cstr(&self, s: &str) -> &'r CStr {
+        // SAFETY: pstrmemdup NUL-terminates its pool copy.
+        unsafe { CStr::from_ptr(self.pool_str(s)) }
+    }
+
+    /// Adds a request header's name to `Vary` (http_filters merges
+    /// and dedups the list).
+    pub fn vary(&self, header: &'static CStr) {
+        // SAFETY: static strings, so mergen needs no copy.
+        unsafe { ffi::apr_table_mergen(self.raw().headers_out, c"Vary".as_ptr(), header.as_ptr()) }
     }
 
     /// Also on error responses (406/500), which only keep err_headers_out.
-    pub fn vary_accept_encoding_err(&self) {
-        // SAFETY: static strings.
+    pub fn vary_on_error(&self, header: &'static CStr) {
+        // SAFETY: static strings, so mergen needs no copy.
         unsafe {
             ffi::apr_table_mergen(
                 self.raw().err_headers_out,
                 c"Vary".as_ptr(),
-                c"Accept-Encoding".as_ptr(),
+                header.as_ptr(),
             )
         }
+    }
+
+    /// The path of the request line as the client sent it (still
+    /// percent-encoded), without the query.
+    pub fn raw_path(&self) -> Option<&'r [u8]> {
+        let p = self.raw().unparsed_uri;
+        // SAFETY: a non-NULL unparsed_uri is a NUL-terminated pool string.
+        let uri = (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())?;
+        let end = uri.iter().position(|&b| b == b'?' || b == b'#');
+        Some(&uri[..end.unwrap_or(uri.len())])
     }
 
     /// Sets `r->content_encoding`, which the header filter turns into

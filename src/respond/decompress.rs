@@ -1,7 +1,7 @@
 //! The decompress outcome: a sibling decoded on the fly for a client that
 //! accepts none, streamed through a fixed buffer.
 
-use super::{note, pass_status, set_marker, Attempt, NOTE};
+use super::{note, offer_as_dictionary, pass_status, set_marker, Attempt, NOTE};
 use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder, Facts};
 use crate::facts_cache;
@@ -224,6 +224,7 @@ fn set_decoded_headers(
         req.set_content_length(len);
     }
     set_marker(req, false);
+    offer_as_dictionary(req);
     req.set_note(NOTE, note(c, false));
 }
 

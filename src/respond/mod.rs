@@ -5,7 +5,8 @@
 mod decompress;
 mod padding;
 
-use crate::coding::Coding;
+use crate::coding::{Coding, DeltaCoding};
+use crate::config::{self, UseAsDictionary};
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
 use crate::lookup::{Sibling, Skip, Unopenable};
@@ -13,6 +14,8 @@ use crate::module::dir_config;
 use crate::variant::{Outcome, Plan};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
+use std::borrow::Cow;
+use std::cell::Cell;
 use std::ffi::CStr;
 
 /// Request note for `LogFormat "%{gzip-disk-ng}n"`.
@@ -27,6 +30,8 @@ pub struct Attempt<'a, 'r> {
     stale: [bool; 3],
     /// Siblings this request could not open, so each is tried once.
     gone: Unopenable,
+    /// Whether the response varies on `Available-Dictionary`.
+    dictionary_varies: Cell<bool>,
 }
 
 impl<'a, 'r> Attempt<'a, 'r> {
@@ -37,7 +42,15 @@ impl<'a, 'r> Attempt<'a, 'r> {
             siblings: [None; 3],
             stale: [false; 3],
             gone: Unopenable::default(),
+            dictionary_varies: Cell::new(false),
         }
+    }
+
+    /// The response depends on `Available-Dictionary`: say so in `Vary`,
+    /// on success and on error responses alike.
+    pub fn vary_on_dictionary(&self) {
+        self.req.vary(c"Available-Dictionary");
+        self.dictionary_varies.set(true);
     }
 
     /// Answers with one outcome that needs no files (a refused method,
@@ -57,9 +70,14 @@ impl<'a, 'r> Attempt<'a, 'r> {
         for (i, &o) in outcomes.iter().enumerate() {
             let gzip_remains = outcomes[i + 1..].contains(&Outcome::Decompress(Coding::Gzip));
             if let Ok(st) = self.respond(o, &mut failed, gzip_remains) {
-                if plan.varies && st.is_http_error() {
+                if st.is_http_error() {
                     // Error responses keep only err_headers_out.
-                    self.req.vary_accept_encoding_err();
+                    if plan.varies {
+                        self.req.vary_on_error(c"Accept-Encoding");
+                    }
+                    if self.dictionary_varies.get() {
+                        self.req.vary_on_error(c"Available-Dictionary");
+                    }
                 }
                 return st;
             }
@@ -185,6 +203,7 @@ pub fn send_sibling(a: &Attempt<'_, '_>, c: Coding, s: Sibling<'_>) -> Result<St
         }
     }
     set_marker(req, true);
+    offer_as_dictionary(req);
     req.set_note(NOTE, note(c, true));
     Ok(finish_file(
         req,
@@ -194,11 +213,70 @@ pub fn send_sibling(a: &Attempt<'_, '_>, c: Coding, s: Sibling<'_>) -> Result<St
     ))
 }
 
+/// Sends a delta against the dictionary the client announced (RFC 9842),
+/// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
+pub fn send_delta(a: &Attempt<'_, '_>, d: DeltaCoding, s: Sibling<'_>) -> Result<Status, Skip> {
+    let req = a.req;
+    let file = match req.open(s.path) {
+        Ok(f) if crate::lookup::opened_as_allowed(req, s.path, f.info()) => f,
+        Ok(_) => return Err(Skip),
+        Err(st) => {
+            req.log(
+                Level::Debug,
+                st,
+                &format!("cannot open delta: {}", s.path.to_string_lossy()),
+            );
+            return Err(Skip);
+        }
+    };
+    let info = *file.info();
+    if info.kind() != FileKind::Regular {
+        return Err(Skip);
+    }
+    let size = info.size();
+    req.set_content_encoding(d.c_token());
+    req.set_last_modified(&info);
+    req.set_etag(&file, s.path, d.token(), false);
+    req.set_accept_ranges();
+    req.set_content_length(size);
+    set_marker(req, true);
+    offer_as_dictionary(req);
+    req.set_note(
+        NOTE,
+        match d {
+            DeltaCoding::Dcz => c"dcz precompressed",
+            DeltaCoding::Dcb => c"dcb precompressed",
+        },
+    );
+    Ok(finish_file(req, &file, size, None))
+}
+
+/// `Use-As-Dictionary` where `GzipDiskNgUseAsDictionary` is on, so a
+/// browser keeps this response to decode later versions against. httpd
+/// drops the header from 304s itself.
+fn offer_as_dictionary(req: &Request<'_>) {
+    let value = match dir_config(req).use_as_dictionary() {
+        Some(UseAsDictionary::Header(v)) => Cow::Borrowed(v.as_str()),
+        Some(UseAsDictionary::OwnPath { id }) => {
+            let pattern = req
+                .raw_path()
+                .and_then(|p| std::str::from_utf8(p).ok())
+                .map(config::literal_url_pattern);
+            match pattern.and_then(|p| config::use_as_dictionary_header(&p, id.as_deref())) {
+                Some(v) => Cow::Owned(v),
+                None => return,
+            }
+        }
+        _ => return,
+    };
+    req.set_header_value(c"Use-As-Dictionary", &value);
+}
+
 /// 406 with the codings the resource has, when decompression is off.
 fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
     let (req, filename) = (a.req, a.filename);
     req.set_note(NOTE, c"not-acceptable");
-    req.vary_accept_encoding_err();
+    req.vary_on_error(c"Accept-Encoding");
     let avail: Vec<&str> = Coding::ALL
         .iter()
         .filter(|c| a.siblings[c.index()].is_some() && !a.stale[c.index()])
@@ -298,6 +376,7 @@ fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
     req.set_etag(&file, path, "", false);
     req.set_accept_ranges();
     req.set_content_length(size);
+    offer_as_dictionary(req);
     req.set_note(NOTE, if stale { c"stale" } else { c"original" });
     Ok(finish_file(req, &file, size, None))
 }

@@ -1,0 +1,324 @@
+//! Dictionary transport (RFC 9842) as the module serves it, against a real
+//! Apache: a delta made beside the original is sent, zero-copy, to a client
+//! that announces the dictionary and names `dcz`; every other request gets
+//! the normal negotiation.
+
+mod common;
+
+use common::*;
+use sha2::{Digest, Sha256};
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+
+const AE: &str = "gzip, deflate, br, zstd, dcb, dcz";
+
+/// The `Available-Dictionary` value for a dictionary's bytes.
+fn announce(dictionary: &[u8]) -> String {
+    let hash = Sha256::digest(dictionary);
+    sfv::ItemSerializer::new().bare_item(&hash[..]).finish()
+}
+
+/// A dcz body (RFC 9842 §4): magic, the dictionary's SHA-256, then
+/// `zstd --patch-from` output.
+fn dcz(dir: &Path, dictionary: &[u8], data: &[u8]) -> Vec<u8> {
+    let (d, v) = (dir.join("dict.tmp"), dir.join("new.tmp"));
+    fs::write(&d, dictionary).unwrap();
+    fs::write(&v, data).unwrap();
+    let out = Command::new("zstd")
+        .args(["-q", "-19", "-c", "--patch-from"])
+        .arg(&d)
+        .arg(&v)
+        .output()
+        .expect("zstd CLI");
+    assert!(out.status.success());
+    fs::remove_file(d).unwrap();
+    fs::remove_file(v).unwrap();
+    let mut body = vec![0x5e, 0x2a, 0x4d, 0x18, 0x20, 0, 0, 0];
+    body.extend_from_slice(&Sha256::digest(dictionary));
+    body.extend_from_slice(&out.stdout);
+    body
+}
+
+/// The delta's file name beside `name`.
+fn delta_name(name: &str, dictionary: &[u8], token: &str) -> String {
+    let hex: String = Sha256::digest(dictionary)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{name}.{hex}.{token}")
+}
+
+/// Decodes a dcz body with the zstd CLI and the dictionary.
+fn undcz(dir: &Path, dictionary: &[u8], body: &[u8]) -> Vec<u8> {
+    assert_eq!(&body[..8], &[0x5e, 0x2a, 0x4d, 0x18, 0x20, 0, 0, 0]);
+    assert_eq!(&body[8..40], &Sha256::digest(dictionary)[..]);
+    let (d, b) = (dir.join("undict.tmp"), dir.join("body.tmp"));
+    fs::write(&d, dictionary).unwrap();
+    fs::write(&b, &body[40..]).unwrap();
+    let out = Command::new("zstd")
+        .args(["-q", "-d", "-c", "--long=31", "-D"])
+        .arg(&d)
+        .arg(&b)
+        .output()
+        .expect("zstd CLI");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Two versions of a script, the second published with its siblings and a
+/// delta against the first.
+struct Site {
+    v1: Vec<u8>,
+    v2: Vec<u8>,
+    delta: Vec<u8>,
+}
+
+fn site(docroot: &Path) -> Site {
+    let v1 = page(60_000, 1);
+    let mut v2 = v1.clone();
+    v2.splice(30_000..30_010, b"version 2!".iter().copied());
+    v2.extend_from_slice(b"/* appended in version 2 */\n");
+    publish(docroot, "app.js", &v2, true, &[".gz", ".br"]);
+    let delta = dcz(docroot, &v1, &v2);
+    let p = docroot.join(delta_name("app.js", &v1, "dcz"));
+    fs::write(&p, &delta).unwrap();
+    set_mtime(
+        &p,
+        fs::metadata(docroot.join("app.js"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+    );
+    Site { v1, v2, delta }
+}
+
+fn with_dictionary(
+    a: &Apache,
+    path: &str,
+    dictionary: &[u8],
+    ae: &str,
+    extra: &[&str],
+) -> Response {
+    let mut args = vec![
+        "-H".to_string(),
+        format!("Accept-Encoding: {ae}"),
+        "-H".to_string(),
+        format!("Available-Dictionary: {}", announce(dictionary)),
+    ];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    curl(&a.url(path), &args)
+}
+
+#[test]
+fn delta_is_served_like_a_sibling() {
+    let mut s = None;
+    let a = Apache::start(Options::default(), |d| s = Some(site(d)));
+    let s = s.unwrap();
+    let r = with_dictionary(&a, "/app.js", &s.v1, AE, &[]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Encoding"), Some("dcz"));
+    assert_eq!(r.body, s.delta, "the file as published");
+    assert_eq!(undcz(a.root.path(), &s.v1, &r.body), s.v2);
+    assert!(s.delta.len() * 10 < s.v2.len(), "a delta, not a whole file");
+    let vary = r.tokens("Vary");
+    assert!(
+        vary.iter()
+            .any(|t| t.eq_ignore_ascii_case("Accept-Encoding")),
+        "{vary:?}"
+    );
+    assert!(
+        vary.iter()
+            .any(|t| t.eq_ignore_ascii_case("Available-Dictionary")),
+        "{vary:?}"
+    );
+    assert_eq!(
+        r.header("Content-Length"),
+        Some(s.delta.len().to_string().as_str())
+    );
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
+    assert!(r.header("Last-Modified").is_some());
+    let etag = r.header("ETag").unwrap().to_owned();
+    assert!(
+        etag.ends_with("-dcz\"") && !etag.starts_with("W/"),
+        "{etag}"
+    );
+    assert!(
+        a.last_access_ends_with("200 dcz precompressed"),
+        "{}",
+        a.access_log()
+    );
+    let gz = a.get("/app.js", Some(AE));
+    assert_eq!(gz.header("Content-Encoding"), Some("br"));
+    assert_ne!(
+        gz.header("ETag"),
+        Some(etag.as_str()),
+        "an ETag per representation"
+    );
+
+    let inm = format!("If-None-Match: {etag}");
+    let r = with_dictionary(&a, "/app.js", &s.v1, AE, &["-H", &inm]);
+    assert_eq!(r.status, 304);
+    let r = with_dictionary(&a, "/app.js", &s.v1, AE, &["-H", "Range: bytes=0-39"]);
+    assert_eq!(r.status, 206);
+    assert_eq!(r.body, s.delta[..40]);
+    let announced = announce(&s.v1);
+    let h = raw_request(
+        &a,
+        "HEAD",
+        "/app.js",
+        &[
+            ("Accept-Encoding", AE.as_bytes()),
+            ("Available-Dictionary", announced.as_bytes()),
+        ],
+    );
+    assert_eq!(h.status, 200);
+    assert_eq!(h.header("Content-Encoding"), Some("dcz"));
+    assert!(h.after_head.is_empty(), "HEAD sent a body");
+    assert_eq!(
+        h.header("Content-Length"),
+        Some(s.delta.len().to_string().as_str())
+    );
+    a.assert_no_crash();
+}
+
+#[test]
+fn anything_else_gets_the_normal_negotiation() {
+    let mut s = None;
+    let a = Apache::start(Options::default(), |d| s = Some(site(d)));
+    let s = s.unwrap();
+    let other = page(1000, 99);
+    for (ae, dictionary, why) in [
+        ("gzip, br, dcb, dcz", &other, "unknown hash"),
+        ("gzip, br, dcz;q=0", &s.v1, "dcz;q=0"),
+        ("*", &s.v1, "only *"),
+        ("gzip, br", &s.v1, "dcz not named"),
+    ] {
+        let r = with_dictionary(&a, "/app.js", dictionary, ae, &[]);
+        assert_eq!(r.status, 200, "{why}");
+        assert_ne!(r.header("Content-Encoding"), Some("dcz"), "{why}");
+        assert!(
+            r.tokens("Vary").iter().any(|t| t == "Available-Dictionary"),
+            "{why}: the request announced a dictionary"
+        );
+    }
+    for bad in ["garbage", ":AAAA:", "", ":!!!!:", "sha-256=:AAAA:"] {
+        let r = a.request(
+            "/app.js",
+            &[
+                "-H",
+                &format!("Accept-Encoding: {AE}"),
+                "-H",
+                &format!("Available-Dictionary: {bad}"),
+            ],
+        );
+        assert_eq!(r.status, 200, "{bad}");
+        assert_eq!(r.header("Content-Encoding"), Some("br"), "{bad}");
+    }
+    let r = a.get("/app.js", Some(AE));
+    assert_eq!(r.header("Content-Encoding"), Some("br"));
+    assert!(!r.tokens("Vary").iter().any(|t| t == "Available-Dictionary"));
+    let r = a.get("/app.js", None);
+    assert_eq!(r.body, s.v2);
+    a.assert_no_crash();
+}
+
+#[test]
+fn deltas_obey_access_rules_and_freshness() {
+    let mut s = None;
+    let server = "<Directory {docroot}/denied>\n<FilesMatch \"\\.dcz$\">\nRequire all denied\n</FilesMatch>\n</Directory>\n";
+    let a = Apache::start(
+        Options {
+            server: server.into(),
+            ..Default::default()
+        },
+        |d| {
+            s = Some(site(d));
+            let sub = d.join("denied");
+            fs::create_dir(&sub).unwrap();
+            site(&sub);
+            let stale = d.join("stale");
+            fs::create_dir(&stale).unwrap();
+            site(&stale);
+            let dz = stale.join(delta_name("app.js", &page(60_000, 1), "dcz"));
+            set_mtime(
+                &dz,
+                std::time::SystemTime::now() - std::time::Duration::from_secs(5000),
+            );
+        },
+    );
+    let s = s.unwrap();
+    assert_eq!(
+        with_dictionary(&a, "/app.js", &s.v1, AE, &[]).header("Content-Encoding"),
+        Some("dcz")
+    );
+    let r = with_dictionary(&a, "/denied/app.js", &s.v1, AE, &[]);
+    assert_eq!(
+        r.header("Content-Encoding"),
+        Some("br"),
+        "the delta's own name is denied"
+    );
+    let r = with_dictionary(&a, "/stale/app.js", &s.v1, AE, &[]);
+    assert_eq!(
+        r.header("Content-Encoding"),
+        Some("br"),
+        "a delta older than its original"
+    );
+    a.assert_no_crash();
+}
+
+#[test]
+fn use_as_dictionary_and_the_store() {
+    let server = "<Location /self>\nGzipDiskNgUseAsDictionary self v1\n</Location>\n\
+                  <Location /assets>\nGzipDiskNgUseAsDictionary /assets/app.*.js\n</Location>\n\
+                  Alias /plain {docroot}\n";
+    let a = Apache::start(
+        Options {
+            server: server.into(),
+            modules: vec!["alias"],
+            ..Default::default()
+        },
+        |d| {
+            for sub in ["self", "assets"] {
+                publish(&d.join(sub), "app.1.js", &page(5000, 3), true, &[".gz"]);
+            }
+            publish(d, "x.js", b"plain", true, &[]);
+            let store = d.join(".gzip-disk-ng");
+            fs::create_dir(&store).unwrap();
+            fs::write(store.join("secret.js"), b"an earlier version").unwrap();
+        },
+    );
+    let r = a.get("/self/app.1.js", Some("gzip"));
+    assert_eq!(
+        r.header("Use-As-Dictionary"),
+        Some(r#"match="/self/app.1.js", id="v1""#)
+    );
+    assert!(r.tokens("Vary").iter().any(|t| t == "Available-Dictionary"));
+    let r = a.get("/self/app.1.js", None);
+    assert_eq!(
+        r.header("Use-As-Dictionary"),
+        Some(r#"match="/self/app.1.js", id="v1""#)
+    );
+    let r = a.get("/assets/app.1.js", Some("gzip"));
+    assert_eq!(
+        r.header("Use-As-Dictionary"),
+        Some(r#"match="/assets/app.*.js""#)
+    );
+    let r = a.get("/x.js", None);
+    assert_eq!(r.header("Use-As-Dictionary"), None);
+    for path in [
+        "/.gzip-disk-ng/secret.js",
+        "/plain/.gzip-disk-ng/secret.js",
+        "/.gzip-disk-ng/",
+    ] {
+        let r = a.get(path, None);
+        assert_eq!(r.status, 404, "{path}");
+        assert!(!r.body.windows(7).any(|w| w == b"earlier"), "{path}");
+    }
+    assert!(a.error_log().contains("dictionary store refused"));
+    a.assert_no_crash();
+}
