@@ -669,7 +669,7 @@ fn check_padded_br(a: &Apache, path: &str, sib: &[u8], orig: &[u8], proto: &str)
     let n = r.body.len() as u64;
     for (from, to) in [
         (0, 99),
-        (seam - 3, seam + 5),
+        (seam - 3, (seam + 5).min(n - 1)),
         (seam, n - 1),
         (n - 20, n - 1),
     ] {
