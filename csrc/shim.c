@@ -48,6 +48,13 @@ apr_status_t gdn_open_for_send(request_rec *r, const char *path,
                          , 0, r->pool);
 }
 
+/* Whether EnableSendfile is on where the request's file lives. */
+int gdn_sendfile_enabled(request_rec *r)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    return AP_SENDFILE_ENABLED(d->enable_sendfile) != 0;
+}
+
 /* Appends a file bucket honouring EnableMMAP and ReadBufferSize. */
 void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len)

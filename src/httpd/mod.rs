@@ -529,6 +529,13 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), v) }
     }
 
+    /// Whether `EnableSendfile` is on for the request's directory (off
+    /// unless set, as in Debian's default configuration).
+    pub fn sendfile_enabled(&self) -> bool {
+        // SAFETY: live request.
+        unsafe { ffi::gdn_sendfile_enabled(self.r) != 0 }
+    }
+
     /// `Accept-Ranges: bytes` (or none when MaxRanges forbids).
     pub fn set_accept_ranges(&self) {
         // SAFETY: live request.
@@ -663,7 +670,7 @@ impl File<'_> {
         req: &Request<'p>,
         offset: u64,
         len: usize,
-    ) -> io::Result<&'p [u8]> {
+    ) -> io::Result<PoolBytes<'p>> {
         let mut os: c_int = -1;
         // SAFETY: out-parameter; fd is open.
         unsafe { ffi::apr_os_file_get(&mut os, self.fd) };
@@ -675,7 +682,7 @@ impl File<'_> {
             if n < 0 {
                 return Err(io::Error::last_os_error());
             }
-            Ok(std::slice::from_raw_parts(p, n as usize))
+            Ok(PoolBytes(std::slice::from_raw_parts(p, n as usize)))
         }
     }
 
@@ -685,6 +692,25 @@ impl File<'_> {
             file: self,
             pos: offset,
         }
+    }
+}
+
+/// Bytes in the request pool, which a bucket may reference without a copy
+/// for as long as the request (httpd copies them if the bucket outlives it).
+#[derive(Clone, Copy)]
+pub struct PoolBytes<'p>(&'p [u8]);
+
+impl<'p> PoolBytes<'p> {
+    /// The bytes, for as long as the pool.
+    pub fn bytes(self) -> &'p [u8] {
+        self.0
+    }
+}
+
+impl std::ops::Deref for PoolBytes<'_> {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        self.0
     }
 }
 
@@ -755,6 +781,24 @@ impl Brigade<'_, '_> {
         let st = self.pass();
         self.cleanup();
         st
+    }
+
+    /// A bucket over request-pool bytes, without a copy.
+    pub fn pool(&self, data: PoolBytes<'_>) {
+        if data.is_empty() {
+            return;
+        }
+        // SAFETY: the bytes live in the request's pool, which the bucket
+        // names, so it copies them if the pool goes first.
+        let b = unsafe {
+            ffi::apr_bucket_pool_create(
+                data.as_ptr().cast(),
+                data.len(),
+                self.req.raw().pool,
+                self.alloc(),
+            )
+        };
+        self.push(b);
     }
 
     /// A bucket holding a copy of `data`.

@@ -301,8 +301,7 @@ fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
 }
 
 /// Ends a file response as core does: 304/412 from the validators already
-/// set, else the file as a bucket (with any jitter framing around it), then
-/// EOS.
+/// set, else the file (with any jitter framing around it), then EOS.
 fn finish_file(
     req: &Request<'_>,
     file: &File<'_>,
@@ -317,17 +316,43 @@ fn finish_file(
         if !sp.head.is_empty() {
             bb.heap(&sp.head);
         }
-        bb.file(file, sp.start, sp.end - sp.start);
+        file_body(req, &bb, file, sp.start, sp.end - sp.start);
         if !sp.tail.is_empty() {
             bb.heap(&sp.tail);
         }
     } else {
-        bb.file(file, 0, size);
+        file_body(req, &bb, file, 0, size);
     }
     bb.eos();
     let st = bb.pass();
     bb.cleanup();
     pass_status(req, st)
+}
+
+/// Largest body read into the request pool when sendfile is off: below
+/// it one read costs less than mapping the file (mmap, page faults,
+/// munmap), as `bench/small_files.sh` measures.
+const POOL_READ_MAX: u64 = 64 * 1024;
+
+/// Part of a file as the body: a file bucket (sendfile, or mmap as core
+/// would use it), or, where sendfile is off and the part small, one read
+/// into the request pool.
+fn file_body(
+    req: &Request<'_>,
+    bb: &httpd::Brigade<'_, '_>,
+    file: &File<'_>,
+    start: u64,
+    len: u64,
+) {
+    if len <= POOL_READ_MAX && !req.header_only() && !req.sendfile_enabled() {
+        if let Ok(bytes) = file.read_pool(req, start, len as usize) {
+            if bytes.len() as u64 == len {
+                bb.pool(bytes);
+                return;
+            }
+        }
+    }
+    bb.file(file, start, len);
 }
 
 /// What a handler returns after passing its last brigade, as core's

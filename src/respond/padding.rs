@@ -4,7 +4,7 @@
 use crate::coding::Coding;
 use crate::config::{Jitter, JitterLength};
 use crate::decode;
-use crate::httpd::{self, File, FileVersion, Level, Request};
+use crate::httpd::{self, File, FileVersion, Level, PoolBytes, Request};
 use crate::jitter;
 use crate::module::jitter_secret;
 use std::collections::HashMap;
@@ -67,7 +67,11 @@ pub(super) fn plan_jitter(
 ) -> Option<Padded> {
     let random = j.length == JitterLength::Random;
     let planned = jitter_len(req, file, size, j).and_then(|pad| {
-        let read = |at: u64, n: usize| file.read_pool(req, at, n).map_err(|_| jitter::NoJitter::Io);
+        let read = |at: u64, n: usize| {
+            file.read_pool(req, at, n)
+                .map(PoolBytes::bytes)
+                .map_err(|_| jitter::NoJitter::Io)
+        };
         let (head, tail) = match c {
             Coding::Gzip => (read(0, GZIP_HEADER_READ.min(size as usize))?, &[][..]),
             Coding::Br => {
@@ -120,10 +124,12 @@ fn jitter_len(
     let n = hashed.min(size);
     let head = file
         .read_pool(req, 0, n as usize)
+        .map(PoolBytes::bytes)
         .map_err(|_| jitter::NoJitter::Io)?;
     let t = jitter::KEYED_TAIL.min(size - n);
     let tail = file
         .read_pool(req, size - t, t as usize)
+        .map(PoolBytes::bytes)
         .map_err(|_| jitter::NoJitter::Io)?;
     let p = jitter::keyed_len(j.max, secret, size, head, tail);
     JITTER_CACHE.put(key, p);
