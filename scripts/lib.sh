@@ -36,6 +36,17 @@ build() {
 
 MODULE_SO="${GZIP_DISK_NG_MODULE:-$ROOT/target/release/libmod_gzip_disk_ng.so}"
 
+# Installs the ELF file SRC as DEST with MODE, stripped of debug info and
+# symbols (SRC, where cargo left it, keeps them for debuggers). Written
+# beside DEST then renamed, so a running Apache keeps the copy it mapped.
+#   install_stripped SRC DEST MODE
+install_stripped() {
+    mkdir -p "$(dirname "$2")"
+    strip --strip-unneeded --remove-section=.comment -o "$2.new" "$1"
+    chmod "$3" "$2.new"
+    mv -f "$2.new" "$2"
+}
+
 # Prints the head of a throwaway Apache config: files under WORK, listening
 # on 127.0.0.1:PORT, the given MPM, authz_core, mime, the extra modules
 # named after, and this module.
