@@ -67,6 +67,8 @@ callgrind_apache() {
 callgrind_stop() {
     kill -TERM "$(cat "$WORK/httpd.pid")"
     wait "$VG" 2>/dev/null || true
+    # Apache under callgrind may leave it: a stale pid is no one to signal.
+    rm -f "$WORK/httpd.pid"
 }
 
 measure() { # path accept-encoding -> instructions per steady request

@@ -158,6 +158,5 @@ apache_wait() {
 # Stops the Apache whose pid file is WORK/httpd.pid, if it runs.
 #   apache_stop WORK
 apache_stop() {
-    [ -f "$1/httpd.pid" ] && kill "$(cat "$1/httpd.pid")" 2>/dev/null
-    return 0
+    if [ -f "$1/httpd.pid" ]; then kill "$(cat "$1/httpd.pid")" 2>/dev/null || true; fi
 }
