@@ -1,88 +1,88 @@
 #!/usr/bin/env bash
-# Deterministic per-request cost: instructions inside ap_process_async_request
-# under callgrind (Apache in -X mode), for the module's precompressed path
-# against core's handler serving the same .gz bytes, plus the decompress
-# path against mod_deflate's INFLATE. N steady requests each: the first
-# request after start-up is not counted.
+# Deterministic cost under callgrind (Apache in -X mode), in two modes.
+#
+#   bench/callgrind.sh           instructions inside ap_process_async_request
+#                                per steady request on PAGE (default core.html)
+#   bench/callgrind.sh --whole   instructions of the whole process per request
+#                                on each of PAGES
+#
+# The default mode compares the module's precompressed path with core's
+# handler serving the same .gz bytes, and the decompress path with
+# mod_deflate's INFLATE: N steady requests each, the first request after
+# start-up not counted; it leaves out the connection, reading and parsing the
+# request, and the logging.
+#
+# --whole counts everything: Apache serves FEW (50) then, in a second run,
+# MANY (250) requests, each on a new connection (curl sends
+# "Connection: close"), with an access log; (Ir(MANY) - Ir(FEW)) / (MANY -
+# FEW) is one whole request, start-up and shutdown cancelling out. Cases:
+# core serving the .gz, the module precompressed (gzip), the module
+# decompressing from a .gz and from a .zst sibling, and INFLATE.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc valgrind
 build
+MANUAL=/usr/share/doc/apache2-doc/manual/en/mod
+WHOLE=""
+[ "${1:-}" = "--whole" ] && WHOLE=1
 N="${N:-200}"
-PAGE="${PAGE:-/usr/share/doc/apache2-doc/manual/en/mod/core.html}"
+FEW="${FEW:-50}"
+MANY="${MANY:-250}"
+PAGE="${PAGE:-$MANUAL/core.html}"
+PAGES="${PAGES:-$MANUAL/mod_deflate.html $MANUAL/core.html}"
 WORK="$(mktemp -d /tmp/gzip-disk-ng-cg.XXXXXX)"
 chmod 755 "$WORK"
-trap "" EXIT
+trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
 D="$WORK/docs"
-mkdir -p "$D"/{mod,modjit,modonly,modfiles,modcheck,core,inflate}
-n="$(basename "$PAGE")"
-cp "$PAGE" "$D/mod/$n"
-gzip -9 -n -c "$PAGE" >"$D/mod/$n.gz"
-touch -r "$D/mod/$n" "$D/mod/$n.gz"
-for d in modjit modfiles modcheck; do cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/$d/"; done
-cp "$D/mod/$n.gz" "$D/modonly/"
-cp "$D/mod/$n.gz" "$D/core/"
-cp "$D/mod/$n.gz" "$D/inflate/"
+for p in $([ -n "$WHOLE" ] && echo "$PAGES" || echo "$PAGE"); do
+    bench_case "$D" mod "$p" "" .gz
+    for c in modjit modfiles modcheck; do bench_case "$D" "$c" "$p" "" .gz; done
+    for c in modonlygz core inflate; do bench_case "$D" "$c" "$p" .gz; done
+    bench_case "$D" modonlyzst "$p" .zst
+done
 chmod -R a+rX "$WORK"
 # Apache drops privileges even in -X mode: callgrind writes as that user.
 mkdir -m 1777 "$WORK/out"
 PORT="${PORT:-18490}"
 {
     apache_conf_head "$WORK" "$PORT" event deflate
-    cat <<CONF
-DocumentRoot $D
-<Directory $D>
-    Require all granted
-</Directory>
-<Directory $D/mod>
-    SetHandler gzip-disk-ng
-</Directory>
-<Directory $D/modjit>
-    SetHandler gzip-disk-ng
-    GzipDiskNgJitter 32
-</Directory>
-<Directory $D/modonly>
-    SetHandler gzip-disk-ng
-</Directory>
-# Sections that match neither name: the sibling needs no access check.
-<Directory $D/modfiles>
-    SetHandler gzip-disk-ng
-    <FilesMatch "\.(png|jpe?g|gif)$">
-        Require all denied
-    </FilesMatch>
-</Directory>
-# A section for the sibling's name only: httpd is asked (a subrequest).
-<Directory $D/modcheck>
-    SetHandler gzip-disk-ng
-    <FilesMatch "\.gz$">
-        Require all granted
-    </FilesMatch>
-</Directory>
-<Directory $D/inflate>
-    RemoveType .gz
-    AddEncoding gzip .gz
-    SetOutputFilter INFLATE
-</Directory>
-CONF
+    echo "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %O \\\"%{Referer}i\\\" \\\"%{User-Agent}i\\\"\" combined"
+    [ -n "$WHOLE" ] && echo "CustomLog $WORK/access.log combined"
+    bench_conf_cases "$D"
 } >"$WORK/httpd.conf"
 
-measure() { # path accept-encoding -> instructions per steady request
-    local path="$1" ae="$2" out="$WORK/out/cg.$RANDOM"
+# Starts Apache -X under callgrind with the given extra options, writing to
+# the file named by the first; valgrind's pid goes to VG.
+callgrind_apache() {
+    local out="$1"
+    shift
     # Created now, it stays writable after Apache drops privileges.
     install -m 666 /dev/null "$out"
     [ "$(id -u)" -eq 0 ] && chown nobody "$out"
+    valgrind --tool=callgrind --callgrind-out-file="$out" "$@" \
+        /usr/sbin/apache2 -X -d "$WORK" -f "$WORK/httpd.conf" >"$WORK/vg.log" 2>&1 &
+    VG=$!
+}
+
+# Stops Apache, waits for valgrind to write its files.
+callgrind_stop() {
+    kill -TERM "$(cat "$WORK/httpd.pid")"
+    wait "$VG" 2>/dev/null || true
+    # Apache under callgrind may leave it: a stale pid is no one to signal.
+    rm -f "$WORK/httpd.pid"
+}
+
+measure() { # path accept-encoding -> instructions per steady request
+    local path="$1" ae="$2" out="$WORK/out/cg.$RANDOM"
     # A dump before each request: out.1 is empty, out.2 the readiness
     # probe, out.3 the first request (per-file-version caches, lazy
     # set-up), out.4 on and the final dump the N steady requests counted.
-    valgrind --tool=callgrind --callgrind-out-file="$out" --toggle-collect='ap_process_async_request' \
-        --dump-before='ap_process_async_request' \
-        /usr/sbin/apache2 -X -d "$WORK" -f "$WORK/httpd.conf" >"$WORK/vg.log" 2>&1 &
-    local vg=$!
-    for _ in $(seq 300); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.2; done
+    callgrind_apache "$out" --toggle-collect='ap_process_async_request' \
+        --dump-before='ap_process_async_request'
+    apache_wait "$PORT" 300
     local urls=()
     for _ in $(seq $((N + 1))); do urls+=("http://127.0.0.1:$PORT$path" -o /dev/null); done
     curl -s -H "Accept-Encoding: $ae" "${urls[@]}"
-    kill -TERM "$(cat "$WORK/httpd.pid")"
-    wait "$vg" 2>/dev/null || true
+    callgrind_stop
     local f total=0 n=0
     for f in "$out" "$out".*; do
         case "$f" in "$out".1 | "$out".2 | "$out".3) continue ;; esac
@@ -93,13 +93,63 @@ measure() { # path accept-encoding -> instructions per steady request
     echo $((total / N))
 }
 
+# Instructions of Apache -X serving COUNT requests for PATH, each on a new
+# connection; fails unless every response is a 200 with Content-Encoding
+# WANT (empty: none).
+run_whole() { # path accept-encoding want count -> total instructions
+    local path="$1" ae="$2" want="$3" count="$4" out="$WORK/out/whole.$RANDOM"
+    callgrind_apache "$out"
+    apache_wait "$PORT" 300
+    local urls=()
+    for _ in $(seq "$count"); do urls+=("http://127.0.0.1:$PORT$path" -o /dev/null); done
+    local got
+    got=$(curl -s -H "Connection: close" -H "Accept-Encoding: $ae" \
+        -w '%{http_code} %header{content-encoding}\n' "${urls[@]}" | sort | uniq -c)
+    callgrind_stop
+    if [ "$(echo "$got" | awk '{print $1, $2, $3}')" != "$count 200 $want" ]; then
+        echo "callgrind: $path with '$ae': expected $count x 200 '$want', got: $got" >&2
+        exit 1
+    fi
+    awk '/^(summary|totals):/ { print $2; exit }' "$out"
+}
+
+whole() { # path accept-encoding want -> instructions per whole request
+    local few many
+    few=$(run_whole "$@" "$FEW") || exit 1
+    many=$(run_whole "$@" "$MANY") || exit 1
+    echo $(((many - few) / (MANY - FEW)))
+}
+
+if [ -n "$WHOLE" ]; then
+    echo "callgrind, instructions of Apache -X per whole request: (Ir($MANY) - Ir($FEW)) / $((MANY - FEW)), a new connection each"
+    for p in $PAGES; do
+        n="$(basename "$p")"
+        # Core sends the .gz as a file of its own type, without Content-Encoding.
+        core=$(whole "/core/$n.gz" gzip "")
+        mod=$(whole "/mod/$n" gzip gzip)
+        infl=$(whole "/inflate/$n.gz" "" "")
+        dgz=$(whole "/modonlygz/$n" "" "")
+        dzst=$(whole "/modonlyzst/$n" "" "")
+        echo
+        echo "$n ($(stat -c %s "$p") bytes, .gz $(stat -c %s "$D/core/$n.gz") bytes)"
+        printf '%-40s %12s %8s\n' case instr/req ratio
+        printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
+        printf '%-40s %12d %8.3f  (this/core)\n' "module precompressed gzip" "$mod" "$(echo "$mod/$core" | bc -l)"
+        printf '%-40s %12d %8s\n' "mod_deflate INFLATE" "$infl" 1.00
+        printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .gz" "$dgz" "$(echo "$infl/$dgz" | bc -l)"
+        printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .zst" "$dzst" "$(echo "$infl/$dzst" | bc -l)"
+    done
+    exit 0
+fi
+
+n="$(basename "$PAGE")"
 core=$(measure "/core/$n.gz" "gzip")
 mod=$(measure "/mod/$n" "gzip")
 jit=$(measure "/modjit/$n" "gzip")
 files=$(measure "/modfiles/$n" "gzip")
 check=$(measure "/modcheck/$n" "gzip")
 infl=$(measure "/inflate/$n.gz" "")
-dec=$(measure "/modonly/$n" "")
+dec=$(measure "/modonlygz/$n" "")
 echo "callgrind, instructions per request inside ap_process_async_request, $N requests, $n ($(stat -c %s "$PAGE") bytes)"
 printf '%-40s %12s %8s\n' case instr/req ratio
 printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00

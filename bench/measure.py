@@ -3,16 +3,25 @@
 and prints req/s medians with ratios; writes results.tsv and an SVG plot.
 
 Usage: measure.py BASE_URL OUT_DIR PAGE... (cases are fixed below; the
-Apache configuration in bench/run.sh provides their paths)."""
+Apache configuration in bench/run.sh provides their paths). With
+DEBIAN_BASE set, every Apache case also runs against that server (Debian's
+defaults: sendfile off, mmap on), in a column beside BASE's (sendfile on).
+A case fails unless its responses are 2xx: checked before and after the
+rounds (redirects not followed), and in wrk's and h2load's counts."""
 
 import os
 import re
 import statistics
 import subprocess
 import sys
+import urllib.error
 import urllib.request
 
 BASE, OUT, PAGES = sys.argv[1], sys.argv[2], sys.argv[3:]
+# (column key, heading, base URL): where each Apache case is measured.
+COLUMNS = [("sendfile", "sendfile on", BASE)]
+if os.environ.get("DEBIAN_BASE"):
+    COLUMNS.append(("debian", "Debian defaults", os.environ["DEBIAN_BASE"]))
 DURATION = int(os.environ.get("DURATION", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 CONNS = int(os.environ.get("CONNS", "8"))
@@ -40,17 +49,42 @@ if os.environ.get("NGINX_BASE"):
     ]
 
 
-def url_of(path):
-    return path if path.startswith("http") else BASE + path
+def url_of(path, base):
+    return path if path.startswith("http") else base + path
 
 
-def check(path, ae, want):
-    req = urllib.request.Request(url_of(path), headers={"Accept-Encoding": ae} if ae else {})
-    with urllib.request.urlopen(req, timeout=30) as r:
-        got = r.headers.get("Content-Encoding")
-        r.read()
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A 3xx is an answer to report, not one to follow."""
+
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+OPENER = urllib.request.build_opener(NoRedirect)
+
+
+def check(url, ae, want):
+    req = urllib.request.Request(url, headers={"Accept-Encoding": ae} if ae else {})
+    try:
+        with OPENER.open(req, timeout=30) as r:
+            status, got = r.status, r.headers.get("Content-Encoding")
+            r.read()
+    except urllib.error.HTTPError as e:
+        status, got = e.code, None
+    if not 200 <= status < 300:
+        sys.exit(f"bench: {url} with '{ae}': status {status}, expected 2xx")
     if got != want:
-        sys.exit(f"bench: {path} with '{ae}': Content-Encoding {got!r}, expected {want!r}")
+        sys.exit(f"bench: {url} with '{ae}': Content-Encoding {got!r}, expected {want!r}")
+
+
+def runs():
+    """Every (page, column key, case) measured, with its URL."""
+    for n in PAGES:
+        for col, _, base in COLUMNS:
+            for key, _, path, ae, want, _ in CASES:
+                if col != "sendfile" and path.startswith("http"):
+                    continue  # nginx has a configuration of its own
+                yield n, col, key, url_of(path.format(n=n), base), ae, want
 
 
 def wrk_failures(out):
@@ -68,14 +102,14 @@ def wrk_failures(out):
     return "; ".join(bad) or None
 
 
-def wrk(path, ae):
-    cmd = ["wrk", "-t2", f"-c{CONNS}", f"-d{DURATION}s", url_of(path)]
+def wrk(url, ae):
+    cmd = ["wrk", "-t2", f"-c{CONNS}", f"-d{DURATION}s", url]
     if ae:
         cmd[1:1] = ["-H", f"Accept-Encoding: {ae}"]
     out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     bad = wrk_failures(out)
     if bad:
-        sys.exit(f"bench: wrk saw failures on {path}: {bad}")
+        sys.exit(f"bench: wrk saw failures on {url}: {bad}")
     return float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
 
 
@@ -96,68 +130,91 @@ def h2load_failures(out):
     return "; ".join(bad) or None
 
 
-def h2load(path, ae):
-    cmd = ["h2load", "-D", str(DURATION), "-c", str(CONNS), "-m", "4", "-t", "2", url_of(path)]
+def h2load(url, ae):
+    cmd = ["h2load", "-D", str(DURATION), "-c", str(CONNS), "-m", "4", "-t", "2", url]
     if ae:
         cmd[1:1] = ["-H", f"accept-encoding: {ae}"]
     out = subprocess.run(cmd, capture_output=True, text=True).stdout
     bad = h2load_failures(out)
     if bad:
-        sys.exit(f"bench: h2load saw failures on {path}: {bad}")
+        sys.exit(f"bench: h2load saw failures on {url}: {bad}")
     return float(re.search(r"finished in [\d.]+\w+, ([\d.]+) req/s", out).group(1))
 
 
 def main():
-    results = {}  # (page, proto, key) -> [req/s]
-    for n in PAGES:
-        for key, _, path, ae, want, _ in CASES:
-            check(path.format(n=n), ae, want)
+    results = {}  # (page, protocol, column, key) -> [req/s]
+    for _, _, _, url, ae, want in runs():
+        check(url, ae, want)
     for rnd in range(ROUNDS):
-        for n in PAGES:
-            for proto, tool in (("HTTP/1.1", wrk), ("h2c", h2load)):
-                for key, _, path, ae, _, _ in CASES:
-                    if proto == "h2c" and key.startswith("ng_"):
-                        continue  # nginx serves h2c only on a port of its own
-                    rps = tool(path.format(n=n), ae)
-                    results.setdefault((n, proto, key), []).append(rps)
+        for proto, tool in (("HTTP/1.1", wrk), ("h2c", h2load)):
+            for n, col, key, url, ae, _ in runs():
+                if proto == "h2c" and key.startswith("ng_"):
+                    continue  # nginx serves h2c only on a port of its own
+                results.setdefault((n, proto, col, key), []).append(tool(url, ae))
         print(f"round {rnd + 1}/{ROUNDS} done", file=sys.stderr)
+    for _, _, _, url, ae, want in runs():
+        check(url, ae, want)
     rows = []
     for n in PAGES:
         for proto in ("HTTP/1.1", "h2c"):
-            print(f"\n{n}, {proto}: median req/s of {ROUNDS} rounds x {DURATION}s, {CONNS} connections")
-            print(f"{'case':44} {'req/s':>9} {'ratio':>7}  vs")
-            med = {k: statistics.median(results[(n, proto, k)]) for k, *_ in CASES if (n, proto, k) in results}
-            for key, label, _, _, _, anchor in CASES:
-                if key not in med:
-                    continue
-                ratio = med[key] / med[anchor] if anchor and med[anchor] else 1.0
-                print(f"{label:44} {med[key]:9.0f} {ratio:7.2f}  {anchor or ''}")
-                rows.append((n, proto, key, label, med[key], ratio, anchor or ""))
+            rows += table(results, n, proto)
     print("\nTargets (ratios of medians, same run):")
     for n in PAGES:
         for proto in ("HTTP/1.1", "h2c"):
-            med = {k: statistics.median(results[(n, proto, k)]) for k, *_ in CASES if (n, proto, k) in results}
-            def r(a, b):
-                return med[a] / med[b] if med[b] else float("nan")
-            print(f"  {n:18} {proto:8} precompressed/core gzip {r('mod_gzip', 'core'):.2f} "
-                  f"zstd {r('mod_zstd', 'core'):.2f} | jitter on/off gzip {r('jit_gzip', 'mod_gzip'):.2f} "
-                  f"zstd {r('jit_zstd', 'mod_zstd'):.2f} | decompress/INFLATE {r('dec_gz', 'inflate'):.2f} "
-                  f"| module/mod_deflate {r('mod_gzip', 'deflate'):.0f}x, /mod_brotli {r('mod_br', 'brotli'):.0f}x"
-                  + (f" | decompress/nginx gunzip {r('dec_gz', 'ng_gunzip'):.2f}" if 'ng_gunzip' in med else ""))
+            for col, heading, _ in COLUMNS:
+                print(f"  {n:18} {proto:8} {heading:16} " + targets(medians(results, n, proto, col)))
     with open(os.path.join(OUT, "results.tsv"), "w") as f:
-        f.write("page\tprotocol\tcase\tlabel\treq_per_s\tratio\tversus\n")
+        f.write("page\tprotocol\tserver\tcase\tlabel\treq_per_s\tratio\tversus\n")
         for r in rows:
             f.write("\t".join(str(x) for x in r) + "\n")
     svg(rows, os.path.join(OUT, "results.svg"))
     print(f"\nwrote {OUT}/results.tsv and {OUT}/results.svg")
 
 
+def medians(results, n, proto, col):
+    return {k: statistics.median(results[(n, proto, col, k)])
+            for k, *_ in CASES if (n, proto, col, k) in results}
+
+
+def table(results, n, proto):
+    """Prints one page and protocol, a req/s and ratio column per server
+    configuration; returns its rows for results.tsv."""
+    print(f"\n{n}, {proto}: median req/s of {ROUNDS} rounds x {DURATION}s, {CONNS} connections")
+    print(f"{'case':44}" + "".join(f" {h:>16} {'ratio':>6}" for _, h, _ in COLUMNS) + "  vs")
+    med = {col: medians(results, n, proto, col) for col, _, _ in COLUMNS}
+    rows = []
+    for key, label, _, _, _, anchor in CASES:
+        line = f"{label:44}"
+        for col, heading, _ in COLUMNS:
+            m = med[col]
+            if key not in m:
+                line += f" {'-':>16} {'':>6}"
+                continue
+            ratio = m[key] / m[anchor] if anchor and m.get(anchor) else 1.0
+            line += f" {m[key]:16.0f} {ratio:6.2f}"
+            rows.append((n, proto, heading, key, label, m[key], ratio, anchor or ""))
+        if any(key in med[col] for col, _, _ in COLUMNS):
+            print(line + f"  {anchor or ''}")
+    return rows
+
+
+def targets(med):
+    def r(a, b):
+        return med[a] / med[b] if med.get(a) and med.get(b) else float("nan")
+    return (f"precompressed/core gzip {r('mod_gzip', 'core'):.2f} "
+            f"zstd {r('mod_zstd', 'core'):.2f} | jitter on/off gzip {r('jit_gzip', 'mod_gzip'):.2f} "
+            f"zstd {r('jit_zstd', 'mod_zstd'):.2f} | decompress/INFLATE {r('dec_gz', 'inflate'):.2f} "
+            f"| module/mod_deflate {r('mod_gzip', 'deflate'):.0f}x, /mod_brotli {r('mod_br', 'brotli'):.0f}x"
+            + (f" | decompress/nginx gunzip {r('dec_gz', 'ng_gunzip'):.2f}" if 'ng_gunzip' in med else ""))
+
+
 def svg(rows, path):
-    """Horizontal bars of req/s per case, one panel per page and protocol."""
+    """Horizontal bars of req/s per case, one panel per page, protocol and
+    server configuration."""
     panels = []
     for r in rows:
-        if (r[0], r[1]) not in panels:
-            panels.append((r[0], r[1]))
+        if (r[0], r[1], r[2]) not in panels:
+            panels.append((r[0], r[1], r[2]))
     bar_h, gap, label_w, plot_w = 16, 4, 300, 420
     per_panel = len(CASES) * (bar_h + gap) + 40
     height = per_panel * len(panels) + 20
@@ -166,10 +223,10 @@ def svg(rows, path):
            f'font-family="sans-serif" font-size="12">',
            f'<rect width="{width}" height="{height}" fill="white"/>']
     y = 10
-    for page, proto in panels:
-        prow = [r for r in rows if r[0] == page and r[1] == proto]
+    for page, proto, server in panels:
+        prow = [r[:2] + r[3:] for r in rows if r[:3] == (page, proto, server)]
         top = max(r[4] for r in prow) or 1
-        out.append(f'<text x="10" y="{y + 16}" font-weight="bold">{page}, {proto} (req/s)</text>')
+        out.append(f'<text x="10" y="{y + 16}" font-weight="bold">{page}, {proto}, {server} (req/s)</text>')
         y += 28
         for r in prow:
             w = plot_w * r[4] / top

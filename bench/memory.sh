@@ -10,7 +10,7 @@ build
 SIZE_MB="${SIZE_MB:-1024}"
 WORK="$(mktemp -d /tmp/gzip-disk-ng-mem.XXXXXX)"
 chmod 755 "$WORK"
-trap '[ -f "$WORK/httpd.pid" ] && kill "$(cat "$WORK/httpd.pid")" 2>/dev/null; sleep 1; rm -rf "$WORK"' EXIT
+trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
 D="$WORK/docs"
 mkdir -p "$D"
 src=/usr/share/doc/apache2-doc/manual/en/mod/core.html
@@ -34,14 +34,11 @@ MaxSpareServers 1
 MaxRequestWorkers 1
 KeepAlive Off
 DocumentRoot $D
-<Directory $D>
-    Require all granted
-    SetHandler gzip-disk-ng
-</Directory>
 CONF
+    conf_handler "$D" "Require all granted"
 } >"$WORK/httpd.conf"
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
-sleep 1
+apache_wait "$PORT"
 URL="http://127.0.0.1:$PORT"
 child() { pgrep -P "$(cat "$WORK/httpd.pid")" | head -1; }
 hwm() { awk '/VmHWM/{print $2}' "/proc/$(child)/status"; }

@@ -1,18 +1,12 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Times `gzip-disk-ng compress` (gzip+brotli+zstd) against the sequential
 # CLI loop it replaces, on Debian's apache2-doc manual, then times an
 # incremental rerun. Usage: bench/publish.sh [TREE]
-set -eu
-cd "$(dirname "$0")/.."
+source "$(dirname "$0")/../scripts/lib.sh"
+cd "$ROOT"
 TREE=${1:-/usr/share/doc/apache2-doc/manual}
-
-if [ ! -d "$TREE" ] && [ "$TREE" = /usr/share/doc/apache2-doc/manual ]; then
-    apt-get install -y apache2-doc
-fi
-for tool in brotli zstd; do
-    command -v "$tool" >/dev/null || apt-get install -y "$tool"
-done
-cargo build --release --bin gzip-disk-ng >/dev/null
+ensure_packages apache2-doc time
+build >/dev/null
 BIN=${CARGO_TARGET_DIR:-target}/release/gzip-disk-ng
 
 WORK=$(mktemp -d)
@@ -29,7 +23,7 @@ $TIME -o "$WORK/t.inc" "$BIN" compress --quiet "$WORK/tool" >"$WORK/tool2.log"
 # The same selection the tool compresses, for a fair comparison.
 find "$WORK/tool" -type f \( -name '*.gz' -o -name '*.br' -o -name '*.zst' \) |
     sed -e "s|^$WORK/tool/||" -e 's/\.\(gz\|br\|zst\)$//' | sort -u |
-    while IFS= read -r f; do [ -f "$WORK/tool/$f" ] && echo "$f"; done >"$WORK/list"
+    while IFS= read -r f; do if [ -f "$WORK/tool/$f" ]; then echo "$f"; fi; done >"$WORK/list"
 
 cat >"$WORK/cli.sh" <<'LOOP'
 while IFS= read -r f; do

@@ -3,7 +3,9 @@
 # in one run, with the same clients (wrk for HTTP/1.1, h2load for h2c) on
 # loopback: core serving the .gz bytes, the mod_rewrite+mod_headers recipe,
 # mod_deflate and mod_brotli on the fly, mod_deflate's INFLATE filter, and
-# nginx gzip_static/gunzip when nginx is installed. Writes results.tsv and
+# nginx gzip_static/gunzip when nginx is installed. Every Apache case runs
+# with EnableSendfile On and with Debian's defaults (sendfile Off, EnableMMAP
+# On); a case fails on any response that is not 2xx. Writes results.tsv and
 # results.svg into OUT (default bench/out). DURATION, ROUNDS, CONNS, PAGES
 # may be overridden.
 source "$(dirname "$0")/../scripts/lib.sh"
@@ -16,38 +18,32 @@ mkdir -p "$OUT"
 WORK="$(mktemp -d /tmp/gzip-disk-ng-bench.XXXXXX)"
 chmod 755 "$WORK"
 cleanup() {
-    [ -f "$WORK/httpd.pid" ] && kill "$(cat "$WORK/httpd.pid")" 2>/dev/null
+    apache_stop "$WORK"
     [ -f "$WORK/nginx.pid" ] && kill "$(cat "$WORK/nginx.pid")" 2>/dev/null
     sleep 1; rm -rf "$WORK"
 }
 trap cleanup EXIT
 D="$WORK/docs"
-mkdir -p "$D"/{mod,modjit,modonlygz,modonlyzst,core,recipe,deflate,brotli,inflate,ngstatic,nggunzip}
 names=()
 for p in $PAGES; do
-    n="$(basename "$p")"
-    names+=("$n")
-    cp "$p" "$D/mod/$n"
-    gzip -9 -n -c "$p" >"$D/mod/$n.gz"
-    brotli -q 11 -c "$p" >"$D/mod/$n.br"
-    zstd -19 -q -c "$p" >"$D/mod/$n.zst"
-    touch -r "$D/mod/$n" "$D/mod/$n".*
-    cp -p "$D/mod/$n" "$D/mod/$n".{gz,zst} "$D/modjit/"
-    cp "$D/mod/$n.gz" "$D/modonlygz/"
-    cp "$D/mod/$n.zst" "$D/modonlyzst/"
-    cp "$D/mod/$n.gz" "$D/core/"
-    cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/recipe/"
-    cp "$D/mod/$n.gz" "$D/inflate/"
-    cp "$p" "$D/deflate/$n"
-    cp "$p" "$D/brotli/$n"
-    cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/ngstatic/"
-    cp "$D/mod/$n.gz" "$D/nggunzip/"
+    names+=("$(basename "$p")")
+    bench_case "$D" mod "$p" "" .gz .br .zst
+    bench_case "$D" modjit "$p" "" .gz .zst
+    bench_case "$D" recipe "$p" "" .gz
+    bench_case "$D" ngstatic "$p" "" .gz
+    for c in modonlygz core inflate nggunzip; do bench_case "$D" "$c" "$p" .gz; done
+    bench_case "$D" modonlyzst "$p" .zst
+    for c in deflate brotli; do bench_case "$D" "$c" "$p" ""; done
 done
 chmod -R a+rX "$WORK"
 PORT="${PORT:-18480}"
+# The same cases twice: on PORT with sendfile, on DPORT as Debian's
+# apache2.conf leaves it (EnableSendfile unset, so Off; EnableMMAP On).
+DPORT=$((PORT + 2))
 {
     apache_conf_head "$WORK" "$PORT" event filter deflate brotli rewrite headers http2
     cat <<CONF
+Listen 127.0.0.1:$DPORT
 Protocols h2c http/1.1
 H2MaxSessionStreams 100
 StartServers 2
@@ -56,49 +52,16 @@ ThreadsPerChild 32
 MaxRequestWorkers 64
 KeepAlive On
 MaxKeepAliveRequests 0
-DocumentRoot $D
-<Directory $D>
-    Require all granted
-</Directory>
-<Directory $D/mod>
-    SetHandler gzip-disk-ng
-</Directory>
-<Directory $D/modjit>
-    SetHandler gzip-disk-ng
-    GzipDiskNgJitter 32
-</Directory>
-<Directory $D/modonlygz>
-    SetHandler gzip-disk-ng
-</Directory>
-<Directory $D/modonlyzst>
-    SetHandler gzip-disk-ng
-</Directory>
-<Directory $D/recipe>
-    RewriteEngine On
-    RewriteCond %{HTTP:Accept-Encoding} gzip
-    RewriteCond %{REQUEST_FILENAME}.gz -s
-    RewriteRule ^(.+)\$ \$1.gz [QSA]
-    <FilesMatch "\.html\.gz\$">
-        ForceType text/html
-        Header set Content-Encoding gzip
-        Header append Vary Accept-Encoding
-    </FilesMatch>
-</Directory>
-<Directory $D/deflate>
-    SetOutputFilter DEFLATE
-</Directory>
-<Directory $D/brotli>
-    SetOutputFilter BROTLI_COMPRESS
-</Directory>
-<Directory $D/inflate>
-    RemoveType .gz
-    AddEncoding gzip .gz
-    SetOutputFilter INFLATE
-</Directory>
+EnableSendfile On
+<VirtualHost 127.0.0.1:$DPORT>
+    EnableSendfile Off
+    EnableMMAP On
+</VirtualHost>
 CONF
+    bench_conf_cases "$D"
 } >"$WORK/httpd.conf"
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
-for _ in $(seq 50); do curl -s -o /dev/null "http://127.0.0.1:$PORT/" && break; sleep 0.1; done
+apache_wait "$PORT"
 
 if command -v nginx >/dev/null 2>&1; then
     NPORT=$((PORT + 1))
@@ -132,4 +95,4 @@ NCONF
 fi
 
 echo "date: $(date -u +%F); machine: $(nproc) cores, $(uname -m), $(awk -F': ' '/model name/{print $2; exit}' /proc/cpuinfo)"
-python3 "$ROOT/bench/measure.py" "http://127.0.0.1:$PORT" "$OUT" "${names[@]}"
+DEBIAN_BASE="http://127.0.0.1:$DPORT" python3 "$ROOT/bench/measure.py" "http://127.0.0.1:$PORT" "$OUT" "${names[@]}"

@@ -1,9 +1,10 @@
-# Shared by scripts/serve, scripts/test and scripts/install: installs what is
-# missing on Debian, then builds the module and the publish tool.
+# Shared by scripts/ and bench/: installs what is missing on Debian, builds
+# the module and the publish tool, and writes the Apache configurations the
+# benchmarks share.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PACKAGES=(apache2 apache2-utils apache2-dev libclang-dev curl brotli zstd python3 python3-brotli bc openssl chromium)
+APT_PACKAGES=(apache2 apache2-utils apache2-dev libclang-dev curl brotli zstd python3 python3-brotli bc openssl chromium dpkg-dev binutils)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -35,6 +36,17 @@ build() {
 
 MODULE_SO="${GZIP_DISK_NG_MODULE:-$ROOT/target/release/libmod_gzip_disk_ng.so}"
 
+# Installs the ELF file SRC as DEST with MODE, stripped of debug info and
+# symbols (SRC, where cargo left it, keeps them for debuggers). Written
+# beside DEST then renamed, so a running Apache keeps the copy it mapped.
+#   install_stripped SRC DEST MODE
+install_stripped() {
+    mkdir -p "$(dirname "$2")"
+    strip --strip-unneeded --remove-section=.comment -o "$2.new" "$1"
+    chmod "$3" "$2.new"
+    mv -f "$2.new" "$2"
+}
+
 # Prints the head of a throwaway Apache config: files under WORK, listening
 # on 127.0.0.1:PORT, the given MPM, authz_core, mime, the extra modules
 # named after, and this module.
@@ -58,4 +70,93 @@ CONF
     done
     echo "LoadModule gzip_disk_ng_module $MODULE_SO"
     echo "TypesConfig /etc/mime.types"
+}
+
+# Puts PAGE and/or its siblings into the case directory DOCS/CASE, each
+# SUFFIX being "" (the page itself), .gz, .br or .zst. The siblings are made
+# once per page (gzip -9, brotli -q 11, zstd -19) with the page's mtime, so
+# the module finds them fresh.
+#   bench_case DOCS CASE PAGE SUFFIX...
+bench_case() {
+    local docs="$1" case="$2" page="$3" src="$1/.src" n s
+    shift 3
+    n="$(basename "$page")"
+    if [ ! -f "$src/$n" ]; then
+        mkdir -p "$src"
+        cp "$page" "$src/$n"
+        gzip -9 -n -c "$page" >"$src/$n.gz"
+        brotli -q 11 -c "$page" >"$src/$n.br"
+        zstd -19 -q -c "$page" >"$src/$n.zst"
+        touch -r "$src/$n" "$src/$n".*
+    fi
+    mkdir -p "$docs/$case"
+    for s in "$@"; do cp -p "$src/$n$s" "$docs/$case/"; done
+}
+
+# Prints DocumentRoot DOCS, open to all, and the <Directory> block of each
+# case directory under DOCS that exists (see bench_case): mod*/ through the
+# module (modjit with GzipDiskNgJitter 32, modfiles and modcheck with a
+# <FilesMatch> section for neither name or for the .gz), core/ by core's
+# handler, recipe/ the mod_rewrite+mod_headers recipe, deflate/ and brotli/
+# compressed on the fly, inflate/ the .gz through mod_deflate's INFLATE.
+#   bench_conf_cases DOCS
+bench_conf_cases() {
+    local d="$1" c
+    printf 'DocumentRoot %s\n<Directory %s>\n    Require all granted\n</Directory>\n' "$d" "$d"
+    for c in "$d"/*/; do
+        c="$(basename "$c")"
+        case "$c" in
+        modjit) conf_handler "$d/$c" "GzipDiskNgJitter 32" ;;
+        modfiles) conf_handler "$d/$c" '<FilesMatch "\.(png|jpe?g|gif)$">' \
+            "    Require all denied" "</FilesMatch>" ;;
+        modcheck) conf_handler "$d/$c" '<FilesMatch "\.gz$">' "    Require all granted" "</FilesMatch>" ;;
+        mod*) conf_handler "$d/$c" ;;
+        recipe) cat <<CONF ;;
+<Directory $d/recipe>
+    RewriteEngine On
+    RewriteCond %{HTTP:Accept-Encoding} gzip
+    RewriteCond %{REQUEST_FILENAME}.gz -s
+    RewriteRule ^(.+)\$ \$1.gz [QSA]
+    <FilesMatch "\.html\.gz\$">
+        ForceType text/html
+        Header set Content-Encoding gzip
+        Header append Vary Accept-Encoding
+    </FilesMatch>
+</Directory>
+CONF
+        deflate) printf '<Directory %s>\n    SetOutputFilter DEFLATE\n</Directory>\n' "$d/$c" ;;
+        brotli) printf '<Directory %s>\n    SetOutputFilter BROTLI_COMPRESS\n</Directory>\n' "$d/$c" ;;
+        inflate) printf '<Directory %s>\n    RemoveType .gz\n    AddEncoding gzip .gz\n    SetOutputFilter INFLATE\n</Directory>\n' "$d/$c" ;;
+        esac
+    done
+}
+
+# Prints a <Directory DIR> block handing its files to the module, with the
+# extra configuration lines given.
+#   conf_handler DIR [LINE...]
+conf_handler() {
+    local dir="$1" l
+    shift
+    printf '<Directory %s>\n    SetHandler gzip-disk-ng\n' "$dir"
+    for l in "$@"; do printf '    %s\n' "$l"; done
+    echo "</Directory>"
+}
+
+# Waits until Apache answers on 127.0.0.1:PORT (any status), for up to
+# SECONDS (default 60).
+#   apache_wait PORT [SECONDS]
+apache_wait() {
+    local i
+    for i in $(seq $((${2:-60} * 5))); do
+        curl -s -o /dev/null "http://127.0.0.1:$1/" && return 0
+        sleep 0.2
+    done
+    echo "Apache did not answer on port $1" >&2
+    return 1
+}
+
+# Stops the Apache whose pid file is WORK/httpd.pid, if it runs.
+#   apache_stop WORK
+apache_stop() {
+    if [ -f "$1/httpd.pid" ]; then kill "$(cat "$1/httpd.pid")" 2>/dev/null || true; fi
 }
