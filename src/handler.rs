@@ -76,10 +76,10 @@ pub fn handle(req: &Request<'_>) -> Status {
 /// What `r->finfo` says of the original: missing when the fixup put a
 /// sibling's stat there.
 fn original_kind(req: &Request<'_>) -> FileKind {
-    if req.notes_get(NOTE_SIBLING_FINFO).is_some() {
-        return FileKind::Missing;
+    match req.finfo().kind() {
+        FileKind::Regular if req.notes_get(NOTE_SIBLING_FINFO).is_some() => FileKind::Missing,
+        kind => kind,
     }
-    req.finfo().kind()
 }
 
 fn method(req: &Request<'_>) -> Method {
@@ -125,16 +125,22 @@ fn favourite<'r>(
 
 /// Dictionary transport (RFC 9842): when the client names `dcz` or `dcb`
 /// and announces a dictionary for which a fresh delta exists, the delta
-/// answers. Any request announcing a dictionary, and any response in a
-/// scope that offers dictionaries, varies on `Available-Dictionary`.
+/// answers. Responses vary on `Available-Dictionary` wherever it is read
+/// (a request naming a dictionary coding) and in scopes that offer
+/// dictionaries.
 fn delta(a: &Attempt<'_, '_>, accepted: &Accepted, original: Option<FileMeta>) -> Option<Status> {
     let req = a.req;
-    let announced = req.header_in(c"Available-Dictionary");
-    if announced.is_some() || dir_config(req).use_as_dictionary().is_some() {
-        a.vary_on_dictionary();
+    let offers = dir_config(req).use_as_dictionary().is_some();
+    let mut codings = variant::delta_codings(accepted).peekable();
+    if codings.peek().is_none() {
+        if offers {
+            a.vary_on_dictionary();
+        }
+        return None;
     }
-    let hash = negotiate::available_dictionary(announced?)?;
-    for (d, q) in variant::delta_codings(accepted) {
+    a.vary_on_dictionary();
+    let hash = negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)?;
+    for (d, q) in codings {
         let Some(s) = lookup::find_delta(req, a.filename, d, &hash) else {
             continue;
         };
@@ -157,14 +163,12 @@ fn accepted(req: &Request<'_>) -> Accepted {
     if req.is_subrequest() {
         return Accepted::none();
     }
-    let mut accepted = Accepted::parse(
-        req.header_in(c"Accept-Encoding")
-            .map(|b| String::from_utf8_lossy(b))
-            .as_deref(),
-    );
-    for c in Coding::ALL {
-        if req.env_is_set(c.no_env()) {
-            accepted.forbid(c);
+    let mut accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
+    if !req.env_is_empty() {
+        for c in Coding::ALL {
+            if req.env_is_set(c.no_env()) {
+                accepted.forbid(c);
+            }
         }
     }
     accepted

@@ -146,10 +146,16 @@ pub fn find_delta<'r>(
     permitted(req, &s, req.pool_cstr(&suffix)).then_some(s)
 }
 
-/// Whether a path lies in the publish tool's dictionary store.
+/// Whether a path lies in the publish tool's dictionary store: has a
+/// component named `DICTIONARY_STORE`. Asked of every request, so one
+/// vectorised search does the common case.
 pub fn in_dictionary_store(path: &[u8]) -> bool {
-    path.split(|&b| b == b'/')
-        .any(|part| part == DICTIONARY_STORE.as_bytes())
+    let name = DICTIONARY_STORE.as_bytes();
+    memchr::memmem::find_iter(path, name).any(|at| {
+        let before = at.checked_sub(1).map(|i| path[i]);
+        let after = path.get(at + name.len()).copied();
+        matches!(before, None | Some(b'/')) && matches!(after, None | Some(b'/'))
+    })
 }
 
 /// A sibling lookup already made: the coding and what was found.

@@ -34,30 +34,24 @@ impl Accepted {
     /// ignored, names are case-insensitive, `x-gzip` counts as gzip; when a
     /// coding appears twice the highest q wins.
     pub fn parse(header: Option<&str>) -> Accepted {
+        Accepted::parse_bytes(header.map(str::as_bytes))
+    }
+
+    /// `parse` of the header's bytes as they came (no UTF-8 needed: a
+    /// member with other bytes than a token's is ignored).
+    pub fn parse_bytes(header: Option<&[u8]>) -> Accepted {
         let mut acc = Accepted::none();
         let Some(value) = header else { return acc };
         acc.present = true;
-        for member in value.split(',') {
-            let mut parts = member.split(';');
-            let name = parts
-                .next()
-                .unwrap_or("")
-                .trim_matches(|c| c == ' ' || c == '\t');
-            if name.is_empty() || !name.bytes().all(is_tchar) {
+        for member in value.split(|&b| b == b',') {
+            let mut parts = member.split(|&b| b == b';');
+            let name = trim_ows(parts.next().unwrap_or(&[]));
+            if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
                 continue;
             }
-            let mut q = Some(1000u16);
-            for param in parts {
-                let param = param.trim_matches(|c| c == ' ' || c == '\t');
-                if let Some((k, v)) = param.split_once('=') {
-                    if k.trim_end().eq_ignore_ascii_case("q") {
-                        q = parse_qvalue(v.trim_start());
-                    }
-                } else if !param.is_empty() {
-                    q = None;
-                }
-            }
-            let Some(q) = q else { continue };
+            let Some(q) = member_q(parts) else { continue };
+            // Tokens are ASCII, so always UTF-8.
+            let name = std::str::from_utf8(name).unwrap_or("");
             let slot = if name == "*" {
                 &mut acc.star
             } else if name.eq_ignore_ascii_case("identity") {
@@ -185,13 +179,38 @@ impl Ranked {
     }
 }
 
+/// A member's q from its parameters: 1 without one, `None` when the q is
+/// malformed or another parameter is not `name=value`.
+fn member_q<'a>(params: impl Iterator<Item = &'a [u8]>) -> Option<u16> {
+    let mut q = Some(1000u16);
+    for param in params {
+        let param = trim_ows(param);
+        if let Some(eq) = param.iter().position(|&b| b == b'=') {
+            let (k, v) = (&param[..eq], &param[eq + 1..]);
+            if trim_ows(k).eq_ignore_ascii_case(b"q") {
+                q = parse_qvalue(trim_ows(v));
+            }
+        } else if !param.is_empty() {
+            q = None;
+        }
+    }
+    q
+}
+
+/// Without the optional whitespace (spaces and tabs) around it.
+fn trim_ows(b: &[u8]) -> &[u8] {
+    let ows = |c: &u8| *c == b' ' || *c == b'\t';
+    let start = b.iter().position(|c| !ows(c)).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !ows(c)).map_or(start, |e| e + 1);
+    &b[start..end]
+}
+
 fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`
-fn parse_qvalue(v: &str) -> Option<u16> {
-    let b = v.as_bytes();
+fn parse_qvalue(b: &[u8]) -> Option<u16> {
     let (&first, rest) = b.split_first()?;
     let frac = match rest {
         [] => &[][..],

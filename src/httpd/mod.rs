@@ -296,6 +296,13 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_unset(self.raw().headers_in, name.as_ptr()) }
     }
 
+    /// Whether no environment variable is set at all (the common case,
+    /// which spares looking up each name).
+    pub fn env_is_empty(&self) -> bool {
+        // SAFETY: live table.
+        unsafe { ffi::apr_is_empty_table(self.raw().subprocess_env) != 0 }
+    }
+
     /// Whether an environment variable (SetEnvIf, BrowserMatch) is set.
     pub fn env_is_set(&self, name: &CStr) -> bool {
         // SAFETY: live table.
@@ -388,16 +395,9 @@ impl<'r> Request<'r> {
 
     /// `base` + `suffix`, in the request pool.
     pub fn path_with_suffix(&self, base: &CStr, suffix: &str) -> &'r CStr {
-        let b = base.to_bytes();
-        let len = b.len() + suffix.len();
-        // SAFETY: allocate len+1 bytes in the pool and fill them fully.
-        unsafe {
-            let p = ffi::apr_palloc(self.raw().pool, len + 1) as *mut u8;
-            ptr::copy_nonoverlapping(b.as_ptr(), p, b.len());
-            ptr::copy_nonoverlapping(suffix.as_ptr(), p.add(b.len()), suffix.len());
-            *p.add(len) = 0;
-            CStr::from_ptr(p as *const c_char)
-        }
+        let p = self.pool_concat(&[base.to_bytes(), suffix.as_bytes()]);
+        // SAFETY: a NUL-terminated pool string.
+        unsafe { CStr::from_ptr(p) }
     }
 
     /// `lstat` (`link` true) or `stat` of a path.
@@ -517,16 +517,29 @@ impl<'r> Request<'r> {
             unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), tag) };
             return;
         }
-        let with = match t.split_last() {
-            Some((b'"', head)) => [head, b"-", suffix.as_bytes(), b"\""].concat(),
-            _ => [t, b"-", suffix.as_bytes()].concat(),
+        let (head, close) = match t.split_last() {
+            Some((b'"', head)) => (head, &b"\""[..]),
+            _ => (t, &b""[..]),
         };
-        let v = match std::str::from_utf8(&with) {
-            Ok(s) => self.pool_str(s),
-            Err(_) => return,
-        };
+        let v = self.pool_concat(&[head, b"-", suffix.as_bytes(), close]);
         // SAFETY: pool string.
         unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), v) }
+    }
+
+    /// The concatenation of `parts` as a NUL-terminated pool string.
+    fn pool_concat(&self, parts: &[&[u8]]) -> *const c_char {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        // SAFETY: len + 1 bytes allocated in the pool and filled in full.
+        unsafe {
+            let p = ffi::apr_palloc(self.raw().pool, len + 1) as *mut u8;
+            let mut at = 0;
+            for part in parts {
+                ptr::copy_nonoverlapping(part.as_ptr(), p.add(at), part.len());
+                at += part.len();
+            }
+            *p.add(len) = 0;
+            p as *const c_char
+        }
     }
 
     /// Whether `EnableSendfile` is on for the request's directory (off
