@@ -46,22 +46,13 @@ impl Accepted {
         for member in value.split(|&b| b == b',') {
             let mut parts = member.split(|&b| b == b';');
             let name = trim_ows(parts.next().unwrap_or(&[]));
-            if name.is_empty() || !name.iter().all(|&b| is_tchar(b)) {
-                continue;
-            }
             let Some(q) = member_q(parts) else { continue };
-            // Tokens are ASCII, so always UTF-8.
-            let name = std::str::from_utf8(name).unwrap_or("");
-            let slot = if name == "*" {
-                &mut acc.star
-            } else if name.eq_ignore_ascii_case("identity") {
-                &mut acc.identity
-            } else if let Some(c) = Coding::from_token(name) {
-                &mut acc.explicit[c.index()]
-            } else if let Some(d) = DeltaCoding::from_token(name) {
-                &mut acc.delta[d.index()]
-            } else {
-                continue;
+            let slot = match classify(name) {
+                Some(Member::Star) => &mut acc.star,
+                Some(Member::Identity) => &mut acc.identity,
+                Some(Member::Coding(c)) => &mut acc.explicit[c.index()],
+                Some(Member::Delta(d)) => &mut acc.delta[d.index()],
+                None => continue,
             };
             *slot = Some(slot.map_or(q, |old| old.max(q)));
         }
@@ -179,6 +170,31 @@ impl Ranked {
     }
 }
 
+/// What an Accept-Encoding member names.
+enum Member {
+    Star,
+    Identity,
+    Coding(Coding),
+    Delta(DeltaCoding),
+}
+
+/// Classifies a member's name by its length first: this runs on every
+/// request, and most names are rejected by one comparison.
+fn classify(name: &[u8]) -> Option<Member> {
+    let is = |t: &[u8]| name.eq_ignore_ascii_case(t);
+    Some(match name.len() {
+        1 if name == b"*" => Member::Star,
+        2 if is(b"br") => Member::Coding(Coding::Br),
+        3 if is(b"dcz") => Member::Delta(DeltaCoding::Dcz),
+        3 if is(b"dcb") => Member::Delta(DeltaCoding::Dcb),
+        4 if is(b"gzip") => Member::Coding(Coding::Gzip),
+        4 if is(b"zstd") => Member::Coding(Coding::Zstd),
+        6 if is(b"x-gzip") => Member::Coding(Coding::Gzip),
+        8 if is(b"identity") => Member::Identity,
+        _ => return None,
+    })
+}
+
 /// A member's q from its parameters: 1 without one, `None` when the q is
 /// malformed or another parameter is not `name=value`.
 fn member_q<'a>(params: impl Iterator<Item = &'a [u8]>) -> Option<u16> {
@@ -203,10 +219,6 @@ fn trim_ows(b: &[u8]) -> &[u8] {
     let start = b.iter().position(|c| !ows(c)).unwrap_or(b.len());
     let end = b.iter().rposition(|c| !ows(c)).map_or(start, |e| e + 1);
     &b[start..end]
-}
-
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`
