@@ -16,4 +16,6 @@ pub mod httpd;
 pub mod jitter;
 pub mod negotiate;
 pub mod publish;
+#[cfg(test)]
+mod test_util;
 pub mod variant;
