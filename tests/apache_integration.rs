@@ -376,10 +376,11 @@ fn zstd_suffix_is_served_and_zst_comes_first() {
 
 #[test]
 fn directives_in_virtual_hosts() {
-    let keys = world_readable_tempdir();
-    let (k1, k2) = (keys.path().join("k1"), keys.path().join("k2"));
-    fs::write(&k1, b"first key, 32 bytes long, or so").unwrap();
-    fs::write(&k2, b"second key, quite another secret").unwrap();
+    let (_keys, k) = key_files(&[
+        b"first key, 32 bytes long, or so",
+        b"second key, quite another secret",
+    ]);
+    let (k1, k2) = (&k[0], &k[1]);
     let vhost = |name: &str, body: &str| {
         format!("<VirtualHost *>\nServerName {name}\n{body}\n</VirtualHost>\n")
     };

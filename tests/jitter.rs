@@ -104,6 +104,14 @@ fn start() -> Apache {
     )
 }
 
+/// Options padding by up to `max` bytes under /content.
+fn jitter_under_content(max: u32) -> Options {
+    Options {
+        server: format!("<Location /content>\nGzipDiskNgJitter {max}\n</Location>\n"),
+        ..Default::default()
+    }
+}
+
 fn suffix(c: &str) -> &'static str {
     match c {
         "gzip" => "gz",
@@ -331,13 +339,14 @@ fn fingerprint(a: &Apache) -> Vec<(String, String)> {
 
 #[test]
 fn padding_lengths_follow_the_key_file() {
-    let keys = world_readable_tempdir();
-    let (k1, k2) = (keys.path().join("one.key"), keys.path().join("two.key"));
-    fs::write(&k1, b"0123456789abcdef-first-secret").unwrap();
-    fs::write(&k2, b"0123456789abcdef-other-secret").unwrap();
+    let (_keys, k) = key_files(&[
+        b"0123456789abcdef-first-secret",
+        b"0123456789abcdef-other-secret",
+    ]);
+    let (k1, k2) = (&k[0], &k[1]);
     let abs = |k: &Path| format!("GzipDiskNgJitterKey {}", k.display());
-    let a = keyed_server(Mpm::Event, &abs(&k1), "", None);
-    let b = keyed_server(Mpm::Event, &abs(&k2), "", None);
+    let a = keyed_server(Mpm::Event, &abs(k1), "", None);
+    let b = keyed_server(Mpm::Event, &abs(k2), "", None);
     // The same key bytes in another file, named relative to ServerRoot.
     let c = keyed_server(
         Mpm::Event,
@@ -430,27 +439,21 @@ fn foreign_brotli_ending_on_a_block_boundary_is_padded() {
     // Bytes that do not compress: brotli stores them in uncompressed
     // meta-blocks, which even a one-shot encoder ends with a separate `0x03`.
     let raw = noise(20_000, 0x2545_f491_4f6c_dd1d);
-    let a = Apache::start(
-        Options {
-            server: "<Location /content>\nGzipDiskNgJitter 32\n</Location>\n".into(),
-            ..Default::default()
-        },
-        |d| {
-            site(d);
-            let dir = d.join("content");
-            fs::write(dir.join("noise.bin"), &raw).unwrap();
-            // The crate, one-shot (no flush), as most encoders write.
-            fs::write(dir.join("noise2.bin.br"), brotli_one_shot(&raw, 11, 22)).unwrap();
-            if cli {
-                let st = Command::new("brotli")
-                    .args(["-q", "11", "-k", "-f"])
-                    .arg(dir.join("noise.bin"))
-                    .status()
-                    .unwrap();
-                assert!(st.success());
-            }
-        },
-    );
+    let a = Apache::start(jitter_under_content(32), |d| {
+        site(d);
+        let dir = d.join("content");
+        fs::write(dir.join("noise.bin"), &raw).unwrap();
+        // The crate, one-shot (no flush), as most encoders write.
+        fs::write(dir.join("noise2.bin.br"), brotli_one_shot(&raw, 11, 22)).unwrap();
+        if cli {
+            let st = Command::new("brotli")
+                .args(["-q", "11", "-k", "-f"])
+                .arg(dir.join("noise.bin"))
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+    });
     let names = if cli {
         vec!["noise2.bin", "noise.bin"]
     } else {
@@ -484,16 +487,10 @@ fn foreign_brotli_ending_on_a_block_boundary_is_padded() {
 #[test]
 fn brotli_ending_in_0x03_by_chance_is_served_unpadded() {
     let (data, chance) = chance_0x03_brotli();
-    let a = Apache::start(
-        Options {
-            server: "<Location /content>\nGzipDiskNgJitter 32\n</Location>\n".into(),
-            ..Default::default()
-        },
-        |d| {
-            fs::create_dir_all(d.join("content")).unwrap();
-            fs::write(d.join("content/chance.html.br"), &chance).unwrap();
-        },
-    );
+    let a = Apache::start(jitter_under_content(32), |d| {
+        fs::create_dir_all(d.join("content")).unwrap();
+        fs::write(d.join("content/chance.html.br"), &chance).unwrap();
+    });
     // The proof fails once and is remembered; each response is the file
     // as is, with one debug line.
     for _ in 0..2 {
@@ -538,18 +535,12 @@ fn tool_brotli_is_padded_over_http1_and_h2c() {
     let pages: Vec<Vec<u8>> = (0..8u64)
         .map(|i| page(3_000 + 977 * i as usize, 40 + i))
         .collect();
-    let a = Apache::start(
-        Options {
-            server: "<Location /content>\nGzipDiskNgJitter 300\n</Location>\n".into(),
-            ..Default::default()
-        },
-        |d| {
-            for (i, p) in pages.iter().enumerate() {
-                fs::create_dir_all(d.join("content")).unwrap();
-                fs::write(d.join(format!("content/t{i}.html.br")), brotli(p)).unwrap();
-            }
-        },
-    );
+    let a = Apache::start(jitter_under_content(300), |d| {
+        for (i, p) in pages.iter().enumerate() {
+            fs::create_dir_all(d.join("content")).unwrap();
+            fs::write(d.join(format!("content/t{i}.html.br")), brotli(p)).unwrap();
+        }
+    });
     let mut unaligned = 0;
     for (i, orig) in pages.iter().enumerate() {
         let path = format!("/content/t{i}.html");
@@ -617,9 +608,8 @@ fn check_padded_br(a: &Apache, path: &str, sib: &[u8], orig: &[u8], proto: &str)
 /// length of the old version.
 #[test]
 fn republished_file_gets_a_new_padding_length() {
-    let keys = world_readable_tempdir();
-    let key = keys.path().join("k");
-    fs::write(&key, b"a fixed key for republish checks").unwrap();
+    let (_keys, k) = key_files(&[b"a fixed key for republish checks"]);
+    let key = &k[0];
     let server = format!("GzipDiskNgJitterKey {}\nGzipDiskNgJitter 32", key.display());
     let versions: Vec<Vec<u8>> = (0..6)
         .map(|i| page(20_000 + 37 * i, 50 + i as u64))

@@ -19,6 +19,13 @@ const SUFFIX: [(Coding, &str); 3] = [
     (Coding::Gzip, ".gz"),
 ];
 
+/// `gzip-disk-ng compress -q PATH`, which must succeed.
+fn compress_quietly(path: &OsStr) -> Output {
+    let o = publish_tool([OsStr::new("compress"), OsStr::new("-q"), path]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    o
+}
+
 fn tree() -> (tempfile::TempDir, Vec<PathBuf>) {
     let d = tempfile::tempdir().unwrap();
     let r = d.path();
@@ -38,13 +45,8 @@ fn tree() -> (tempfile::TempDir, Vec<PathBuf>) {
 #[test]
 fn round_trip_each_coding() {
     let (d, files) = tree();
-    let o = publish_tool([
-        OsStr::new("compress"),
-        OsStr::new("-q"),
-        d.path().as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stdout(&o).contains("compressed: 4"), "{}", stdout(&o));
+    let o = compress_quietly(d.path().as_os_str());
+    assert_prints(&o, "compressed: 4");
     for f in &files {
         let orig = fs::read(f).unwrap();
         for (c, s) in SUFFIX {
@@ -78,7 +80,7 @@ fn round_trip_each_coding() {
     }
     let o = publish_tool([OsStr::new("verify"), OsStr::new("-q"), d.path().as_os_str()]);
     assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    assert!(stdout(&o).contains("ok: 12"), "{}", stdout(&o));
+    assert_prints(&o, "ok: 12");
 
     let o = publish_tool([
         OsStr::new("compress"),
@@ -104,21 +106,13 @@ fn round_trip_each_coding() {
 fn incremental_rerun_does_no_work_and_force_redoes() {
     let (d, files) = tree();
     let root = d.path().as_os_str();
-    assert!(
-        publish_tool([OsStr::new("compress"), OsStr::new("-q"), root])
-            .status
-            .success()
-    );
+    compress_quietly(root);
     let inode = |p: &Path| fs::metadata(p).unwrap().ino();
     let before: Vec<u64> = files.iter().map(|f| inode(&sibling(f, ".br"))).collect();
     let t = Instant::now();
     let o = publish_tool([OsStr::new("compress"), root]);
     assert!(o.status.success());
-    assert!(
-        stdout(&o).contains("compressed: 0, up to date: 4"),
-        "{}",
-        stdout(&o)
-    );
+    assert_prints(&o, "compressed: 0, up to date: 4");
     assert!(t.elapsed() < Duration::from_secs(5));
     let after: Vec<u64> = files.iter().map(|f| inode(&sibling(f, ".br"))).collect();
     assert_eq!(before, after, "siblings were rewritten");
@@ -127,11 +121,7 @@ fn incremental_rerun_does_no_work_and_force_redoes() {
     fs::write(&files[1], page(4000, 9)).unwrap();
     set_mtime(&files[1], SystemTime::now() + Duration::from_secs(5));
     let o = publish_tool([OsStr::new("compress"), OsStr::new("-q"), root]);
-    assert!(
-        stdout(&o).contains("compressed: 1, up to date: 3"),
-        "{}",
-        stdout(&o)
-    );
+    assert_prints(&o, "compressed: 1, up to date: 3");
     assert_eq!(
         decode_all(Coding::Gzip, &fs::read(sibling(&files[1], ".gz")).unwrap()).unwrap(),
         fs::read(&files[1]).unwrap()
@@ -143,7 +133,7 @@ fn incremental_rerun_does_no_work_and_force_redoes() {
         OsStr::new("--force"),
         root,
     ]);
-    assert!(stdout(&o).contains("compressed: 4"), "{}", stdout(&o));
+    assert_prints(&o, "compressed: 4");
 }
 
 #[test]
@@ -153,13 +143,7 @@ fn siblings_get_original_mtime_and_permissions() {
     fs::set_permissions(&files[0], fs::Permissions::from_mode(0o640)).unwrap();
     set_mtime(&files[0], t);
     fs::set_permissions(&files[2], fs::Permissions::from_mode(0o604)).unwrap();
-    assert!(publish_tool([
-        OsStr::new("compress"),
-        OsStr::new("-q"),
-        d.path().as_os_str()
-    ])
-    .status
-    .success());
+    compress_quietly(d.path().as_os_str());
     for (_, s) in SUFFIX {
         let m = fs::metadata(sibling(&files[0], s)).unwrap();
         assert_eq!(m.modified().unwrap(), t, "{s}");
@@ -253,7 +237,7 @@ fn dry_run_writes_nothing() {
         d.path().as_os_str(),
     ]);
     assert!(o.status.success());
-    assert!(stdout(&o).contains("to compress: 4"), "{}", stdout(&o));
+    assert_prints(&o, "to compress: 4");
     assert_eq!(count(), n);
 }
 
@@ -274,11 +258,7 @@ fn walk_count(p: &Path) -> usize {
 fn remove_originals_only_when_every_sibling_decodes_back() {
     let (d, files) = tree();
     let root = d.path().as_os_str();
-    assert!(
-        publish_tool([OsStr::new("compress"), OsStr::new("-q"), root])
-            .status
-            .success()
-    );
+    compress_quietly(root);
     corrupt(&sibling(&files[2], ".br"));
     let o = publish_tool([
         OsStr::new("compress"),
@@ -302,22 +282,14 @@ fn remove_originals_only_when_every_sibling_decodes_back() {
             assert!(sibling(f, s).exists());
         }
     }
-    assert!(
-        stdout(&o).contains("originals removed: 3"),
-        "{}",
-        stdout(&o)
-    );
+    assert_prints(&o, "originals removed: 3");
 }
 
 #[test]
 fn verify_catches_corrupt_truncated_and_stale_siblings() {
     let (d, files) = tree();
     let root = d.path().as_os_str();
-    assert!(
-        publish_tool([OsStr::new("compress"), OsStr::new("-q"), root])
-            .status
-            .success()
-    );
+    compress_quietly(root);
     assert!(publish_tool([OsStr::new("verify"), OsStr::new("-q"), root])
         .status
         .success());
@@ -326,19 +298,19 @@ fn verify_catches_corrupt_truncated_and_stale_siblings() {
     let o = publish_tool([OsStr::new("verify"), OsStr::new("-q"), root]);
     assert!(!o.status.success());
     assert!(stderr(&o).contains("app.js.zst"), "{}", stderr(&o));
-    assert!(stdout(&o).contains("bad: 1"), "{}", stdout(&o));
+    assert_prints(&o, "bad: 1");
 
     let gz = sibling(&files[0], ".gz");
     let data = fs::read(&gz).unwrap();
     fs::write(&gz, &data[..data.len() - 10]).unwrap();
     set_mtime(&gz, mtime(&files[0]));
     let o = publish_tool([OsStr::new("verify"), OsStr::new("-q"), root]);
-    assert!(stdout(&o).contains("bad: 2"), "{}", stdout(&o));
+    assert_prints(&o, "bad: 2");
 
     set_mtime(&files[1], SystemTime::now() + Duration::from_secs(60));
     let o = publish_tool([OsStr::new("verify"), OsStr::new("-q"), root]);
     assert!(!o.status.success());
-    assert!(stdout(&o).contains("stale: 3"), "{}", stdout(&o));
+    assert_prints(&o, "stale: 3");
     assert!(stderr(&o).contains("style.css.br: stale"), "{}", stderr(&o));
 
     // A sibling whose content differs from the original.
@@ -423,11 +395,7 @@ fn killed_run_leaves_no_partial_sibling() {
         OsStr::new("-n"),
         d.path().as_os_str(),
     ]);
-    assert!(
-        stdout(&o).contains("temporary file of an interrupted run"),
-        "{}",
-        stdout(&o)
-    );
+    assert_prints(&o, "temporary file of an interrupted run");
 }
 
 #[test]
@@ -581,12 +549,7 @@ fn siblings_get_the_original_owner() {
         let m = fs::metadata(&files[0]).unwrap();
         (m.uid(), m.gid())
     };
-    let o = publish_tool([
-        OsStr::new("compress"),
-        OsStr::new("-q"),
-        d.path().as_os_str(),
-    ]);
-    assert!(o.status.success(), "{}", stderr(&o));
+    compress_quietly(d.path().as_os_str());
     for f in &files {
         for (_, s) in SUFFIX {
             let m = fs::metadata(sibling(f, s)).unwrap();

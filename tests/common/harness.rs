@@ -66,6 +66,22 @@ pub fn world_readable_tempdir() -> tempfile::TempDir {
     d
 }
 
+/// Files holding `keys`, one each, in a directory the server's user can
+/// read (removed when the returned guard drops).
+pub fn key_files(keys: &[&[u8]]) -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = world_readable_tempdir();
+    let paths = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| {
+            let p = dir.path().join(format!("{i}.key"));
+            fs::write(&p, k).expect("write key");
+            p
+        })
+        .collect();
+    (dir, paths)
+}
+
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
@@ -383,10 +399,7 @@ impl Response {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(&name.to_ascii_lowercase())
-            .and_then(|v| v.first())
-            .map(String::as_str)
+        first_value(&self.headers, name)
     }
 
     /// The Content-Encoding (`None`: identity).
@@ -499,10 +512,7 @@ impl RawResponse {
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .get(&name.to_ascii_lowercase())
-            .and_then(|v| v.first())
-            .map(String::as_str)
+        first_value(&self.headers, name)
     }
 
     /// The body: de-chunked when sent chunked (the last chunk must be
@@ -549,6 +559,14 @@ pub fn raw_request(a: &Apache, method: &str, path: &str, headers: &[(&str, &[u8]
     }
     req.extend_from_slice(b"\r\n");
     RawResponse::parse(&raw(a, req))
+}
+
+/// The first value of header `name` in a map made by `header_map`.
+fn first_value<'a>(headers: &'a BTreeMap<String, Vec<String>>, name: &str) -> Option<&'a str> {
+    headers
+        .get(&name.to_ascii_lowercase())
+        .and_then(|v| v.first())
+        .map(String::as_str)
 }
 
 /// Header lines into a map by lower-cased name (repeats kept in order).
@@ -649,6 +667,12 @@ pub fn publish_tool<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
 /// What a process printed on stdout, as text.
 pub fn stdout(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+/// Panics unless `o` printed `want` on stdout.
+pub fn assert_prints(o: &std::process::Output, want: &str) {
+    let out = stdout(o);
+    assert!(out.contains(want), "no {want:?} in:\n{out}");
 }
 
 /// What a process printed on stderr, as text.
