@@ -1,6 +1,7 @@
 //! The integration tests' toolkit: `harness` runs a real Apache and
 //! requests against it, `data` makes test content, `codec` encodes and
-//! decodes it, `files` lays it out as a publisher would.
+//! decodes it, `files` lays it out as a publisher would. The crate's unit
+//! tests compile `data` and `codec` too (src/test_util.rs).
 #![allow(dead_code, unused_imports)]
 
 mod codec;
