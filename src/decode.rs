@@ -485,38 +485,14 @@ pub fn decode_all(coding: Coding, data: &[u8]) -> Result<Vec<u8>, DecodeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Write;
+    use crate::test_util::{
+        brotli_one_shot, encoded, encoded_with, fast, gzip, noise, zstd, zstd_framed,
+    };
 
     fn sample() -> Vec<u8> {
         (0..200_000u32)
             .map(|i| (i % 251) as u8 ^ (i / 1000) as u8)
             .collect()
-    }
-
-    fn gz(data: &[u8]) -> Vec<u8> {
-        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
-
-    fn zst(data: &[u8]) -> Vec<u8> {
-        zstd::bulk::compress(data, 19).unwrap()
-    }
-
-    fn br(data: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        let mut w = brotli::CompressorWriter::new(&mut out, 4096, 9, 22);
-        w.write_all(data).unwrap();
-        drop(w);
-        out
-    }
-
-    fn encoded(c: Coding, d: &[u8]) -> Vec<u8> {
-        match c {
-            Coding::Gzip => gz(d),
-            Coding::Zstd => zst(d),
-            Coding::Br => br(d),
-        }
     }
 
     #[test]
@@ -567,15 +543,16 @@ mod tests {
     #[test]
     fn probe_reads_declared_sizes() {
         let d = sample();
-        let g = gz(&d);
+        let g = gzip(&d);
         let tail: [u8; 4] = g[g.len() - 4..].try_into().unwrap();
         let p = probe(Coding::Gzip, &g[..PROBE_HEAD], g.len() as u64, Some(tail)).unwrap();
         assert_eq!(p.declared_len, Some(d.len() as u64));
-        let z = zst(&d);
+        let z = zstd(&d);
         let p = probe(Coding::Zstd, &z[..PROBE_HEAD], z.len() as u64, None).unwrap();
         assert_eq!(p.declared_len, Some(d.len() as u64));
         assert!(p.window >= d.len() as u64 / 2);
-        let b = br(&d);
+        // One-shot, with the window it asks for whatever the size.
+        let b = brotli_one_shot(&d, 9, 22);
         let p = probe(Coding::Br, &b[..PROBE_HEAD], b.len() as u64, None).unwrap();
         assert_eq!(p.declared_len, None);
         assert_eq!(p.window, 1 << 22);
@@ -613,14 +590,14 @@ mod tests {
             let f = std::fs::File::open(&path).unwrap();
             assert_eq!(probe_at(c, &f, e.len() as u64).unwrap(), want, "{c:?} file");
         }
-        let g = gz(&d);
+        let g = gzip(&d);
         let p = probe_at(Coding::Gzip, &g[..], g.len() as u64).unwrap();
         assert_eq!(p.declared_len, Some(d.len() as u64));
     }
 
     #[test]
     fn probe_at_tells_a_short_source_from_a_short_stream() {
-        let g = gz(&sample());
+        let g = gzip(&sample());
         // Stat said longer than what is there: the ISIZE read comes up short.
         assert!(matches!(
             probe_at(Coding::Gzip, &g[..], g.len() as u64 + 10),
@@ -660,13 +637,6 @@ mod tests {
         }
     }
 
-    fn zst_unsized(data: &[u8], window_log: u32) -> Vec<u8> {
-        let mut e = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
-        e.window_log(window_log).unwrap();
-        e.write_all(data).unwrap();
-        e.finish().unwrap()
-    }
-
     fn skippable(n: u8) -> Vec<u8> {
         let mut v = vec![0x50 + (n & 15), 0x2a, 0x4d, 0x18, n, 0, 0, 0];
         v.extend(std::iter::repeat_n(0xee, usize::from(n)));
@@ -680,7 +650,7 @@ mod tests {
     #[test]
     fn zstd_frames_sum_their_declared_sizes() {
         let (a, b) = (sample(), b"tail of the page".repeat(999));
-        let both = [zst(&a), zst(&b)].concat();
+        let both = [zstd(&a), zstd(&b)].concat();
         let f = facts(Coding::Zstd, &both).unwrap();
         assert_eq!(f.declared_len, Some((a.len() + b.len()) as u64));
         assert_eq!(decode_all(Coding::Zstd, &both).unwrap(), [a, b].concat());
@@ -689,7 +659,7 @@ mod tests {
     #[test]
     fn zstd_skippable_frames_anywhere_are_stepped_over() {
         let d = sample();
-        let e = [skippable(4), zst(&d), skippable(0), skippable(9)].concat();
+        let e = [skippable(4), zstd(&d), skippable(0), skippable(9)].concat();
         let f = facts(Coding::Zstd, &e).unwrap();
         assert_eq!(f.declared_len, Some(d.len() as u64));
         assert_eq!(decode_all(Coding::Zstd, &e).unwrap(), d);
@@ -698,28 +668,21 @@ mod tests {
 
     #[test]
     fn zstd_walk_covers_raw_rle_and_compressed_blocks() {
-        let mut x: u32 = 1;
-        let noise: Vec<u8> = (0..300_000)
-            .map(|_| {
-                x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
-                (x >> 16) as u8
-            })
-            .collect();
-        let d = [vec![0u8; 1 << 20], noise, sample()].concat();
-        for e in [zst(&d), zstd::bulk::compress(&d, 1).unwrap()] {
+        let d = [vec![0u8; 1 << 20], noise(300_000, 1), sample()].concat();
+        for e in [zstd(&d), encoded_with(Coding::Zstd, &fast(), &d)] {
             assert_eq!(
                 facts(Coding::Zstd, &e).unwrap().declared_len,
                 Some(d.len() as u64)
             );
         }
-        let u = zst_unsized(&d, 20);
+        let u = zstd_framed(&d[..], None, 1, 20, false);
         let f = facts(Coding::Zstd, &u).unwrap();
         assert_eq!((f.declared_len, f.window), (None, 1 << 20));
     }
 
     #[test]
     fn zstd_walk_finds_truncation_and_trailing_garbage() {
-        let e = zst(&sample());
+        let e = zstd(&sample());
         for cut in [3, 7, 20, e.len() - 1] {
             assert!(facts(Coding::Zstd, &e[..cut]).is_err(), "cut {cut}");
         }
@@ -741,7 +704,7 @@ mod tests {
 
     #[test]
     fn zstd_absurd_content_size_is_unknown() {
-        let u = zst_unsized(&sample(), 20);
+        let u = zstd_framed(&sample()[..], None, 1, 20, false);
         assert_eq!(u[4], 0);
         for fcs in [1u64 << 63, u64::MAX - 1] {
             let mut e = vec![0x28, 0xb5, 0x2f, 0xfd, 0xc0, u[5]];
@@ -756,16 +719,16 @@ mod tests {
     #[test]
     fn zstd_window_over_8_mib_is_refused_for_browsers_and_decoding() {
         let d = sample();
-        let wide = zst_unsized(&d, 25);
+        let wide = zstd_framed(&d[..], None, 1, 25, false);
         let f = facts(Coding::Zstd, &wide).unwrap();
         assert_eq!(f.window, 32 << 20);
         let why = f.browser_refusal(Coding::Zstd).unwrap();
         assert!(why.contains("32 MiB"), "{why}");
         assert!(decode_all(Coding::Zstd, &wide).is_err());
         // Any frame counts, not only the first.
-        let later = [zst(&d), wide].concat();
+        let later = [zstd(&d), wide].concat();
         assert_eq!(facts(Coding::Zstd, &later).unwrap().window, 32 << 20);
-        let ok = zst_unsized(&d, 23);
+        let ok = zstd_framed(&d[..], None, 1, 23, false);
         assert_eq!(
             facts(Coding::Zstd, &ok)
                 .unwrap()
@@ -810,7 +773,7 @@ mod tests {
     #[test]
     fn multi_member_gzip_decodes_whole_without_a_declared_length() {
         let (a, b) = (sample(), b"second member".repeat(100));
-        let g = [gz(&a), gz(&b)].concat();
+        let g = [gzip(&a), gzip(&b)].concat();
         assert_eq!(decode_all(Coding::Gzip, &g).unwrap(), [a, b].concat());
         let f = facts(Coding::Gzip, &g).unwrap();
         assert_eq!((f.declared_len, f.window), (None, 32 * 1024));

@@ -472,6 +472,9 @@ fn brotli_digest<R: Read>(src: R, limit: u64) -> Result<(u64, u32), NoJitter> {
 mod tests {
     use super::*;
     use crate::decode::decode_all;
+    use crate::test_util::{
+        brotli_flushed, brotli_one_shot, encoded_with, have, noise, pipe, xorshift, zstd,
+    };
     use std::io::Write;
 
     fn sample() -> Vec<u8> {
@@ -505,23 +508,8 @@ mod tests {
 
     /// Flushed, then finished: ends in the byte-aligned `0x03`.
     fn br_tool(data: &[u8]) -> Vec<u8> {
-        let mut out = Vec::new();
-        {
-            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 5, 22);
-            w.write_all(data).unwrap();
-            w.flush().unwrap();
-        }
+        let out = brotli_flushed(data, 5, 22);
         assert_eq!(out.last(), Some(&BROTLI_LAST));
-        out
-    }
-
-    /// One-shot, as most encoders write: no flush before the end.
-    fn br_one_shot(data: &[u8], q: u32) -> Vec<u8> {
-        let mut out = Vec::new();
-        {
-            let mut w = brotli::CompressorWriter::new(&mut out, 4096, q, 22);
-            w.write_all(data).unwrap();
-        }
         out
     }
 
@@ -575,7 +563,7 @@ mod tests {
     #[test]
     fn zstd_skippable_frame_is_skipped() {
         let d = sample();
-        let z = zstd::bulk::compress(&d, 3).unwrap();
+        let z = zstd(&d);
         for pad in [1usize, 8, 1000] {
             let s = splice(Coding::Zstd, &z, &[], z.len() as u64, pad).unwrap();
             let out = apply(&z, &s);
@@ -604,14 +592,7 @@ mod tests {
     fn brotli_proof_accepts_streams_ending_on_a_block_boundary() {
         // Incompressible data ends in an uncompressed meta-block, which
         // one-shot encoders close with a byte-aligned 0x03.
-        let mut x = 7u32;
-        let noise: Vec<u8> = (0..20_000)
-            .map(|_| {
-                x = x.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
-                (x >> 24) as u8
-            })
-            .collect();
-        let b = br_one_shot(&noise, 11);
+        let b = brotli_one_shot(&noise(20_000, 7), 11, 22);
         assert_eq!(b.last(), Some(&BROTLI_LAST));
         assert_eq!(prove(&b), Ok(()));
         // Streams with the signed trailer older publish tools wrote.
@@ -635,7 +616,7 @@ mod tests {
                 .iter()
                 .map(|b| b ^ (seed as u8))
                 .collect();
-            let b = br_one_shot(&d, 5);
+            let b = brotli_one_shot(&d, 5, 22);
             let tail = &b[b.len() - 2..];
             let Ok(s) = splice(Coding::Br, &[], tail, b.len() as u64, 4) else {
                 continue;
@@ -709,16 +690,7 @@ mod tests {
             brotli_lgwin: lgwin,
             ..Default::default()
         };
-        crate::publish::encode::encode_vec(Coding::Br, &l, data).unwrap()
-    }
-
-    fn rng(mut x: u64) -> impl FnMut() -> u64 {
-        move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        }
+        encoded_with(Coding::Br, &l, data)
     }
 
     /// Text-like input of random length: words, with some noise bytes.
@@ -739,18 +711,7 @@ mod tests {
 
     /// `brotli ARGS` over `input`; `None` without the CLI.
     fn brotli_cli(args: &[&str], input: &[u8]) -> Option<Vec<u8>> {
-        use std::process::{Command, Stdio};
-        let mut child = Command::new("brotli")
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .ok()?;
-        let mut stdin = child.stdin.take()?;
-        let input = input.to_vec();
-        let w = std::thread::spawn(move || stdin.write_all(&input));
-        let out = child.wait_with_output().ok()?;
-        w.join().unwrap().unwrap();
+        let out = pipe("brotli", args, input)?;
         assert!(out.status.success(), "brotli {args:?} failed");
         Some(out.stdout)
     }
@@ -772,7 +733,7 @@ mod tests {
 
     #[test]
     fn brotli_splice_decodes_at_every_bit_alignment() {
-        let mut next = rng(42);
+        let mut next = xorshift(42);
         let mut seen = [0u32; 8];
         let settings = [(11, 24), (9, 18), (5, 16), (1, 10), (0, 22), (11, 10)];
         for i in 0..120 {
@@ -802,10 +763,10 @@ mod tests {
     /// the proof accepts pads correctly, and look-alikes are refused.
     #[test]
     fn brotli_cli_streams_are_padded_only_when_proved() {
-        if brotli_cli(&["--version"], b"").is_none() {
+        if !have("brotli") {
             return;
         }
-        let mut next = rng(9);
+        let mut next = xorshift(9);
         let (mut proved, mut refused, mut other) = (0, 0, 0);
         for i in 0..48 {
             let d = if i % 4 == 0 {
@@ -835,7 +796,7 @@ mod tests {
 
     #[test]
     fn unaligned_ending_rewrites_exactly_the_alignment_block() {
-        let mut next = rng(3);
+        let mut next = xorshift(3);
         for p in 0..=10u32 {
             for _ in 0..50 {
                 let data = (next() as u32) & ((1 << p) - 1);
@@ -866,24 +827,13 @@ mod tests {
 
     /// Same settings as the tool, flushed then finished, not rewritten.
     fn br_flushed(data: &[u8]) -> Vec<u8> {
-        let params = brotli::enc::BrotliEncoderParams {
-            quality: 11,
-            lgwin: crate::publish::encode::brotli_window(data.len() as u64, 24) as i32,
-            size_hint: data.len(),
-            ..Default::default()
-        };
-        let mut out = Vec::new();
-        {
-            let mut w = brotli::CompressorWriter::with_params(&mut out, 4096, &params);
-            w.write_all(data).unwrap();
-            w.flush().unwrap();
-        }
-        out
+        let lgwin = crate::publish::encode::brotli_window(data.len() as u64, 24);
+        brotli_flushed(data, 11, lgwin)
     }
 
     #[test]
     fn publish_rewrite_decodes_alike_and_saves_the_alignment() {
-        let mut next = rng(11);
+        let mut next = xorshift(11);
         let (mut rewritten, mut saved) = (0, 0);
         for i in 0..40 {
             let d = random_input(&mut next);
@@ -914,17 +864,11 @@ mod tests {
     /// keeps the file range inside the file.
     #[test]
     fn arbitrary_input_never_panics() {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-        let mut next = || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut next = xorshift(0x9e37_79b9_7f4a_7c15);
         for _ in 0..20_000 {
             let n = (next() % 64) as usize;
             let mut buf: Vec<u8> = (0..n).map(|_| next() as u8).collect();
-            if next() % 2 == 0 && buf.len() >= 4 {
+            if next().is_multiple_of(2) && buf.len() >= 4 {
                 buf[0] = 0x1f;
                 buf[1] = 0x8b;
                 buf[2] = 8;

@@ -22,4 +22,6 @@ pub mod module;
 pub mod negotiate;
 pub mod publish;
 mod respond;
+#[cfg(test)]
+mod test_util;
 pub mod variant;

@@ -28,10 +28,6 @@ fn site(d: &Path) {
     );
 }
 
-fn ce(r: &Response) -> Option<&str> {
-    r.header("Content-Encoding")
-}
-
 #[test]
 fn directives_in_scopes_merge_field_by_field() {
     let a = Apache::start(
@@ -52,14 +48,14 @@ fn directives_in_scopes_merge_field_by_field() {
     );
     // Server scope: only gzip, custom header name.
     let r = a.get("/p.html", Some("zstd, br, gzip"));
-    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.header("X-Outer"), Some(":-)"));
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
     let r = a.get("/p.html", Some("br"));
-    assert_eq!(ce(&r), None, "br not listed, never served");
+    assert_eq!(r.coding(), None, "br not listed, never served");
     // .htaccess: br preferred, decompress off, header inherited.
     let r = a.get("/sub/p.html", Some("zstd, br, gzip"));
-    assert_eq!(ce(&r), Some("br"));
+    assert_eq!(r.coding(), Some("br"));
     assert_eq!(r.header("X-Outer"), Some(":-)"));
     let r = a.get("/sub/o.html", None);
     assert_eq!(r.status, 406);
@@ -74,7 +70,7 @@ fn directives_in_scopes_merge_field_by_field() {
     assert_eq!(r.body, page(20_000, 5));
     assert_eq!(r.header("X-Outer"), Some(":-("));
     let r = a.get("/sub/deeper/o.html", Some("gzip, br"));
-    assert_eq!(ce(&r), Some("br"));
+    assert_eq!(r.coding(), Some("br"));
 }
 
 #[test]
@@ -88,92 +84,50 @@ fn location_scope_and_status_header_off() {
         site,
     );
     let r = a.get("/sub/p.html", Some("zstd, gzip"));
-    assert_eq!(ce(&r), Some("gzip"), "server order from Location");
+    assert_eq!(r.coding(), Some("gzip"), "server order from Location");
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
     let r = a.get("/p.html", Some("zstd, gzip"));
-    assert_eq!(ce(&r), Some("zstd"));
+    assert_eq!(r.coding(), Some("zstd"));
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
-}
-
-/// `apache2 -t` on a config with one extra line.
-fn configtest(line: &str) -> (bool, String) {
-    let load = format!("LoadModule gzip_disk_ng_module {}", module_path().display());
-    configtest_loading(&load, line)
-}
-
-/// `apache2 -t` on a config loading the module by `load`, plus `line`.
-fn configtest_loading(load: &str, line: &str) -> (bool, String) {
-    let dir = world_readable_tempdir();
-    let conf = dir.path().join("t.conf");
-    fs::write(
-        &conf,
-        format!(
-            "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\nListen 127.0.0.1:1\nServerName localhost\n\
-             LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\nLoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
-             {load}\n{line}\n",
-            r = dir.path().display()
-        ),
-    )
-    .unwrap();
-    let out = Command::new(APACHE)
-        .arg("-t")
-        .arg("-d")
-        .arg(dir.path())
-        .arg("-f")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
 }
 
 #[test]
 fn bad_directive_values_fail_configtest() {
-    for (line, want) in [
-        ("GzipDiskNgEncodings gzip deflate", "deflate"),
-        ("GzipDiskNgEncodings", "GzipDiskNgEncodings"),
-        ("GzipDiskNgDecompress Maybe", "GzipDiskNgDecompress"),
-        (
-            "GzipDiskNgStatusHeader \"bad name\"",
-            "GzipDiskNgStatusHeader",
-        ),
-        ("GzipDiskNgJitter 0", "GzipDiskNgJitter"),
-        ("GzipDiskNgJitter 32 abc", "GzipDiskNgJitter"),
-        ("GzipDiskNgJitter 1 2 3 4", "GzipDiskNgJitter"),
-        (
-            "GzipDiskNgUseAsDictionary app.js",
-            "GzipDiskNgUseAsDictionary",
-        ),
-        (
-            "GzipDiskNgUseAsDictionary /a/(\\d+).js",
-            "GzipDiskNgUseAsDictionary",
-        ),
-        ("GzipDiskNgUseAsDictionary", "GzipDiskNgUseAsDictionary"),
-    ] {
-        let (ok, out) = configtest(line);
-        assert!(!ok, "{line} accepted");
-        assert!(out.contains(want), "{line}: {out}");
-    }
-    for line in [
-        "GzipDiskNgEncodings br gzip",
-        "GzipDiskNgDecompress off",
-        "GzipDiskNgStatusHeader X-Precompressed",
-        "GzipDiskNgJitter 32",
-        "GzipDiskNgJitter 32 -1 paranoid",
-        "GzipDiskNgJitter Off",
-        "GzipDiskNgUseAsDictionary /assets/app.*.js",
-        "GzipDiskNgUseAsDictionary self v1",
-        "GzipDiskNgUseAsDictionary Off",
-    ] {
-        let (ok, out) = configtest(line);
-        assert!(ok, "{line} rejected: {out}");
-    }
+    assert_configtests(
+        &[],
+        &[
+            ("GzipDiskNgEncodings gzip deflate", "deflate"),
+            ("GzipDiskNgEncodings", "GzipDiskNgEncodings"),
+            ("GzipDiskNgDecompress Maybe", "GzipDiskNgDecompress"),
+            (
+                "GzipDiskNgStatusHeader \"bad name\"",
+                "GzipDiskNgStatusHeader",
+            ),
+            ("GzipDiskNgJitter 0", "GzipDiskNgJitter"),
+            ("GzipDiskNgJitter 32 abc", "GzipDiskNgJitter"),
+            ("GzipDiskNgJitter 1 2 3 4", "GzipDiskNgJitter"),
+            (
+                "GzipDiskNgUseAsDictionary app.js",
+                "GzipDiskNgUseAsDictionary",
+            ),
+            (
+                "GzipDiskNgUseAsDictionary /a/(\\d+).js",
+                "GzipDiskNgUseAsDictionary",
+            ),
+            ("GzipDiskNgUseAsDictionary", "GzipDiskNgUseAsDictionary"),
+        ],
+        &[
+            "GzipDiskNgEncodings br gzip",
+            "GzipDiskNgDecompress off",
+            "GzipDiskNgStatusHeader X-Precompressed",
+            "GzipDiskNgJitter 32",
+            "GzipDiskNgJitter 32 -1 paranoid",
+            "GzipDiskNgJitter Off",
+            "GzipDiskNgUseAsDictionary /assets/app.*.js",
+            "GzipDiskNgUseAsDictionary self v1",
+            "GzipDiskNgUseAsDictionary Off",
+        ],
+    );
 }
 
 #[test]
@@ -191,13 +145,13 @@ fn directory_index_served_from_a_sibling() {
     );
     let r = a.get("/", Some("gzip"));
     assert_eq!(r.status, 200);
-    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.header("Content-Type"), Some("text/html"));
     assert_eq!(decode_all(Coding::Gzip, &r.body).unwrap(), page(9_000, 6));
     let r = a.get("/", None);
     assert_eq!(r.body, page(9_000, 6));
     let r = a.get("/b/", Some("br"));
-    assert_eq!(ce(&r), Some("br"));
+    assert_eq!(r.coding(), Some("br"));
     let r = a.get("/b/", None);
     assert_eq!(r.body, page(9_000, 7));
     assert!(
@@ -237,10 +191,10 @@ fn symlinked_siblings_follow_options() {
         );
         let r = a.get("/l/t.html", Some("gzip"));
         if gzip_allowed {
-            assert_eq!(ce(&r), Some("gzip"), "{opts}");
+            assert_eq!(r.coding(), Some("gzip"), "{opts}");
         } else {
             // The link is refused: the br copy is decoded instead.
-            assert_eq!(ce(&r), None, "{opts}");
+            assert_eq!(r.coding(), None, "{opts}");
             assert_eq!(r.body, page(9_000, 8), "{opts}");
             let log = a.module_log().join("\n");
             assert!(log.contains("symlink refused by Options"), "{opts}: {log}");
@@ -372,7 +326,7 @@ fn shipped_files_install_and_pass_configtest() {
     )
     .unwrap();
     let includes = format!("Include {}\nInclude {}", staged.display(), conf.display());
-    let (ok, msg) = configtest_loading(&includes, "");
+    let (ok, msg) = configtest_with(&includes, "", &[]);
     assert!(ok, "{msg}");
     // The installed module serves a request.
     let a = Apache::start(
@@ -383,7 +337,7 @@ fn shipped_files_install_and_pass_configtest() {
         site,
     );
     let r = a.get("/p.html", Some("gzip"));
-    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
     let r = a.get("/o.html", None);
     assert_eq!((r.status, r.body.clone()), (200, page(20_000, 2)));
@@ -420,7 +374,7 @@ fn zstd_suffix_is_served_and_zst_comes_first() {
     });
     let zstd_bytes = fs::read(a.docroot.join("z.html.zstd")).unwrap();
     let r = a.get("/z.html", Some("zstd"));
-    assert_eq!((r.status, ce(&r)), (200, Some("zstd")));
+    assert_eq!((r.status, r.coding()), (200, Some("zstd")));
     assert_eq!(r.body, zstd_bytes);
     assert!(r.header("ETag").unwrap().ends_with("-zstd\""));
     let r = a.get("/z.html", None);
@@ -434,10 +388,11 @@ fn zstd_suffix_is_served_and_zst_comes_first() {
 
 #[test]
 fn directives_in_virtual_hosts() {
-    let keys = world_readable_tempdir();
-    let (k1, k2) = (keys.path().join("k1"), keys.path().join("k2"));
-    fs::write(&k1, b"first key, 32 bytes long, or so").unwrap();
-    fs::write(&k2, b"second key, quite another secret").unwrap();
+    let (_keys, k) = key_files(&[
+        b"first key, 32 bytes long, or so",
+        b"second key, quite another secret",
+    ]);
+    let (k1, k2) = (&k[0], &k[1]);
     let vhost = |name: &str, body: &str| {
         format!("<VirtualHost *>\nServerName {name}\n{body}\n</VirtualHost>\n")
     };
@@ -462,33 +417,19 @@ fn directives_in_virtual_hosts() {
         },
         |d| {
             site(d);
-            for i in 0..8 {
-                publish(
-                    d,
-                    &format!("j/{i}.html"),
-                    &page(9_000, 20 + i),
-                    false,
-                    &[".zst"],
-                );
-            }
+            jitter_pages(d);
         },
     );
-    let get = |host: &str, path: &str, ae: Option<&str>| {
-        let mut args = vec!["-H".to_string(), format!("Host: {host}")];
-        if let Some(ae) = ae {
-            args.extend(["-H".to_string(), format!("Accept-Encoding: {ae}")]);
-        }
-        curl(&a.url(path), &args)
-    };
+    let get = |host: &str, path: &str, ae: Option<&str>| host_get(&a, host, path, ae);
     // The default host: every coding, decompression on, no padding.
     let r = get("localhost", "/p.html", Some("zstd, br, gzip"));
-    assert_eq!(ce(&r), Some("zstd"));
+    assert_eq!(r.coding(), Some("zstd"));
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
     assert_eq!(r.body, fs::read(a.docroot.join("p.html.zst")).unwrap());
     assert_eq!(get("localhost", "/o.html", None).status, 200);
     // gz.test: its own encodings, header name and decompression setting.
     let r = get("gz.test", "/p.html", Some("zstd, br, gzip"));
-    assert_eq!(ce(&r), Some("gzip"));
+    assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.header("X-Vhost"), Some(":-)"));
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None);
     let r = get("gz.test", "/o.html", None);
@@ -496,17 +437,7 @@ fn directives_in_virtual_hosts() {
     assert!(a.last_access_ends_with("GET /o.html HTTP/1.1 406 not-acceptable"));
     // Jitter per host; j1.test pads with the main server's key, j2.test
     // with its own: the same files get other lengths.
-    let pads = |host: &str| -> Vec<usize> {
-        (0..8)
-            .map(|i| {
-                let p = format!("/j/{i}.html");
-                let sib = fs::read(a.docroot.join(format!("j/{i}.html.zst"))).unwrap();
-                let r = get(host, &p, Some("zstd"));
-                assert_eq!(r.status, 200, "{host} {p}");
-                r.body.len() - sib.len()
-            })
-            .collect()
-    };
+    let pads = |host: &str| zstd_pads(&a, host);
     assert_eq!(
         pads("localhost"),
         vec![0; 8],
@@ -521,24 +452,43 @@ fn directives_in_virtual_hosts() {
             server: format!("GzipDiskNgJitterKey {}\nGzipDiskNgJitter 32", k1.display()),
             ..Default::default()
         },
-        |d| {
-            for i in 0..8 {
-                publish(
-                    d,
-                    &format!("j/{i}.html"),
-                    &page(9_000, 20 + i),
-                    false,
-                    &[".zst"],
-                );
-            }
-        },
+        jitter_pages,
     );
-    let main: Vec<usize> = (0..8)
+    let main = zstd_pads(&b, "localhost");
+    assert_eq!(p1, main);
+}
+
+/// Eight pages with a zstd sibling, for padding under `GzipDiskNgJitter`.
+fn jitter_pages(d: &Path) {
+    for i in 0..8 {
+        publish(
+            d,
+            &format!("j/{i}.html"),
+            &page(9_000, 20 + i),
+            false,
+            &[".zst"],
+        );
+    }
+}
+
+/// GET `path` with a Host header and an optional Accept-Encoding.
+fn host_get(a: &Apache, host: &str, path: &str, ae: Option<&str>) -> Response {
+    let mut args = vec!["-H".to_string(), format!("Host: {host}")];
+    if let Some(ae) = ae {
+        args.extend(["-H".to_string(), format!("Accept-Encoding: {ae}")]);
+    }
+    curl(&a.url(path), &args)
+}
+
+/// The bytes `host` adds to each of `jitter_pages`' zstd siblings.
+fn zstd_pads(a: &Apache, host: &str) -> Vec<usize> {
+    (0..8)
         .map(|i| {
-            let r = b.get(&format!("/j/{i}.html"), Some("zstd"));
-            let sib = fs::read(b.docroot.join(format!("j/{i}.html.zst"))).unwrap();
+            let p = format!("/j/{i}.html");
+            let sib = fs::read(a.docroot.join(format!("j/{i}.html.zst"))).unwrap();
+            let r = host_get(a, host, &p, Some("zstd"));
+            assert_eq!(r.status, 200, "{host} {p}");
             r.body.len() - sib.len()
         })
-        .collect();
-    assert_eq!(p1, main);
+        .collect()
 }

@@ -9,26 +9,6 @@ mod common;
 
 use common::*;
 use std::fs;
-use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
-
-/// Runs `prog args` with `input` on stdin; returns its stdout.
-fn tool(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let mut child = Command::new(prog)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("{prog}: {e}"));
-    let mut stdin = child.stdin.take().expect("stdin");
-    let data = input.to_vec();
-    let writer = std::thread::spawn(move || stdin.write_all(&data));
-    let out = child.wait_with_output().expect("wait");
-    writer.join().expect("join").expect("write stdin");
-    assert!(out.status.success(), "{prog} {args:?} failed");
-    out.stdout
-}
 
 /// Runs `prog args FILE` on a file holding `input` (so the tool knows the
 /// size, as when compressing a published file); returns its stdout.
@@ -39,17 +19,7 @@ fn tool_on_file(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     let mut all: Vec<&str> = args.to_vec();
     let ps = p.to_str().expect("utf-8 path");
     all.push(ps);
-    tool(prog, &all, b"")
-}
-
-/// Writes a sibling with an mtime in the past, like `publish`.
-fn put(dir: &Path, name: &str, data: &[u8]) {
-    let p = dir.join(name);
-    fs::write(&p, data).expect("write");
-    set_mtime(
-        &p,
-        std::time::SystemTime::now() - std::time::Duration::from_secs(100),
-    );
+    filter_through(prog, &all, b"")
 }
 
 /// Module log lines mentioning `what`.
@@ -69,8 +39,8 @@ fn multi_member_gzip_is_served_whole() {
     let a = Apache::start(one_child(), |d| {
         let cat = |x: &[u8], y: &[u8]| {
             [
-                tool("gzip", &["-9", "-c"], x),
-                tool("gzip", &["-1", "-c"], y),
+                filter_through("gzip", &["-9", "-c"], x),
+                filter_through("gzip", &["-1", "-c"], y),
             ]
             .concat()
         };
@@ -120,8 +90,8 @@ fn multi_frame_and_skippable_first_zstd_are_served_whole() {
         put(d, "pzstd.html.zst", &p);
         // From a pipe: no content size in the frames.
         let no_size = [
-            tool("zstd", &["-q", "-c"], &piped[..100_000]),
-            tool("zstd", &["-q", "-c"], &piped[100_000..]),
+            filter_through("zstd", &["-q", "-c"], &piped[..100_000]),
+            filter_through("zstd", &["-q", "-c"], &piped[100_000..]),
         ]
         .concat();
         put(d, "piped.html.zst", &no_size);
@@ -156,7 +126,7 @@ fn zstd_window_over_8_mib_is_never_sent_and_gzip_is_decoded() {
     let data = page(300_000, 8);
     let a = Apache::start(one_child(), |d| {
         // A pipe of unknown size keeps the 32 MiB window in the header.
-        let big = tool("zstd", &["-q", "-3", "--long=25", "-c"], &data);
+        let big = filter_through("zstd", &["-q", "-3", "--long=25", "-c"], &data);
         assert_eq!(zstd_window(&big), 32 << 20);
         put(d, "wide.html.zst", &big);
         put(d, "wide.html.gz", &gzip(&data));
@@ -290,12 +260,7 @@ fn absurd_zstd_content_size_is_not_a_content_length() {
         // A frame without content size, checksum or dictionary: magic, a
         // zero descriptor, the window byte, then blocks. Re-declare the
         // size as 2^63 + 5 in an 8-byte field.
-        let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
-        e.include_contentsize(false).unwrap();
-        e.include_checksum(false).unwrap();
-        e.window_log(20).unwrap();
-        e.write_all(&data).unwrap();
-        let z = e.finish().unwrap();
+        let z = zstd_framed(&data[..], None, 3, 20, false);
         assert_eq!(z[4], 0, "plain descriptor");
         let mut odd = vec![0x28, 0xb5, 0x2f, 0xfd, 0xc0, z[5]];
         odd.extend_from_slice(&((1u64 << 63) + 5).to_le_bytes());
@@ -349,7 +314,6 @@ fn brotli_window_over_8_mib_is_not_decoded() {
 
 #[test]
 fn verify_reports_siblings_browsers_refuse() {
-    let bin = env!("CARGO_BIN_EXE_gzip-disk-ng");
     let d = tempfile::tempdir().unwrap();
     let data = page(50_000, 13);
     fs::write(d.path().join("ok.html"), &data).unwrap();
@@ -358,17 +322,11 @@ fn verify_reports_siblings_browsers_refuse() {
         tool_on_file("zstd", &["-q", "-c"], &data),
     )
     .unwrap();
-    let run = || {
-        Command::new(bin)
-            .arg("verify")
-            .arg(d.path())
-            .output()
-            .expect("run verify")
-    };
+    let run = || publish_tool([std::ffi::OsStr::new("verify"), d.path().as_os_str()]);
     assert!(run().status.success(), "clean tree");
     fs::write(
         d.path().join("wide.html.zst"),
-        tool("zstd", &["-q", "--long=25", "-c"], &data),
+        filter_through("zstd", &["-q", "--long=25", "-c"], &data),
     )
     .unwrap();
     fs::write(

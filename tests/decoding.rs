@@ -10,21 +10,13 @@ mod common;
 use common::*;
 use mod_gzip_disk_ng::coding::Coding;
 use mod_gzip_disk_ng::decode::{decode_all, Decoder};
-use std::io::Write;
 use std::path::Path;
 
 /// A zstd frame as a streaming encoder without a pledged size writes it
 /// (as `zstd -c < file` from a pipe): no content size, a 1 MiB window, a
 /// checksum of the content.
 fn zstd_unsized(data: &[u8]) -> Vec<u8> {
-    let mut e = zstd::stream::Encoder::new(Vec::new(), 3).expect("encoder");
-    e.include_contentsize(false).expect("no size");
-    e.include_checksum(true).expect("checksum");
-    e.window_log(20).expect("window");
-    e.write_all(data).expect("zstd");
-    let z = e.finish().expect("zstd");
-    assert_eq!(z[4] & 0xc0, 0, "no Frame_Content_Size field");
-    z
+    zstd_framed(data, None, 3, 20, true)
 }
 
 /// How many bytes the module's decoder yields from `sib` before it fails
@@ -79,16 +71,6 @@ fn failing_site(d: &Path) {
         d,
         "badbr.html.br",
         &corrupt_late(Coding::Br, &brotli(&data)),
-    );
-}
-
-/// Writes a file with an mtime in the past, like `publish`.
-fn put(d: &Path, name: &str, bytes: &[u8]) {
-    let p = d.join(name);
-    std::fs::write(&p, bytes).expect("write");
-    set_mtime(
-        &p,
-        std::time::SystemTime::now() - std::time::Duration::from_secs(100),
     );
 }
 

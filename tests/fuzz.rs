@@ -3,46 +3,14 @@
 //! truncated data, and jitter framing. Bounded for CI; set
 //! `PROPTEST_CASES=100000` for a long run.
 
+mod common;
+
+use common::*;
 use mod_gzip_disk_ng::coding::Coding;
 use mod_gzip_disk_ng::decode::{decode_all, inspect, probe, Decoder, PROBE_HEAD};
 use mod_gzip_disk_ng::jitter;
 use mod_gzip_disk_ng::negotiate::Accepted;
 use proptest::prelude::*;
-use std::io::Write;
-
-fn encoded(c: Coding, data: &[u8]) -> Vec<u8> {
-    match c {
-        Coding::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            e.write_all(data).unwrap();
-            e.finish().unwrap()
-        }
-        Coding::Zstd => zstd::bulk::compress(data, 1).unwrap(),
-        // As the publish tool writes it: ending in an unaligned empty last
-        // meta-block (or a byte-aligned one).
-        Coding::Br => {
-            let l = mod_gzip_disk_ng::publish::encode::Levels {
-                brotli_quality: 1,
-                brotli_lgwin: 18,
-                ..Default::default()
-            };
-            mod_gzip_disk_ng::publish::encode::encode_vec(Coding::Br, &l, data).unwrap()
-        }
-    }
-}
-
-/// As `encoded`, with zstd's checksum on (as the publish tool writes it).
-fn encoded_checked(c: Coding, data: &[u8]) -> Vec<u8> {
-    match c {
-        Coding::Zstd => {
-            let mut z = zstd::bulk::Compressor::new(1).unwrap();
-            z.include_checksum(true).unwrap();
-            z.include_contentsize(true).unwrap();
-            z.compress(data).unwrap()
-        }
-        _ => encoded(c, data),
-    }
-}
 
 fn coding() -> impl Strategy<Value = Coding> {
     prop_oneof![Just(Coding::Gzip), Just(Coding::Zstd), Just(Coding::Br)]
@@ -212,7 +180,8 @@ proptest! {
         flips in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
         cut in any::<usize>(),
     ) {
-        let clean = encoded_checked(c, &data);
+        // As the publish tool writes it: zstd with its checksum and size.
+        let clean = encoded_with(c, &fast(), &data);
         let cut = cut % clean.len();
         prop_assert!(decode_all(c, &clean[..cut]).is_err(), "{:?} cut at {} of {} decoded", c, cut, clean.len());
         let facts = inspect(c, &clean[..], clean.len() as u64).unwrap();
@@ -240,7 +209,7 @@ proptest! {
 
     #[test]
     fn decoders_round_trip_in_any_chunking(c in coding(), data in proptest::collection::vec(any::<u8>(), 0..20000), chunk in 1usize..5000) {
-        let e = encoded(c, &data);
+        let e = encoded_with(c, &fast(), &data);
         let mut d = Decoder::new(c, &e[..]).unwrap();
         let mut out = Vec::new();
         let mut buf = vec![0u8; chunk];
@@ -267,7 +236,7 @@ proptest! {
 
     #[test]
     fn jitter_padded_streams_decode(c in coding(), data in proptest::collection::vec(any::<u8>(), 0..5000), pad in 1usize..3000) {
-        let e = encoded(c, &data);
+        let e = encoded_with(c, &fast(), &data);
         let tail = &e[e.len().saturating_sub(jitter::brotli_tail_len())..];
         let s = jitter::splice(c, &e[..e.len().min(4096)], tail, e.len() as u64, pad).unwrap();
         let mut out = s.head.clone();
@@ -287,11 +256,7 @@ proptest! {
         noise in proptest::collection::vec(any::<u8>(), 0..200),
         pad in 1usize..70000,
     ) {
-        let mut e = Vec::new();
-        {
-            let mut w = brotli::CompressorWriter::new(&mut e, 4096, q, 18);
-            w.write_all(&data).unwrap();
-        }
+        let e = brotli_one_shot(&data, q, 18);
         let _ = jitter::prove_brotli(|o| &noise[o as usize..], noise.len() as u64, 1 << 20);
         let ok = jitter::prove_brotli(|o| &e[o as usize..], e.len() as u64, 1 << 20).is_ok();
         if ok {

@@ -11,32 +11,22 @@ use mod_gzip_disk_ng::jitter;
 use std::fs;
 use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 const MAX: u64 = 32;
 
-/// A `.br` as the publish tool writes it: flushed, then ended by an empty
-/// last meta-block that is usually not byte-aligned.
-fn tool_brotli(data: &[u8]) -> Vec<u8> {
-    let l = mod_gzip_disk_ng::publish::encode::Levels::default();
-    mod_gzip_disk_ng::publish::encode::encode_vec(Coding::Br, &l, data).unwrap()
-}
-
-/// Siblings as the publish tool makes them (named gzip, brotli by the
-/// tool's own encoder).
+/// Siblings as the publish tool makes them, but for a gzip header naming
+/// the file (as `gzip` writes it).
 fn tool_siblings(dir: &Path, name: &str, data: &[u8]) {
     let base = dir.join(name);
     fs::create_dir_all(base.parent().unwrap()).unwrap();
-    let mut g = flate2::GzBuilder::new()
-        .filename(name.rsplit('/').next().unwrap())
-        .write(Vec::new(), flate2::Compression::best());
-    g.write_all(data).unwrap();
-    fs::write(format!("{}.gz", base.display()), g.finish().unwrap()).unwrap();
-    fs::write(format!("{}.zst", base.display()), zstd(data)).unwrap();
-    let b = tool_brotli(data);
+    let g = gzip_named(name.rsplit('/').next().unwrap(), data);
+    fs::write(sibling(&base, ".gz"), g).unwrap();
+    fs::write(sibling(&base, ".zst"), zstd(data)).unwrap();
+    let b = brotli(data);
     let proof = jitter::prove_brotli(|o| &b[o as usize..], b.len() as u64, 1 << 26);
     assert_eq!(proof, Ok(()));
-    fs::write(format!("{}.br", base.display()), b).unwrap();
+    fs::write(sibling(&base, ".br"), b).unwrap();
 }
 
 /// Where the data of a brotli stream ending in an empty last meta-block
@@ -88,7 +78,8 @@ fn site(d: &Path) {
         }
     }
     // A brotli stream from another encoder, not ending in 0x03.
-    publish(d, "content/other.html", &page(10_000, 99), false, &[".br"]);
+    let other = brotli_one_shot(&page(10_000, 99), 11, 22);
+    put(d, "content/other.html.br", &other);
 }
 
 fn start() -> Apache {
@@ -113,6 +104,14 @@ fn start() -> Apache {
     )
 }
 
+/// Options padding by up to `max` bytes under /content.
+fn jitter_under_content(max: u32) -> Options {
+    Options {
+        server: format!("<Location /content>\nGzipDiskNgJitter {max}\n</Location>\n"),
+        ..Default::default()
+    }
+}
+
 fn suffix(c: &str) -> &'static str {
     match c {
         "gzip" => "gz",
@@ -124,24 +123,8 @@ fn suffix(c: &str) -> &'static str {
 /// Runs `cmd args` with `input` on stdin; `None` if it cannot start or
 /// (for Python) lacks the module.
 fn pipe_through(cmd: &str, args: &[&str], input: &[u8]) -> Option<std::process::Output> {
-    let mut child = Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .ok()?;
-    let mut stdin = child.stdin.take()?;
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().ok()?;
-    let _ = writer.join();
-    if String::from_utf8_lossy(&out.stderr).contains("No module named") {
-        return None;
-    }
-    Some(out)
+    pipe(cmd, args, input)
+        .filter(|out| !String::from_utf8_lossy(&out.stderr).contains("No module named"))
 }
 
 fn cli_decode(c: &str, body: &[u8]) -> Option<Vec<u8>> {
@@ -195,8 +178,7 @@ fn padded_bodies_decode_everywhere_and_lengths_are_in_range() {
                 let etag = r.header("ETag").unwrap();
                 assert_eq!(etag_pad(etag), pad, "{mode} {c}: {etag}");
             }
-            let coding = Coding::from_token(c).unwrap();
-            assert_eq!(decode_all(coding, &r.body).unwrap(), orig, "{mode} {c}");
+            assert_eq!(decode_body(Some(c), &r.body).unwrap(), orig, "{mode} {c}");
             if let Some(d) = cli_decode(c, &r.body) {
                 assert_eq!(d, orig, "{mode} {c} CLI");
             }
@@ -282,10 +264,7 @@ fn random_mode_is_weak_and_offers_no_ranges() {
             &["-H", &format!("Accept-Encoding: {c}"), "-r", "0-9"],
         );
         assert_eq!(rr.status, 200);
-        assert_eq!(
-            decode_all(Coding::from_token(c).unwrap(), &rr.body).unwrap(),
-            page(31_000, 1)
-        );
+        assert_eq!(decode_body(Some(c), &rr.body).unwrap(), page(31_000, 1));
     }
 }
 
@@ -360,13 +339,14 @@ fn fingerprint(a: &Apache) -> Vec<(String, String)> {
 
 #[test]
 fn padding_lengths_follow_the_key_file() {
-    let keys = world_readable_tempdir();
-    let (k1, k2) = (keys.path().join("one.key"), keys.path().join("two.key"));
-    fs::write(&k1, b"0123456789abcdef-first-secret").unwrap();
-    fs::write(&k2, b"0123456789abcdef-other-secret").unwrap();
+    let (_keys, k) = key_files(&[
+        b"0123456789abcdef-first-secret",
+        b"0123456789abcdef-other-secret",
+    ]);
+    let (k1, k2) = (&k[0], &k[1]);
     let abs = |k: &Path| format!("GzipDiskNgJitterKey {}", k.display());
-    let a = keyed_server(Mpm::Event, &abs(&k1), "", None);
-    let b = keyed_server(Mpm::Event, &abs(&k2), "", None);
+    let a = keyed_server(Mpm::Event, &abs(k1), "", None);
+    let b = keyed_server(Mpm::Event, &abs(k2), "", None);
     // The same key bytes in another file, named relative to ServerRoot.
     let c = keyed_server(
         Mpm::Event,
@@ -411,77 +391,31 @@ fn without_a_key_every_prefork_child_pads_alike_and_servers_differ() {
     a.assert_no_crash();
 }
 
-/// `apache2 -t` on a minimal config with `lines` added.
-fn configtest(lines: &str) -> (bool, String) {
-    let dir = world_readable_tempdir();
-    let r = dir.path().display();
-    let conf = dir.path().join("t.conf");
-    fs::write(
-        &conf,
-        format!(
-            "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\n\
-             Listen 127.0.0.1:1\nServerName localhost\n\
-             LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\n\
-             LoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
-             LoadModule gzip_disk_ng_module {}\n{lines}\n",
-            module_path().display(),
-        ),
-    )
-    .unwrap();
-    fs::write(dir.path().join("empty.key"), b"").unwrap();
-    fs::write(dir.path().join("good.key"), b"a secret").unwrap();
-    let out = Command::new(APACHE)
-        .arg("-t")
-        .arg("-d")
-        .arg(dir.path())
-        .arg("-f")
-        .arg(&conf)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text.into_owned())
-}
+/// Key files the configurations below name, in their ServerRoot.
+const KEY_FILES: &[(&str, &[u8])] = &[("empty.key", b""), ("good.key", b"a secret")];
 
 #[test]
 fn configtest_rejects_big_buffers_and_bad_key_files() {
-    for (lines, want) in [
-        ("GzipDiskNgJitter 32 1048577", "1 MiB"),
-        ("GzipDiskNgJitter 32 2000000", "exceeds the maximum"),
-        ("GzipDiskNgJitterKey missing.key", "missing.key"),
-        ("GzipDiskNgJitterKey empty.key", "empty"),
-        ("GzipDiskNgJitterKey /", "not a regular file"),
-        (
-            "<Location /x>\nGzipDiskNgJitterKey good.key\n</Location>",
-            "not allowed in <Location>",
-        ),
-    ] {
-        let (ok, out) = configtest(lines);
-        assert!(!ok, "{lines}: accepted\n{out}");
-        assert!(out.contains(want), "{lines}: wanted '{want}' in\n{out}");
-    }
-    for lines in [
-        "GzipDiskNgJitter 32 1048576",
-        "GzipDiskNgJitter 32 -1",
-        "GzipDiskNgJitterKey good.key\nGzipDiskNgJitter 8",
-        "<VirtualHost 127.0.0.1:1>\nGzipDiskNgJitterKey good.key\n</VirtualHost>",
-    ] {
-        let (ok, out) = configtest(lines);
-        assert!(ok, "{lines}: refused\n{out}");
-    }
-}
-
-/// Bytes that do not compress: brotli stores them in uncompressed
-/// meta-blocks, which even a one-shot encoder ends with a separate `0x03`.
-fn noise(n: usize) -> Vec<u8> {
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 32) as u8
-        })
-        .collect()
+    assert_configtests(
+        KEY_FILES,
+        &[
+            ("GzipDiskNgJitter 32 1048577", "1 MiB"),
+            ("GzipDiskNgJitter 32 2000000", "exceeds the maximum"),
+            ("GzipDiskNgJitterKey missing.key", "missing.key"),
+            ("GzipDiskNgJitterKey empty.key", "empty"),
+            ("GzipDiskNgJitterKey /", "not a regular file"),
+            (
+                "<Location /x>\nGzipDiskNgJitterKey good.key\n</Location>",
+                "not allowed in <Location>",
+            ),
+        ],
+        &[
+            "GzipDiskNgJitter 32 1048576",
+            "GzipDiskNgJitter 32 -1",
+            "GzipDiskNgJitterKey good.key\nGzipDiskNgJitter 8",
+            "<VirtualHost 127.0.0.1:1>\nGzipDiskNgJitterKey good.key\n</VirtualHost>",
+        ],
+    );
 }
 
 /// A one-shot crate stream whose last byte is `0x03` by chance, inside
@@ -489,7 +423,7 @@ fn noise(n: usize) -> Vec<u8> {
 fn chance_0x03_brotli() -> (Vec<u8>, Vec<u8>) {
     for seed in 0..20_000u64 {
         let d = page(3000 + (seed % 700) as usize, seed);
-        let b = brotli(&d);
+        let b = brotli_one_shot(&d, 11, 22);
         if b.last() == Some(&jitter::BROTLI_LAST)
             && jitter::prove_brotli(|o| &b[o as usize..], b.len() as u64, 1 << 20).is_err()
         {
@@ -501,29 +435,25 @@ fn chance_0x03_brotli() -> (Vec<u8>, Vec<u8>) {
 
 #[test]
 fn foreign_brotli_ending_on_a_block_boundary_is_padded() {
-    let cli = Command::new("brotli").arg("--version").output().is_ok();
-    let raw = noise(20_000);
-    let a = Apache::start(
-        Options {
-            server: "<Location /content>\nGzipDiskNgJitter 32\n</Location>\n".into(),
-            ..Default::default()
-        },
-        |d| {
-            site(d);
-            let dir = d.join("content");
-            fs::write(dir.join("noise.bin"), &raw).unwrap();
-            // The crate, one-shot (no flush), as most encoders write.
-            fs::write(dir.join("noise2.bin.br"), brotli(&raw)).unwrap();
-            if cli {
-                let st = Command::new("brotli")
-                    .args(["-q", "11", "-k", "-f"])
-                    .arg(dir.join("noise.bin"))
-                    .status()
-                    .unwrap();
-                assert!(st.success());
-            }
-        },
-    );
+    let cli = have("brotli");
+    // Bytes that do not compress: brotli stores them in uncompressed
+    // meta-blocks, which even a one-shot encoder ends with a separate `0x03`.
+    let raw = noise(20_000, 0x2545_f491_4f6c_dd1d);
+    let a = Apache::start(jitter_under_content(32), |d| {
+        site(d);
+        let dir = d.join("content");
+        fs::write(dir.join("noise.bin"), &raw).unwrap();
+        // The crate, one-shot (no flush), as most encoders write.
+        fs::write(dir.join("noise2.bin.br"), brotli_one_shot(&raw, 11, 22)).unwrap();
+        if cli {
+            let st = Command::new("brotli")
+                .args(["-q", "11", "-k", "-f"])
+                .arg(dir.join("noise.bin"))
+                .status()
+                .unwrap();
+            assert!(st.success());
+        }
+    });
     let names = if cli {
         vec!["noise2.bin", "noise.bin"]
     } else {
@@ -557,16 +487,10 @@ fn foreign_brotli_ending_on_a_block_boundary_is_padded() {
 #[test]
 fn brotli_ending_in_0x03_by_chance_is_served_unpadded() {
     let (data, chance) = chance_0x03_brotli();
-    let a = Apache::start(
-        Options {
-            server: "<Location /content>\nGzipDiskNgJitter 32\n</Location>\n".into(),
-            ..Default::default()
-        },
-        |d| {
-            fs::create_dir_all(d.join("content")).unwrap();
-            fs::write(d.join("content/chance.html.br"), &chance).unwrap();
-        },
-    );
+    let a = Apache::start(jitter_under_content(32), |d| {
+        fs::create_dir_all(d.join("content")).unwrap();
+        fs::write(d.join("content/chance.html.br"), &chance).unwrap();
+    });
     // The proof fails once and is remembered; each response is the file
     // as is, with one debug line.
     for _ in 0..2 {
@@ -611,18 +535,12 @@ fn tool_brotli_is_padded_over_http1_and_h2c() {
     let pages: Vec<Vec<u8>> = (0..8u64)
         .map(|i| page(3_000 + 977 * i as usize, 40 + i))
         .collect();
-    let a = Apache::start(
-        Options {
-            server: "<Location /content>\nGzipDiskNgJitter 300\n</Location>\n".into(),
-            ..Default::default()
-        },
-        |d| {
-            for (i, p) in pages.iter().enumerate() {
-                fs::create_dir_all(d.join("content")).unwrap();
-                fs::write(d.join(format!("content/t{i}.html.br")), tool_brotli(p)).unwrap();
-            }
-        },
-    );
+    let a = Apache::start(jitter_under_content(300), |d| {
+        for (i, p) in pages.iter().enumerate() {
+            fs::create_dir_all(d.join("content")).unwrap();
+            fs::write(d.join(format!("content/t{i}.html.br")), brotli(p)).unwrap();
+        }
+    });
     let mut unaligned = 0;
     for (i, orig) in pages.iter().enumerate() {
         let path = format!("/content/t{i}.html");
@@ -690,9 +608,8 @@ fn check_padded_br(a: &Apache, path: &str, sib: &[u8], orig: &[u8], proto: &str)
 /// length of the old version.
 #[test]
 fn republished_file_gets_a_new_padding_length() {
-    let keys = world_readable_tempdir();
-    let key = keys.path().join("k");
-    fs::write(&key, b"a fixed key for republish checks").unwrap();
+    let (_keys, k) = key_files(&[b"a fixed key for republish checks"]);
+    let key = &k[0];
     let server = format!("GzipDiskNgJitterKey {}\nGzipDiskNgJitter 32", key.display());
     let versions: Vec<Vec<u8>> = (0..6)
         .map(|i| page(20_000 + 37 * i, 50 + i as u64))
@@ -768,10 +685,7 @@ fn republished_file_gets_a_new_padding_length() {
                 r.body == want.body,
                 "{c} v{i}: the new version's padded bytes"
             );
-            assert_eq!(
-                decode_all(Coding::from_token(c).unwrap(), &r.body).unwrap(),
-                *v
-            );
+            assert_eq!(decode_body(Some(c), &r.body).unwrap(), *v);
             pads.push(pad);
             etags.push(etag);
         }

@@ -6,11 +6,14 @@
 //! the frame's window (8 MiB at most, `ZSTD_WINDOW_LOG_MAX`) plus its
 //! block buffers.
 
+mod common;
+
+use common::*;
 use mod_gzip_disk_ng::coding::Coding;
 use mod_gzip_disk_ng::decode::Decoder;
-use mod_gzip_disk_ng::publish::encode::{self as tool, Levels};
+use mod_gzip_disk_ng::publish::encode::Levels;
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::io::{Read, Write};
+use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
@@ -61,31 +64,16 @@ impl Read for Gen {
     }
 }
 
+/// `size` bytes of `Gen` text as the publish tool encodes them at a fast
+/// level, with small windows: brotli 64 KiB, zstd 128 KiB.
 fn encode(c: Coding, size: u64) -> Vec<u8> {
-    let mut src = Gen { left: size, pos: 0 };
-    match c {
-        Coding::Gzip => {
-            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-            std::io::copy(&mut src, &mut e).unwrap();
-            e.finish().unwrap()
-        }
-        Coding::Zstd => {
-            let mut e = zstd::stream::Encoder::new(Vec::new(), 3).unwrap();
-            e.set_pledged_src_size(Some(size)).unwrap();
-            e.window_log(17).unwrap();
-            std::io::copy(&mut src, &mut e).unwrap();
-            e.finish().unwrap()
-        }
-        Coding::Br => {
-            let mut out = Vec::new();
-            {
-                let mut w = brotli::CompressorWriter::new(&mut out, 4096, 1, 16);
-                std::io::copy(&mut src, &mut w).unwrap();
-                w.flush().unwrap();
-            }
-            out
-        }
-    }
+    let levels = Levels {
+        zstd: 3,
+        zstd_window_log: 17,
+        brotli_lgwin: 16,
+        ..fast()
+    };
+    encoded_stream(c, &levels, size, Gen { left: size, pos: 0 })
 }
 
 /// Peak heap above the baseline while decoding `data` in 64 KiB chunks.
@@ -131,14 +119,7 @@ fn decoder_memory_does_not_grow_with_size() {
 /// What the publish tool writes for `size` bytes, with its default windows
 /// (brotli WBITS 23, zstd window log 23) at a fast level.
 fn tool_encoded(c: Coding, size: u64) -> Vec<u8> {
-    let levels = Levels {
-        brotli_quality: 1,
-        zstd: 1,
-        gzip: 1,
-        ..Levels::default()
-    };
-    let (_, out) = tool::encode(c, &levels, size, Gen { left: size, pos: 0 }, Vec::new()).unwrap();
-    out
+    encoded_stream(c, &fast(), size, Gen { left: size, pos: 0 })
 }
 
 /// Brotli's ring buffer is its window once the content outgrows it: the
@@ -150,15 +131,8 @@ fn brotli_window_bounds_the_ring_buffer() {
     let _t = ONE_TEST_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let size: u64 = 32 << 20;
     let p23 = peak_while_decoding(Coding::Br, &tool_encoded(Coding::Br, size), size);
-    let p24 = {
-        let mut out = Vec::new();
-        {
-            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 1, 24);
-            std::io::copy(&mut Gen { left: size, pos: 0 }, &mut w).unwrap();
-            w.flush().unwrap();
-        }
-        peak_while_decoding(Coding::Br, &out, size)
-    };
+    let w24 = brotli_one_shot_stream(Gen { left: size, pos: 0 }, 1, 24);
+    let p24 = peak_while_decoding(Coding::Br, &w24, size);
     eprintln!("brotli 32 MiB: peak heap {p23} B at WBITS 23, {p24} B at WBITS 24");
     assert!(p23 <= (8 << 20) + (512 << 10), "WBITS 23 uses {p23} B");
     assert!(p24 > 16 << 20, "WBITS 24 uses {p24} B");
@@ -166,13 +140,7 @@ fn brotli_window_bounds_the_ring_buffer() {
 
 /// Peak resident set (VmHWM) of this process, in bytes.
 fn vm_hwm() -> u64 {
-    let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let kb: u64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM");
-    kb * 1024
+    proc_status_kb("self", "VmHWM").expect("VmHWM") * 1024
 }
 
 /// The child side of `rss_growth_decoding`: does nothing unless
@@ -245,13 +213,7 @@ fn zstd_window_bounds_the_c_context() {
     assert_eq!(n, size);
     let (n, small) = rss_growth_decoding(Coding::Zstd, &encode(Coding::Zstd, size)).unwrap();
     assert_eq!(n, size);
-    let big = {
-        let mut e = zstd::stream::Encoder::new(Vec::new(), 1).unwrap();
-        e.set_pledged_src_size(Some(size)).unwrap();
-        e.window_log(24).unwrap();
-        std::io::copy(&mut Gen { left: size, pos: 0 }, &mut e).unwrap();
-        e.finish().unwrap()
-    };
+    let big = zstd_framed(Gen { left: size, pos: 0 }, Some(size), 1, 24, false);
     let refused = rss_growth_decoding(Coding::Zstd, &big);
     eprintln!(
         "zstd 32 MiB: peak RSS +{tool} B with the tool's 8 MiB window, +{small} B with 128 KiB; window 16 MiB: {refused:?}"

@@ -7,23 +7,11 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::decode_all;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 const ALL: &[&str] = &[".gz", ".br", ".zst"];
-
-fn decoded(r: &Response) -> Vec<u8> {
-    match r.header("Content-Encoding") {
-        None => r.body.clone(),
-        Some(ce) => {
-            let c = Coding::from_token(ce).unwrap_or_else(|| panic!("unexpected coding {ce}"));
-            decode_all(c, &r.body).unwrap_or_else(|e| panic!("{ce} body does not decode: {e}"))
-        }
-    }
-}
 
 fn standard_site(d: &Path) {
     publish(d, "page.html", &page(300_000, 1), true, ALL);
@@ -65,7 +53,7 @@ fn accept_encoding_cases_pick_the_right_sibling() {
         let r = a.get("/page.html", *ae);
         assert_eq!(r.status, 200, "AE {ae:?}");
         assert_eq!(r.header("Content-Encoding"), *want, "AE {ae:?}");
-        assert_eq!(decoded(&r), orig, "AE {ae:?}");
+        assert_eq!(r.decoded(), orig, "AE {ae:?}");
         assert!(
             r.tokens("Vary").contains(&"Accept-Encoding".to_string()),
             "AE {ae:?}"
@@ -210,7 +198,7 @@ fn only_siblings_decompress_on_the_fly() {
         let c = a.get("/only.html", Some(ae));
         assert_eq!(c.header("Content-Encoding"), Some(ae));
         assert_ne!(c.header("ETag"), Some(etag.as_str()));
-        assert_eq!(decoded(&c), orig);
+        assert_eq!(c.decoded(), orig);
     }
     // Conditional GET on the decoded representation.
     let r304 = a.request("/only.html", &["-H", &format!("If-None-Match: {etag}")]);
@@ -541,7 +529,7 @@ fn hostile_accept_encoding_headers() {
             (200, 0, *want),
             "…{shown}"
         );
-        assert_eq!(decoded(&r), orig, "…{shown}");
+        assert_eq!(r.decoded(), orig, "…{shown}");
     }
     assert_eq!(a.get("/page.html", Some("gzip")).status, 200);
     a.assert_no_crash();
@@ -581,7 +569,7 @@ fn mpm_round(mpm: Mpm) {
                 } else {
                     page(300_000, 2)
                 };
-                assert!(decoded(&r) == want_body, "{mpm:?} {path}");
+                assert!(r.decoded() == want_body, "{mpm:?} {path}");
             }
         }
         let with = |extra: &[&str]| -> Vec<String> {
@@ -647,7 +635,7 @@ fn concurrent_clients_all_get_complete_bodies() {
                     let ae = ["gzip", "br", "zstd", "identity"][(i + j) % 4];
                     let r = curl(&url, &["-H".into(), format!("Accept-Encoding: {ae}")]);
                     assert_eq!(r.status, 200);
-                    assert_eq!(decoded(&r), page(300_000, 2));
+                    assert_eq!(r.decoded(), page(300_000, 2));
                 }
             })
         })
@@ -685,7 +673,7 @@ fn h2c_jitter_conditionals_head_stale_and_env_vars() {
         let r = a.request("/j/p.html", &[h2, "-H", &h]);
         assert_eq!((r.http_version.as_str(), r.exit), ("HTTP/2", 0));
         assert!(r.body.len() > sib.len() && r.body.len() <= sib.len() + 40);
-        assert_eq!(decoded(&r), page(40_000, 6));
+        assert_eq!(r.decoded(), page(40_000, 6));
         let etag = r.header("ETag").unwrap().to_owned();
         assert!(etag.contains(&format!("-{ae}-j")), "{etag}");
         let inm = format!("If-None-Match: {etag}");
@@ -717,7 +705,7 @@ fn h2c_jitter_conditionals_head_stale_and_env_vars() {
         let r = a.request("/page.html", &[h2, "-H", ae, "-H", &x]);
         assert_eq!(r.http_version, "HTTP/2");
         assert_eq!(r.header("Content-Encoding"), want, "{env}");
-        assert_eq!(decoded(&r), page(300_000, 1), "{env}");
+        assert_eq!(r.decoded(), page(300_000, 1), "{env}");
     }
     a.assert_no_crash();
 }

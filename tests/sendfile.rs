@@ -14,26 +14,6 @@ use std::path::Path;
 
 const SIZE: usize = 6 << 20;
 
-/// Incompressible bytes, so the siblings are as large as the content.
-fn noise(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
-fn fast_gzip(data: &[u8]) -> Vec<u8> {
-    use std::io::Write;
-    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    e.write_all(data).expect("gzip");
-    e.finish().expect("gzip")
-}
-
 /// The read syscalls of all of Apache's children so far.
 fn syscr(a: &Apache) -> u64 {
     a.child_pids()
@@ -53,12 +33,10 @@ fn site(d: &Path) {
     for dir in ["sf", "sfj", "nosf", "nosfj"] {
         fs::create_dir(d.join(dir)).unwrap();
         let base = d.join(dir).join("n.html");
-        fs::write(format!("{}.gz", base.display()), fast_gzip(&data)).unwrap();
-        fs::write(
-            format!("{}.zst", base.display()),
-            zstd::bulk::compress(&data, 1).unwrap(),
-        )
-        .unwrap();
+        // Incompressible: the siblings are as large as the content.
+        for (c, suffix) in [(Coding::Gzip, ".gz"), (Coding::Zstd, ".zst")] {
+            fs::write(sibling(&base, suffix), encoded_with(c, &fast(), &data)).unwrap();
+        }
     }
 }
 

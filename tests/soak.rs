@@ -11,7 +11,7 @@ mod common;
 
 use common::*;
 use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::decode_all;
+use mod_gzip_disk_ng::publish::encode::Levels;
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;
@@ -61,21 +61,16 @@ fn republish(dir: &Path, name: usize, v: u64, with_original: bool) {
     let data = version(name, v);
     let base = dir.join(format!("f{name}.html"));
     let now = SystemTime::now();
-    let mut br = Vec::new();
-    {
-        use std::io::Write;
-        // A fast quality keeps the 100 ms republish pace.
-        let mut w = brotli::CompressorWriter::new(&mut br, 4096, 4, 20);
-        w.write_all(&data).unwrap();
-    }
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-    std::io::Write::write_all(&mut gz, &data).unwrap();
-    let gz = gz.finish().unwrap();
-    let zst = zstd::bulk::compress(&data, 3).unwrap();
-    for (suffix, enc) in [(".gz", gz), (".br", br), (".zst", zst)] {
+    // Fast levels keep the 100 ms republish pace.
+    let levels = Levels {
+        brotli_quality: 4,
+        zstd: 3,
+        ..fast()
+    };
+    for c in Coding::ALL {
         atomic_write(
-            Path::new(&format!("{}{}", base.display(), suffix)),
-            &enc,
+            &sibling(&base, c.suffixes()[0]),
+            &encoded_with(c, &levels, &data),
             now,
         );
     }
@@ -84,40 +79,12 @@ fn republish(dir: &Path, name: usize, v: u64, with_original: bool) {
     }
 }
 
-fn child_rss_kb(root_pid: i32) -> u64 {
-    let mut total = 0;
-    if let Ok(entries) = fs::read_dir("/proc") {
-        for e in entries.flatten() {
-            let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-                continue;
-            };
-            let Ok(stat) = fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                continue;
-            };
-            let ppid: i32 = stat
-                .rsplit(')')
-                .next()
-                .and_then(|s| s.split_whitespace().nth(1))
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
-            if ppid != root_pid {
-                continue;
-            }
-            if let Ok(status) = fs::read_to_string(format!("/proc/{pid}/status")) {
-                for l in status.lines() {
-                    if let Some(v) = l.strip_prefix("VmRSS:") {
-                        total += v
-                            .trim()
-                            .trim_end_matches(" kB")
-                            .trim()
-                            .parse::<u64>()
-                            .unwrap_or(0);
-                    }
-                }
-            }
-        }
-    }
-    total
+/// The resident sets of Apache's children, summed, in kB.
+fn child_rss_kb(a: &Apache) -> u64 {
+    a.child_pids()
+        .iter()
+        .filter_map(|p| proc_status_kb(&p.to_string(), "VmRSS"))
+        .sum()
 }
 
 #[test]
@@ -143,11 +110,6 @@ fn soak_with_live_republish() {
         .map(|n| (0..VERSIONS).map(|v| version(n, v)).collect())
         .collect();
     let versions = Arc::new(versions);
-    let pid: i32 = fs::read_to_string(a.root.path().join("httpd.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     let long_run = std::env::var_os("SOAK_SECS").is_some();
     let clients_n: usize = std::env::var("SOAK_CLIENTS")
         .ok()
@@ -175,7 +137,7 @@ fn soak_with_live_republish() {
     for w in warm {
         w.join().unwrap();
     }
-    let rss_before = child_rss_kb(pid);
+    let rss_before = child_rss_kb(&a);
 
     let stop = Arc::new(AtomicBool::new(false));
     let docroot = a.docroot.clone();
@@ -246,18 +208,12 @@ fn soak_with_live_republish() {
                         ));
                         continue;
                     }
-                    let body = match r.header("Content-Encoding") {
-                        None => r.body.clone(),
-                        Some(ce) => match Coding::from_token(ce).map(|c| decode_all(c, &r.body)) {
-                            Some(Ok(b)) => b,
-                            other => {
-                                fail(format!(
-                                    "{ce} body does not decode: {:?}",
-                                    other.map(|o| o.err())
-                                ));
-                                continue;
-                            }
-                        },
+                    let body = match decode_body(r.header("Content-Encoding"), &r.body) {
+                        Ok(b) => b,
+                        Err(e) => {
+                            fail(e);
+                            continue;
+                        }
                     };
                     if !versions[n].contains(&body) {
                         fail(format!(
@@ -293,14 +249,14 @@ fn soak_with_live_republish() {
     // The second sample: halfway, once every thread and buffer the load
     // reaches has been reached; growth after it is what a leak would add.
     std::thread::sleep(Duration::from_secs(secs) / 2);
-    let rss_mid = child_rss_kb(pid);
+    let rss_mid = child_rss_kb(&a);
     let decompressed_mid = decompressed.load(Ordering::Relaxed);
     for c in clients {
         c.join().unwrap();
     }
     stop.store(true, Ordering::Relaxed);
     let rounds = publisher.join().unwrap();
-    let rss_after = child_rss_kb(pid);
+    let rss_after = child_rss_kb(&a);
     let failures = failures.lock().unwrap();
     let ok = ok.load(Ordering::Relaxed);
     let ok_h2 = ok_h2.load(Ordering::Relaxed);

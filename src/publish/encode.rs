@@ -325,26 +325,13 @@ pub fn encode_vec(coding: Coding, levels: &Levels, data: &[u8]) -> io::Result<Ve
 mod tests {
     use super::*;
     use crate::decode::{decode_all, probe_at};
-
-    fn text(n: usize) -> Vec<u8> {
-        let mut v = Vec::with_capacity(n);
-        let mut x = 1u32;
-        while v.len() < n {
-            x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
-            let words = [
-                "<p>", "apache ", "module ", "</p>\n", "gzip ", "zstd ", "brotli ",
-            ];
-            v.extend_from_slice(words[(x >> 16) as usize % words.len()].as_bytes());
-        }
-        v.truncate(n);
-        v
-    }
+    use crate::test_util::page;
 
     #[test]
     fn round_trips_every_coding() {
         let l = Levels::default();
         for n in [0, 1, 300, 70_000] {
-            let d = text(n);
+            let d = page(n, 1);
             for c in Coding::ALL {
                 let e = encode_vec(c, &l, &d).unwrap();
                 assert_eq!(decode_all(c, &e).unwrap(), d, "{c:?} {n}");
@@ -355,10 +342,10 @@ mod tests {
     #[test]
     fn gzip_streams_large_files_and_refuses_wrong_lengths() {
         let l = Levels::default();
-        let big = text(GZIP_IN_MEMORY_MAX as usize + 1000);
+        let big = page(GZIP_IN_MEMORY_MAX as usize + 1000, 1);
         let e = encode_vec(Coding::Gzip, &l, &big).unwrap();
         assert_eq!(decode_all(Coding::Gzip, &e).unwrap(), big);
-        let d = text(1000);
+        let d = page(1000, 1);
         assert!(encode(Coding::Gzip, &l, 999, &d[..], Vec::new()).is_err());
         assert!(encode(Coding::Gzip, &l, 1001, &d[..], Vec::new()).is_err());
     }
@@ -366,7 +353,7 @@ mod tests {
     #[test]
     fn brotli_ends_with_an_empty_last_block_the_module_can_pad() {
         for n in [0, 10, 5000, 300_000] {
-            let d = text(n);
+            let d = page(n, 1);
             let e = encode_vec(Coding::Br, &Levels::default(), &d).unwrap();
             assert_eq!(decode_all(Coding::Br, &e).unwrap(), d);
             // The module can prove it and pad it without re-encoding.
@@ -386,7 +373,7 @@ mod tests {
 
     #[test]
     fn brotli_write_errors_in_the_held_ending_surface() {
-        let d = text(5000);
+        let d = page(5000, 1);
         let full = encode_vec(Coding::Br, &Levels::default(), &d).unwrap();
         for room in [0, 1, full.len() / 2, full.len() - 1] {
             let r = encode(Coding::Br, &Levels::default(), 5000, &d[..], Full(room));
@@ -406,7 +393,7 @@ mod tests {
     fn zstd_declares_content_size_and_small_window() {
         let l = Levels::default();
         for n in [0, 1000, 20 << 20] {
-            let d = text(n);
+            let d = page(n, 1);
             let e = encode_vec(Coding::Zstd, &l, &d).unwrap();
             let p = probe_at(Coding::Zstd, &e[..], e.len() as u64).unwrap();
             assert_eq!(p.declared_len, Some(n as u64));
@@ -418,7 +405,7 @@ mod tests {
 
     #[test]
     fn zstd_refuses_a_source_that_does_not_match_the_pledge() {
-        let d = text(1000);
+        let d = page(1000, 1);
         let r = encode(Coding::Zstd, &Levels::default(), 2000, &d[..], Vec::new());
         assert!(r.is_err());
     }
@@ -452,7 +439,7 @@ mod tests {
 
     #[test]
     fn write_errors_surface_for_every_coding() {
-        let d = text(200_000);
+        let d = page(200_000, 1);
         for c in Coding::ALL {
             let r = encode(c, &Levels::default(), d.len() as u64, &d[..], Full(100));
             assert!(r.is_err(), "{c:?}");

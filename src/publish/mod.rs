@@ -106,6 +106,7 @@ fn files_to_compress(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::{noise, page};
     use std::fs::File;
     use std::time::{Duration, SystemTime};
 
@@ -116,20 +117,11 @@ mod tests {
         }
     }
 
-    fn page(n: usize) -> Vec<u8> {
-        b"<html><body>Hello, compressed world. </body></html>\n"
-            .iter()
-            .cycle()
-            .take(n)
-            .copied()
-            .collect()
-    }
-
     #[test]
     fn compress_then_rerun_is_up_to_date() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.html");
-        fs::write(&p, page(5000)).unwrap();
+        fs::write(&p, page(5000, 1)).unwrap();
         let s = compress(&[d.path().to_path_buf()], &opts()).unwrap();
         assert_eq!((s.compressed, s.errors), (1, 0));
         for c in Coding::ALL {
@@ -148,10 +140,10 @@ mod tests {
     fn rewrite_keeping_mtime_is_noticed_by_declared_size() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.html");
-        fs::write(&p, page(5000)).unwrap();
+        fs::write(&p, page(5000, 1)).unwrap();
         compress(&[d.path().to_path_buf()], &opts()).unwrap();
         let t = fs::metadata(&p).unwrap().modified().unwrap();
-        fs::write(&p, page(6000)).unwrap();
+        fs::write(&p, page(6000, 1)).unwrap();
         File::options()
             .write(true)
             .open(&p)
@@ -169,16 +161,7 @@ mod tests {
     fn incompressible_variant_is_dropped_and_old_sibling_removed() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("noise.txt");
-        let mut x = 7u64;
-        let noise: Vec<u8> = (0..20_000)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect();
-        fs::write(&p, &noise).unwrap();
+        fs::write(&p, noise(20_000, 7)).unwrap();
         let old = sibling_path(&p, Coding::Gzip);
         fs::write(&old, b"old").unwrap();
         File::options()
@@ -258,7 +241,7 @@ mod tests {
     fn dry_run_writes_nothing() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.css");
-        fs::write(&p, page(5000)).unwrap();
+        fs::write(&p, page(5000, 1)).unwrap();
         let o = CompressOptions {
             dry_run: true,
             remove_originals: true,

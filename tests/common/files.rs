@@ -1,0 +1,79 @@
+//! Files as a publisher leaves them: originals and siblings with mtimes in
+//! the past (so none is stale), and damaged siblings.
+
+use super::codec::encoded;
+use mod_gzip_disk_ng::coding::Coding;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+/// A moment well before the test, so a file written now is never newer.
+fn past() -> SystemTime {
+    SystemTime::now() - Duration::from_secs(100)
+}
+
+/// Writes `name` with `data` and the given siblings (by suffix), encoded
+/// by the publish tool, all with the same mtime so none is stale.
+pub fn publish(dir: &Path, name: &str, data: &[u8], original: bool, sibs: &[&str]) {
+    let base = dir.join(name);
+    if let Some(p) = base.parent() {
+        fs::create_dir_all(p).expect("mkdir");
+    }
+    let t = past();
+    if original {
+        write_at(&base, data, t);
+    }
+    for s in sibs {
+        let c = match *s {
+            ".gz" => Coding::Gzip,
+            ".zst" | ".zstd" => Coding::Zstd,
+            ".br" => Coding::Br,
+            other => panic!("unknown suffix {other}"),
+        };
+        write_at(&sibling(&base, s), &encoded(c, data), t);
+    }
+}
+
+/// Writes `name` in `dir` with an mtime in the past, like `publish`.
+pub fn put(dir: &Path, name: &str, bytes: &[u8]) {
+    write_at(&dir.join(name), bytes, past());
+}
+
+fn write_at(p: &Path, bytes: &[u8], t: SystemTime) {
+    fs::write(p, bytes).expect("write");
+    set_mtime(p, t);
+}
+
+/// `p` with `suffix` appended to its name.
+pub fn sibling(p: &Path, suffix: &str) -> PathBuf {
+    let mut s = p.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+pub fn set_mtime(p: &Path, t: SystemTime) {
+    let f = fs::File::options()
+        .write(true)
+        .open(p)
+        .expect("open for mtime");
+    f.set_modified(t).expect("set mtime");
+}
+
+pub fn mtime(p: &Path) -> SystemTime {
+    fs::metadata(p)
+        .expect("metadata")
+        .modified()
+        .expect("mtime")
+}
+
+/// Flips 32 bytes in the middle of a file, keeping its mtime (bit rot).
+pub fn corrupt(p: &Path) {
+    let t = mtime(p);
+    let mut d = fs::read(p).expect("read");
+    let mid = d.len() / 2;
+    let end = (mid + 32).min(d.len());
+    for b in &mut d[mid..end] {
+        *b ^= 0x55;
+    }
+    write_at(p, &d, t);
+}
