@@ -97,7 +97,7 @@ bench_case() {
 # case directory under DOCS that exists (see bench_case): mod*/ through the
 # module (modjit with GzipDiskNgJitter 32, modfiles and modcheck with a
 # <FilesMatch> section for neither name or for the .gz), core/ by core's
-# handler, recipe/ the mod_rewrite+mod_headers recipe, deflate/ and brotli/
+# handler (in a <Directory> section like the module's), recipe/ the mod_rewrite+mod_headers recipe, deflate/ and brotli/
 # compressed on the fly, inflate/ the .gz through mod_deflate's INFLATE.
 #   bench_conf_cases DOCS
 bench_conf_cases() {
@@ -111,6 +111,9 @@ bench_conf_cases() {
             "    Require all denied" "</FilesMatch>" ;;
         modcheck) conf_handler "$d/$c" '<FilesMatch "\.gz$">' "    Require all granted" "</FilesMatch>" ;;
         mod*) conf_handler "$d/$c" ;;
+        # Core's handler named in a section of the same shape as the
+        # module's, so both requests walk the same number of sections.
+        core) printf '<Directory %s>\n    SetHandler default-handler\n</Directory>\n' "$d/$c" ;;
         recipe) cat <<CONF ;;
 <Directory $d/recipe>
     RewriteEngine On

@@ -12,7 +12,7 @@ use crate::variant::{self, FileMeta, Inputs, Method};
 use std::ffi::CStr;
 
 /// The handler name, as `SetHandler` and `[H=…]` give it.
-pub const HANDLER: &str = "gzip-disk-ng";
+pub const HANDLER: &CStr = c"gzip-disk-ng";
 
 /// Set by the fixup when `r->finfo` describes a sibling, not the original.
 const NOTE_SIBLING_FINFO: &CStr = c"gzip-disk-ng-sibling-finfo";
@@ -23,7 +23,7 @@ const DECODE_ORDER: [Coding; 3] = [Coding::Zstd, Coding::Gzip, Coding::Br];
 
 /// The content handler.
 pub fn handle(req: &Request<'_>) -> Status {
-    if req.handler() != Some(HANDLER) {
+    if !req.handler_is(HANDLER) {
         return Status::DECLINED;
     }
     let Some(filename) = req.filename() else {
@@ -179,7 +179,7 @@ fn accepted(req: &Request<'_>) -> Accepted {
 /// err_headers_out: carry the handler's Vary over, so caches still key
 /// the error on Accept-Encoding. Costs nothing on successful responses.
 pub fn insert_error_filter(req: &Request<'_>) {
-    if req.handler() != Some(HANDLER) {
+    if !req.handler_is(HANDLER) {
         return;
     }
     for name in [c"Accept-Encoding", c"Available-Dictionary"] {
@@ -202,7 +202,7 @@ pub fn fixup(req: &Request<'_>) -> Status {
         return st;
     }
     if !req.is_subrequest()
-        || req.handler() != Some(HANDLER)
+        || !req.handler_is(HANDLER)
         || req.finfo().kind() != FileKind::Missing
         || req.rejects_path_info()
     {

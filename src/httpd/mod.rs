@@ -196,6 +196,13 @@ impl<'r> Request<'r> {
         unsafe { opt_str(self.raw().handler) }
     }
 
+    /// Whether `r->handler` is `name` (a byte comparison: every hook asks).
+    pub fn handler_is(&self, name: &CStr) -> bool {
+        let p = self.raw().handler;
+        // SAFETY: a non-NULL handler is a NUL-terminated string.
+        !p.is_null() && unsafe { CStr::from_ptr(p) } == name
+    }
+
     /// `r->filename` as bytes-safe C string.
     pub fn filename(&self) -> Option<&'r CStr> {
         let p = self.raw().filename;
