@@ -54,18 +54,24 @@ fn delta(original: &Path, dict: &[u8], c: DeltaCoding) -> PathBuf {
     dictionary::delta_path(original, &dictionary::hash(dict), c).unwrap()
 }
 
-/// Every delta beside `original`, by dictionary hash.
+/// Every dcz delta beside `original`, by dictionary hash, after checking
+/// that each has its dcb twin.
 fn deltas_of(original: &Path) -> Vec<Hash> {
     let name = original.file_name().unwrap().to_str().unwrap();
     let mut v: Vec<Hash> = fs::read_dir(original.parent().unwrap())
         .unwrap()
         .filter_map(|e| {
             let n = e.unwrap().file_name().into_string().unwrap();
-            let (orig, h, _) = dictionary::parse_delta_name(&n)?;
-            (orig == name).then_some(h)
+            let (orig, h, c) = dictionary::parse_delta_name(&n)?;
+            (orig == name && c == DeltaCoding::Dcz).then_some(h)
         })
         .collect();
     v.sort();
+    for h in &v {
+        assert!(dictionary::delta_path(original, h, DeltaCoding::Dcb)
+            .unwrap()
+            .is_file());
+    }
     v
 }
 
@@ -131,7 +137,7 @@ fn same_path_versions_are_kept_delta_encoded_and_pruned() {
     let o = run(&k2, &[site]);
     assert!(stdout(&o).contains("deltas: 0 written"), "{}", stdout(&o));
     assert!(
-        stdout(&o).contains("1 up to date, 0 not smaller"),
+        stdout(&o).contains("2 up to date, 0 not smaller"),
         "{}",
         stdout(&o)
     );
@@ -145,7 +151,7 @@ fn same_path_versions_are_kept_delta_encoded_and_pruned() {
     // A fourth version: the store keeps 2 (v3, v2), the v1 delta goes.
     put(&app, &version(4), 1000);
     let o = run(&k2, &[site]);
-    assert!(stdout(&o).contains("1 stale removed"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("2 stale removed"), "{}", stdout(&o));
     assert_eq!(stored_versions(site, "js/app.js"), 2);
     let mut want = vec![dictionary::hash(&version(2)), dictionary::hash(&version(3))];
     want.sort();
@@ -158,8 +164,8 @@ fn same_path_versions_are_kept_delta_encoded_and_pruned() {
     let v = run(&["verify"], &[site]);
     assert!(v.status.success(), "{}", stdout(&v));
     assert!(
-        stdout(&v).contains("ok: 5"),
-        "3 siblings and 2 deltas: {}",
+        stdout(&v).contains("ok: 7"),
+        "3 siblings and 4 deltas: {}",
         stdout(&v)
     );
 }
@@ -212,7 +218,7 @@ fn the_store_is_never_compressed_and_deltas_get_no_siblings() {
     run(&["compress", "--delta-versions", "3"], &[site]);
     let o = run(&["compress", "--delta-versions", "3"], &[site]);
     assert!(
-        stdout(&o).contains("skipped, delta (dictionary transport): 1"),
+        stdout(&o).contains("skipped, delta (dictionary transport): 2"),
         "{}",
         stdout(&o)
     );
@@ -303,7 +309,7 @@ fn site_dictionary_is_trained_and_every_page_gets_a_delta() {
     );
     assert!(stdout(&dry).contains("would be"), "{}", stdout(&dry));
     assert!(
-        stdout(&dry).contains("deltas: 60 written"),
+        stdout(&dry).contains("deltas: 120 written"),
         "{}",
         stdout(&dry)
     );
@@ -370,7 +376,7 @@ fn a_delta_not_smaller_than_br_is_not_kept() {
     );
     assert!(o.status.success());
     assert!(
-        stdout(&o).contains("1 not smaller than br"),
+        stdout(&o).contains("2 not smaller than br"),
         "{}",
         stdout(&o)
     );
@@ -383,9 +389,9 @@ fn dcb_deltas_decode_with_the_dictionary() {
     let site = d.path();
     let app = site.join("app.js");
     put(&app, &version(1), 2000);
-    run(&["compress", "--delta-versions", "1", "--dcb"], &[site]);
+    run(&["compress", "--delta-versions", "1"], &[site]);
     put(&app, &version(2), 1000);
-    let o = run(&["compress", "--delta-versions", "1", "--dcb"], &[site]);
+    let o = run(&["compress", "--delta-versions", "1"], &[site]);
     assert!(o.status.success());
     let dcb = fs::read(delta(&app, &version(1), DeltaCoding::Dcb)).unwrap();
     assert_eq!(dcb[..4], dictionary::DCB_MAGIC);

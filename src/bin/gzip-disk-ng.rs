@@ -126,9 +126,9 @@ struct CompressArgs {
     /// Write a delta of every file against this site dictionary (see `train`).
     #[arg(long, value_name = "FILE")]
     dictionary: Option<PathBuf>,
-    /// Also write dcb (brotli) deltas beside the dcz ones.
+    /// Write only dcz (zstd) deltas, no dcb (brotli) ones.
     #[arg(long)]
-    dcb: bool,
+    no_dcb: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -211,7 +211,7 @@ fn codings(a: &CompressArgs) -> Vec<Coding> {
 
 fn delta_options(a: &CompressArgs) -> DeltaOptions {
     let mut codings = vec![DeltaCoding::Dcz];
-    if a.dcb {
+    if !a.no_dcb {
         codings.push(DeltaCoding::Dcb);
     }
     DeltaOptions {

@@ -79,7 +79,7 @@ impl Default for DeltaOptions {
             groups: Vec::new(),
             group_depth: 3,
             dictionary: None,
-            codings: vec![DeltaCoding::Dcz],
+            codings: DeltaCoding::ALL.to_vec(),
             levels: DeltaLevels::default(),
         }
     }
