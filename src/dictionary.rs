@@ -184,9 +184,16 @@ pub fn dcz_window_log(dict_len: u64, data_len: u64) -> u32 {
     need_log.min(max_log)
 }
 
+/// True when a dictionary and an input fit one `dcb` window together,
+/// the only case `encode` makes a `dcb` for: beyond it the encoder would
+/// drop the dictionary's start, which decoders see differently; it has
+/// not been checked against a browser.
+pub fn dcb_fits(dict_len: u64, data_len: u64) -> bool {
+    dict_len.saturating_add(data_len).saturating_add(16) <= 1 << DCB_LGWIN_MAX
+}
+
 /// Brotli window bits for a delta: the dictionary and the input in one
-/// window when they fit 16 MiB, so every byte of the dictionary can be
-/// referred to; else the largest `dcb` allows.
+/// window, so every byte of the dictionary can be referred to.
 pub fn dcb_lgwin(dict_len: u64, data_len: u64) -> u32 {
     let need = dict_len.saturating_add(data_len).saturating_add(16);
     let mut bits = 16;
@@ -221,6 +228,12 @@ pub fn encode(
     dictionary: &[u8],
     data: &[u8],
 ) -> io::Result<Vec<u8>> {
+    if coding == DeltaCoding::Dcb && !dcb_fits(dictionary.len() as u64, data.len() as u64) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "dictionary and input exceed the 16 MiB dcb window",
+        ));
+    }
     let mut out = header(coding, &hash(dictionary));
     match coding {
         DeltaCoding::Dcz => encode_zstd(levels.zstd, dictionary, data, &mut out)?,
@@ -462,7 +475,11 @@ mod tests {
         assert_eq!(dcz_window_log(6 << 20, 6 << 20), 23);
         assert_eq!(dcz_window_log(40 << 20, 40 << 20), 25);
         assert_eq!(dcb_lgwin(90_000, 90_000), 18);
-        assert_eq!(dcb_lgwin(1 << 30, 1), DCB_LGWIN_MAX);
+        assert!(dcb_fits(8 << 20, (8 << 20) - 16));
+        assert!(!dcb_fits(8 << 20, (8 << 20) - 15));
+        let big = vec![0u8; 16 << 20];
+        let e = encode(DeltaCoding::Dcb, &DeltaLevels::default(), &big, b"x");
+        assert_eq!(e.unwrap_err().kind(), io::ErrorKind::InvalidInput);
     }
 
     #[test]

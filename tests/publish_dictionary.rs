@@ -404,3 +404,36 @@ fn dcb_deltas_decode_with_the_dictionary() {
     assert!(out == version(2));
     assert!(run(&["verify"], &[site]).status.success());
 }
+
+#[test]
+fn no_dcb_past_brotlis_window() {
+    let d = tempfile::tempdir().unwrap();
+    let site = d.path();
+    let dict_path = d.path().join("big.dat");
+    fs::write(&dict_path, page(16 << 20, 3)).unwrap();
+    put(&site.join("page.html"), &page(50_000, 4), 100);
+    let o = run(
+        &[
+            "compress",
+            "--zstd-level",
+            "3",
+            "--dictionary",
+            dict_path.to_str().unwrap(),
+            "--exclude",
+            "big.dat",
+        ],
+        &[site],
+    );
+    assert!(o.status.success());
+    assert!(
+        stdout(&o).contains("1 dcb over the 16 MiB window not made"),
+        "{}",
+        stdout(&o)
+    );
+    let dcb = delta(
+        &site.join("page.html"),
+        &page(16 << 20, 3),
+        DeltaCoding::Dcb,
+    );
+    assert!(!dcb.exists());
+}

@@ -44,6 +44,9 @@ pub enum DeltaOutcome {
     /// Its dictionary is no longer one of the file's: removed (or, in a
     /// dry run, would be).
     Stale,
+    /// A dcb whose dictionary and file exceed brotli's 16 MiB window
+    /// together: not made (an old one `removed`).
+    TooLarge { removed: bool },
     /// Something failed; nothing was left half-written.
     Failed(String),
 }
@@ -494,23 +497,27 @@ fn make_delta(
     {
         return DeltaOutcome::UpToDate;
     }
-    let encoded = load(&d.source).and_then(|dict| {
-        dictionary::encode(coding, &opts.deltas.levels, &dict, &prepared.current)
-            .map_err(|e| format!("cannot encode: {e}"))
-    });
-    let delta = match encoded {
+    let dict = match load(&d.source) {
         Ok(x) => x,
         Err(why) => return DeltaOutcome::Failed(why),
     };
+    let data = &prepared.current;
+    if coding == DeltaCoding::Dcb && !dictionary::dcb_fits(dict.len() as u64, data.len() as u64) {
+        return match drop_existing(&target, existing.as_ref(), opts.dry_run) {
+            Ok(removed) => DeltaOutcome::TooLarge { removed },
+            Err(why) => DeltaOutcome::Failed(why),
+        };
+    }
+    let delta = match dictionary::encode(coding, &opts.deltas.levels, &dict, data) {
+        Ok(x) => x,
+        Err(e) => return DeltaOutcome::Failed(format!("cannot encode: {e}")),
+    };
     let after = delta.len() as u64;
     if after >= br {
-        let removed = existing.is_some_and(|m| m.is_file()) && !opts.dry_run;
-        if removed {
-            if let Err(e) = fs::remove_file(&target) {
-                return DeltaOutcome::Failed(format!("cannot remove {}: {e}", target.display()));
-            }
-        }
-        return DeltaOutcome::NotSmaller { after, br, removed };
+        return match drop_existing(&target, existing.as_ref(), opts.dry_run) {
+            Ok(removed) => DeltaOutcome::NotSmaller { after, br, removed },
+            Err(why) => DeltaOutcome::Failed(why),
+        };
     }
     if opts.dry_run {
         return DeltaOutcome::WouldWrite { after, br };
@@ -519,6 +526,19 @@ fn make_delta(
         Ok(()) => DeltaOutcome::Written { after, br },
         Err(why) => DeltaOutcome::Failed(why),
     }
+}
+
+/// Removes a delta that is no longer made; whether there was one.
+fn drop_existing(
+    target: &Path,
+    existing: Option<&fs::Metadata>,
+    dry_run: bool,
+) -> Result<bool, String> {
+    if dry_run || !existing.is_some_and(|m| m.is_file()) {
+        return Ok(false);
+    }
+    fs::remove_file(target).map_err(|e| format!("cannot remove {}: {e}", target.display()))?;
+    Ok(true)
 }
 
 /// True when the delta at `target` was made from the original `meta`

@@ -71,6 +71,8 @@ pub struct DeltaTotals {
     pub not_smaller: u64,
     /// Removed: their dictionary is no longer the file's.
     pub stale: u64,
+    /// dcb not made: dictionary and file exceed the 16 MiB window.
+    pub too_large: u64,
     /// Bytes of the deltas written.
     pub bytes: u64,
     /// Bytes of the br siblings of the same files, once per delta.
@@ -90,6 +92,7 @@ impl DeltaTotals {
             }
             DeltaOutcome::NotSmaller { .. } => self.not_smaller += 1,
             DeltaOutcome::Stale => self.stale += 1,
+            DeltaOutcome::TooLarge { .. } => self.too_large += 1,
             DeltaOutcome::Failed(_) => {}
         }
     }
@@ -106,7 +109,15 @@ impl fmt::Display for DeltaTotals {
             f,
             "deltas: {} written, {} bytes against {} bytes br ({pct:.1}%), {} up to date, {} not smaller than br, {} stale removed, {} earlier versions kept",
             self.written, self.bytes, self.br_bytes, self.up_to_date, self.not_smaller, self.stale, self.recovered
-        )
+        )?;
+        if self.too_large > 0 {
+            write!(
+                f,
+                ", {} dcb over the 16 MiB window not made",
+                self.too_large
+            )?;
+        }
+        Ok(())
     }
 }
 

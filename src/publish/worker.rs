@@ -153,6 +153,9 @@ fn tell_deltas(
                 format!("{name} {after} not smaller than br {br}")
             }
             DeltaOutcome::Stale => format!("{name} stale, removed"),
+            DeltaOutcome::TooLarge { .. } => {
+                format!("{name} not made: over 16 MiB with its dictionary")
+            }
             DeltaOutcome::Failed(why) => {
                 progress.problem(path, &format!("{name}: {why}"));
                 continue;
