@@ -309,7 +309,7 @@ fn site_dictionary_is_trained_and_every_page_gets_a_delta() {
     );
     assert!(stdout(&dry).contains("would be"), "{}", stdout(&dry));
     assert!(
-        stdout(&dry).contains("deltas: 120 written"),
+        stdout(&dry).contains("deltas: 120 to write"),
         "{}",
         stdout(&dry)
     );

@@ -14,6 +14,7 @@
 //! a delta whose dictionary is no longer among them is removed.
 
 use super::atomic::TempFile;
+use super::encode::encode_vec;
 use super::freshness::{changed_since, made_from, mtime};
 use super::options::{CompressOptions, DeltaOptions};
 use super::sibling_path;
@@ -382,7 +383,7 @@ pub(super) fn make_deltas(
     opts: &CompressOptions,
 ) -> Vec<DeltaResult> {
     let dicts = dictionaries(path, prepared, plan, &opts.deltas);
-    let br = rival_size(path, meta);
+    let br = rival_size(path, meta, &prepared.current, opts);
     let existing = plan.existing.get(path).map(Vec::as_slice).unwrap_or(&[]);
     let mut out = Vec::new();
     for d in &dicts {
@@ -456,21 +457,29 @@ fn prune(path: &Path, plan: &Plan, opts: &CompressOptions, out: &mut Vec<DeltaRe
     }
 }
 
-/// What a delta must beat: the br sibling made from this original, else
-/// the smallest other sibling, else the original itself.
-fn rival_size(path: &Path, meta: &fs::Metadata) -> u64 {
-    let current = |c: Coding| {
+/// What a delta must beat: the br sibling made from this original (in a
+/// dry run, which writes none, the one that would be made), else the
+/// smallest other sibling, else the original itself.
+fn rival_size(path: &Path, meta: &fs::Metadata, current: &[u8], opts: &CompressOptions) -> u64 {
+    let made = |c: Coding| {
         let sib = sibling_path(path, c);
         fs::symlink_metadata(&sib)
             .ok()
             .filter(|m| m.is_file() && mtime(m) == mtime(meta))
             .map(|m| m.len())
     };
-    current(Coding::Br)
+    let would_be = || {
+        (opts.dry_run && opts.codings.contains(&Coding::Br))
+            .then(|| encode_vec(Coding::Br, &opts.levels, current).ok())
+            .flatten()
+            .map(|v| v.len() as u64)
+    };
+    made(Coding::Br)
+        .or_else(would_be)
         .or_else(|| {
             [Coding::Zstd, Coding::Gzip]
                 .into_iter()
-                .filter_map(current)
+                .filter_map(made)
                 .min()
         })
         .unwrap_or(meta.len())

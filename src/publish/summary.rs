@@ -98,8 +98,9 @@ impl DeltaTotals {
     }
 }
 
-impl fmt::Display for DeltaTotals {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl DeltaTotals {
+    /// The summary line of deltas; a dry run says what it would write.
+    fn write_line(&self, f: &mut fmt::Formatter<'_>, dry_run: bool) -> fmt::Result {
         let pct = if self.br_bytes > 0 {
             100.0 * self.bytes as f64 / self.br_bytes as f64
         } else {
@@ -107,8 +108,15 @@ impl fmt::Display for DeltaTotals {
         };
         write!(
             f,
-            "deltas: {} written, {} bytes against {} bytes br ({pct:.1}%), {} up to date, {} not smaller than br, {} stale removed, {} earlier versions kept",
-            self.written, self.bytes, self.br_bytes, self.up_to_date, self.not_smaller, self.stale, self.recovered
+            "deltas: {} {}, {} bytes against {} bytes br ({pct:.1}%), {} up to date, {} not smaller than br, {} stale removed, {} earlier versions kept",
+            self.written,
+            if dry_run { "to write" } else { "written" },
+            self.bytes,
+            self.br_bytes,
+            self.up_to_date,
+            self.not_smaller,
+            self.stale,
+            self.recovered
         )?;
         if self.too_large > 0 {
             write!(
@@ -117,7 +125,7 @@ impl fmt::Display for DeltaTotals {
                 self.too_large
             )?;
         }
-        Ok(())
+        writeln!(f)
     }
 }
 
@@ -193,7 +201,7 @@ impl fmt::Display for CompressSummary {
             }
         }
         if self.deltas != DeltaTotals::default() {
-            writeln!(f, "{}", self.deltas)?;
+            self.deltas.write_line(f, self.dry_run)?;
         }
         if self.originals_removed > 0 {
             writeln!(f, "originals removed: {}", self.originals_removed)?;
