@@ -100,15 +100,14 @@ pub(super) struct Plan {
     existing: HashMap<PathBuf, Vec<Existing>>,
 }
 
-/// The top directory of the tree an argument publishes.
+/// The top directory of the tree an argument publishes: a directory, or
+/// a file's own directory (empty for a bare name, which paths found under
+/// it are relative to).
 pub(super) fn tree_of(arg: &Path) -> PathBuf {
     if arg.is_dir() {
         arg.to_path_buf()
     } else {
-        arg.parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf()
+        arg.parent().unwrap_or(Path::new("")).to_path_buf()
     }
 }
 
@@ -592,4 +591,82 @@ fn write_delta(
     }
     tmp.commit(target, meta)
         .map_err(|e| format!("cannot write {}: {e}", target.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_belongs_to_the_innermost_tree_given() {
+        let d = tempfile::tempdir().unwrap();
+        let (top, sub) = (d.path().to_path_buf(), d.path().join("assets"));
+        fs::create_dir_all(&sub).unwrap();
+        let f = sub.join("app.js");
+        fs::write(&f, b"x").unwrap();
+        assert_eq!(tree_of(&f), sub);
+        assert_eq!(tree_of(Path::new("app.js")), Path::new(""));
+        let opts = DeltaOptions {
+            versions: 1,
+            ..Default::default()
+        };
+        let files = [(f.clone(), 1)];
+        let plan = Plan::new(&[top.clone(), sub.clone()], &files, &opts)
+            .unwrap()
+            .unwrap();
+        let (store, rel) = plan.store_of(&f).unwrap();
+        assert_eq!((store.tree(), rel), (sub.as_path(), Path::new("app.js")));
+        let plan = Plan::new(&[top.clone()], &files, &opts).unwrap().unwrap();
+        assert_eq!(plan.store_of(&f).unwrap().1, Path::new("assets/app.js"));
+        assert!(Store::of_tree(Path::new(""))
+            .relative(Path::new("app.js"))
+            .is_some());
+    }
+
+    #[test]
+    fn group_members_get_older_members_newest_first() {
+        let d = tempfile::tempdir().unwrap();
+        let t0 = SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000);
+        let mut files = Vec::new();
+        for (i, name) in ["app.c.js", "app.a.js", "app.b.js", "other.js"]
+            .iter()
+            .enumerate()
+        {
+            let p = d.path().join(name);
+            fs::write(&p, name).unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t0 + std::time::Duration::from_secs(i as u64))
+                .unwrap();
+            files.push((p, 8));
+        }
+        let opts = DeltaOptions {
+            groups: vec!["app.*.js".into()],
+            group_depth: 2,
+            ..Default::default()
+        };
+        let plan = Plan::new(&[d.path().to_path_buf()], &files, &opts)
+            .unwrap()
+            .unwrap();
+        let older = |n: &str| {
+            plan.groups
+                .get(&d.path().join(n))
+                .cloned()
+                .unwrap_or_default()
+        };
+        assert!(older("app.c.js").is_empty());
+        assert_eq!(older("app.a.js"), [d.path().join("app.c.js")]);
+        assert_eq!(
+            older("app.b.js"),
+            [d.path().join("app.a.js"), d.path().join("app.c.js")]
+        );
+        assert!(older("other.js").is_empty());
+        let bad = DeltaOptions {
+            groups: vec!["app.[.js".into()],
+            ..Default::default()
+        };
+        assert!(Plan::new(&[d.path().to_path_buf()], &files, &bad).is_err());
+    }
 }
