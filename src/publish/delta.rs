@@ -616,7 +616,9 @@ mod tests {
             .unwrap();
         let (store, rel) = plan.store_of(&f).unwrap();
         assert_eq!((store.tree(), rel), (sub.as_path(), Path::new("app.js")));
-        let plan = Plan::new(&[top.clone()], &files, &opts).unwrap().unwrap();
+        let plan = Plan::new(std::slice::from_ref(&top), &files, &opts)
+            .unwrap()
+            .unwrap();
         assert_eq!(plan.store_of(&f).unwrap().1, Path::new("assets/app.js"));
         assert!(Store::of_tree(Path::new(""))
             .relative(Path::new("app.js"))
