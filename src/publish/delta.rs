@@ -224,8 +224,7 @@ fn existing_deltas(files: &[(PathBuf, u64)]) -> HashMap<PathBuf, Vec<Existing>> 
 /// earlier version recovered from a stale sibling.
 pub(super) struct Prepared {
     current: Arc<Vec<u8>>,
-    /// An earlier version not (yet) in the store: kept in memory in a dry
-    /// run, or when storing it failed.
+    /// The earlier version a dry run recovered but does not store.
     pending: Option<Arc<Vec<u8>>>,
     /// An earlier version was recovered from a stale sibling.
     pub(super) recovered: bool,
