@@ -12,6 +12,7 @@
 pub mod coding;
 pub mod config;
 pub mod decode;
+pub mod dictionary;
 pub mod facts_cache;
 #[doc(hidden)]
 pub mod handler;

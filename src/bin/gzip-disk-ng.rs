@@ -5,7 +5,8 @@
 
 use clap::{Args, Parser, Subcommand};
 use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::publish::{self, encode::Levels, CompressOptions, Report};
+use mod_gzip_disk_ng::dictionary::{DeltaCoding, DeltaLevels};
+use mod_gzip_disk_ng::publish::{self, encode::Levels, CompressOptions, DeltaOptions, Report};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -24,8 +25,11 @@ struct Cli {
 enum Cmd {
     /// Write .zst, .br and .gz siblings next to files (atomically, in parallel).
     Compress(CompressArgs),
-    /// Check that every sibling decodes and matches its original.
+    /// Check that every sibling decodes and matches its original, and
+    /// every delta decodes against its dictionary.
     Verify(VerifyArgs),
+    /// Build a site dictionary (raw content, for dcz/dcb deltas) from pages.
+    Train(TrainArgs),
 }
 
 #[derive(Args)]
@@ -111,6 +115,20 @@ struct CompressArgs {
     /// Delete each original once every sibling decodes back to it byte for byte.
     #[arg(long)]
     remove_originals: bool,
+    /// Keep the last K versions of each file (in DIR/.gzip-disk-ng) and
+    /// write a delta (RFC 9842) of the current version against each.
+    #[arg(long, value_name = "K")]
+    delta_versions: Option<usize>,
+    /// Versioned names (`assets/app.*.js`, repeatable): a member gets
+    /// deltas against the K (--delta-versions, else 3) newest older members.
+    #[arg(long, value_name = "GLOB")]
+    delta_group: Vec<String>,
+    /// Write a delta of every file against this site dictionary (see `train`).
+    #[arg(long, value_name = "FILE")]
+    dictionary: Option<PathBuf>,
+    /// Write only dcz (zstd) deltas, no dcb (brotli) ones.
+    #[arg(long)]
+    no_dcb: bool,
     #[command(flatten)]
     common: Common,
 }
@@ -120,8 +138,42 @@ struct VerifyArgs {
     /// Files and directories to check.
     #[arg(required = true)]
     paths: Vec<PathBuf>,
+    /// A dictionary outside the checked trees that deltas may use.
+    #[arg(long, value_name = "FILE")]
+    dictionary: Vec<PathBuf>,
     #[command(flatten)]
     common: Common,
+}
+
+#[derive(Args)]
+struct TrainArgs {
+    /// The site to learn from.
+    dir: PathBuf,
+    /// Where to write the dictionary.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+    /// Largest dictionary size (bytes, or with K or M).
+    #[arg(long, default_value = "64K", value_parser = parse_size)]
+    size: usize,
+    /// Pages to learn from (repeatable; default *.html and *.htm).
+    #[arg(long)]
+    include: Vec<String>,
+    /// Files and directories to leave out (repeatable).
+    #[arg(long)]
+    exclude: Vec<String>,
+}
+
+/// `64K`, `1M` or a number of bytes.
+fn parse_size(s: &str) -> Result<usize, String> {
+    let (num, unit) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        _ => (s, 1),
+    };
+    let n: usize = num.parse().map_err(|_| format!("bad size {s:?}"))?;
+    n.checked_mul(unit)
+        .filter(|&b| b >= 256)
+        .ok_or_else(|| format!("size {s:?} must be at least 256 bytes"))
 }
 
 fn report(c: &Common) -> Report {
@@ -157,47 +209,81 @@ fn codings(a: &CompressArgs) -> Vec<Coding> {
     .collect()
 }
 
+fn delta_options(a: &CompressArgs) -> DeltaOptions {
+    let mut codings = vec![DeltaCoding::Dcz];
+    if !a.no_dcb {
+        codings.push(DeltaCoding::Dcb);
+    }
+    DeltaOptions {
+        versions: a.delta_versions.unwrap_or(0),
+        groups: a.delta_group.clone(),
+        group_depth: a.delta_versions.unwrap_or(3),
+        dictionary: a.dictionary.clone(),
+        codings,
+        levels: DeltaLevels {
+            zstd: a.zstd_level,
+            brotli_quality: a.brotli_quality,
+        },
+    }
+}
+
+fn compress(a: CompressArgs) -> Result<bool, String> {
+    threads(a.common.jobs)?;
+    if a.no_jitter_trailer {
+        eprintln!("gzip-disk-ng: --no-jitter-trailer is deprecated and does nothing");
+    }
+    if !(0.0..=100.0).contains(&a.min_saving) {
+        return Err("--min-saving must be between 0 and 100".into());
+    }
+    if a.delta_versions == Some(0) {
+        return Err("--delta-versions must be at least 1".into());
+    }
+    let o = CompressOptions {
+        codings: codings(&a),
+        levels: Levels {
+            gzip: a.gzip_level,
+            brotli_quality: a.brotli_quality,
+            brotli_lgwin: a.brotli_window,
+            zstd: a.zstd_level,
+            zstd_window_log: a.zstd_window_log,
+        },
+        min_size: a.min_size,
+        min_saving: a.min_saving,
+        include: a.include.clone(),
+        exclude: a.exclude.clone(),
+        follow_symlinks: a.common.follow_symlinks,
+        force: a.force,
+        dry_run: a.dry_run,
+        remove_originals: a.remove_originals,
+        report: report(&a.common),
+        deltas: delta_options(&a),
+    };
+    if o.codings.is_empty() {
+        return Err("no coding selected".into());
+    }
+    let s = publish::compress(&a.paths, &o)?;
+    println!("{s}");
+    Ok(s.errors == 0)
+}
+
 fn run(cli: Cli) -> Result<bool, String> {
     match cli.cmd {
-        Cmd::Compress(a) => {
-            threads(a.common.jobs)?;
-            if a.no_jitter_trailer {
-                eprintln!("gzip-disk-ng: --no-jitter-trailer is deprecated and does nothing");
-            }
-            if !(0.0..=100.0).contains(&a.min_saving) {
-                return Err("--min-saving must be between 0 and 100".into());
-            }
-            let o = CompressOptions {
-                codings: codings(&a),
-                levels: Levels {
-                    gzip: a.gzip_level,
-                    brotli_quality: a.brotli_quality,
-                    brotli_lgwin: a.brotli_window,
-                    zstd: a.zstd_level,
-                    zstd_window_log: a.zstd_window_log,
-                },
-                min_size: a.min_size,
-                min_saving: a.min_saving,
-                include: a.include,
-                exclude: a.exclude,
-                follow_symlinks: a.common.follow_symlinks,
-                force: a.force,
-                dry_run: a.dry_run,
-                remove_originals: a.remove_originals,
-                report: report(&a.common),
-            };
-            if o.codings.is_empty() {
-                return Err("no coding selected".into());
-            }
-            let s = publish::compress(&a.paths, &o)?;
-            println!("{s}");
-            Ok(s.errors == 0)
-        }
+        Cmd::Compress(a) => compress(a),
         Cmd::Verify(a) => {
             threads(a.common.jobs)?;
-            let s = publish::verify(&a.paths, a.common.follow_symlinks, report(&a.common));
+            let s = publish::verify_with_dictionaries(
+                &a.paths,
+                a.common.follow_symlinks,
+                report(&a.common),
+                &a.dictionary,
+            );
             println!("{s}");
             Ok(s.clean())
+        }
+        Cmd::Train(a) => {
+            let t = publish::train::train(&a.dir, &a.out, a.size, &a.include, &a.exclude)?;
+            println!("{t}");
+            Ok(true)
         }
     }
 }

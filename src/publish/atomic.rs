@@ -15,8 +15,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 pub const TMP_MARK: &str = ".tmp";
 
 /// True for names this module creates as temporaries (`.x.gz.tmp1a2b`:
-/// a dot, a sibling name, `.tmp`, hex digits), so walks never compress a
-/// leftover of a killed run and reruns may delete old ones safely.
+/// a dot, a sibling's or a delta's name, `.tmp`, hex digits), so walks
+/// never compress a leftover of a killed run and reruns may delete old
+/// ones safely.
 pub fn is_temp_name(name: &str) -> bool {
     let Some(rest) = name.strip_prefix('.') else {
         return false;
@@ -26,11 +27,11 @@ pub fn is_temp_name(name: &str) -> bool {
     };
     !tail.is_empty()
         && tail.chars().all(|c| c.is_ascii_hexdigit())
-        && crate::coding::Coding::ALL.iter().any(|c| {
+        && (crate::coding::Coding::ALL.iter().any(|c| {
             c.suffixes()
                 .iter()
                 .any(|s| sibling.len() > s.len() && sibling.ends_with(s))
-        })
+        }) || crate::dictionary::parse_delta_name(sibling).is_some())
 }
 
 /// A file being written; removed on drop unless `commit` succeeded.

@@ -9,20 +9,24 @@
 
 pub mod atomic;
 pub mod check;
+mod delta;
 pub mod encode;
 mod freshness;
 mod options;
 mod progress;
+pub mod store;
 mod summary;
+pub mod train;
 mod verify;
 pub mod walk;
 mod worker;
 
+pub use delta::{DeltaOutcome, DeltaResult};
 pub use freshness::ABANDONED_AFTER;
-pub use options::CompressOptions;
+pub use options::{CompressOptions, DeltaOptions};
 pub use progress::Report;
-pub use summary::{CodingTotals, CompressSummary, VerifySummary};
-pub use verify::verify;
+pub use summary::{CodingTotals, CompressSummary, DeltaTotals, VerifySummary};
+pub use verify::{verify, verify_with_dictionaries};
 pub use worker::Outcome;
 
 use crate::coding::Coding;
@@ -46,10 +50,11 @@ pub fn sibling_path(original: &Path, coding: Coding) -> PathBuf {
 pub fn compress(paths: &[PathBuf], opts: &CompressOptions) -> Result<CompressSummary, String> {
     let start = Instant::now();
     let (files, mut summary) = files_to_compress(paths, opts)?;
+    let plan = delta::Plan::new(paths, &files, &opts.deltas)?;
     let progress = Progress::new(opts.report, files.len() as u64);
     let results: Vec<FileResult> = files
         .par_iter()
-        .map(|(path, _)| compress_file(path, opts, &progress))
+        .map(|(path, _)| compress_file(path, opts, plan.as_ref(), &progress))
         .collect();
     progress.finish();
     for r in results {

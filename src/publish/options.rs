@@ -4,6 +4,8 @@
 use super::encode::Levels;
 use super::progress::Report;
 use crate::coding::Coding;
+use crate::dictionary::{DeltaCoding, DeltaLevels};
+use std::path::PathBuf;
 
 /// Options of `compress`.
 #[derive(Clone, Debug)]
@@ -30,6 +32,8 @@ pub struct CompressOptions {
     pub remove_originals: bool,
     /// Progress reporting.
     pub report: Report,
+    /// Deltas (RFC 9842) to make.
+    pub deltas: DeltaOptions,
 }
 
 impl Default for CompressOptions {
@@ -46,6 +50,45 @@ impl Default for CompressOptions {
             dry_run: false,
             remove_originals: false,
             report: Report::Auto,
+            deltas: DeltaOptions::default(),
         }
+    }
+}
+
+/// Which deltas `compress` makes (see `publish::delta`).
+#[derive(Clone, Debug)]
+pub struct DeltaOptions {
+    /// Earlier versions of each path kept as dictionaries (0: none).
+    pub versions: usize,
+    /// Globs of versioned names (`assets/app.*.js`), one per group.
+    pub groups: Vec<String>,
+    /// Older members of its group a new member gets deltas against.
+    pub group_depth: usize,
+    /// A site dictionary every file gets a delta against.
+    pub dictionary: Option<PathBuf>,
+    /// Delta codings to make.
+    pub codings: Vec<DeltaCoding>,
+    /// Encoder settings.
+    pub levels: DeltaLevels,
+}
+
+impl Default for DeltaOptions {
+    fn default() -> Self {
+        DeltaOptions {
+            versions: 0,
+            groups: Vec::new(),
+            group_depth: 3,
+            dictionary: None,
+            codings: DeltaCoding::ALL.to_vec(),
+            levels: DeltaLevels::default(),
+        }
+    }
+}
+
+impl DeltaOptions {
+    /// True when any delta is asked for.
+    pub fn active(&self) -> bool {
+        !self.codings.is_empty()
+            && (self.versions > 0 || !self.groups.is_empty() || self.dictionary.is_some())
     }
 }

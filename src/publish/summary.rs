@@ -1,5 +1,6 @@
 //! The end-of-run summaries of `compress` and `verify`, and how they print.
 
+use super::delta::DeltaOutcome;
 use super::walk::SkipReason;
 use super::worker::{FileResult, Outcome};
 use crate::coding::Coding;
@@ -60,6 +61,74 @@ impl CodingTotals {
     }
 }
 
+/// Totals of the deltas (RFC 9842) of a run.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DeltaTotals {
+    /// Deltas written (or to write, in a dry run).
+    pub written: u64,
+    pub up_to_date: u64,
+    /// Not smaller than the br sibling: not kept.
+    pub not_smaller: u64,
+    /// Removed: their dictionary is no longer the file's.
+    pub stale: u64,
+    /// dcb not made: dictionary and file exceed the 16 MiB window.
+    pub too_large: u64,
+    /// Bytes of the deltas written.
+    pub bytes: u64,
+    /// Bytes of the br siblings of the same files, once per delta.
+    pub br_bytes: u64,
+    /// Earlier versions recovered from stale siblings into the store.
+    pub recovered: u64,
+}
+
+impl DeltaTotals {
+    fn count(&mut self, outcome: &DeltaOutcome) {
+        match *outcome {
+            DeltaOutcome::UpToDate => self.up_to_date += 1,
+            DeltaOutcome::Written { after, br } | DeltaOutcome::WouldWrite { after, br } => {
+                self.written += 1;
+                self.bytes += after;
+                self.br_bytes += br;
+            }
+            DeltaOutcome::NotSmaller { .. } => self.not_smaller += 1,
+            DeltaOutcome::Stale => self.stale += 1,
+            DeltaOutcome::TooLarge { .. } => self.too_large += 1,
+            DeltaOutcome::Failed(_) => {}
+        }
+    }
+}
+
+impl DeltaTotals {
+    /// The summary line of deltas; a dry run says what it would write.
+    fn write_line(&self, f: &mut fmt::Formatter<'_>, dry_run: bool) -> fmt::Result {
+        let pct = if self.br_bytes > 0 {
+            100.0 * self.bytes as f64 / self.br_bytes as f64
+        } else {
+            0.0
+        };
+        write!(
+            f,
+            "deltas: {} {}, {} bytes against {} bytes br ({pct:.1}%), {} up to date, {} not smaller than br, {} stale removed, {} earlier versions kept",
+            self.written,
+            if dry_run { "to write" } else { "written" },
+            self.bytes,
+            self.br_bytes,
+            self.up_to_date,
+            self.not_smaller,
+            self.stale,
+            self.recovered
+        )?;
+        if self.too_large > 0 {
+            write!(
+                f,
+                ", {} dcb over the 16 MiB window not made",
+                self.too_large
+            )?;
+        }
+        writeln!(f)
+    }
+}
+
 /// The end-of-run summary of `compress`.
 #[derive(Clone, Debug, Default)]
 pub struct CompressSummary {
@@ -79,6 +148,8 @@ pub struct CompressSummary {
     pub temporaries_removed: u64,
     /// Problems reported (path and reason each).
     pub errors: u64,
+    /// Deltas, when any were asked for.
+    pub deltas: DeltaTotals,
     pub dry_run: bool,
     pub elapsed: Duration,
 }
@@ -88,6 +159,10 @@ impl CompressSummary {
     pub(super) fn count_file(&mut self, file: FileResult) {
         self.errors += file.errors;
         self.originals_removed += u64::from(file.original_removed);
+        self.deltas.recovered += u64::from(file.recovered);
+        for d in &file.deltas {
+            self.deltas.count(&d.outcome);
+        }
         let mut wrote = false;
         let mut all_up_to_date = !file.outcomes.is_empty();
         for (c, outcome) in file.outcomes {
@@ -124,6 +199,9 @@ impl fmt::Display for CompressSummary {
             if *totals != CodingTotals::default() {
                 totals.write_line(f, c)?;
             }
+        }
+        if self.deltas != DeltaTotals::default() {
+            self.deltas.write_line(f, self.dry_run)?;
         }
         if self.originals_removed > 0 {
             writeln!(f, "originals removed: {}", self.originals_removed)?;

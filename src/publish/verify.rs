@@ -1,14 +1,20 @@
 //! `verify`: every sibling under the given paths must decode completely,
 //! match its original when that exists, not be older than it, and be
-//! decodable by browsers (zstd window, no large-window brotli).
+//! decodable by browsers (zstd window, no large-window brotli); every
+//! delta must name its dictionary in its header and decode against it to
+//! its original.
 
 use super::check;
+use super::delta::tree_of;
 use super::freshness::mtime;
 use super::progress::{Progress, Report};
+use super::store::{self, Store};
 use super::summary::VerifySummary;
 use super::walk::{Filter, Found};
 use crate::coding::Coding;
+use crate::dictionary::{self, DeltaCoding, Hash};
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -19,23 +25,51 @@ enum Verdict {
     Bad(String),
 }
 
-/// A sibling found by the walk: its path, coding and original's path.
+/// What a sibling or delta found by the walk is.
+enum Kind {
+    Sibling(Coding),
+    Delta(DeltaCoding, Hash),
+}
+
+/// A sibling or delta found by the walk: its path, kind and original's path.
 struct Sibling {
     path: PathBuf,
-    coding: Coding,
+    kind: Kind,
     original: PathBuf,
 }
 
 /// Runs `verify` over `paths`.
 pub fn verify(paths: &[PathBuf], follow_symlinks: bool, report: Report) -> VerifySummary {
+    verify_with_dictionaries(paths, follow_symlinks, report, &[])
+}
+
+/// Runs `verify` over `paths`; deltas may also use the dictionaries in
+/// `extra` besides those of the trees' stores.
+pub fn verify_with_dictionaries(
+    paths: &[PathBuf],
+    follow_symlinks: bool,
+    report: Report,
+    extra: &[PathBuf],
+) -> VerifySummary {
     let start = Instant::now();
     let mut summary = VerifySummary::default();
+    let dicts = match Dictionaries::new(paths, extra) {
+        Ok(d) => d,
+        Err(why) => {
+            Progress::errors_only().problem(Path::new("--dictionary"), &why);
+            summary.errors += 1;
+            return summary;
+        }
+    };
     let sibs = siblings_under(paths, follow_symlinks, &mut summary);
     let progress = Progress::new(report, sibs.len() as u64);
     let verdicts: Vec<Verdict> = sibs
         .par_iter()
         .map(|s| {
-            let v = verify_sibling(s.coding, &s.path, &s.original);
+            let v = match s.kind {
+                Kind::Sibling(c) => verify_sibling(c, &s.path, &s.original),
+                Kind::Delta(c, h) => verify_delta(c, &h, &s.path, &s.original, &dicts),
+            };
             match &v {
                 Verdict::Ok => progress.file_line(&format!("{}: ok", s.path.display())),
                 Verdict::Stale => progress.problem(&s.path, "stale: older than its original"),
@@ -75,8 +109,18 @@ fn siblings_under(
                 if let Some((coding, original)) = check::sibling_of(&path) {
                     sibs.push(Sibling {
                         path,
-                        coding,
+                        kind: Kind::Sibling(coding),
                         original,
+                    });
+                } else if let Some((name, hash, coding)) = path
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .and_then(dictionary::parse_delta_name)
+                {
+                    sibs.push(Sibling {
+                        original: path.with_file_name(name),
+                        kind: Kind::Delta(coding, hash),
+                        path,
                     });
                 }
             }
@@ -116,5 +160,83 @@ fn verify_sibling(coding: Coding, sib: &Path, orig: &Path) -> Verdict {
             Ok(_) => Verdict::Ok,
             Err(e) => Verdict::Bad(e),
         },
+    }
+}
+
+/// Where deltas' dictionaries are looked up: the stores of the checked
+/// trees, then the dictionaries given on the command line.
+struct Dictionaries {
+    trees: Vec<Store>,
+    extra: HashMap<Hash, Vec<u8>>,
+}
+
+impl Dictionaries {
+    fn new(paths: &[PathBuf], extra: &[PathBuf]) -> Result<Dictionaries, String> {
+        let mut by_hash = HashMap::new();
+        for p in extra {
+            let b = store::read_limited(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            by_hash.insert(dictionary::hash(&b), b);
+        }
+        Ok(Dictionaries {
+            trees: paths.iter().map(|p| Store::of_tree(&tree_of(p))).collect(),
+            extra: by_hash,
+        })
+    }
+
+    /// The dictionary with `hash` that deltas of `original` may use.
+    fn find(&self, original: &Path, hash: &Hash) -> Result<Option<Vec<u8>>, String> {
+        for s in &self.trees {
+            if let Some(rel) = s.relative(original) {
+                if let Some(d) = s.find(rel, hash).map_err(|e| e.to_string())? {
+                    return Ok(Some(d));
+                }
+            }
+        }
+        Ok(self.extra.get(hash).cloned())
+    }
+}
+
+/// A delta's verdict: its header names the dictionary its name does, it
+/// decodes against that dictionary, and to its original when there is one.
+fn verify_delta(
+    coding: DeltaCoding,
+    hash: &Hash,
+    path: &Path,
+    orig: &Path,
+    dicts: &Dictionaries,
+) -> Verdict {
+    let delta = match store::read_limited(path) {
+        Ok(d) => d,
+        Err(e) => return Verdict::Bad(format!("cannot read: {e}")),
+    };
+    match dictionary::split_header(&delta) {
+        Some((c, h, _)) if c == coding && h == *hash => {}
+        Some(_) => return Verdict::Bad("header does not match the file name".into()),
+        None => return Verdict::Bad(format!("no {} header", coding.token())),
+    }
+    let dict = match dicts.find(orig, hash) {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            return Verdict::Bad(format!(
+                "dictionary {} not found (not stored, catalogued or given)",
+                dictionary::to_hex(hash)
+            ))
+        }
+        Err(e) => return Verdict::Bad(format!("cannot read its dictionary: {e}")),
+    };
+    let decoded = match dictionary::decode(&dict, &delta) {
+        Ok(d) => d,
+        Err(e) => return Verdict::Bad(e.to_string()),
+    };
+    let (Ok(meta), Ok(orig_meta)) = (fs::metadata(path), fs::metadata(orig)) else {
+        return Verdict::Ok;
+    };
+    if mtime(&meta) < mtime(&orig_meta) {
+        return Verdict::Stale;
+    }
+    match store::read_limited(orig) {
+        Ok(o) if o == decoded => Verdict::Ok,
+        Ok(_) => Verdict::Bad("decodes to different content than its original".into()),
+        Err(e) => Verdict::Bad(format!("cannot read original: {e}")),
     }
 }

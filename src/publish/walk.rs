@@ -35,6 +35,8 @@ pub enum SkipReason {
     Temporary,
     /// Not a regular file (device, socket, fifo).
     NotRegular,
+    /// A delta against a dictionary (RFC 9842), made by `compress`.
+    Delta,
 }
 
 impl fmt::Display for SkipReason {
@@ -46,6 +48,7 @@ impl fmt::Display for SkipReason {
             SkipReason::Filtered => "excluded by glob",
             SkipReason::Temporary => "temporary file of an interrupted run",
             SkipReason::NotRegular => "not a regular file",
+            SkipReason::Delta => "delta (dictionary transport)",
         })
     }
 }
@@ -125,6 +128,9 @@ impl Filter {
             return Found::Skipped(path, SkipReason::Filtered);
         }
         if self.compress_rules {
+            if crate::dictionary::parse_delta_name(name).is_some() {
+                return Found::Skipped(path, SkipReason::Delta);
+            }
             if is_compressed_name(name) {
                 return Found::Skipped(path, SkipReason::Compressed);
             }
@@ -144,10 +150,12 @@ impl Filter {
                 .sort_by_file_name()
                 .into_iter()
                 .filter_entry(|e| {
-                    // Prune excluded directories without entering them.
+                    // Prune excluded directories, and the dictionary
+                    // store, without entering them.
                     e.depth() == 0
                         || !e.file_type().is_dir()
-                        || !self.excluded(e.path().strip_prefix(root).unwrap_or(e.path()))
+                        || !(e.file_name() == crate::dictionary::STORE_DIR
+                            || self.excluded(e.path().strip_prefix(root).unwrap_or(e.path())))
                 });
             for entry in walker {
                 let entry = match entry {

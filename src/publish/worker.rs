@@ -3,12 +3,14 @@
 //! sibling decodes back to it.
 
 use super::atomic::TempFile;
+use super::delta::{self, DeltaOutcome, DeltaResult, Plan};
 use super::encode::{self, Levels};
 use super::freshness::{changed_since, made_from};
 use super::options::CompressOptions;
 use super::progress::Progress;
 use super::{check, sibling_path};
 use crate::coding::Coding;
+use crate::dictionary::to_hex;
 use rayon::prelude::*;
 use std::fs::{self, File};
 use std::path::Path;
@@ -40,13 +42,18 @@ pub(super) struct FileResult {
     pub(super) outcomes: Vec<(Coding, Outcome)>,
     pub(super) original_removed: bool,
     pub(super) errors: u64,
+    pub(super) deltas: Vec<DeltaResult>,
+    /// An earlier version was recovered from a stale sibling.
+    pub(super) recovered: bool,
 }
 
-/// Makes every sibling `opts` asks for of the file at `path`, removes the
-/// original if asked, and tells `progress` what happened.
+/// Makes every sibling `opts` asks for of the file at `path`, and its
+/// deltas when `plan` has any, removes the original if asked, and tells
+/// `progress` what happened.
 pub(super) fn compress_file(
     path: &Path,
     opts: &CompressOptions,
+    plan: Option<&Plan>,
     progress: &Progress,
 ) -> FileResult {
     let mut result = FileResult::default();
@@ -58,18 +65,26 @@ pub(super) fn compress_file(
             return result;
         }
     };
-    result.outcomes = opts
-        .codings
-        .par_iter()
-        .map(|&c| (c, make_sibling(path, &meta, c, opts)))
-        .collect();
-    let mut told = Vec::new();
-    for (c, outcome) in &result.outcomes {
-        if let Outcome::Failed(why) = outcome {
-            progress.problem(path, &format!("{}: {why}", c.token()));
+    // Before the siblings are rewritten: a stale one holds the version
+    // the store needs.
+    let prepared = plan.and_then(|p| match delta::prepare(path, &meta, p, opts) {
+        Ok(x) => x,
+        Err(why) => {
+            progress.problem(path, &why);
             result.errors += 1;
+            None
         }
-        told.extend(describe(*c, outcome));
+    });
+    let mut told = make_siblings(path, &meta, opts, progress, &mut result);
+    if let (Some(plan), Some(prep)) = (plan, &prepared) {
+        result.recovered = prep.recovered;
+        result.deltas = delta::make_deltas(path, &meta, prep, plan, opts);
+        told.extend(tell_deltas(path, prep.recovered, &result.deltas, progress));
+        result.errors += result
+            .deltas
+            .iter()
+            .filter(|d| matches!(d.outcome, DeltaOutcome::Failed(_)))
+            .count() as u64;
     }
     if opts.remove_originals && result.errors == 0 {
         match remove_original_if_safe(path, &meta, opts.dry_run) {
@@ -88,6 +103,66 @@ pub(super) fn compress_file(
     }
     progress.file_done(path);
     result
+}
+
+/// Makes every sibling, one task per coding; returns the per-file line's
+/// words and reports problems.
+fn make_siblings(
+    path: &Path,
+    meta: &fs::Metadata,
+    opts: &CompressOptions,
+    progress: &Progress,
+    result: &mut FileResult,
+) -> Vec<String> {
+    result.outcomes = opts
+        .codings
+        .par_iter()
+        .map(|&c| (c, make_sibling(path, meta, c, opts)))
+        .collect();
+    let mut told = Vec::new();
+    for (c, outcome) in &result.outcomes {
+        if let Outcome::Failed(why) = outcome {
+            progress.problem(path, &format!("{}: {why}", c.token()));
+            result.errors += 1;
+        }
+        told.extend(describe(*c, outcome));
+    }
+    told
+}
+
+/// The per-file line's words about deltas; problems are told on their own.
+fn tell_deltas(
+    path: &Path,
+    recovered: bool,
+    deltas: &[DeltaResult],
+    progress: &Progress,
+) -> Vec<String> {
+    let mut told = Vec::new();
+    if recovered {
+        told.push("previous version kept as a dictionary".to_owned());
+    }
+    for d in deltas {
+        let name = format!("{} vs {}", d.coding.token(), &to_hex(&d.dictionary)[..12]);
+        told.push(match &d.outcome {
+            DeltaOutcome::UpToDate => continue,
+            DeltaOutcome::Written { after, br } => format!("{name} {after} (br {br})"),
+            DeltaOutcome::WouldWrite { after, br } => {
+                format!("{name} would be {after} (br {br})")
+            }
+            DeltaOutcome::NotSmaller { after, br, .. } => {
+                format!("{name} {after} not smaller than br {br}")
+            }
+            DeltaOutcome::Stale => format!("{name} stale, removed"),
+            DeltaOutcome::TooLarge { .. } => {
+                format!("{name} not made: over 16 MiB with its dictionary")
+            }
+            DeltaOutcome::Failed(why) => {
+                progress.problem(path, &format!("{name}: {why}"));
+                continue;
+            }
+        });
+    }
+    told
 }
 
 /// The original's metadata, once it is known to open: an unreadable file

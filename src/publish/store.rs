@@ -1,0 +1,251 @@
+//! The dictionary store: earlier versions of files, kept so that deltas of
+//! the current version can be made against them, in one hidden directory
+//! at the top of the published tree (`dictionary::STORE_DIR`).
+//!
+//! Layout under it:
+//! - `versions/<path relative to the tree>/<hex SHA-256>.zst`: one earlier
+//!   version of that file, zstd-compressed, with the mtime that version
+//!   had; the newest K are kept;
+//! - `dictionaries/<hex SHA-256>`: the path, relative to the tree, of a
+//!   file used whole as a dictionary (a group member, a site dictionary),
+//!   so `verify` can find it from a delta's hash.
+
+use super::atomic::TempFile;
+use crate::dictionary::{self, Hash, STORE_DIR, VERSIONS_DIR};
+use std::fs;
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Where file dictionaries are catalogued, under `STORE_DIR`.
+const CATALOGUE_DIR: &str = "dictionaries";
+
+/// zstd level of stored versions: read back rarely, kept long.
+const STORE_LEVEL: i32 = 19;
+
+/// Largest file that gets deltas or serves as a dictionary: both are held
+/// in memory while a delta is made.
+pub const DELTA_INPUT_MAX: u64 = 128 << 20;
+
+/// The store of one published tree.
+#[derive(Clone, Debug)]
+pub struct Store {
+    /// The tree's top directory.
+    tree: PathBuf,
+}
+
+/// One stored version of a file.
+#[derive(Clone, Debug)]
+pub struct Version {
+    pub hash: Hash,
+    pub mtime: SystemTime,
+    pub path: PathBuf,
+}
+
+impl Store {
+    /// The store of the tree whose top directory is `tree`.
+    pub fn of_tree(tree: &Path) -> Store {
+        Store {
+            tree: tree.to_path_buf(),
+        }
+    }
+
+    /// The tree's top directory.
+    pub fn tree(&self) -> &Path {
+        &self.tree
+    }
+
+    /// `file`'s path relative to the tree, when it is inside it.
+    pub fn relative<'a>(&self, file: &'a Path) -> Option<&'a Path> {
+        file.strip_prefix(&self.tree)
+            .ok()
+            .filter(|r| !r.as_os_str().is_empty())
+    }
+
+    fn versions_dir(&self, rel: &Path) -> PathBuf {
+        self.tree.join(STORE_DIR).join(VERSIONS_DIR).join(rel)
+    }
+
+    /// The stored versions of the file at `rel`, newest first.
+    pub fn versions(&self, rel: &Path) -> Vec<Version> {
+        let Ok(entries) = fs::read_dir(self.versions_dir(rel)) else {
+            return Vec::new();
+        };
+        let mut v: Vec<Version> = entries
+            .filter_map(Result::ok)
+            .filter_map(|e| {
+                let name = e.file_name();
+                let hash = dictionary::from_hex(name.to_str()?.strip_suffix(".zst")?)?;
+                let meta = e.metadata().ok().filter(|m| m.is_file())?;
+                Some(Version {
+                    hash,
+                    mtime: meta.modified().ok()?,
+                    path: e.path(),
+                })
+            })
+            .collect();
+        v.sort_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| b.path.cmp(&a.path)));
+        v
+    }
+
+    /// Stores `content`, an earlier version of the file at `rel` that had
+    /// the mtime and permissions of `like`; false when it already was.
+    pub fn add(&self, rel: &Path, content: &[u8], like: &fs::Metadata) -> io::Result<bool> {
+        let hash = dictionary::hash(content);
+        let dir = self.versions_dir(rel);
+        let path = dir.join(format!("{}.zst", dictionary::to_hex(&hash)));
+        if path.is_file() {
+            return Ok(false);
+        }
+        fs::create_dir_all(&dir)?;
+        let mut tmp = TempFile::new(&path)?;
+        let mut e = zstd::stream::write::Encoder::new(&mut tmp, STORE_LEVEL)?;
+        e.include_checksum(true)?;
+        e.write_all(content)?;
+        e.finish()?;
+        tmp.commit(&path, like)?;
+        Ok(true)
+    }
+
+    /// Removes all but the newest `keep` versions of the file at `rel`;
+    /// returns how many went.
+    pub fn prune(&self, rel: &Path, keep: usize) -> io::Result<u64> {
+        let mut removed = 0;
+        for v in self.versions(rel).into_iter().skip(keep) {
+            fs::remove_file(&v.path)?;
+            removed += 1;
+        }
+        Ok(removed)
+    }
+
+    /// Records that the file at `file` (inside the tree) is a dictionary
+    /// with hash `hash`, so `verify` can find it.
+    pub fn catalogue(&self, hash: &Hash, file: &Path) -> io::Result<()> {
+        let Some(rel) = self.relative(file).and_then(Path::to_str) else {
+            return Ok(()); // Outside the tree: `verify` is told where it is.
+        };
+        let path = self.catalogue_path(hash);
+        if fs::read(&path).is_ok_and(|old| old == rel.as_bytes()) {
+            return Ok(());
+        }
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir)?;
+        }
+        let mut tmp = TempFile::new(&path)?;
+        tmp.write_all(rel.as_bytes())?;
+        tmp.commit(&path, &fs::metadata(file)?)
+    }
+
+    fn catalogue_path(&self, hash: &Hash) -> PathBuf {
+        self.tree
+            .join(STORE_DIR)
+            .join(CATALOGUE_DIR)
+            .join(dictionary::to_hex(hash))
+    }
+
+    /// The dictionary with hash `hash` that deltas of the file at `rel`
+    /// may use: a stored version of it or a catalogued file, checked
+    /// against the hash.
+    pub fn find(&self, rel: &Path, hash: &Hash) -> io::Result<Option<Vec<u8>>> {
+        let stored = self
+            .versions_dir(rel)
+            .join(format!("{}.zst", dictionary::to_hex(hash)));
+        let content = if stored.is_file() {
+            load_version(&stored)?
+        } else {
+            match fs::read_to_string(self.catalogue_path(hash)) {
+                Ok(rel) => match read_limited(&self.tree.join(rel)) {
+                    Ok(c) => c,
+                    Err(_) => return Ok(None),
+                },
+                Err(_) => return Ok(None),
+            }
+        };
+        Ok((dictionary::hash(&content) == *hash).then_some(content))
+    }
+}
+
+/// A stored version's content.
+pub fn load_version(path: &Path) -> io::Result<Vec<u8>> {
+    let mut d = zstd::stream::read::Decoder::new(fs::File::open(path)?)?;
+    let mut out = Vec::new();
+    (&mut d).take(DELTA_INPUT_MAX + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > DELTA_INPUT_MAX {
+        return Err(io::Error::other("stored version too large"));
+    }
+    Ok(out)
+}
+
+/// A file's content, refused above `DELTA_INPUT_MAX`.
+pub fn read_limited(path: &Path) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    fs::File::open(path)?
+        .take(DELTA_INPUT_MAX + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > DELTA_INPUT_MAX {
+        return Err(io::Error::other("too large for deltas"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn versions_are_added_listed_newest_first_and_pruned() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::of_tree(d.path());
+        let rel = Path::new("docs/a.html");
+        let f = d.path().join("like");
+        let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        for i in 0..4u64 {
+            fs::write(&f, b"x").unwrap();
+            fs::File::options()
+                .write(true)
+                .open(&f)
+                .unwrap()
+                .set_modified(t0 + Duration::from_secs(i))
+                .unwrap();
+            let m = fs::metadata(&f).unwrap();
+            assert!(s.add(rel, format!("version {i}").as_bytes(), &m).unwrap());
+            assert!(!s.add(rel, format!("version {i}").as_bytes(), &m).unwrap());
+        }
+        let v = s.versions(rel);
+        assert_eq!(v.len(), 4);
+        assert_eq!(v[0].hash, dictionary::hash(b"version 3"));
+        assert_eq!(load_version(&v[0].path).unwrap(), b"version 3");
+        assert!(v[0]
+            .path
+            .starts_with(d.path().join(".gzip-disk-ng/versions/docs/a.html")));
+        assert_eq!(s.prune(rel, 2).unwrap(), 2);
+        let v = s.versions(rel);
+        assert_eq!(v.len(), 2);
+        assert_eq!(v[1].hash, dictionary::hash(b"version 2"));
+        assert_eq!(
+            s.find(rel, &dictionary::hash(b"version 2"))
+                .unwrap()
+                .unwrap(),
+            b"version 2"
+        );
+        assert!(s
+            .find(rel, &dictionary::hash(b"version 0"))
+            .unwrap()
+            .is_none());
+    }
+
+    #[test]
+    fn catalogued_files_are_found_while_unchanged() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::of_tree(d.path());
+        let dict = d.path().join("dictionary.dat");
+        fs::write(&dict, b"shared words").unwrap();
+        let h = dictionary::hash(b"shared words");
+        s.catalogue(&h, &dict).unwrap();
+        let found = s.find(Path::new("any.html"), &h).unwrap();
+        assert_eq!(found.as_deref(), Some(&b"shared words"[..]));
+        fs::write(&dict, b"retrained").unwrap();
+        assert!(s.find(Path::new("any.html"), &h).unwrap().is_none());
+    }
+}
