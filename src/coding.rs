@@ -83,13 +83,9 @@ impl Coding {
     }
 }
 
-/// The hidden directory at the top of a published tree where the publish
-/// tool keeps earlier versions as dictionaries; never served.
-pub const DICTIONARY_STORE: &str = ".gzip-disk-ng";
-
 /// A dictionary-compressed coding (RFC 9842): the response is a delta
-/// against a dictionary the client already holds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// against a dictionary the client already holds (see `dictionary`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DeltaCoding {
     /// Dictionary-compressed zstd.
     Dcz,
@@ -134,12 +130,5 @@ impl DeltaCoding {
         } else {
             None
         }
-    }
-
-    /// The delta's file name beside `original`: `<original>.<hex SHA-256
-    /// of the dictionary>.<token>`, so one stat finds it from the hash a
-    /// request announces.
-    pub fn file_suffix(self, dictionary_hash: &[u8; 32]) -> String {
-        format!(".{}.{}", hex::encode(dictionary_hash), self.token())
     }
 }

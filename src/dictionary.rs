@@ -16,7 +16,8 @@
 
 use sha2::{Digest, Sha256};
 use std::io::{self, Read, Write};
-use std::path::{Component, Path, PathBuf};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
 
 /// The hidden directory at the top of a published tree that holds earlier
 /// versions kept as dictionaries. Never served: the module refuses every
@@ -47,32 +48,9 @@ pub const DCB_LGWIN_MAX: u32 = 24;
 /// 5.2: 8 MiB or 1.25 times the dictionary, at most 128 MiB).
 pub const DCZ_WINDOW_CAP: u64 = 128 << 20;
 
-/// A delta coding: the content coding token a delta is sent with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum DeltaCoding {
-    /// Dictionary-compressed zstd.
-    Dcz,
-    /// Dictionary-compressed brotli.
-    Dcb,
-}
+pub use crate::coding::DeltaCoding;
 
 impl DeltaCoding {
-    /// Every delta coding, preferred first.
-    pub const ALL: [DeltaCoding; 2] = [DeltaCoding::Dcz, DeltaCoding::Dcb];
-
-    /// The `Content-Encoding` token, also the file suffix without the dot.
-    pub fn token(self) -> &'static str {
-        match self {
-            DeltaCoding::Dcz => "dcz",
-            DeltaCoding::Dcb => "dcb",
-        }
-    }
-
-    /// The coding a token names.
-    pub fn from_token(t: &str) -> Option<DeltaCoding> {
-        DeltaCoding::ALL.into_iter().find(|c| c.token() == t)
-    }
-
     /// The bytes before the hash.
     pub fn magic(self) -> &'static [u8] {
         match self {
@@ -94,24 +72,16 @@ pub fn hash(dictionary: &[u8]) -> Hash {
 
 /// Lowercase hex of a hash, as in delta file names.
 pub fn to_hex(h: &Hash) -> String {
-    h.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(h)
 }
 
 /// The hash 64 lowercase hex digits spell; `None` for anything else.
 pub fn from_hex(s: &str) -> Option<Hash> {
-    let b = s.as_bytes();
-    if b.len() != 2 * HASH_LEN {
+    if s.bytes().any(|c| c.is_ascii_uppercase()) {
         return None;
     }
-    let digit = |c: u8| match c {
-        b'0'..=b'9' => Some(c - b'0'),
-        b'a'..=b'f' => Some(c - b'a' + 10),
-        _ => None,
-    };
     let mut h = [0u8; HASH_LEN];
-    for (i, out) in h.iter_mut().enumerate() {
-        *out = digit(b[2 * i])? << 4 | digit(b[2 * i + 1])?;
-    }
+    hex::decode_to_slice(s, &mut h).ok()?;
     Some(h)
 }
 
@@ -131,7 +101,7 @@ pub fn delta_path(original: &Path, h: &Hash, coding: DeltaCoding) -> Option<Path
 /// hash and the coding; `None` when the name is not a delta's.
 pub fn parse_delta_name(name: &str) -> Option<(&str, Hash, DeltaCoding)> {
     let (rest, token) = name.rsplit_once('.')?;
-    let coding = DeltaCoding::from_token(token)?;
+    let coding = DeltaCoding::ALL.into_iter().find(|c| c.token() == token)?;
     let (original, hex) = rest.rsplit_once('.')?;
     if original.is_empty() {
         return None;
@@ -142,8 +112,18 @@ pub fn parse_delta_name(name: &str) -> Option<(&str, Hash, DeltaCoding)> {
 /// True when a path (a URL path or a file path) goes into the dictionary
 /// store: some component of it is `STORE_DIR`.
 pub fn in_store(path: &Path) -> bool {
-    path.components()
-        .any(|c| matches!(c, Component::Normal(n) if n == STORE_DIR))
+    in_store_bytes(path.as_os_str().as_bytes())
+}
+
+/// `in_store` of a path's bytes. The module asks it of every request, so
+/// one vectorised search does the common case.
+pub fn in_store_bytes(path: &[u8]) -> bool {
+    let name = STORE_DIR.as_bytes();
+    memchr::memmem::find_iter(path, name).any(|at| {
+        let before = at.checked_sub(1).map(|i| path[i]);
+        let after = path.get(at + name.len()).copied();
+        matches!(before, None | Some(b'/')) && matches!(after, None | Some(b'/'))
+    })
 }
 
 /// The header a delta starts with: magic, then the dictionary's hash.

@@ -3,6 +3,7 @@
 //! outcome to `respond`, until one answers.
 
 use crate::coding::Coding;
+use crate::dictionary;
 use crate::httpd::{FileKind, Level, Request, Status};
 use crate::lookup::{self, Lookup};
 use crate::module::dir_config;
@@ -227,7 +228,7 @@ pub fn fixup(req: &Request<'_>) -> Status {
 /// refused whatever the handler, as the module's own files.
 fn refuse_store(req: &Request<'_>) -> Option<Status> {
     let filename = req.filename()?;
-    if !lookup::in_dictionary_store(filename.to_bytes()) {
+    if !dictionary::in_store_bytes(filename.to_bytes()) {
         return None;
     }
     req.log_with(Level::Info, 0, || {

@@ -3,7 +3,8 @@
 //! sibling's name, and opening with the symlink check repeated.
 
 /// What a sibling lookup found.
-use crate::coding::{Coding, DeltaCoding, DICTIONARY_STORE};
+use crate::coding::{Coding, DeltaCoding};
+use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
 use crate::variant::FileMeta;
 use std::collections::HashSet;
@@ -141,21 +142,9 @@ pub fn find_delta<'r>(
     d: DeltaCoding,
     hash: &[u8; 32],
 ) -> Option<Sibling<'r>> {
-    let suffix = d.file_suffix(hash);
+    let suffix = dictionary::delta_file_name("", hash, d);
     let s = stat_sibling(req, req.path_with_suffix(base, &suffix))?;
     permitted(req, &s, req.pool_cstr(&suffix)).then_some(s)
-}
-
-/// Whether a path lies in the publish tool's dictionary store: has a
-/// component named `DICTIONARY_STORE`. Asked of every request, so one
-/// vectorised search does the common case.
-pub fn in_dictionary_store(path: &[u8]) -> bool {
-    let name = DICTIONARY_STORE.as_bytes();
-    memchr::memmem::find_iter(path, name).any(|at| {
-        let before = at.checked_sub(1).map(|i| path[i]);
-        let after = path.get(at + name.len()).copied();
-        matches!(before, None | Some(b'/')) && matches!(after, None | Some(b'/'))
-    })
 }
 
 /// A sibling lookup already made: the coding and what was found.

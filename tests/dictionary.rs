@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use mod_gzip_disk_ng::dictionary::{delta_file_name, hash, DeltaCoding};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::Path;
@@ -41,12 +42,8 @@ fn dcz(dir: &Path, dictionary: &[u8], data: &[u8]) -> Vec<u8> {
 }
 
 /// The delta's file name beside `name`.
-fn delta_name(name: &str, dictionary: &[u8], token: &str) -> String {
-    let hex: String = Sha256::digest(dictionary)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("{name}.{hex}.{token}")
+fn delta_name(name: &str, dictionary: &[u8], coding: DeltaCoding) -> String {
+    delta_file_name(name, &hash(dictionary), coding)
 }
 
 /// Decodes a dcz body with the zstd CLI and the dictionary.
@@ -85,7 +82,7 @@ fn site(docroot: &Path) -> Site {
     v2.extend_from_slice(b"/* appended in version 2 */\n");
     publish(docroot, "app.js", &v2, true, &[".gz", ".br"]);
     let delta = dcz(docroot, &v1, &v2);
-    let p = docroot.join(delta_name("app.js", &v1, "dcz"));
+    let p = docroot.join(delta_name("app.js", &v1, DeltaCoding::Dcz));
     fs::write(&p, &delta).unwrap();
     set_mtime(
         &p,
@@ -254,7 +251,7 @@ fn deltas_obey_access_rules_and_freshness() {
             let stale = d.join("stale");
             fs::create_dir(&stale).unwrap();
             site(&stale);
-            let dz = stale.join(delta_name("app.js", &page(60_000, 1), "dcz"));
+            let dz = stale.join(delta_name("app.js", &page(60_000, 1), DeltaCoding::Dcz));
             set_mtime(
                 &dz,
                 std::time::SystemTime::now() - std::time::Duration::from_secs(5000),
