@@ -5,6 +5,7 @@
 mod common;
 
 use common::*;
+use std::fs;
 use std::path::Path;
 use std::process::Command;
 
@@ -50,13 +51,62 @@ fn make_cert(dir: &Path) -> (String, String) {
     (cert.display().to_string(), key.display().to_string())
 }
 
+/// Headless Chromium loading `url` with the given profile and extra flags;
+/// bounded, so a hung browser fails the test instead of the run.
+fn chromium(profile: &Path, flags: &[&str], url: &str) -> std::process::Output {
+    Command::new("timeout")
+        .args(["-k", "10", "120", CHROMIUM])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-quic",
+            "--no-first-run",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--dump-dom",
+        ])
+        .args(flags)
+        .arg(format!("--user-data-dir={}", profile.display()))
+        .arg(url)
+        .output()
+        .expect("run chromium")
+}
+
+/// The flag that makes Chromium trust exactly this certificate, as it
+/// must before it keeps or uses compression dictionaries: the base64
+/// SHA-256 of its public key.
+fn trust_flag(cert: &str) -> String {
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "openssl x509 -in '{cert}' -pubkey -noout | openssl pkey -pubin -outform der \
+             | openssl dgst -sha256 -binary | base64"
+        ))
+        .output()
+        .expect("openssl");
+    assert!(out.status.success());
+    format!(
+        "--ignore-certificate-errors-spki-list={}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    )
+}
+
+fn chromium_missing() -> bool {
+    if Path::new(CHROMIUM).exists() {
+        return false;
+    }
+    // scripts/test installs Debian's chromium; only a bare dev box lacks it.
+    skip(&format!(
+        "{CHROMIUM} not installed (scripts/test installs it)"
+    ));
+    true
+}
+
 #[test]
 fn chromium_over_https_h2_renders_every_coding() {
-    if !Path::new(CHROMIUM).exists() {
-        // scripts/test installs Debian's chromium; only a bare dev box lacks it.
-        skip(&format!(
-            "{CHROMIUM} not installed (scripts/test installs it)"
-        ));
+    if chromium_missing() {
         return;
     }
     let certdir = world_readable_tempdir();
@@ -88,25 +138,7 @@ fn chromium_over_https_h2_renders_every_coding() {
         ("i", "zstd decompressed"),
     ] {
         let url = format!("https://127.0.0.1:{}/{dir}/page.html", a.port);
-        // Bounded: a hung browser fails the test instead of the run.
-        let out = Command::new("timeout")
-            .args(["-k", "10", "120", CHROMIUM])
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--ignore-certificate-errors",
-                "--dump-dom",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg(&url)
-            .output()
-            .expect("run chromium");
+        let out = chromium(profile.path(), &["--ignore-certificate-errors"], &url);
         let dom = String::from_utf8_lossy(&out.stdout);
         assert!(
             dom.contains(&format!("<h1 id=\"m\">marker-{dir}</h1>")),
@@ -178,4 +210,146 @@ sys.stdout.buffer.write(body)
         );
         assert_eq!(out.stdout, page(50_000, 6), "{ae}");
     }
+}
+
+/// A script that appends `<tag>-<length of its string>` to the page: it
+/// runs only if the browser decoded it whole.
+fn script(tag: &str, text: &str) -> Vec<u8> {
+    format!(
+        "var S = \"{text}\";\ndocument.getElementById('out').textContent += ' {tag}-' + S.length;\n"
+    )
+    .into_bytes()
+}
+
+/// Letters and spaces only, so the text is a JavaScript string as it is.
+fn script_text(seed: u64) -> String {
+    page(60_000, seed)
+        .iter()
+        .map(|&b| {
+            if b.is_ascii_alphanumeric() {
+                b as char
+            } else {
+                ' '
+            }
+        })
+        .collect()
+}
+
+/// Loads `page` in Chromium trusting the test certificate; the DOM.
+fn load(a: &Apache, profile: &Path, trust: &str, page: &str) -> String {
+    let url = format!("https://127.0.0.1:{}/{page}", a.port);
+    let out = chromium(profile, &[trust, "--virtual-time-budget=5000"], &url);
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// RFC 9842 end to end: Chromium keeps version 1 of two scripts (offered
+/// with `Use-As-Dictionary`), the publish tool writes version 2 with deltas
+/// against version 1, and Chromium's second visit gets `dcz` for one and
+/// `dcb` for the other (its dcz delta removed), and runs exactly version 2.
+#[test]
+fn chromium_decodes_deltas_against_the_version_it_kept() {
+    if chromium_missing() {
+        return;
+    }
+    let certdir = world_readable_tempdir();
+    let (cert, key) = make_cert(certdir.path());
+    let trust = trust_flag(&cert);
+    let v1 = script_text(11);
+    let mut v2 = v1.clone();
+    v2.replace_range(20_000..20_020, "version two is here ");
+    v2.push_str(" and a new ending");
+    let mut server = format!(
+        "SSLEngine on\nSSLCertificateFile {cert}\nSSLCertificateKeyFile {key}\nProtocols h2 http/1.1\n"
+    );
+    for d in ["z", "b"] {
+        server += &format!(
+            "<Location /{d}/>\nGzipDiskNgUseAsDictionary /{d}/app.*.js\nHeader set Cache-Control \"max-age=3600\"\n</Location>\n"
+        );
+    }
+    let a = Apache::start(
+        Options {
+            modules: vec!["ssl", "headers"],
+            server,
+            ..Default::default()
+        },
+        |_| {},
+    );
+    let doc = a.docroot.clone();
+    let html = |n: u32| {
+        format!(
+            "<!doctype html><html><body><div id=\"out\">run</div>\
+             <script src=\"/z/app.{n}.js\"></script><script src=\"/b/app.{n}.js\"></script></body></html>\n"
+        )
+    };
+    let publish_version = |n: u32, text: &str| {
+        for d in ["z", "b"] {
+            fs::create_dir_all(doc.join(d)).unwrap();
+            fs::write(
+                doc.join(format!("{d}/app.{n}.js")),
+                script(&format!("{d}{n}"), text),
+            )
+            .unwrap();
+        }
+        fs::write(doc.join(format!("page{n}.html")), html(n)).unwrap();
+        let out = publish_tool(
+            [
+                "compress",
+                "-q",
+                "--delta-versions",
+                "1",
+                "--delta-group",
+                "z/app.*.js",
+                "--delta-group",
+                "b/app.*.js",
+            ]
+            .iter()
+            .map(std::ffi::OsStr::new)
+            .chain([doc.as_os_str()]),
+        );
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    publish_version(1, &v1);
+    // Browsers store dictionaries asynchronously; a fresh profile per try.
+    let mut dom = String::new();
+    for _ in 0..3 {
+        let profile = tempfile::tempdir().unwrap();
+        let first = load(&a, profile.path(), &trust, "page1.html");
+        assert!(
+            first.contains("z1-") && first.contains("b1-"),
+            "version 1 did not run: {first}"
+        );
+        if !doc.join("page2.html").exists() {
+            publish_version(2, &v2);
+            for e in fs::read_dir(doc.join("b")).unwrap() {
+                let p = e.unwrap().path();
+                if p.to_string_lossy().ends_with(".dcz") {
+                    fs::remove_file(p).unwrap();
+                }
+            }
+        }
+        dom = load(&a, profile.path(), &trust, "page2.html");
+        if a.access_log().contains("dcb precompressed")
+            && a.access_log().contains("dcz precompressed")
+        {
+            break;
+        }
+    }
+    let len = v2.chars().count();
+    assert!(dom.contains(&format!("z2-{len}")), "dcz: {dom}");
+    assert!(dom.contains(&format!("b2-{len}")), "dcb: {dom}");
+    let log = a.access_log();
+    let line = |path: &str| {
+        log.lines()
+            .rev()
+            .find(|l| l.contains(path))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let z = line("/z/app.2.js");
+    let b = line("/b/app.2.js");
+    assert!(
+        z.contains("HTTP/2.0") && z.contains("dcz precompressed"),
+        "{z}\n{log}"
+    );
+    assert!(b.contains("dcb precompressed"), "{b}\n{log}");
 }

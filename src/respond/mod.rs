@@ -331,8 +331,16 @@ fn finish_file(
 
 /// Largest body read into the request pool when sendfile is off: below
 /// it one read costs less than mapping the file (mmap, page faults,
-/// munmap), as `bench/small_files.sh` measures.
-const POOL_READ_MAX: u64 = 64 * 1024;
+/// munmap), as `bench/small_files.sh` measures (a build with
+/// `GZIP_DISK_NG_POOL_READ_MAX` set in the environment uses that instead,
+/// for the measurement).
+const POOL_READ_MAX: u64 = match option_env!("GZIP_DISK_NG_POOL_READ_MAX") {
+    Some(v) => match u64::from_str_radix(v, 10) {
+        Ok(n) => n,
+        Err(_) => panic!("GZIP_DISK_NG_POOL_READ_MAX is not a number of bytes"),
+    },
+    None => 64 * 1024,
+};
 
 /// Part of a file as the body: a file bucket (sendfile, or mmap as core
 /// would use it), or, where sendfile is off and the part small, one read
