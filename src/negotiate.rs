@@ -44,15 +44,27 @@ impl Accepted {
         let Some(value) = header else { return acc };
         acc.present = true;
         for member in value.split(|&b| b == b',') {
-            let mut parts = member.split(|&b| b == b';');
-            let name = trim_ows(parts.next().unwrap_or(&[]));
-            let Some(q) = member_q(parts) else { continue };
-            let slot = match classify(name) {
-                Some(Member::Star) => &mut acc.star,
-                Some(Member::Identity) => &mut acc.identity,
-                Some(Member::Coding(c)) => &mut acc.explicit[c.index()],
-                Some(Member::Delta(d)) => &mut acc.delta[d.index()],
-                None => continue,
+            // The name, then any parameters: unknown names cost one look.
+            let (name, params) = match member.iter().position(|&b| b == b';') {
+                Some(i) => (&member[..i], &member[i..]),
+                None => (member, &[][..]),
+            };
+            let Some(kind) = classify(trim_ows(name)) else {
+                continue;
+            };
+            let q = if params.is_empty() {
+                1000
+            } else {
+                match member_q(params[1..].split(|&b| b == b';')) {
+                    Some(q) => q,
+                    None => continue,
+                }
+            };
+            let slot = match kind {
+                Member::Star => &mut acc.star,
+                Member::Identity => &mut acc.identity,
+                Member::Coding(c) => &mut acc.explicit[c.index()],
+                Member::Delta(d) => &mut acc.delta[d.index()],
             };
             *slot = Some(slot.map_or(q, |old| old.max(q)));
         }
