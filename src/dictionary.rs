@@ -355,7 +355,6 @@ pub fn train<S: AsRef<[u8]>>(samples: &[S], size: usize) -> io::Result<Vec<u8>> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::process::Command;
 
     fn text(seed: u32, n: usize) -> Vec<u8> {
         let words = [
@@ -484,26 +483,10 @@ mod tests {
 
     #[test]
     fn dcz_decodes_with_the_zstd_cli() {
-        let dir = tempfile::tempdir().unwrap();
         let v1 = text(2, 50_000);
         let v2 = edited(&v1);
         let d = encode(DeltaCoding::Dcz, &DeltaLevels::default(), &v1, &v2).unwrap();
-        let dict = dir.path().join("v1");
-        let body = dir.path().join("body.zst");
-        std::fs::write(&dict, &v1).unwrap();
-        std::fs::write(&body, &d[40..]).unwrap();
-        let out = Command::new("zstd")
-            .args(["-d", "-c", "-q", "-D"])
-            .arg(&dict)
-            .arg(&body)
-            .output()
-            .expect("zstd CLI");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(out.stdout, v2);
+        assert_eq!(crate::test_util::zstd_cli_decode_with(&v1, &d[40..]), v2);
     }
 
     #[test]

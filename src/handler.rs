@@ -4,7 +4,7 @@
 
 use crate::coding::Coding;
 use crate::dictionary;
-use crate::httpd::{FileKind, Level, Request, Status};
+use crate::httpd::{self, FileKind, Level, Request, Status};
 use crate::lookup::{self, Lookup};
 use crate::module::dir_config;
 use crate::negotiate::{self, Accepted, Ranked};
@@ -84,11 +84,11 @@ fn original_kind(req: &Request<'_>) -> FileKind {
 }
 
 fn method(req: &Request<'_>) -> Method {
-    match req.method() {
-        crate::httpd::Method::Get => Method::Get,
-        crate::httpd::Method::Options => Method::Options,
-        crate::httpd::Method::Invalid => Method::Invalid,
-        crate::httpd::Method::Other => Method::Other,
+    match req.method_number() {
+        httpd::M_GET => Method::Get,
+        httpd::M_OPTIONS => Method::Options,
+        httpd::M_INVALID => Method::Invalid,
+        _ => Method::Other,
     }
 }
 

@@ -14,7 +14,7 @@ use std::io;
 use std::marker::PhantomData;
 use std::ptr;
 
-pub use ffi::apr_status_t;
+pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
 pub use module::{Args, Command, Config, Directive, Hook, Module, Order, Pool, Scope, Takes};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
@@ -75,17 +75,6 @@ pub enum Level {
     Warn = ffi::APLOG_WARNING as isize,
     Info = ffi::APLOG_INFO as isize,
     Debug = ffi::APLOG_DEBUG as isize,
-}
-
-/// The request's method, as the handler cares about it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Method {
-    /// GET, and HEAD (which Apache reports as GET with `header_only`).
-    Get,
-    Options,
-    /// A method Apache does not know at all.
-    Invalid,
-    Other,
 }
 
 /// What is at a path.
@@ -238,13 +227,9 @@ impl<'r> Request<'r> {
         unsafe { (*self.r).finfo = f.raw }
     }
 
-    pub fn method(&self) -> Method {
-        match self.raw().method_number as u32 {
-            ffi::M_GET => Method::Get,
-            ffi::M_OPTIONS => Method::Options,
-            ffi::M_INVALID => Method::Invalid,
-            _ => Method::Other,
-        }
+    /// `r->method_number`: one of the `M_*` numbers (HEAD is `M_GET`).
+    pub fn method_number(&self) -> u32 {
+        u32::try_from(self.raw().method_number).unwrap_or(ffi::M_INVALID)
     }
 
     /// HEAD request: headers only.

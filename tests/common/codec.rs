@@ -212,6 +212,17 @@ pub fn filter_through(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     out.stdout
 }
 
+/// What the `zstd` CLI decodes from a zstd frame made against
+/// `dictionary` as raw content (a dcz body after its 40-byte header), as an
+/// independent check of the crate's and the publish tool's deltas.
+pub fn zstd_cli_decode_with(dictionary: &[u8], frame: &[u8]) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let dict = dir.path().join("dictionary");
+    std::fs::write(&dict, dictionary).expect("write dictionary");
+    let dict = dict.to_string_lossy().into_owned();
+    filter_through("zstd", &["-q", "-d", "-c", "--long=31", "-D", &dict], frame)
+}
+
 /// Whether `prog --version` runs and succeeds.
 pub fn have(prog: &str) -> bool {
     Command::new(prog)
