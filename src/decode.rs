@@ -11,6 +11,9 @@
 
 use crate::coding::Coding;
 use std::fmt;
+
+mod body;
+pub use body::Body;
 use std::io::{self, BufReader, Read};
 
 /// Largest zstd window accepted: what browsers accept (RFC 9659).
@@ -419,6 +422,15 @@ impl<R: Read> Decoder<R> {
             Coding::Br => Inner::Br(Box::new(brotli::Decompressor::new(src, IN_BUF))),
         };
         Ok(Decoder { inner })
+    }
+
+    /// The reader it decodes from.
+    fn source_mut(&mut self) -> &mut R {
+        match &mut self.inner {
+            Inner::Gzip(d) => d.get_mut().get_mut(),
+            Inner::Zstd(d) => d.get_mut().get_mut(),
+            Inner::Br(d) => d.get_mut(),
+        }
     }
 
     /// Fills `out` with decoded bytes; 0 means the stream ended cleanly.

@@ -3,7 +3,7 @@
 //! static file; decompression streams through a fixed buffer.
 
 use crate::coding::Coding;
-use crate::decode::{self, DecodeError, Decoder, Facts};
+use crate::decode::{self, Body, DecodeError, Facts};
 use crate::facts_cache;
 use crate::httpd::{
     self, Brigade, File, FileKind, Finfo, Level, Method, Request, SymlinkPolicy, AP_FILTER_ERROR,
@@ -886,16 +886,10 @@ struct Chunk {
     eof: bool,
 }
 
-/// Fills `buf` with decoded bytes, or up to the end of the stream.
-fn fill<R: std::io::Read>(dec: &mut Decoder<R>, buf: &mut [u8]) -> Result<Chunk, DecodeError> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match dec.read(&mut buf[filled..])? {
-            0 => return Ok(Chunk { filled, eof: true }),
-            n => filled += n,
-        }
-    }
-    Ok(Chunk { filled, eof: false })
+/// Decodes the next chunk, or up to the end of the stream.
+fn fill<R: std::io::Read>(dec: &mut Body<R>) -> Result<Chunk, DecodeError> {
+    let (filled, eof) = dec.fill()?;
+    Ok(Chunk { filled, eof })
 }
 
 /// A decoded total that contradicts the declared length.
@@ -925,9 +919,10 @@ fn decompress(
     let file = open_or_skip(req, c, s, gone)?;
     let info = *file.info();
     let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
-    let mut buf = vec![0u8; OUT_CHUNK];
-    let started = Decoder::new(c, file.reader(0)).and_then(|mut dec| {
-        let first = fill(&mut dec, &mut buf)?;
+    let size = info.meta().size;
+    let body = Body::new(c, file.reader(0), size, facts.declared_len, OUT_CHUNK);
+    let started = body.and_then(|mut dec| {
+        let first = fill(&mut dec)?;
         match mismatch(first.filled as u64, first.eof, facts.declared_len) {
             Some(e) => Err(e),
             None => Ok((dec, first)),
@@ -965,7 +960,7 @@ fn decompress(
         bb.cleanup();
         return Ok(pass_status(req, st));
     }
-    let (rc, complete) = stream(req, &bb, &mut dec, &mut buf, first, s.path, declared);
+    let (rc, complete) = stream(req, &bb, &mut dec, first, s.path, declared);
     if let (Some(len), None) = (complete, declared) {
         facts_cache::learn_len(&key, len);
     }
@@ -997,8 +992,7 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
 fn stream<R: std::io::Read>(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
-    dec: &mut Decoder<R>,
-    buf: &mut [u8],
+    dec: &mut Body<R>,
     first: Chunk,
     path: &CStr,
     declared: Option<u64>,
@@ -1007,7 +1001,7 @@ fn stream<R: std::io::Read>(
     let mut total: u64 = 0;
     loop {
         total += chunk.filled as u64;
-        bb.transient(&buf[..chunk.filled]);
+        bb.transient(dec.chunk());
         if chunk.eof {
             bb.eos();
         }
@@ -1019,7 +1013,7 @@ fn stream<R: std::io::Read>(
         if st != 0 || req.aborted() {
             return (pass_status(req, st), None);
         }
-        chunk = match fill(dec, buf) {
+        chunk = match fill(dec) {
             Ok(c) => c,
             Err(e) => return (abort(req, bb, path, &e), None),
         };

@@ -1,0 +1,479 @@
+//! A sibling's decoded body for the module's decompress path, handed out in
+//! chunks of a fixed size. The buffers and decoder contexts come from a
+//! cache kept per thread (one of each), so once a thread has served a
+//! request, the next allocates and zeroes nothing.
+//!
+//! A sibling small enough is decoded whole in one call: gzip by libdeflate,
+//! zstd by one reused context, both faster than streaming. Anything larger,
+//! brotli, and anything the one-call decoders do not accept, streams through
+//! `Decoder` from the bytes already read, so the body and its errors are
+//! the streaming decoder's, at the same points.
+
+use super::{DecodeError, Decoder};
+use crate::coding::Coding;
+use std::cell::Cell;
+use std::io::{self, Read};
+use zstd::zstd_safe::DCtx;
+
+/// Largest sibling decoded whole; larger ones stream.
+const WHOLE_IN_MAX: usize = 256 << 10;
+
+/// Largest body decoded whole. With `WHOLE_IN_MAX`, the most a thread's
+/// cache holds in buffers (plus a zstd context and a libdeflate one).
+const WHOLE_OUT_MAX: usize = 512 << 10;
+
+/// What a thread keeps between requests.
+#[derive(Default)]
+struct Cache {
+    /// The sibling's bytes, when it is small enough to be decoded whole.
+    input: Vec<u8>,
+    /// Decoded bytes. Its length only grows, to at most `WHOLE_OUT_MAX`
+    /// or one chunk, so each byte is zeroed once per thread.
+    output: Vec<u8>,
+    gzip: Option<libdeflater::Decompressor>,
+    zstd: Option<DCtx<'static>>,
+}
+
+thread_local! {
+    /// Taken for the length of a request and put back after, so a nested
+    /// request (a subrequest run while a chunk is passed on) finds it
+    /// empty and uses its own, and one that panicked puts nothing back.
+    /// Its destructor frees the cache when the thread exits; glibc keeps
+    /// the module loaded until then, even across a `dlclose`.
+    static CACHE: Cell<Option<Box<Cache>>> = const { Cell::new(None) };
+}
+
+fn take_cache() -> Box<Cache> {
+    CACHE
+        .try_with(Cell::take)
+        .ok()
+        .flatten()
+        .unwrap_or_default()
+}
+
+fn put_cache(cache: Box<Cache>) {
+    // After the thread's destructors ran, the cache is simply freed.
+    let _ = CACHE.try_with(|slot| slot.set(Some(cache)));
+}
+
+/// Makes `v` at least `n` long, zeroing only what it grows by, and no
+/// larger than asked, so a buffer is bounded by what it was grown to.
+fn grow(v: &mut Vec<u8>, n: usize) {
+    if v.len() < n {
+        v.reserve_exact(n - v.len());
+        v.resize(n, 0);
+    }
+}
+
+/// The bytes read into memory first, then the rest of the reader: what a
+/// streaming decoder reads when the whole decode was not possible.
+struct Source<R> {
+    head: Vec<u8>,
+    /// How much of `head` was read.
+    end: usize,
+    pos: usize,
+    rest: R,
+}
+
+impl<R: Read> Read for Source<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.head.get(self.pos..self.end) {
+            Some(h) if !h.is_empty() => {
+                let n = h.len().min(buf.len());
+                buf[..n].copy_from_slice(&h[..n]);
+                self.pos += n;
+                Ok(n)
+            }
+            _ => self.rest.read(buf),
+        }
+    }
+}
+
+enum Mode<R: Read> {
+    /// The whole body is in the cache's output buffer.
+    Whole {
+        len: usize,
+        pos: usize,
+    },
+    Stream(Decoder<Source<R>>),
+}
+
+/// A decoded body, one chunk at a time.
+pub struct Body<R: Read> {
+    /// Always `Some` until dropped.
+    cache: Option<Box<Cache>>,
+    mode: Mode<R>,
+    chunk: usize,
+    /// Where the current chunk is in the output buffer.
+    current: std::ops::Range<usize>,
+}
+
+impl<R: Read> Body<R> {
+    /// Decodes `src`, a sibling of `file_len` bytes in coding `c`, whose
+    /// decoded length its headers declare as `declared` (zstd), in chunks
+    /// of `chunk` bytes. A small sibling is read and, if the one-call
+    /// decoder accepts it, decoded here; otherwise it streams, and errors
+    /// come from `fill` as they always did.
+    pub fn new(
+        c: Coding,
+        mut src: R,
+        file_len: u64,
+        declared: Option<u64>,
+        chunk: usize,
+    ) -> Result<Body<R>, DecodeError> {
+        let mut cache = take_cache();
+        let mut head = std::mem::take(&mut cache.input);
+        let mut end = 0;
+        if let Some(n) = whole_size(c, file_len, declared) {
+            end = read_all(&mut src, &mut head, n);
+            let len = (end == n)
+                .then(|| decode_whole(c, &mut cache, &head[..end], declared))
+                .flatten();
+            if let Some(len) = len {
+                cache.input = head;
+                return Ok(Body {
+                    cache: Some(cache),
+                    mode: Mode::Whole { len, pos: 0 },
+                    chunk,
+                    current: 0..0,
+                });
+            }
+        }
+        let source = Source {
+            head,
+            end,
+            pos: 0,
+            rest: src,
+        };
+        Ok(Body {
+            mode: Mode::Stream(Decoder::new(c, source)?),
+            cache: Some(cache),
+            chunk,
+            current: 0..0,
+        })
+    }
+
+    /// Decodes the next chunk: its length, and whether the body ended
+    /// within it (a chunk filled to the brim is not the end, even if
+    /// nothing follows: the next is then empty).
+    pub fn fill(&mut self) -> Result<(usize, bool), DecodeError> {
+        let Some(cache) = self.cache.as_mut() else {
+            return Ok((0, true));
+        };
+        let n = match &mut self.mode {
+            Mode::Whole { len, pos } => {
+                let n = self.chunk.min(*len - *pos);
+                self.current = *pos..*pos + n;
+                *pos += n;
+                n
+            }
+            Mode::Stream(dec) => {
+                grow(&mut cache.output, self.chunk);
+                self.current = 0..0;
+                let buf = &mut cache.output[..self.chunk];
+                let mut filled = 0;
+                while filled < buf.len() {
+                    match dec.read(&mut buf[filled..])? {
+                        0 => break,
+                        k => filled += k,
+                    }
+                }
+                self.current = 0..filled;
+                filled
+            }
+        };
+        Ok((n, n < self.chunk))
+    }
+
+    /// The chunk `fill` decoded last.
+    pub fn chunk(&self) -> &[u8] {
+        self.cache
+            .as_ref()
+            .and_then(|c| c.output.get(self.current.clone()))
+            .unwrap_or_default()
+    }
+}
+
+impl<R: Read> Drop for Body<R> {
+    /// Puts the cache back for the thread's next request, unless a panic
+    /// is unwinding: then the buffers and contexts are freed, not reused.
+    fn drop(&mut self) {
+        let Some(mut cache) = self.cache.take() else {
+            return;
+        };
+        if std::thread::panicking() {
+            return;
+        }
+        if let Mode::Stream(dec) = &mut self.mode {
+            cache.input = std::mem::take(&mut dec.source_mut().head);
+        }
+        put_cache(cache);
+    }
+}
+
+/// The sibling's size when it may be decoded whole: gzip within
+/// `WHOLE_IN_MAX` (its ISIZE is read later), zstd also declaring a length
+/// within `WHOLE_OUT_MAX`.
+fn whole_size(c: Coding, file_len: u64, declared: Option<u64>) -> Option<usize> {
+    let n = usize::try_from(file_len)
+        .ok()
+        .filter(|&n| n <= WHOLE_IN_MAX)?;
+    match c {
+        Coding::Gzip => Some(n),
+        Coding::Zstd => declared.filter(|&d| d <= WHOLE_OUT_MAX as u64).map(|_| n),
+        Coding::Br => None,
+    }
+}
+
+/// Reads the whole sibling of `len` bytes into `buf`, and one more byte if
+/// the file grew: how many bytes it read. A read error stops early;
+/// streaming then meets it at the same offset. Read into initialized
+/// bytes, so nothing is zeroed again once `buf` has grown.
+fn read_all<R: Read>(src: &mut R, buf: &mut Vec<u8>, len: usize) -> usize {
+    grow(buf, len + 1);
+    let mut got = 0;
+    while got <= len {
+        match src.read(&mut buf[got..=len]) {
+            Ok(0) => break,
+            Ok(k) => got += k,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    got
+}
+
+/// The decoded length, when the one-call decoder accepts the sibling.
+fn decode_whole(
+    c: Coding,
+    cache: &mut Cache,
+    input: &[u8],
+    declared: Option<u64>,
+) -> Option<usize> {
+    match c {
+        Coding::Gzip => {
+            let d = cache
+                .gzip
+                .get_or_insert_with(libdeflater::Decompressor::new);
+            gunzip(d, input, &mut cache.output)
+        }
+        Coding::Zstd => {
+            let len = usize::try_from(declared?).ok()?;
+            let d = match &mut cache.zstd {
+                Some(d) => d,
+                none => none.insert(DCtx::try_create()?),
+            };
+            grow(&mut cache.output, len);
+            let got = d.decompress(&mut cache.output[..len], input).ok()?;
+            (got == len).then_some(len)
+        }
+        Coding::Br => None,
+    }
+}
+
+/// Decodes a gzip file of one member, its ISIZE (the last four bytes)
+/// giving the buffer's size: a wrong one fails and the file streams.
+/// libdeflate stops after the first member, having checked that its ISIZE
+/// field equals what it decoded; those four bytes occurring nowhere after
+/// the header but at the very end proves the member ends with the file
+/// (a second member or trailing bytes make it stream, as before).
+fn gunzip(d: &mut libdeflater::Decompressor, input: &[u8], out: &mut Vec<u8>) -> Option<usize> {
+    let n = input.len();
+    if n < 18 {
+        return None;
+    }
+    let tail: [u8; 4] = input[n - 4..].try_into().ok()?;
+    let len = usize::try_from(u32::from_le_bytes(tail)).ok()?;
+    if len > WHOLE_OUT_MAX {
+        return None;
+    }
+    grow(out, len);
+    let got = d.gzip_decompress(input, &mut out[..len]).ok()?;
+    let once =
+        memchr::memchr_iter(tail[0], &input[10..n - 4]).all(|i| input[10 + i..14 + i] != tail);
+    (got == len && once).then_some(len)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::decode::{decode_all, inspect};
+    use std::io::Write;
+
+    const CHUNK: usize = 4096;
+
+    fn page(n: usize, seed: u32) -> Vec<u8> {
+        (0..n as u32)
+            .map(|i| b"<p>decoded whole</p>\n"[(i % 21) as usize] ^ ((i / 997 + seed) % 3) as u8)
+            .collect()
+    }
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    fn zst(data: &[u8]) -> Vec<u8> {
+        zstd::bulk::compress(data, 19).unwrap()
+    }
+
+    /// Decodes `e` as the handler does: whether it was decoded whole, and
+    /// the body or the error, checking each chunk's size and end.
+    fn body(c: Coding, e: &[u8]) -> (bool, Result<Vec<u8>, DecodeError>) {
+        let declared = inspect(c, e, e.len() as u64)
+            .ok()
+            .and_then(|f| f.declared_len);
+        let mut b = match Body::new(c, e, e.len() as u64, declared, CHUNK) {
+            Ok(b) => b,
+            Err(err) => return (false, Err(err)),
+        };
+        let whole = matches!(b.mode, Mode::Whole { .. });
+        let mut out = Vec::new();
+        loop {
+            match b.fill() {
+                Err(err) => return (whole, Err(err)),
+                Ok((n, eof)) => {
+                    assert_eq!(b.chunk().len(), n);
+                    assert!(n <= CHUNK && (eof || n == CHUNK), "{n} {eof}");
+                    out.extend_from_slice(b.chunk());
+                    if eof {
+                        return (whole, Ok(out));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The body as the streaming decoder alone gives it.
+    fn same_as_streaming(c: Coding, e: &[u8]) -> bool {
+        let (whole, got) = body(c, e);
+        match (got, decode_all(c, e)) {
+            (Ok(a), Ok(b)) => assert!(a == b, "{c:?}: bodies differ"),
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!(
+                "{c:?}: {:?} vs {:?}",
+                a.map(|v| v.len()),
+                b.map(|v| v.len())
+            ),
+        }
+        whole
+    }
+
+    #[test]
+    fn small_siblings_are_decoded_whole() {
+        for n in [0, 1, CHUNK - 1, CHUNK, 3 * CHUNK, 300_000] {
+            let d = page(n, 1);
+            for (c, e) in [(Coding::Gzip, gz(&d)), (Coding::Zstd, zst(&d))] {
+                assert_eq!(body(c, &e).1.unwrap(), d, "{c:?} {n}");
+                // An empty gzip body's ISIZE (0) also occurs in its CRC.
+                assert!(same_as_streaming(c, &e) || n == 0, "{c:?} {n}: streamed");
+            }
+        }
+    }
+
+    #[test]
+    fn large_siblings_and_brotli_stream() {
+        let big = page(WHOLE_OUT_MAX + 1, 2);
+        assert!(!same_as_streaming(Coding::Gzip, &gz(&big)));
+        assert!(!same_as_streaming(Coding::Zstd, &zst(&big)));
+        let mut br = Vec::new();
+        brotli::CompressorWriter::new(&mut br, 4096, 5, 18)
+            .write_all(&page(10_000, 3))
+            .unwrap();
+        assert!(!same_as_streaming(Coding::Br, &br));
+    }
+
+    #[test]
+    fn every_gzip_member_is_decoded() {
+        let (a, b) = (page(20_000, 4), page(9_000, 5));
+        for e in [
+            [gz(&a), gz(&b)].concat(),
+            // The last member's trailer is also the first's.
+            [gz(&a), gz(&a)].concat(),
+            [gz(&a), gz(&b), gz(&a)].concat(),
+        ] {
+            assert!(!same_as_streaming(Coding::Gzip, &e));
+            assert!(body(Coding::Gzip, &e).1.unwrap().len() > a.len());
+        }
+    }
+
+    #[test]
+    fn bad_gzip_fails_as_streaming_does() {
+        let d = page(50_000, 6);
+        let g = gz(&d);
+        let n = g.len();
+        let mut junk = [g.clone(), b"trailing".to_vec()].concat();
+        let mut isize_lies = g.clone();
+        isize_lies[n - 4] ^= 1;
+        let mut crc_lies = g.clone();
+        crc_lies[n - 8] ^= 1;
+        let mut corrupt = g.clone();
+        corrupt[n / 2] ^= 0x55;
+        for e in [
+            &junk,
+            &isize_lies,
+            &crc_lies,
+            &corrupt,
+            &g[..n - 1],
+            &g[..n / 2],
+        ] {
+            assert!(body(Coding::Gzip, e).1.is_err());
+            assert!(!same_as_streaming(Coding::Gzip, e));
+        }
+        // Trailing bytes that end in the member's own trailer.
+        junk.extend_from_slice(&g[n - 8..]);
+        assert!(!same_as_streaming(Coding::Gzip, &junk));
+    }
+
+    #[test]
+    fn zstd_frames_and_wrong_sizes() {
+        let (a, b) = (page(20_000, 7), page(5_000, 8));
+        let skip = [0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 9, 9];
+        let e = [skip.to_vec(), zst(&a), zst(&b)].concat();
+        assert!(same_as_streaming(Coding::Zstd, &e));
+        assert_eq!(body(Coding::Zstd, &e).1.unwrap(), [a.clone(), b].concat());
+        // A declared size the frames do not give: streamed, which the
+        // handler then finds does not match.
+        for wrong in [a.len() as u64 - 1, a.len() as u64 + 1] {
+            let z = zst(&a);
+            let b = Body::new(Coding::Zstd, &z[..], z.len() as u64, Some(wrong), CHUNK).unwrap();
+            assert!(matches!(b.mode, Mode::Stream(_)));
+        }
+        let z = zst(&a);
+        let mut bad = z.clone();
+        bad[z.len() / 2] ^= 0x55;
+        same_as_streaming(Coding::Zstd, &bad);
+        assert!(body(Coding::Zstd, &z[..z.len() - 1]).1.is_err());
+    }
+
+    #[test]
+    fn the_cache_is_bounded_reused_and_dropped_on_panic() {
+        let small = gz(&page(100_000, 9));
+        let _ = body(Coding::Gzip, &gz(&page(WHOLE_OUT_MAX, 10)));
+        let _ = body(Coding::Gzip, &small);
+        let c = take_cache();
+        assert!(
+            c.output.capacity() <= WHOLE_OUT_MAX,
+            "{}",
+            c.output.capacity()
+        );
+        assert!(c.input.capacity() <= WHOLE_IN_MAX + 1);
+        assert!(c.gzip.is_some());
+        let out = c.output.as_ptr();
+        put_cache(c);
+        let _ = body(Coding::Gzip, &small);
+        let c = take_cache();
+        assert_eq!(c.output.as_ptr(), out, "not reused");
+        put_cache(c);
+        let r = std::panic::catch_unwind(|| {
+            let _b = Body::new(Coding::Gzip, &small[..], small.len() as u64, None, CHUNK);
+            panic!("mid-decode");
+        });
+        assert!(r.is_err());
+        assert!(
+            CACHE.with(Cell::take).is_none(),
+            "a panicked request's cache was kept"
+        );
+    }
+}
