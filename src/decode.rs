@@ -7,7 +7,9 @@
 //! reads a sibling's headers (every zstd frame and block header) to learn
 //! its window, whether browsers accept it, and whether its decoded length
 //! is certain, before anything is sent; `probe` reads only the first bytes
-//! (and gzip's last four) for the publish tool's up-to-date check.
+//! (and gzip's last four) for the publish tool's up-to-date check. `Body`
+//! is the module's decompress path: small siblings decoded in one call,
+//! others through `Decoder`, with buffers and contexts reused.
 
 use crate::coding::Coding;
 use std::fmt;

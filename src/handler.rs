@@ -986,7 +986,8 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
 }
 
 /// Streams the decoded body in fixed chunks, starting with the one already
-/// decoded; memory stays bounded by the decoder's window plus one chunk.
+/// decoded; memory stays bounded by the decoder's window plus one chunk,
+/// or by the size `decode::Body` decodes whole.
 /// Returns the status and, when the stream was decoded to its end, its
 /// length.
 fn stream<R: std::io::Read>(

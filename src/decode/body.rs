@@ -1,7 +1,8 @@
 //! A sibling's decoded body for the module's decompress path, handed out in
 //! chunks of a fixed size. The buffers and decoder contexts come from a
-//! cache kept per thread (one of each), so once a thread has served a
-//! request, the next allocates and zeroes nothing.
+//! small pool of caches (one of each per cache), so once the process has
+//! warmed as many caches as it decodes at a time, a request allocates and
+//! zeroes nothing.
 //!
 //! A sibling small enough is decoded whole in one call: gzip by libdeflate,
 //! zstd by one reused context, both faster than streaming. Anything larger,
@@ -11,49 +12,56 @@
 
 use super::{DecodeError, Decoder};
 use crate::coding::Coding;
-use std::cell::Cell;
 use std::io::{self, Read};
+use std::sync::{Mutex, PoisonError};
 use zstd::zstd_safe::DCtx;
 
 /// Largest sibling decoded whole; larger ones stream.
 const WHOLE_IN_MAX: usize = 256 << 10;
 
-/// Largest body decoded whole. With `WHOLE_IN_MAX`, the most a thread's
-/// cache holds in buffers (plus a zstd context and a libdeflate one).
+/// Largest body decoded whole. With `WHOLE_IN_MAX`, the most a cache
+/// holds in buffers (plus a zstd context and a libdeflate one).
 const WHOLE_OUT_MAX: usize = 512 << 10;
 
-/// What a thread keeps between requests.
+/// What a decode leaves for the next one.
 #[derive(Default)]
 struct Cache {
     /// The sibling's bytes, when it is small enough to be decoded whole.
     input: Vec<u8>,
     /// Decoded bytes. Its length only grows, to at most `WHOLE_OUT_MAX`
-    /// or one chunk, so each byte is zeroed once per thread.
+    /// or one chunk, so each byte is zeroed once per cache.
     output: Vec<u8>,
     gzip: Option<libdeflater::Decompressor>,
     zstd: Option<DCtx<'static>>,
 }
 
-thread_local! {
-    /// Taken for the length of a request and put back after, so a nested
-    /// request (a subrequest run while a chunk is passed on) finds it
-    /// empty and uses its own, and one that panicked puts nothing back.
-    /// Its destructor frees the cache when the thread exits; glibc keeps
-    /// the module loaded until then, even across a `dlclose`.
-    static CACHE: Cell<Option<Box<Cache>>> = const { Cell::new(None) };
+/// Caches not in use. A request takes one, whichever thread served it
+/// last, and puts it back when done: the event MPM's many threads then
+/// share a few warm caches instead of warming one each. A nested request
+/// (a subrequest run while a chunk is passed on) takes another; one that
+/// panicked puts nothing back. Never dropped: a static's memory goes with
+/// the process, and only children, which exit, ever fill it.
+static POOL: Mutex<Vec<Cache>> = Mutex::new(Vec::new());
+
+/// Caches kept at most: what a busy process holds between requests, up to
+/// this many times the buffers' bound. More concurrent decodes than this
+/// allocate, as every decode once did.
+const POOL_MAX: usize = 16;
+
+fn pool() -> std::sync::MutexGuard<'static, Vec<Cache>> {
+    // The lock only guards a push or a pop: nothing can be half done.
+    POOL.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-fn take_cache() -> Box<Cache> {
-    CACHE
-        .try_with(Cell::take)
-        .ok()
-        .flatten()
-        .unwrap_or_default()
+fn take_cache() -> Cache {
+    pool().pop().unwrap_or_default()
 }
 
-fn put_cache(cache: Box<Cache>) {
-    // After the thread's destructors ran, the cache is simply freed.
-    let _ = CACHE.try_with(|slot| slot.set(Some(cache)));
+fn put_cache(cache: Cache) {
+    let mut pool = pool();
+    if pool.len() < POOL_MAX {
+        pool.push(cache);
+    }
 }
 
 /// Makes `v` at least `n` long, zeroing only what it grows by, and no
@@ -101,7 +109,7 @@ enum Mode<R: Read> {
 /// A decoded body, one chunk at a time.
 pub struct Body<R: Read> {
     /// Always `Some` until dropped.
-    cache: Option<Box<Cache>>,
+    cache: Option<Cache>,
     mode: Mode<R>,
     chunk: usize,
     /// Where the current chunk is in the output buffer.
@@ -195,8 +203,8 @@ impl<R: Read> Body<R> {
 }
 
 impl<R: Read> Drop for Body<R> {
-    /// Puts the cache back for the thread's next request, unless a panic
-    /// is unwinding: then the buffers and contexts are freed, not reused.
+    /// Puts the cache back for the next request, unless a panic is
+    /// unwinding: then the buffers and contexts are freed, not reused.
     fn drop(&mut self) {
         let Some(mut cache) = self.cache.take() else {
             return;
@@ -302,6 +310,13 @@ mod tests {
 
     const CHUNK: usize = 4096;
 
+    /// The pool is the process's: its tests run one at a time.
+    static ALONE: Mutex<()> = Mutex::new(());
+
+    fn alone() -> std::sync::MutexGuard<'static, ()> {
+        ALONE.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn page(n: usize, seed: u32) -> Vec<u8> {
         (0..n as u32)
             .map(|i| b"<p>decoded whole</p>\n"[(i % 21) as usize] ^ ((i / 997 + seed) % 3) as u8)
@@ -362,6 +377,7 @@ mod tests {
 
     #[test]
     fn small_siblings_are_decoded_whole() {
+        let _alone = alone();
         for n in [0, 1, CHUNK - 1, CHUNK, 3 * CHUNK, 300_000] {
             let d = page(n, 1);
             for (c, e) in [(Coding::Gzip, gz(&d)), (Coding::Zstd, zst(&d))] {
@@ -374,6 +390,7 @@ mod tests {
 
     #[test]
     fn large_siblings_and_brotli_stream() {
+        let _alone = alone();
         let big = page(WHOLE_OUT_MAX + 1, 2);
         assert!(!same_as_streaming(Coding::Gzip, &gz(&big)));
         assert!(!same_as_streaming(Coding::Zstd, &zst(&big)));
@@ -386,6 +403,7 @@ mod tests {
 
     #[test]
     fn every_gzip_member_is_decoded() {
+        let _alone = alone();
         let (a, b) = (page(20_000, 4), page(9_000, 5));
         for e in [
             [gz(&a), gz(&b)].concat(),
@@ -400,6 +418,7 @@ mod tests {
 
     #[test]
     fn bad_gzip_fails_as_streaming_does() {
+        let _alone = alone();
         let d = page(50_000, 6);
         let g = gz(&d);
         let n = g.len();
@@ -428,6 +447,7 @@ mod tests {
 
     #[test]
     fn zstd_frames_and_wrong_sizes() {
+        let _alone = alone();
         let (a, b) = (page(20_000, 7), page(5_000, 8));
         let skip = [0x50, 0x2a, 0x4d, 0x18, 2, 0, 0, 0, 9, 9];
         let e = [skip.to_vec(), zst(&a), zst(&b)].concat();
@@ -449,9 +469,12 @@ mod tests {
 
     #[test]
     fn the_cache_is_bounded_reused_and_dropped_on_panic() {
+        let _alone = alone();
+        pool().clear();
         let small = gz(&page(100_000, 9));
         let _ = body(Coding::Gzip, &gz(&page(WHOLE_OUT_MAX, 10)));
         let _ = body(Coding::Gzip, &small);
+        assert_eq!(pool().len(), 1);
         let c = take_cache();
         assert!(
             c.output.capacity() <= WHOLE_OUT_MAX,
@@ -471,9 +494,10 @@ mod tests {
             panic!("mid-decode");
         });
         assert!(r.is_err());
-        assert!(
-            CACHE.with(Cell::take).is_none(),
-            "a panicked request's cache was kept"
-        );
+        assert!(pool().is_empty(), "a panicked request's cache was kept");
+        let held: Vec<_> = (0..POOL_MAX + 3).map(|_| take_cache()).collect();
+        held.into_iter().for_each(put_cache);
+        assert_eq!(pool().len(), POOL_MAX);
+        pool().clear();
     }
 }
