@@ -426,15 +426,6 @@ impl<R: Read> Decoder<R> {
         Ok(Decoder { inner })
     }
 
-    /// The reader it decodes from.
-    fn source_mut(&mut self) -> &mut R {
-        match &mut self.inner {
-            Inner::Gzip(d) => d.get_mut().get_mut(),
-            Inner::Zstd(d) => d.get_mut().get_mut(),
-            Inner::Br(d) => d.get_mut(),
-        }
-    }
-
     /// Fills `out` with decoded bytes; 0 means the stream ended cleanly.
     pub fn read(&mut self, out: &mut [u8]) -> Result<usize, DecodeError> {
         loop {

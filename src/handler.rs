@@ -887,7 +887,7 @@ struct Chunk {
 }
 
 /// Decodes the next chunk, or up to the end of the stream.
-fn fill<R: std::io::Read>(dec: &mut Body<R>) -> Result<Chunk, DecodeError> {
+fn fill(dec: &mut Body<'_, File<'_>>) -> Result<Chunk, DecodeError> {
     let (filled, eof) = dec.fill()?;
     Ok(Chunk { filled, eof })
 }
@@ -919,8 +919,7 @@ fn decompress(
     let file = open_or_skip(req, c, s, gone)?;
     let info = *file.info();
     let (facts, key) = decodable_facts(req, c, &file, s.path, later_gzip, failed)?;
-    let size = info.meta().size;
-    let body = Body::new(c, file.reader(0), size, facts.declared_len, OUT_CHUNK);
+    let body = Body::new(c, &file, info.meta().size, facts.declared_len, OUT_CHUNK);
     let started = body.and_then(|mut dec| {
         let first = fill(&mut dec)?;
         match mismatch(first.filled as u64, first.eof, facts.declared_len) {
@@ -990,10 +989,10 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
 /// or by the size `decode::Body` decodes whole.
 /// Returns the status and, when the stream was decoded to its end, its
 /// length.
-fn stream<R: std::io::Read>(
+fn stream(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
-    dec: &mut Body<R>,
+    dec: &mut Body<'_, File<'_>>,
     first: Chunk,
     path: &CStr,
     declared: Option<u64>,

@@ -7,10 +7,10 @@
 //! A sibling small enough is decoded whole in one call: gzip by libdeflate,
 //! zstd by one reused context, both faster than streaming. Anything larger,
 //! brotli, and anything the one-call decoders do not accept, streams through
-//! `Decoder` from the bytes already read, so the body and its errors are
-//! the streaming decoder's, at the same points.
+//! `Decoder` from the file, so the body and its errors are the streaming
+//! decoder's, at the same points.
 
-use super::{DecodeError, Decoder};
+use super::{read_at_most, DecodeError, Decoder, ReadAt};
 use crate::coding::Coding;
 use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
@@ -73,89 +73,63 @@ fn grow(v: &mut Vec<u8>, n: usize) {
     }
 }
 
-/// The bytes read into memory first, then the rest of the reader: what a
-/// streaming decoder reads when the whole decode was not possible.
-struct Source<R> {
-    head: Vec<u8>,
-    /// How much of `head` was read.
-    end: usize,
-    pos: usize,
-    rest: R,
+/// A sibling read from its start, for the streaming decoder.
+struct At<'s, S: ?Sized> {
+    src: &'s S,
+    pos: u64,
 }
 
-impl<R: Read> Read for Source<R> {
+impl<S: ReadAt + ?Sized> Read for At<'_, S> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        match self.head.get(self.pos..self.end) {
-            Some(h) if !h.is_empty() => {
-                let n = h.len().min(buf.len());
-                buf[..n].copy_from_slice(&h[..n]);
-                self.pos += n;
-                Ok(n)
-            }
-            _ => self.rest.read(buf),
-        }
+        let n = self.src.read_at(self.pos, buf)?;
+        self.pos += n as u64;
+        Ok(n)
     }
 }
 
-enum Mode<R: Read> {
+enum Mode<'s, S: ReadAt + ?Sized> {
     /// The whole body is in the cache's output buffer.
     Whole {
         len: usize,
         pos: usize,
     },
-    Stream(Decoder<Source<R>>),
+    Stream(Decoder<At<'s, S>>),
 }
 
 /// A decoded body, one chunk at a time.
-pub struct Body<R: Read> {
+pub struct Body<'s, S: ReadAt + ?Sized> {
     /// Always `Some` until dropped.
     cache: Option<Cache>,
-    mode: Mode<R>,
+    mode: Mode<'s, S>,
     chunk: usize,
     /// Where the current chunk is in the output buffer.
     current: std::ops::Range<usize>,
 }
 
-impl<R: Read> Body<R> {
+impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
     /// Decodes `src`, a sibling of `file_len` bytes in coding `c`, whose
     /// decoded length its headers declare as `declared` (zstd), in chunks
     /// of `chunk` bytes. A small sibling is read and, if the one-call
-    /// decoder accepts it, decoded here; otherwise it streams, and errors
-    /// come from `fill` as they always did.
+    /// decoder accepts it, decoded here; otherwise it streams from the
+    /// file, and errors come from `fill` as they always did.
     pub fn new(
         c: Coding,
-        mut src: R,
+        src: &'s S,
         file_len: u64,
         declared: Option<u64>,
         chunk: usize,
-    ) -> Result<Body<R>, DecodeError> {
+    ) -> Result<Body<'s, S>, DecodeError> {
         let mut cache = take_cache();
-        let mut head = std::mem::take(&mut cache.input);
-        let mut end = 0;
-        if let Some(n) = whole_size(c, file_len, declared) {
-            end = read_all(&mut src, &mut head, n);
-            let len = (end == n)
-                .then(|| decode_whole(c, &mut cache, &head[..end], declared))
-                .flatten();
-            if let Some(len) = len {
-                cache.input = head;
-                return Ok(Body {
-                    cache: Some(cache),
-                    mode: Mode::Whole { len, pos: 0 },
-                    chunk,
-                    current: 0..0,
-                });
-            }
-        }
-        let source = Source {
-            head,
-            end,
-            pos: 0,
-            rest: src,
+        let len = whole_size(c, file_len, declared)
+            .filter(|&n| read_whole(src, &mut cache.input, n))
+            .and_then(|n| decode_whole(c, &mut cache, n, declared));
+        let mode = match len {
+            Some(len) => Mode::Whole { len, pos: 0 },
+            None => Mode::Stream(Decoder::new(c, At { src, pos: 0 })?),
         };
         Ok(Body {
-            mode: Mode::Stream(Decoder::new(c, source)?),
             cache: Some(cache),
+            mode,
             chunk,
             current: 0..0,
         })
@@ -202,20 +176,15 @@ impl<R: Read> Body<R> {
     }
 }
 
-impl<R: Read> Drop for Body<R> {
+impl<S: ReadAt + ?Sized> Drop for Body<'_, S> {
     /// Puts the cache back for the next request, unless a panic is
     /// unwinding: then the buffers and contexts are freed, not reused.
     fn drop(&mut self) {
-        let Some(mut cache) = self.cache.take() else {
-            return;
-        };
-        if std::thread::panicking() {
-            return;
+        if let Some(cache) = self.cache.take() {
+            if !std::thread::panicking() {
+                put_cache(cache);
+            }
         }
-        if let Mode::Stream(dec) = &mut self.mode {
-            cache.input = std::mem::take(&mut dec.source_mut().head);
-        }
-        put_cache(cache);
     }
 }
 
@@ -233,31 +202,18 @@ fn whole_size(c: Coding, file_len: u64, declared: Option<u64>) -> Option<usize> 
     }
 }
 
-/// Reads the whole sibling of `len` bytes into `buf`, and one more byte if
-/// the file grew: how many bytes it read. A read error stops early;
-/// streaming then meets it at the same offset. Read into initialized
-/// bytes, so nothing is zeroed again once `buf` has grown.
-fn read_all<R: Read>(src: &mut R, buf: &mut Vec<u8>, len: usize) -> usize {
+/// Reads the whole sibling of `len` bytes into `buf`: true if that is all
+/// there is (a file that grew since its stat, or that cannot be read,
+/// streams). `buf` is read into as it is, so once grown it is not zeroed
+/// again.
+fn read_whole<S: ReadAt + ?Sized>(src: &S, buf: &mut Vec<u8>, len: usize) -> bool {
     grow(buf, len + 1);
-    let mut got = 0;
-    while got <= len {
-        match src.read(&mut buf[got..=len]) {
-            Ok(0) => break,
-            Ok(k) => got += k,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    got
+    read_at_most(src, 0, &mut buf[..=len]).is_ok_and(|n| n == len)
 }
 
 /// The decoded length, when the one-call decoder accepts the sibling.
-fn decode_whole(
-    c: Coding,
-    cache: &mut Cache,
-    input: &[u8],
-    declared: Option<u64>,
-) -> Option<usize> {
+fn decode_whole(c: Coding, cache: &mut Cache, n: usize, declared: Option<u64>) -> Option<usize> {
+    let input = &cache.input[..n];
     match c {
         Coding::Gzip => {
             let d = cache
