@@ -2,8 +2,9 @@
 # Deterministic per-request cost: instructions inside ap_process_async_request
 # under callgrind (Apache in -X mode), for the module's precompressed path
 # against core's handler serving the same .gz bytes, plus the decompress
-# path against mod_deflate's INFLATE. N steady requests each: the first
-# request after start-up is not counted.
+# path (from the .gz, and from a .zst made by `zstd -19`) against
+# mod_deflate's INFLATE. N steady requests each: the first request after
+# start-up is not counted.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc valgrind
 build
@@ -13,13 +14,14 @@ WORK="$(mktemp -d /tmp/gzip-disk-ng-cg.XXXXXX)"
 chmod 755 "$WORK"
 trap "" EXIT
 D="$WORK/docs"
-mkdir -p "$D"/{mod,modjit,modonly,modfiles,modcheck,core,inflate}
+mkdir -p "$D"/{mod,modjit,modonly,modzst,modfiles,modcheck,core,inflate}
 n="$(basename "$PAGE")"
 cp "$PAGE" "$D/mod/$n"
 gzip -9 -n -c "$PAGE" >"$D/mod/$n.gz"
 touch -r "$D/mod/$n" "$D/mod/$n.gz"
 for d in modjit modfiles modcheck; do cp -p "$D/mod/$n" "$D/mod/$n.gz" "$D/$d/"; done
 cp "$D/mod/$n.gz" "$D/modonly/"
+zstd -19 -q -c "$PAGE" >"$D/modzst/$n.zst"
 cp "$D/mod/$n.gz" "$D/core/"
 cp "$D/mod/$n.gz" "$D/inflate/"
 chmod -R a+rX "$WORK"
@@ -41,6 +43,9 @@ DocumentRoot $D
     GzipDiskNgJitter 32
 </Directory>
 <Directory $D/modonly>
+    SetHandler gzip-disk-ng
+</Directory>
+<Directory $D/modzst>
     SetHandler gzip-disk-ng
 </Directory>
 # Sections that match neither name: the sibling needs no access check.
@@ -100,6 +105,7 @@ files=$(measure "/modfiles/$n" "gzip")
 check=$(measure "/modcheck/$n" "gzip")
 infl=$(measure "/inflate/$n.gz" "")
 dec=$(measure "/modonly/$n" "")
+zdec=$(measure "/modzst/$n" "")
 echo "callgrind, instructions per request inside ap_process_async_request, $N requests, $n ($(stat -c %s "$PAGE") bytes)"
 printf '%-40s %12s %8s\n' case instr/req ratio
 printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
@@ -109,3 +115,4 @@ printf '%-40s %12d %8.3f  (plain/this)\n' "module gzip, <FilesMatch> for .gz" "$
 printf '%-40s %12d %8.3f  (off/on)\n' "module gzip, GzipDiskNgJitter 32" "$jit" "$(echo "$mod/$jit" | bc -l)"
 printf '%-40s %12d %8s\n' "mod_deflate INFLATE" "$infl" 1.00
 printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .gz" "$dec" "$(echo "$infl/$dec" | bc -l)"
+printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .zst" "$zdec" "$(echo "$infl/$zdec" | bc -l)"
