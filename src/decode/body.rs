@@ -121,6 +121,7 @@ impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
     ) -> Result<Body<'s, S>, DecodeError> {
         let mut cache = take_cache();
         let len = whole_size(c, file_len, declared)
+            .filter(|&n| gzip_fits(c, src, n))
             .filter(|&n| read_whole(src, &mut cache.input, n))
             .and_then(|n| decode_whole(c, &mut cache, n, declared));
         let mode = match len {
@@ -200,6 +201,21 @@ fn whole_size(c: Coding, file_len: u64, declared: Option<u64>) -> Option<usize> 
         Coding::Zstd => declared.filter(|&d| d <= WHOLE_OUT_MAX as u64).map(|_| n),
         Coding::Br => None,
     }
+}
+
+/// Largest gzip sibling read whole before its ISIZE is looked at.
+const GZIP_READ_BLIND: usize = 64 << 10;
+
+/// Whether a gzip sibling of `len` bytes may decode to `WHOLE_OUT_MAX` or
+/// less, by its ISIZE: read first for a larger file, so one whose body is
+/// too large is not read twice; a small one is read whole at once.
+fn gzip_fits<S: ReadAt + ?Sized>(c: Coding, src: &S, len: usize) -> bool {
+    if c != Coding::Gzip || len <= GZIP_READ_BLIND {
+        return true;
+    }
+    let mut tail = [0u8; 4];
+    read_at_most(src, len as u64 - 4, &mut tail).is_ok_and(|n| n == 4)
+        && u32::from_le_bytes(tail) as usize <= WHOLE_OUT_MAX
 }
 
 /// Reads the whole sibling of `len` bytes into `buf`: true if that is all
@@ -355,6 +371,29 @@ mod tests {
             .write_all(&page(10_000, 3))
             .unwrap();
         assert!(!same_as_streaming(Coding::Br, &br));
+    }
+
+    #[test]
+    fn a_gzip_body_too_large_is_not_read_whole() {
+        let _alone = alone();
+        pool().clear();
+        let mut x = 7u32;
+        let noise: Vec<u8> = (0..100_000)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x as u8
+            })
+            .collect();
+        let e = gz(&[noise, vec![b'x'; WHOLE_OUT_MAX]].concat());
+        assert!(
+            e.len() > GZIP_READ_BLIND && e.len() <= WHOLE_IN_MAX,
+            "{}",
+            e.len()
+        );
+        assert!(!same_as_streaming(Coding::Gzip, &e));
+        assert!(take_cache().input.is_empty(), "read whole");
     }
 
     #[test]
