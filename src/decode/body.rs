@@ -228,6 +228,9 @@ fn read_whole<S: ReadAt + ?Sized>(src: &S, buf: &mut Vec<u8>, len: usize) -> boo
 }
 
 /// The decoded length, when the one-call decoder accepts the sibling.
+/// Both contexts start afresh on each call (libdeflate keeps nothing
+/// between calls, zstd begins every frame anew), so one an earlier error
+/// left midway is safe to reuse.
 fn decode_whole(c: Coding, cache: &mut Cache, n: usize, declared: Option<u64>) -> Option<usize> {
     let input = &cache.input[..n];
     match c {
