@@ -8,9 +8,14 @@
 //! its window, whether browsers accept it, and whether its decoded length
 //! is certain, before anything is sent; `probe_at` reads only the first
 //! bytes (and gzip's last four) for the publish tool's up-to-date check.
+//! `Body` is the module's decompress path: small siblings decoded in one
+//! call, others through `Decoder`, with buffers and contexts reused.
 
 use crate::coding::Coding;
 use std::fmt;
+
+mod body;
+pub use body::Body;
 use std::io::{self, BufReader, Read};
 
 /// Largest zstd window accepted: what browsers accept (RFC 9659).

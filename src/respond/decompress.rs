@@ -3,7 +3,7 @@
 
 use super::{note, offer_as_dictionary, pass_status, set_marker, Attempt, NOTE};
 use crate::coding::Coding;
-use crate::decode::{self, DecodeError, Decoder, Facts};
+use crate::decode::{self, Body, DecodeError, Facts};
 use crate::facts_cache;
 use crate::httpd::{Brigade, File, Level, Request, Status};
 use crate::lookup::{Sibling, Skip};
@@ -142,16 +142,10 @@ struct Chunk {
     eof: bool,
 }
 
-/// Fills `buf` with decoded bytes, or up to the end of the stream.
-fn fill<R: std::io::Read>(dec: &mut Decoder<R>, buf: &mut [u8]) -> Result<Chunk, DecodeError> {
-    let mut filled = 0;
-    while filled < buf.len() {
-        match dec.read(&mut buf[filled..])? {
-            0 => return Ok(Chunk { filled, eof: true }),
-            n => filled += n,
-        }
-    }
-    Ok(Chunk { filled, eof: false })
+/// Decodes the next chunk, or up to the end of the stream.
+fn fill(dec: &mut Body<'_, File<'_>>) -> Result<Chunk, DecodeError> {
+    let (filled, eof) = dec.fill()?;
+    Ok(Chunk { filled, eof })
 }
 
 /// A decoded total that contradicts the declared length.
@@ -180,9 +174,10 @@ pub(super) fn decompress(
     let req = a.req;
     let file = a.open(c, s)?;
     let (facts, key) = decodable_facts(req, c, &file, s.path, gzip_remains, failed)?;
-    let mut buf = vec![0u8; OUT_CHUNK];
-    let started = Decoder::new(c, file.reader(0)).and_then(|mut dec| {
-        let first = fill(&mut dec, &mut buf)?;
+    let size = file.info().size();
+    let body = Body::new(c, &file, size, facts.declared_len, OUT_CHUNK);
+    let started = body.and_then(|mut dec| {
+        let first = fill(&mut dec)?;
         match mismatch(first.filled as u64, first.eof, facts.declared_len) {
             Some(e) => Err(e),
             None => Ok((dec, first)),
@@ -200,7 +195,7 @@ pub(super) fn decompress(
     if cond != Status::OK || req.header_only() {
         return Ok(finish_without_body(req, &bb, cond, declared));
     }
-    let (st, complete) = stream(req, &bb, &mut dec, &mut buf, first, s.path, declared);
+    let (st, complete) = stream(req, &bb, &mut dec, first, s.path, declared);
     if let (Some(len), None) = (complete, declared) {
         facts_cache::learn_len(&key, len);
     }
@@ -269,14 +264,13 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
 }
 
 /// Streams the decoded body in fixed chunks, starting with the one already
-/// decoded; memory stays bounded by the decoder's window plus one chunk.
-/// Returns the status and, when the stream was decoded to its end, its
-/// length.
-fn stream<R: std::io::Read>(
+/// decoded; memory stays bounded by the decoder's window plus one chunk,
+/// or by the size `decode::Body` decodes whole. Returns the status and,
+/// when the stream was decoded to its end, its length.
+fn stream(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
-    dec: &mut Decoder<R>,
-    buf: &mut [u8],
+    dec: &mut Body<'_, File<'_>>,
     first: Chunk,
     path: &CStr,
     declared: Option<u64>,
@@ -285,14 +279,14 @@ fn stream<R: std::io::Read>(
     let mut total: u64 = 0;
     loop {
         total += chunk.filled as u64;
-        let st = bb.pass_borrowed(&buf[..chunk.filled], chunk.eof);
+        let st = bb.pass_borrowed(dec.chunk(), chunk.eof);
         if chunk.eof {
             return (pass_status(req, st), Some(total));
         }
         if st != 0 || req.aborted() {
             return (pass_status(req, st), None);
         }
-        chunk = match fill(dec, buf) {
+        chunk = match fill(dec) {
             Ok(c) => c,
             Err(e) => return (abort(req, bb, path, &e), None),
         };
