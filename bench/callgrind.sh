@@ -38,6 +38,7 @@ for p in $([ -n "$WHOLE" ] && echo "$PAGES" || echo "$PAGE"); do
     for c in modjit modfiles modcheck; do bench_case "$D" "$c" "$p" "" .gz; done
     for c in modonlygz core inflate; do bench_case "$D" "$c" "$p" .gz; done
     bench_case "$D" modonlyzst "$p" .zst
+    bench_delta "$D" moddelta "$p"
 done
 chmod -R a+rX "$WORK"
 # Apache drops privileges even in -X mode: callgrind writes as that user.
@@ -103,7 +104,7 @@ run_whole() { # path accept-encoding want count -> total instructions
     local urls=()
     for _ in $(seq "$count"); do urls+=("http://127.0.0.1:$PORT$path" -o /dev/null); done
     local got
-    got=$(curl -s -H "Connection: close" -H "Accept-Encoding: $ae" \
+    got=$(curl -s -H "Connection: close" -H "Accept-Encoding: $ae" ${EXTRA_HEADER:+-H "$EXTRA_HEADER"} \
         -w '%{http_code} %header{content-encoding}\n' "${urls[@]}" | sort | uniq -c)
     callgrind_stop
     if [ "$(echo "$got" | awk '{print $1, $2, $3}')" != "$count 200 $want" ]; then
@@ -130,12 +131,15 @@ if [ -n "$WHOLE" ]; then
         infl=$(whole "/inflate/$n.gz" "" "")
         dgz=$(whole "/modonlygz/$n" "" "")
         dzst=$(whole "/modonlyzst/$n" "" "")
+        delta=$(EXTRA_HEADER="Available-Dictionary: $(cat "$D/moddelta/$n.announce")" \
+            whole "/moddelta/$n" "gzip, deflate, br, zstd, dcb, dcz" dcz)
         echo
         echo "$n ($(stat -c %s "$p") bytes, .gz $(stat -c %s "$D/core/$n.gz") bytes)"
         printf '%-40s %12s %8s\n' case instr/req ratio
         printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
         printf '%-40s %12d %8.3f  (this/core)\n' "module precompressed gzip" "$mod" "$(echo "$mod/$core" | bc -l)"
-        printf '%-40s %12d %8s\n' "mod_deflate INFLATE" "$infl" 1.00
+        printf '%-40s %12d %8.3f  (this/precompressed)\n' "module dcz delta ($(stat -c %s "$D"/moddelta/"$n".*.dcz) bytes)" "$delta" "$(echo "$delta/$mod" | bc -l)"
+        printf '%-40s %12s %8s\n' "mod_deflate INFLATE" "$infl" 1.00
         printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .gz" "$dgz" "$(echo "$infl/$dgz" | bc -l)"
         printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .zst" "$dzst" "$(echo "$infl/$dzst" | bc -l)"
     done

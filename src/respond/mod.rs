@@ -339,7 +339,7 @@ const POOL_READ_MAX: u64 = match option_env!("GZIP_DISK_NG_POOL_READ_MAX") {
         Ok(n) => n,
         Err(_) => panic!("GZIP_DISK_NG_POOL_READ_MAX is not a number of bytes"),
     },
-    None => 32 * 1024,
+    None => 64 * 1024,
 };
 
 /// Part of a file as the body: a file bucket (sendfile, or mmap as core
