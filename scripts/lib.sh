@@ -93,19 +93,22 @@ bench_case() {
     for s in "$@"; do cp -p "$src/$n$s" "$docs/$case/"; done
 }
 
-# Puts PAGE into DOCS/CASE with the publish tool's siblings and deltas
-# against an earlier version (PAGE with its last 2 KB changed, kept in
-# DOCS/.src), and writes the Available-Dictionary value announcing that
-# version to DOCS/CASE/NAME.announce.
+# Puts PAGE into DOCS/CASE with the publish tool's siblings and a delta
+# against an earlier version (PAGE with its last 2 KB changed), published
+# first with --delta-versions 1 as a site would, and writes the
+# Available-Dictionary value announcing that version to
+# DOCS/CASE/NAME.announce.
 #   bench_delta DOCS CASE PAGE
 bench_delta() {
-    local docs="$1" case="$2" page="$3" n old
+    local docs="$1" case="$2" page="$3" n tool="$ROOT/target/release/gzip-disk-ng"
     n="$(basename "$page")"
-    bench_case "$docs" "$case" "$page" ""
-    old="$docs/.src/$n.earlier"
-    { head -c -2048 "$page"; head -c 2048 /dev/zero | tr '\0' x; } >"$old"
-    "$ROOT/target/release/gzip-disk-ng" compress -q --dictionary "$old" "$docs/$case" >/dev/null
-    echo ":$(openssl dgst -sha256 -binary "$old" | base64):" >"$docs/$case/$n.announce"
+    mkdir -p "$docs/$case"
+    { head -c -2048 "$page"; head -c 2048 /dev/zero | tr '\0' x; } >"$docs/$case/$n"
+    touch -d '-1 hour' "$docs/$case/$n"
+    echo ":$(openssl dgst -sha256 -binary "$docs/$case/$n" | base64):" >"$docs/$case/$n.announce"
+    "$tool" compress -q --delta-versions 1 "$docs/$case" >/dev/null
+    cp "$page" "$docs/$case/$n"
+    "$tool" compress -q --delta-versions 1 "$docs/$case" >/dev/null
 }
 
 # Prints DocumentRoot DOCS, open to all, and the <Directory> block of each
