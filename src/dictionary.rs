@@ -88,7 +88,34 @@ pub fn from_hex(s: &str) -> Option<Hash> {
 /// The file name of the delta of `original_name` against the dictionary
 /// with hash `h`: `<original_name>.<hex>.<token>`.
 pub fn delta_file_name(original_name: &str, h: &Hash, coding: DeltaCoding) -> String {
-    format!("{original_name}.{}.{}", to_hex(h), coding.token())
+    format!("{original_name}{}", DeltaSuffix::new(h, coding).as_str())
+}
+
+/// What a delta's name adds to its original's, `.<hex>.<token>`, built on
+/// the stack: the module makes one for each request naming a dictionary.
+pub struct DeltaSuffix {
+    bytes: [u8; 1 + 2 * HASH_LEN + 4],
+    len: usize,
+}
+
+impl DeltaSuffix {
+    pub fn new(h: &Hash, coding: DeltaCoding) -> DeltaSuffix {
+        let mut bytes = [b'.'; 1 + 2 * HASH_LEN + 4];
+        // Cannot fail: the slice is exactly twice the hash's length.
+        let _ = hex::encode_to_slice(h, &mut bytes[1..1 + 2 * HASH_LEN]);
+        let token = coding.token().as_bytes();
+        let at = 2 + 2 * HASH_LEN;
+        bytes[at..at + token.len()].copy_from_slice(token);
+        DeltaSuffix {
+            bytes,
+            len: at + token.len(),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        // ASCII by construction: a dot, hex digits, a dot, a token.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
 }
 
 /// The delta's path beside `original`; `None` for a name that is not UTF-8.

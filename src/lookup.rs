@@ -142,9 +142,13 @@ pub fn find_delta<'r>(
     d: DeltaCoding,
     hash: &[u8; 32],
 ) -> Option<Sibling<'r>> {
-    let suffix = dictionary::delta_file_name("", hash, d);
-    let s = stat_sibling(req, req.path_with_suffix(base, &suffix))?;
-    permitted(req, &s, req.pool_cstr(&suffix)).then_some(s)
+    let suffix = dictionary::DeltaSuffix::new(hash, d);
+    let path = req.path_with_suffix(base, suffix.as_str());
+    let s = stat_sibling(req, path)?;
+    // The suffix as a C string: the tail of the path just built.
+    let c_suffix = &path.to_bytes_with_nul()[base.to_bytes().len()..];
+    let c_suffix = CStr::from_bytes_with_nul(c_suffix).ok()?;
+    permitted(req, &s, c_suffix).then_some(s)
 }
 
 /// A sibling lookup already made: the coding and what was found.

@@ -132,11 +132,30 @@ impl Accepted {
 }
 
 /// The SHA-256 an `Available-Dictionary` header announces: a structured
-/// field byte sequence (RFC 8941) of exactly 32 bytes; anything else is
-/// `None`, and the request is negotiated as if it had no such header.
+/// field byte sequence (RFC 8941 §4.2.7: base64 between colons, padding
+/// optional, parameters after it ignored) of exactly 32 bytes; anything
+/// else is `None`, and the request is negotiated as if it had no such
+/// header. Decoded into the stack: a request that names a dictionary
+/// costs no allocation.
 pub fn available_dictionary(value: &[u8]) -> Option<[u8; 32]> {
-    let item: sfv::Item = sfv::Parser::new(value).parse_item().ok()?;
-    item.bare_item.as_byte_sequence()?.try_into().ok()
+    use base64::engine::general_purpose::{GeneralPurpose, GeneralPurposeConfig};
+    use base64::engine::DecodePaddingMode;
+    use base64::Engine;
+    const SF_BASE64: GeneralPurpose = GeneralPurpose::new(
+        &base64::alphabet::STANDARD,
+        GeneralPurposeConfig::new().with_decode_padding_mode(DecodePaddingMode::Indifferent),
+    );
+    let item = value.trim_ascii_start().strip_prefix(b":")?;
+    let end = item.iter().position(|&b| b == b':')?;
+    let rest = item[end + 1..].trim_ascii_end();
+    if !(rest.is_empty() || rest.starts_with(b";")) {
+        return None;
+    }
+    let mut hash = [0u8; 32];
+    match SF_BASE64.decode_slice(&item[..end], &mut hash) {
+        Ok(32) => Some(hash),
+        _ => None,
+    }
 }
 
 /// Acceptable codings, best first: a fixed-size list.

@@ -321,13 +321,6 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
     }
 
-    /// A copy of `s` in the request pool, as a C string (NUL bytes cut it
-    /// short).
-    pub fn pool_cstr(&self, s: &str) -> &'r CStr {
-        // SAFETY: pstrmemdup NUL-terminates its pool copy.
-        unsafe { CStr::from_ptr(self.pool_str(s)) }
-    }
-
     /// Adds a request header's name to `Vary` (http_filters merges
     /// and dedups the list).
     pub fn vary(&self, header: &'static CStr) {
