@@ -527,6 +527,13 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// Whether the request came over HTTP/2: its connection is a stream of
+    /// a primary connection.
+    pub fn is_http2_stream(&self) -> bool {
+        // SAFETY: the connection outlives the request.
+        unsafe { !(*self.raw().connection).master.is_null() }
+    }
+
     /// Whether `EnableSendfile` is on for the request's directory (off
     /// unless set, as in Debian's default configuration).
     pub fn sendfile_enabled(&self) -> bool {

@@ -344,7 +344,9 @@ const POOL_READ_MAX: u64 = match option_env!("GZIP_DISK_NG_POOL_READ_MAX") {
 
 /// Part of a file as the body: a file bucket (sendfile, or mmap as core
 /// would use it), or, where sendfile is off and the part small, one read
-/// into the request pool.
+/// into the request pool. Not over HTTP/2, whose streams hand file buckets
+/// to the connection as they are but must copy memory ones
+/// (`bench/run.sh` measured the read at half core's rate over h2c).
 fn file_body(
     req: &Request<'_>,
     bb: &httpd::Brigade<'_, '_>,
@@ -352,7 +354,11 @@ fn file_body(
     start: u64,
     len: u64,
 ) {
-    if len <= POOL_READ_MAX && !req.header_only() && !req.sendfile_enabled() {
+    if len <= POOL_READ_MAX
+        && !req.header_only()
+        && !req.sendfile_enabled()
+        && !req.is_http2_stream()
+    {
         if let Ok(bytes) = file.read_pool(req, start, len as usize) {
             if bytes.len() as u64 == len {
                 bb.pool(bytes);
