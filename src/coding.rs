@@ -120,15 +120,4 @@ impl DeltaCoding {
             DeltaCoding::Dcb => 1,
         }
     }
-
-    /// Parses an Accept-Encoding token.
-    pub fn from_token(t: &str) -> Option<DeltaCoding> {
-        if t.eq_ignore_ascii_case("dcz") {
-            Some(DeltaCoding::Dcz)
-        } else if t.eq_ignore_ascii_case("dcb") {
-            Some(DeltaCoding::Dcb)
-        } else {
-            None
-        }
-    }
 }

@@ -152,18 +152,6 @@ pub struct Request<'r> {
     _life: PhantomData<&'r mut ffi::request_rec>,
 }
 
-/// Converts a C string to `&str`, `None` for NULL or non-UTF-8.
-///
-/// # Safety
-/// `p` is NULL or a NUL-terminated string living for `'a`.
-unsafe fn opt_str<'a>(p: *const c_char) -> Option<&'a str> {
-    if p.is_null() {
-        None
-    } else {
-        CStr::from_ptr(p).to_str().ok()
-    }
-}
-
 impl<'r> Request<'r> {
     /// # Safety
     /// `r` is a live request for the duration of `'r`.
@@ -177,12 +165,6 @@ impl<'r> Request<'r> {
     fn raw(&self) -> &ffi::request_rec {
         // SAFETY: valid for 'r by construction.
         unsafe { &*self.r }
-    }
-
-    /// `r->handler`.
-    pub fn handler(&self) -> Option<&'r str> {
-        // SAFETY: request strings live in the request pool.
-        unsafe { opt_str(self.raw().handler) }
     }
 
     /// Whether `r->handler` is `name` (a byte comparison: every hook asks).

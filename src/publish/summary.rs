@@ -42,11 +42,7 @@ impl CodingTotals {
 
     /// The summary line of `coding`.
     fn write_line(&self, f: &mut fmt::Formatter<'_>, coding: Coding) -> fmt::Result {
-        let pct = if self.bytes_before > 0 {
-            100.0 * self.bytes_after as f64 / self.bytes_before as f64
-        } else {
-            0.0
-        };
+        let pct = percent(self.bytes_after, self.bytes_before);
         writeln!(
             f,
             "{:>5}: {} written, {} -> {} bytes ({pct:.1}%), {} up to date, {} not worth it, {} stale removed",
@@ -101,11 +97,7 @@ impl DeltaTotals {
 impl DeltaTotals {
     /// The summary line of deltas; a dry run says what it would write.
     fn write_line(&self, f: &mut fmt::Formatter<'_>, dry_run: bool) -> fmt::Result {
-        let pct = if self.br_bytes > 0 {
-            100.0 * self.bytes as f64 / self.br_bytes as f64
-        } else {
-            0.0
-        };
+        let pct = percent(self.bytes, self.br_bytes);
         write!(
             f,
             "deltas: {} {}, {} bytes against {} bytes br ({pct:.1}%), {} up to date, {} not smaller than br, {} stale removed, {} earlier versions kept",
@@ -252,5 +244,14 @@ impl fmt::Display for VerifySummary {
             self.errors,
             self.elapsed.as_secs_f64()
         )
+    }
+}
+
+/// `part` as a percentage of `whole` (0 when there is no whole).
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole > 0 {
+        100.0 * part as f64 / whole as f64
+    } else {
+        0.0
     }
 }
