@@ -15,7 +15,9 @@ use crate::coding::Coding;
 use std::fmt;
 
 mod body;
+pub mod bounded;
 pub use body::Body;
+use bounded::{Rewrite, WindowRewrite};
 use std::io::{self, BufReader, Read};
 
 /// Largest zstd window accepted: what browsers accept (RFC 9659).
@@ -38,6 +40,9 @@ pub enum DecodeError {
     Truncated,
     /// Reading the file failed.
     Io(io::Error),
+    /// Decoding needs more memory than the cap: the stream declared this
+    /// window and its content outgrew what the cap holds.
+    TooLarge(u64),
 }
 
 impl fmt::Display for DecodeError {
@@ -46,6 +51,12 @@ impl fmt::Display for DecodeError {
             DecodeError::Corrupt(m) => write!(f, "corrupt data: {m}"),
             DecodeError::Truncated => write!(f, "truncated data"),
             DecodeError::Io(e) => write!(f, "read error: {e}"),
+            DecodeError::TooLarge(w) => write!(
+                f,
+                "its window of {} is needed: over the {} decoding limit",
+                show_size(*w),
+                show_size(MAX_WINDOW)
+            ),
         }
     }
 }
@@ -141,6 +152,8 @@ struct FrameHeader {
     /// Frame_Content_Size, unless absent or too large to be a real length.
     content: Option<u64>,
     checksum: bool,
+    /// No Window_Descriptor: the window is the content size.
+    single: bool,
 }
 
 fn zstd_frame_header(h: &[u8]) -> Result<FrameHeader, DecodeError> {
@@ -177,6 +190,7 @@ fn zstd_frame_header(h: &[u8]) -> Result<FrameHeader, DecodeError> {
         // 2^63 and above cannot be a file's length: unknown, not absurd.
         content: (fcs_len > 0 && fcs < 1 << 63).then_some(fcs),
         checksum: fhd & 0x04 != 0,
+        single,
     })
 }
 
@@ -276,8 +290,14 @@ pub struct Facts {
     /// size. Gzip cannot tell without decoding (ISIZE is the last member's,
     /// modulo 2^32), brotli never declares one.
     pub declared_len: Option<u64>,
-    /// Most history the decoder must keep for any part of it.
+    /// Largest window any part of it declares (what browsers judge).
     pub window: u64,
+    /// Most history decoding it must keep: the declared window, or less
+    /// where a zstd frame's content is known to be smaller.
+    pub needed: u64,
+    /// The zstd frame header byte that declares `needed` in place of a
+    /// larger window (see `bounded`).
+    pub rewrite: Option<WindowRewrite>,
     /// Large-window brotli.
     pub large_window: bool,
 }
@@ -328,16 +348,24 @@ pub fn inspect<S: ReadAt + ?Sized>(
             Err(DecodeError::Corrupt("not a gzip stream".into()))
         }
         Coding::Gzip => Ok(Facts {
-            declared_len: None,
             window: 32 * 1024,
-            large_window: false,
+            needed: 32 * 1024,
+            ..Facts::default()
         }),
         Coding::Br => {
             let (bits, large_window) = brotli_header(&head[..n])?;
+            // Standard windows over the cap are read as the cap and
+            // decoding fails if the content outgrows it (see `bounded`).
+            let needed = if large_window {
+                1 << bits
+            } else {
+                (1 << bits).min(MAX_WINDOW)
+            };
             Ok(Facts {
-                declared_len: None,
                 window: 1 << bits,
+                needed,
                 large_window,
+                ..Facts::default()
             })
         }
         Coding::Zstd => zstd_inspect(src, len),
@@ -370,7 +398,9 @@ fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Facts, DecodeEr
                 .declared_len
                 .zip(fh.content)
                 .and_then(|(a, b)| a.checked_add(b));
-            let Some(end) = zstd_blocks_end(src, pos + 4 + fh.len, &mut steps)? else {
+            let blocks = zstd_blocks_end(src, pos + 4 + fh.len, fh.window, &mut steps)?;
+            frame_needs(&mut facts, pos, &fh, blocks.map(|b| b.1));
+            let Some((end, _)) = blocks else {
                 facts.declared_len = None;
                 return Ok(facts);
             };
@@ -388,13 +418,42 @@ fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Facts, DecodeEr
     }
 }
 
-/// Where a frame's blocks starting at `pos` end; `None` past the step
-/// limit. Raw and compressed blocks hold their size, RLE blocks one byte.
+/// Adds what decoding the frame at `pos` needs: its declared window, or,
+/// for the first frame whose content (`bound` from its blocks, or its
+/// declared size) is smaller, the smallest window holding that content,
+/// which its header byte is rewritten to declare. A frame declaring only
+/// its content size (single segment) already declares that.
+fn frame_needs(facts: &mut Facts, pos: u64, fh: &FrameHeader, bound: Option<u64>) {
+    let content = match (fh.content, bound) {
+        (Some(c), Some(b)) => Some(c.min(b)),
+        (c, b) => c.or(b),
+    };
+    let rewrite = content
+        .filter(|_| !fh.single && facts.rewrite.is_none())
+        .map(|c| WindowRewrite::zstd(pos + 5, c))
+        .filter(|&(_, w)| w < fh.window);
+    let needed = match rewrite {
+        Some((r, w)) => {
+            facts.rewrite = Some(r);
+            w
+        }
+        None => fh.window,
+    };
+    facts.needed = facts.needed.max(needed);
+}
+
+/// Where a frame's blocks starting at `pos` end, and how much content
+/// they can hold at most; `None` past the step limit. Raw and compressed
+/// blocks hold their size, RLE blocks one byte; a compressed block holds
+/// at most the frame's block size (its window, at most 128 KiB).
 fn zstd_blocks_end<S: ReadAt + ?Sized>(
     src: &S,
     mut pos: u64,
+    window: u64,
     steps: &mut u32,
-) -> Result<Option<u64>, DecodeError> {
+) -> Result<Option<(u64, u64)>, DecodeError> {
+    let block_max = window.min(128 << 10);
+    let mut bound = 0u64;
     loop {
         let mut b = [0u8; 3];
         if read_at_most(src, pos, &mut b)? < 3 {
@@ -402,13 +461,17 @@ fn zstd_blocks_end<S: ReadAt + ?Sized>(
         }
         *steps += 1;
         let h = u32::from(b[0]) | u32::from(b[1]) << 8 | u32::from(b[2]) << 16;
-        pos += 3 + match (h >> 1) & 3 {
-            0 | 2 => u64::from(h >> 3),
-            1 => 1,
+        let size = u64::from(h >> 3);
+        let (stored, holds) = match (h >> 1) & 3 {
+            0 => (size, size),
+            1 => (1, size),
+            2 => (size, block_max),
             _ => return Err(DecodeError::Corrupt("reserved zstd block type".into())),
         };
+        pos += 3 + stored;
+        bound += holds;
         if h & 1 == 1 {
-            return Ok(Some(pos));
+            return Ok(Some((pos, bound)));
         }
         if *steps >= INSPECT_MAX_STEPS {
             return Ok(None);
@@ -416,15 +479,15 @@ fn zstd_blocks_end<S: ReadAt + ?Sized>(
     }
 }
 
-/// A streaming decoder over any reader.
+/// A streaming decoder over any reader, its memory capped (see `bounded`).
 pub struct Decoder<R: Read> {
     inner: Inner<R>,
 }
 
 enum Inner<R: Read> {
     Gzip(Box<flate2::read::MultiGzDecoder<BufReader<R>>>),
-    Zstd(Box<zstd::stream::read::Decoder<'static, BufReader<R>>>),
-    Br(Box<brotli::Decompressor<R>>),
+    Zstd(Box<zstd::stream::read::Decoder<'static, BufReader<Rewrite<R>>>>),
+    Br(Box<bounded::Brotli<R>>),
 }
 
 /// Input buffer per decoder: small, since decoders keep their own window.
@@ -433,11 +496,23 @@ const IN_BUF: usize = 32 * 1024;
 impl<R: Read> Decoder<R> {
     /// Wraps `src`, which holds data in `coding`.
     pub fn new(coding: Coding, src: R) -> Result<Decoder<R>, DecodeError> {
+        Decoder::with_facts(coding, src, None)
+    }
+
+    /// Wraps `src`, whose headers `inspect` read as `facts`: a zstd frame
+    /// whose content needs less than its declared window is decoded with
+    /// that much, a brotli stream with the window its known length needs.
+    pub fn with_facts(
+        coding: Coding,
+        src: R,
+        facts: Option<&Facts>,
+    ) -> Result<Decoder<R>, DecodeError> {
         let inner = match coding {
             Coding::Gzip => Inner::Gzip(Box::new(flate2::read::MultiGzDecoder::new(
                 BufReader::with_capacity(IN_BUF, src),
             ))),
             Coding::Zstd => {
+                let src = Rewrite::zstd(src, facts.and_then(|f| f.rewrite));
                 let mut d =
                     zstd::stream::read::Decoder::with_buffer(BufReader::with_capacity(IN_BUF, src))
                         .map_err(DecodeError::from)?;
@@ -445,7 +520,7 @@ impl<R: Read> Decoder<R> {
                     .map_err(DecodeError::from)?;
                 Inner::Zstd(Box::new(d))
             }
-            Coding::Br => Inner::Br(Box::new(brotli::Decompressor::new(src, IN_BUF))),
+            Coding::Br => Inner::Br(Box::new(bounded::Brotli::new(src, facts))),
         };
         Ok(Decoder { inner })
     }
@@ -456,12 +531,23 @@ impl<R: Read> Decoder<R> {
             let r = match &mut self.inner {
                 Inner::Gzip(d) => d.read(out),
                 Inner::Zstd(d) => d.read(out),
-                Inner::Br(d) => d.read(out),
+                Inner::Br(d) => match d.read(out) {
+                    Err(DecodeError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => return other,
+                },
             };
             match r {
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 other => return other.map_err(DecodeError::from),
             }
+        }
+    }
+
+    /// Most bytes a brotli decoder's allocations held at once so far.
+    pub fn brotli_peak(&self) -> Option<usize> {
+        match &self.inner {
+            Inner::Br(d) => Some(d.usage().peak()),
+            _ => None,
         }
     }
 
@@ -787,5 +873,96 @@ mod tests {
             facts(Coding::Gzip, &g[..10]),
             Err(DecodeError::Truncated)
         ));
+    }
+
+    /// Decodes `e` as the module does: headers first, then with the facts.
+    fn decode_bounded(c: Coding, e: &[u8]) -> (Facts, Result<Vec<u8>, DecodeError>) {
+        let f = facts(c, e).unwrap();
+        let mut out = Vec::new();
+        let r = Decoder::with_facts(c, e, Some(&f)).and_then(|mut d| d.copy_to(&mut out));
+        (f, r.map(|_| out))
+    }
+
+    #[test]
+    fn zstd_frame_content_bounds_its_window() {
+        let d = sample();
+        // Through a pipe at --ultra -22: 128 MiB declared, no size.
+        let wide = zstd_framed(&d[..], None, 3, 27, true);
+        let (f, got) = decode_bounded(Coding::Zstd, &wide);
+        assert_eq!((f.window, f.needed), (128 << 20, 256 << 10));
+        assert_eq!(f.rewrite.unwrap().offset, 5);
+        assert_eq!(got.unwrap(), d);
+        assert!(f.browser_refusal(Coding::Zstd).is_some());
+        // Its declared size bounds it as well.
+        let sized = zstd_framed(&d[..], Some(d.len() as u64), 3, 27, false);
+        let (f, got) = decode_bounded(Coding::Zstd, &sized);
+        assert!(f.needed <= 256 << 10, "{}", f.needed);
+        assert_eq!(got.unwrap(), d);
+        // Content over 8 MiB really needs the window: refused up front.
+        let big = [sample(), sample()].concat().repeat(24);
+        let z = zstd_framed(&big[..], None, 1, 27, false);
+        let f = facts(Coding::Zstd, &z).unwrap();
+        assert_eq!(f.window, 128 << 20);
+        assert!(f.needed > MAX_WINDOW, "{}", f.needed);
+        assert!(Decoder::with_facts(Coding::Zstd, &z[..], Some(&f))
+            .and_then(|mut d| d.copy_to(&mut io::sink()))
+            .is_err());
+    }
+
+    #[test]
+    fn brotli_windows_over_the_cap_decode_while_the_content_fits() {
+        let d = [sample(), noise(100_000, 3)].concat();
+        for q in [0, 1, 5, 9] {
+            let w24 = brotli_one_shot(&d, q, 24);
+            let (f, got) = decode_bounded(Coding::Br, &w24);
+            assert_eq!((f.window, f.needed), (16 << 20, 8 << 20), "q{q}");
+            assert!(got.unwrap() == d, "q{q}");
+        }
+        // A learned length lowers it further.
+        let w24 = brotli_one_shot(&d, 1, 24);
+        let f = Facts {
+            declared_len: Some(d.len() as u64),
+            ..facts(Coding::Br, &w24).unwrap()
+        };
+        let mut dec = Decoder::with_facts(Coding::Br, &w24[..], Some(&f)).unwrap();
+        let mut out = Vec::new();
+        dec.copy_to(&mut out).unwrap();
+        assert!(out == d);
+        let peak = dec.brotli_peak().unwrap();
+        assert!(peak < 2 << 20, "peak {peak}");
+    }
+
+    #[test]
+    fn brotli_content_outgrowing_the_cap_is_too_large() {
+        let big: Vec<u8> = (0..9u32 << 20)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
+        let w24 = brotli_one_shot(&big, 1, 24);
+        let mut dec = Decoder::new(Coding::Br, &w24[..]).unwrap();
+        let mut out = vec![0u8; 64 << 10];
+        let mut total = 0u64;
+        let err = loop {
+            match dec.read(&mut out) {
+                Ok(0) => panic!("decoded {total} bytes"),
+                Ok(n) => {
+                    assert!(out[..n] == big[total as usize..total as usize + n]);
+                    total += n as u64;
+                }
+                Err(e) => break e,
+            }
+        };
+        assert!(
+            matches!(err, DecodeError::TooLarge(w) if w == 16 << 20),
+            "{err}"
+        );
+        assert!(total <= MAX_WINDOW, "{total}");
+        assert!(dec.brotli_peak().unwrap() <= bounded::BROTLI_BYTES_MAX + (4 << 20));
+        // WBITS 23 holds it: decoded whole.
+        assert_eq!(
+            decode_all(Coding::Br, &brotli_one_shot(&big, 1, 23))
+                .unwrap()
+                .len(),
+            big.len()
+        );
     }
 }

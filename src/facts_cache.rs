@@ -72,6 +72,16 @@ pub fn learn_len(key: &Key, len: u64) {
     }
 }
 
+/// Records that decoding a file version needs `window` bytes of history
+/// (its content outgrew a smaller window), so it is passed over up front.
+pub fn learn_needed(key: &Key, window: u64) {
+    if let Ok(mut g) = CACHE.lock() {
+        if let Some(Some(f)) = g.as_mut().and_then(|m| m.get_mut(key)) {
+            f.needed = f.needed.max(window);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -89,9 +99,9 @@ mod tests {
     fn remembers_per_version_learns_lengths_and_stays_bounded() {
         let k = (v(1, 2, 3, 4), Coding::Gzip);
         let f = Facts {
-            declared_len: None,
             window: 32 * 1024,
-            large_window: false,
+            needed: 32 * 1024,
+            ..Facts::default()
         };
         put(k, Some(f));
         assert_eq!(get(&k), Some(Some(f)));
@@ -102,6 +112,8 @@ mod tests {
         // A declared length is never overwritten by a learned one.
         learn_len(&k, 778);
         assert_eq!(get(&k).flatten().and_then(|f| f.declared_len), Some(777));
+        learn_needed(&k, 16 << 20);
+        assert_eq!(get(&k).flatten().map(|f| f.needed), Some(16 << 20));
         let bad = (v(1, 2, 3, 6), Coding::Zstd);
         put(bad, None);
         learn_len(&bad, 5);

@@ -3,7 +3,8 @@
 //! skippable-first zstd on the decompress path; zstd windows over 8 MiB and
 //! large-window brotli, which browsers refuse, never sent as such; a corrupt
 //! sibling giving way to the next; absurd zstd content sizes; the 8 MiB
-//! decompression memory limit; and `gzip-disk-ng verify` on such siblings.
+//! decompression memory limit, which a declared window larger than the
+//! content does not reach; and `gzip-disk-ng verify` on such siblings.
 
 mod common;
 
@@ -136,7 +137,10 @@ fn zstd_window_over_8_mib_is_never_sent_and_gzip_is_decoded() {
             &d.join("orig.html"),
             std::time::SystemTime::now() - std::time::Duration::from_secs(200),
         );
-        put(d, "alone.html.zst", &big);
+        // Content over 8 MiB: the window is really needed.
+        let huge = filter_through("zstd", &["-q", "-3", "--long=25", "-c"], &page(9 << 20, 14));
+        assert_eq!(zstd_window(&huge), 32 << 20);
+        put(d, "alone.html.zst", &huge);
     });
     // Decompress path: the gzip sibling, not a 500.
     let r = a.get("/wide.html", None);
@@ -166,12 +170,46 @@ fn zstd_window_over_8_mib_is_never_sent_and_gzip_is_decoded() {
         assert_eq!(info.len(), 1, "{f}: {l:#?}");
         assert!(info[0].contains("window"), "{}", info[0]);
     }
-    let err = lines_about(&a, "alone.html");
-    assert_eq!(
-        err.iter().filter(|l| l.contains(":error]")).count(),
-        2,
-        "{err:#?}"
-    );
+    let err: Vec<_> = lines_about(&a, "alone.html")
+        .into_iter()
+        .filter(|l| l.contains(":error]"))
+        .collect();
+    assert_eq!(err.len(), 2, "{err:#?}");
+    for l in &err {
+        assert!(
+            l.contains("alone.html.zst")
+                && l.contains("32 MiB")
+                && l.contains("gzip-disk-ng compress"),
+            "{l}"
+        );
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn zstd_window_larger_than_the_content_is_decoded_within_the_cap() {
+    let data = page(300_000, 15);
+    let a = Apache::start(one_child(), |d| {
+        for (name, args) in [
+            ("long.html.zst", &["-q", "-3", "--long=27", "-c"][..]),
+            ("ultra.html.zst", &["-q", "--ultra", "-22", "-c"][..]),
+        ] {
+            let z = filter_through("zstd", args, &data);
+            assert_eq!(zstd_window(&z), 128 << 20, "{name}");
+            put(d, name, &z);
+        }
+    });
+    for p in ["/long.html", "/ultra.html"] {
+        let r = a.get(p, None);
+        assert_eq!((r.status, r.exit), (200, 0), "{p}");
+        assert!(r.body == data, "{p}");
+        assert!(a.last_access_ends_with("zstd decompressed"), "{p}");
+        // Browsers would refuse the declared window: not sent as zstd.
+        let r = a.get(p, Some("zstd"));
+        assert_eq!(r.header("Content-Encoding"), None, "{p}");
+        assert!(r.body == data, "{p}");
+    }
+    assert_eq!(lines_about(&a, ":error]"), Vec::<String>::new());
     a.assert_no_crash();
 }
 
@@ -282,30 +320,49 @@ fn absurd_zstd_content_size_is_not_a_content_length() {
 }
 
 #[test]
-fn brotli_window_over_8_mib_is_not_decoded() {
-    let data = page(100_000, 12);
-    let a = Apache::start(Options::default(), |d| {
+fn brotli_window_over_8_mib_is_decoded_while_the_content_fits() {
+    let data = page(314_000, 12);
+    let huge = page(9 << 20, 16);
+    let a = Apache::start(one_child(), |d| {
         let w24 = tool_on_file("brotli", &["-c", "-w", "24"], &data);
-        let w23 = tool_on_file("brotli", &["-c", "-w", "23"], &data);
-        // WBITS 24 and 23 (RFC 7932 9.1).
-        assert_eq!((w24[0] & 0x0f, w23[0] & 0x0f), (0x0f, 0x0d));
+        // Through a pipe, at quality 0: many meta-blocks, WBITS 24.
+        let piped = filter_through("brotli", &["-c", "-q", "0"], &data);
+        assert_eq!((w24[0] & 0x0f, piped[0] & 0x0f), (0x0f, 0x0f));
         put(d, "w24.html.br", &w24);
-        put(d, "w23.html.br", &w23);
+        put(d, "piped.html.br", &piped);
+        let big = filter_through("brotli", &["-c", "-q", "1"], &huge);
+        put(d, "huge.html.br", &big);
+        put(d, "hugegz.html.br", &big);
+        put(d, "hugegz.html.gz", &gzip(&huge));
     });
-    let r = a.get("/w23.html", None);
-    assert_eq!((r.status, r.exit), (200, 0));
-    assert!(r.body == data);
-    let r = a.get("/w24.html", None);
+    for p in ["/w24.html", "/piped.html"] {
+        for _ in 0..2 {
+            let r = a.get(p, None);
+            assert_eq!((r.status, r.exit), (200, 0), "{p}");
+            assert!(r.body == data, "{p}");
+        }
+        let h = a.request(p, &["-I"]);
+        assert_eq!(h.status, 200, "{p}");
+    }
+    // Content over 8 MiB: cut short once, then passed over up front.
+    let r = a.get("/huge.html", None);
+    assert_eq!(r.status, 200);
+    assert_ne!(r.exit, 0, "a cut transfer");
+    assert!(r.body.len() <= 8 << 20 && huge.starts_with(&r.body));
+    let r = a.get("/huge.html", None);
     assert_eq!(r.status, 500);
-    let l = lines_about(&a, "w24.html");
+    let l = lines_about(&a, "huge.html.br");
     let err: Vec<_> = l.iter().filter(|l| l.contains(":error]")).collect();
-    assert_eq!(err.len(), 1, "{l:#?}");
-    assert!(err[0].contains("8 MiB"), "{l:#?}");
+    assert_eq!(err.len(), 2, "{l:#?}");
     assert!(
-        l.iter()
-            .any(|l| l.contains("w24.html.br") && l.contains("16 MiB")),
+        err[1].contains("16 MiB") && err[1].contains("gzip-disk-ng compress"),
         "{l:#?}"
     );
+    // With a gzip sibling beside it, that one is decoded instead.
+    let _ = a.get("/hugegz.html", None);
+    let r = a.get("/hugegz.html", None);
+    assert_eq!((r.status, r.exit), (200, 0));
+    assert!(r.body == huge);
     // Browsers accept a 16 MiB brotli window: sent as is.
     let r = a.get("/w24.html", Some("br"));
     assert_eq!(r.header("Content-Encoding"), Some("br"));

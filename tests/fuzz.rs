@@ -228,8 +228,8 @@ proptest! {
         }
         for input in [&clean[..], &e[..], &e[..cut % e.len()]] {
             let len = input.len() as u64;
-            let declared = inspect(c, input, len).ok().and_then(|f| f.declared_len);
-            let got = Body::new(c, input, len, declared, chunk).and_then(|mut b| {
+            let facts = inspect(c, input, len).ok();
+            let got = Body::new(c, input, len, facts.as_ref(), chunk).and_then(|mut b| {
                 let mut out = Vec::new();
                 loop {
                     let (n, eof) = b.fill()?;

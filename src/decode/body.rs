@@ -10,7 +10,7 @@
 //! `Decoder` from the file, so the body and its errors are the streaming
 //! decoder's, at the same points.
 
-use super::{read_at_most, DecodeError, Decoder, ReadAt};
+use super::{read_at_most, DecodeError, Decoder, Facts, ReadAt};
 use crate::coding::Coding;
 use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
@@ -108,17 +108,19 @@ pub struct Body<'s, S: ReadAt + ?Sized> {
 
 impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
     /// Decodes `src`, a sibling of `file_len` bytes in coding `c`, whose
-    /// decoded length its headers declare as `declared` (zstd), in chunks
-    /// of `chunk` bytes. A small sibling is read and, if the one-call
-    /// decoder accepts it, decoded here; otherwise it streams from the
-    /// file, and errors come from `fill` as they always did.
+    /// headers `inspect` read as `facts` (its decoded length, when they
+    /// declare one or a complete decode learned it), in chunks of `chunk`
+    /// bytes. A small sibling is read and, if the one-call decoder accepts
+    /// it, decoded here; otherwise it streams from the file, and errors
+    /// come from `fill` as they always did.
     pub fn new(
         c: Coding,
         src: &'s S,
         file_len: u64,
-        declared: Option<u64>,
+        facts: Option<&Facts>,
         chunk: usize,
     ) -> Result<Body<'s, S>, DecodeError> {
+        let declared = facts.and_then(|f| f.declared_len);
         let mut cache = take_cache();
         let len = whole_size(c, file_len, declared)
             .filter(|&n| gzip_fits(c, src, n))
@@ -126,7 +128,7 @@ impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
             .and_then(|n| decode_whole(c, &mut cache, n, declared));
         let mode = match len {
             Some(len) => Mode::Whole { len, pos: 0 },
-            None => Mode::Stream(Decoder::new(c, At { src, pos: 0 })?),
+            None => Mode::Stream(Decoder::with_facts(c, At { src, pos: 0 }, facts)?),
         };
         Ok(Body {
             cache: Some(cache),
@@ -311,10 +313,8 @@ mod tests {
     /// Decodes `e` as the handler does: whether it was decoded whole, and
     /// the body or the error, checking each chunk's size and end.
     fn body(c: Coding, e: &[u8]) -> (bool, Result<Vec<u8>, DecodeError>) {
-        let declared = inspect(c, e, e.len() as u64)
-            .ok()
-            .and_then(|f| f.declared_len);
-        let mut b = match Body::new(c, e, e.len() as u64, declared, CHUNK) {
+        let facts = inspect(c, e, e.len() as u64).ok();
+        let mut b = match Body::new(c, e, e.len() as u64, facts.as_ref(), CHUNK) {
             Ok(b) => b,
             Err(err) => return (false, Err(err)),
         };
@@ -455,7 +455,11 @@ mod tests {
         // handler then finds does not match.
         for wrong in [a.len() as u64 - 1, a.len() as u64 + 1] {
             let z = zst(&a);
-            let b = Body::new(Coding::Zstd, &z[..], z.len() as u64, Some(wrong), CHUNK).unwrap();
+            let facts = Facts {
+                declared_len: Some(wrong),
+                ..Facts::default()
+            };
+            let b = Body::new(Coding::Zstd, &z[..], z.len() as u64, Some(&facts), CHUNK).unwrap();
             assert!(matches!(b.mode, Mode::Stream(_)));
         }
         let z = zst(&a);

@@ -67,10 +67,24 @@ pub(super) struct Undecodable {
     pub any: bool,
     /// An error line already says why.
     logged: bool,
+    /// The first sibling passed over for needing a window over the
+    /// decoding limit, and that window.
+    too_large: Option<(String, u64)>,
 }
 
-/// Notes and logs a sibling that failed to decode before anything was sent.
-fn undecodable(req: &Request<'_>, path: &CStr, e: &DecodeError, failed: &mut Undecodable) -> Skip {
+/// Notes and logs a sibling that failed to decode before anything was
+/// sent; one that needs more memory than the cap is remembered as such.
+fn undecodable(
+    req: &Request<'_>,
+    path: &CStr,
+    e: &DecodeError,
+    key: Option<&facts_cache::Key>,
+    failed: &mut Undecodable,
+) -> Skip {
+    if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
+        facts_cache::learn_needed(key, *w);
+        return too_large(req, path, *w, failed);
+    }
     failed.any = true;
     failed.logged = true;
     req.log(
@@ -81,11 +95,41 @@ fn undecodable(req: &Request<'_>, path: &CStr, e: &DecodeError, failed: &mut Und
     Skip
 }
 
+/// Passes over a sibling whose window exceeds the decoding limit.
+fn too_large(req: &Request<'_>, path: &CStr, window: u64, failed: &mut Undecodable) -> Skip {
+    failed.any = true;
+    let path = path.to_string_lossy();
+    req.log_with(Level::Debug, 0, || {
+        format!(
+            "{path} window of {} exceeds the {} decompression limit; trying the next sibling",
+            decode::show_size(window),
+            decode::show_size(decode::MAX_WINDOW)
+        )
+    });
+    failed
+        .too_large
+        .get_or_insert_with(|| (path.into_owned(), window));
+    Skip
+}
+
 /// The answer when siblings exist but none could be decoded: 500, with an
 /// error line unless one already says why.
 pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Undecodable) -> Status {
     let (req, filename) = (a.req, a.filename);
-    if !failed.logged {
+    if let Some((path, window)) = failed.too_large.as_ref().filter(|_| !failed.logged) {
+        req.log(
+            Level::Err,
+            0,
+            &format!(
+                "{path} needs a window of {}, over the {} decoding limit, and no other \
+                 sibling of {} can be decoded; `gzip-disk-ng compress` rewrites it within \
+                 the limit (`gzip-disk-ng verify` lists such siblings)",
+                decode::show_size(*window),
+                decode::show_size(decode::MAX_WINDOW),
+                filename.to_string_lossy()
+            ),
+        );
+    } else if !failed.logged {
         req.log(
             Level::Err,
             0,
@@ -110,23 +154,15 @@ fn decodable_facts(
     failed: &mut Undecodable,
 ) -> Result<(Facts, facts_cache::Key), Skip> {
     let (facts, key) =
-        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, path, &e, failed))?;
-    if facts.window > decode::MAX_WINDOW {
-        failed.any = true;
-        req.log_with(Level::Debug, 0, || {
-            format!(
-                "{} window of {} exceeds the 8 MiB decompression limit; trying the next sibling",
-                path.to_string_lossy(),
-                decode::show_size(facts.window)
-            )
-        });
-        return Err(Skip);
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, path, &e, None, failed))?;
+    if facts.needed > decode::MAX_WINDOW {
+        return Err(too_large(req, path, facts.window, failed));
     }
-    if c == Coding::Zstd && facts.window > ZSTD_PREFERRED_WINDOW && gzip_remains {
+    if c == Coding::Zstd && facts.needed > ZSTD_PREFERRED_WINDOW && gzip_remains {
         req.log_with(Level::Debug, 0, || {
             format!(
                 "zstd window {} of {} is large; decoding the gzip sibling instead",
-                facts.window,
+                facts.needed,
                 path.to_string_lossy()
             )
         });
@@ -175,7 +211,7 @@ pub(super) fn decompress(
     let file = a.open(c, s)?;
     let (facts, key) = decodable_facts(req, c, &file, s.path, gzip_remains, failed)?;
     let size = file.info().size();
-    let body = Body::new(c, &file, size, facts.declared_len, OUT_CHUNK);
+    let body = Body::new(c, &file, size, Some(&facts), OUT_CHUNK);
     let started = body.and_then(|mut dec| {
         let first = fill(&mut dec)?;
         match mismatch(first.filled as u64, first.eof, facts.declared_len) {
@@ -183,7 +219,7 @@ pub(super) fn decompress(
             None => Ok((dec, first)),
         }
     });
-    let (mut dec, first) = started.map_err(|e| undecodable(req, s.path, &e, failed))?;
+    let (mut dec, first) = started.map_err(|e| undecodable(req, s.path, &e, Some(&key), failed))?;
     let declared = if first.eof {
         Some(first.filled as u64)
     } else {
@@ -195,7 +231,7 @@ pub(super) fn decompress(
     if cond != Status::OK || req.header_only() {
         return Ok(finish_without_body(req, &bb, cond, declared));
     }
-    let (st, complete) = stream(req, &bb, &mut dec, first, s.path, declared);
+    let (st, complete) = stream(req, &bb, &mut dec, first, s.path, declared, &key);
     if let (Some(len), None) = (complete, declared) {
         facts_cache::learn_len(&key, len);
     }
@@ -274,6 +310,7 @@ fn stream(
     first: Chunk,
     path: &CStr,
     declared: Option<u64>,
+    key: &facts_cache::Key,
 ) -> (Status, Option<u64>) {
     let mut chunk = first;
     let mut total: u64 = 0;
@@ -288,7 +325,12 @@ fn stream(
         }
         chunk = match fill(dec) {
             Ok(c) => c,
-            Err(e) => return (abort(req, bb, path, &e), None),
+            Err(e) => {
+                if let DecodeError::TooLarge(w) = e {
+                    facts_cache::learn_needed(key, w);
+                }
+                return (abort(req, bb, path, &e), None);
+            }
         };
         if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
             return (abort(req, bb, path, &e), None);
