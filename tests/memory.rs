@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::Decoder;
+use mod_gzip_disk_ng::decode::{self, DecodeError, Decoder, Facts};
 use mod_gzip_disk_ng::publish::encode::Levels;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
@@ -78,23 +78,34 @@ fn encode(c: Coding, size: u64) -> Vec<u8> {
 
 /// Peak heap above the baseline while decoding `data` in 64 KiB chunks.
 fn peak_while_decoding(c: Coding, data: &[u8], expect: u64) -> usize {
+    let (peak, total) = peak_decoding_with(c, data, None);
+    assert_eq!(total.unwrap(), expect);
+    peak
+}
+
+/// Peak heap above the baseline while decoding `data` as the module does
+/// with `facts`, and the decoded length or the decoder's refusal.
+fn peak_decoding_with(
+    c: Coding,
+    data: &[u8],
+    facts: Option<&Facts>,
+) -> (usize, Result<u64, DecodeError>) {
     let _g = ONE_AT_A_TIME.lock().unwrap();
     let base = LIVE.load(Ordering::SeqCst);
     PEAK.store(base, Ordering::SeqCst);
     let mut out = vec![0u8; 64 * 1024];
-    let mut d = Decoder::new(c, data).unwrap();
+    let mut d = Decoder::with_facts(c, data, facts).unwrap();
     let mut total = 0u64;
-    loop {
-        let n = d.read(&mut out).unwrap();
-        if n == 0 {
-            break;
+    let r = loop {
+        match d.read(&mut out) {
+            Ok(0) => break Ok(total),
+            Ok(n) => total += n as u64,
+            Err(e) => break Err(e),
         }
-        total += n as u64;
-    }
+    };
     drop(d);
     drop(out);
-    assert_eq!(total, expect);
-    PEAK.load(Ordering::SeqCst) - base
+    (PEAK.load(Ordering::SeqCst) - base, r)
 }
 
 #[test]
@@ -123,19 +134,70 @@ fn tool_encoded(c: Coding, size: u64) -> Vec<u8> {
 }
 
 /// Brotli's ring buffer is its window once the content outgrows it: the
-/// publish tool's 8 MiB window (WBITS 23, the module's cap) bounds it;
-/// WBITS 24 would double it.
-/// (Measured: 8 532 991 B at 23, 16 921 599 B at 24.)
+/// publish tool's 8 MiB window (WBITS 23, the module's cap) bounds it. A
+/// stream declaring WBITS 24 is read as 23, so the same 8 MiB holds it
+/// until the content outgrows them: then decoding stops, refused, before
+/// the decoder could hold more. That is the most a stream can make it
+/// hold: byte buffers are refused beyond `BROTLI_BYTES_MAX`, and the
+/// Huffman tables are bounded by the format (256 trees per category).
 #[test]
 fn brotli_window_bounds_the_ring_buffer() {
     let _t = ONE_TEST_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let size: u64 = 32 << 20;
     let p23 = peak_while_decoding(Coding::Br, &tool_encoded(Coding::Br, size), size);
     let w24 = brotli_one_shot_stream(Gen { left: size, pos: 0 }, 1, 24);
-    let p24 = peak_while_decoding(Coding::Br, &w24, size);
-    eprintln!("brotli 32 MiB: peak heap {p23} B at WBITS 23, {p24} B at WBITS 24");
+    let (p24, r) = peak_decoding_with(Coding::Br, &w24, None);
+    let tables = 3 * 256 * 1080 * size_of::<brotli::HuffmanCode>();
+    let worst = decode::bounded::BROTLI_BYTES_MAX + tables;
+    eprintln!(
+        "brotli 32 MiB: peak heap {p23} B at WBITS 23, {p24} B at WBITS 24 ({r:?}); \
+         worst a stream can force: {worst} B ({} B of byte buffers + {tables} B of tables)",
+        decode::bounded::BROTLI_BYTES_MAX
+    );
     assert!(p23 <= (8 << 20) + (512 << 10), "WBITS 23 uses {p23} B");
-    assert!(p24 > 16 << 20, "WBITS 24 uses {p24} B");
+    assert!(
+        matches!(r, Err(DecodeError::TooLarge(w)) if w == 16 << 20),
+        "{r:?}"
+    );
+    assert!(p24 <= (8 << 20) + (512 << 10), "WBITS 24 uses {p24} B");
+}
+
+/// A page of Debian's Apache manual (apache2-doc), or HTML-like text of
+/// its size where the manual is not installed.
+fn manual_page(name: &str, size: usize) -> Vec<u8> {
+    std::fs::read(format!("/usr/share/doc/apache2-doc/manual/en/{name}"))
+        .unwrap_or_else(|_| page(size, 17))
+}
+
+/// What decoding a page piped through `brotli -q 11` holds: the CLI
+/// declares WBITS 24 for a pipe; the content decides what is held, the
+/// first time (no length known) and once a complete decode learned it.
+#[test]
+fn brotli_piped_pages_hold_what_their_content_needs() {
+    let _t = ONE_TEST_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for (name, size) in [("urlmapping.html", 26_743), ("mod/core.html", 314_161)] {
+        let data = manual_page(name, size);
+        let br = filter_through("brotli", &["-c", "-q", "11"], &data);
+        assert_eq!(br[0] & 0x0f, 0x0f, "{name}: WBITS 24");
+        let facts = decode::inspect(Coding::Br, &br[..], br.len() as u64).unwrap();
+        let (first, r) = peak_decoding_with(Coding::Br, &br, Some(&facts));
+        assert_eq!(r.unwrap(), data.len() as u64);
+        let learned = Facts {
+            declared_len: Some(data.len() as u64),
+            ..facts
+        };
+        let (warm, r) = peak_decoding_with(Coding::Br, &br, Some(&learned));
+        assert_eq!(r.unwrap(), data.len() as u64);
+        eprintln!(
+            "brotli -q 11 piped, {name} ({} B): peak heap {first} B, {warm} B with its length known",
+            data.len()
+        );
+        assert!(first <= (8 << 20) + (512 << 10), "{name}: {first} B");
+        assert!(
+            warm <= first && warm <= 2 * data.len() + (1 << 20),
+            "{name}: {warm} B"
+        );
+    }
 }
 
 /// Peak resident set (VmHWM) of this process, in bytes.
@@ -158,7 +220,8 @@ fn child_decodes_and_reports_rss_growth() {
     let mut out = vec![0u8; 64 * 1024];
     out.iter_mut().for_each(|b| *b = 1);
     let before = vm_hwm();
-    let result = Decoder::new(c, &data[..]).and_then(|mut d| {
+    let facts = decode::inspect(c, &data[..], data.len() as u64).ok();
+    let result = Decoder::with_facts(c, &data[..], facts.as_ref()).and_then(|mut d| {
         let mut total = 0u64;
         loop {
             match d.read(&mut out)? {
@@ -215,9 +278,17 @@ fn zstd_window_bounds_the_c_context() {
     assert_eq!(n, size);
     let big = zstd_framed(Gen { left: size, pos: 0 }, Some(size), 1, 24, false);
     let refused = rss_growth_decoding(Coding::Zstd, &big);
+    // Through a pipe at --ultra -22: 128 MiB declared for a 314 KB page.
+    let core = manual_page("mod/core.html", 314_161);
+    let ultra = filter_through("zstd", &["-q", "--ultra", "-22", "-c"], &core);
+    assert_eq!(zstd_window(&ultra), 128 << 20);
+    let (n, piped) = rss_growth_decoding(Coding::Zstd, &ultra).unwrap();
+    assert_eq!(n, core.len() as u64);
     eprintln!(
-        "zstd 32 MiB: peak RSS +{tool} B with the tool's 8 MiB window, +{small} B with 128 KiB; window 16 MiB: {refused:?}"
+        "zstd 32 MiB: peak RSS +{tool} B with the tool's 8 MiB window, +{small} B with 128 KiB; window 16 MiB: {refused:?}; \
+         core.html through `zstd --ultra -22` (128 MiB declared): +{piped} B"
     );
+    assert!(piped <= 2 << 20, "a 314 KB page costs {piped} B");
     assert!(
         (8 << 20..=(8 << 20) + (2 << 20)).contains(&tool),
         "8 MiB window costs {tool} B"
