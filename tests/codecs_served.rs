@@ -11,26 +11,6 @@ mod common;
 use common::*;
 use std::fs;
 
-/// Runs `prog args FILE` on a file holding `input` (so the tool knows the
-/// size, as when compressing a published file); returns its stdout.
-fn tool_on_file(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
-    let d = tempfile::tempdir().expect("tempdir");
-    let p = d.path().join("in");
-    fs::write(&p, input).expect("write");
-    let mut all: Vec<&str> = args.to_vec();
-    let ps = p.to_str().expect("utf-8 path");
-    all.push(ps);
-    filter_through(prog, &all, b"")
-}
-
-/// Module log lines mentioning `what`.
-fn lines_about(a: &Apache, what: &str) -> Vec<String> {
-    a.module_log()
-        .into_iter()
-        .filter(|l| l.contains(what))
-        .collect()
-}
-
 #[test]
 fn multi_member_gzip_is_served_whole() {
     let (a1, b1) = (page(20_000, 1), page(15_000, 2));
@@ -70,7 +50,7 @@ fn multi_member_gzip_is_served_whole() {
     assert_eq!((h2.http_version.as_str(), h2.exit), ("HTTP/2", 0));
     assert!(h2.body == big);
     assert!(a.access_log().contains("gzip decompressed"));
-    assert_eq!(lines_about(&a, ":error]"), Vec::<String>::new());
+    assert_eq!(a.module_log_about(":error]"), Vec::<String>::new());
     a.assert_no_crash();
 }
 
@@ -118,7 +98,7 @@ fn multi_frame_and_skippable_first_zstd_are_served_whole() {
     assert_eq!((h2.http_version.as_str(), h2.exit), ("HTTP/2", 0));
     assert!(h2.body == both);
     assert!(a.access_log().contains("zstd decompressed"));
-    assert_eq!(lines_about(&a, ":error]"), Vec::<String>::new());
+    assert_eq!(a.module_log_about(":error]"), Vec::<String>::new());
     a.assert_no_crash();
 }
 
@@ -165,12 +145,13 @@ fn zstd_window_over_8_mib_is_never_sent_and_gzip_is_decoded() {
     assert_eq!(r.status, 500);
     // Why, once per file version.
     for f in ["wide.html.zst", "orig.html.zst", "alone.html.zst"] {
-        let l = lines_about(&a, f);
+        let l = a.module_log_about(f);
         let info: Vec<_> = l.iter().filter(|l| l.contains(":info]")).collect();
         assert_eq!(info.len(), 1, "{f}: {l:#?}");
         assert!(info[0].contains("window"), "{}", info[0]);
     }
-    let err: Vec<_> = lines_about(&a, "alone.html")
+    let err: Vec<_> = a
+        .module_log_about("alone.html")
         .into_iter()
         .filter(|l| l.contains(":error]"))
         .collect();
@@ -209,7 +190,7 @@ fn zstd_window_larger_than_the_content_is_decoded_within_the_cap() {
         assert_eq!(r.header("Content-Encoding"), None, "{p}");
         assert!(r.body == data, "{p}");
     }
-    assert_eq!(lines_about(&a, ":error]"), Vec::<String>::new());
+    assert_eq!(a.module_log_about(":error]"), Vec::<String>::new());
     a.assert_no_crash();
 }
 
@@ -242,7 +223,7 @@ fn large_window_brotli_is_never_sent_as_br() {
         assert!(r.body == data);
     }
     for f in ["lw.html.br", "lworig.html.br"] {
-        let l = lines_about(&a, f);
+        let l = a.module_log_about(f);
         assert_eq!(l.len(), 1, "{f}: {l:#?}");
         assert!(
             l[0].contains(":info]") && l[0].contains("large-window"),
@@ -277,7 +258,7 @@ fn undecodable_sibling_gives_way_to_the_next() {
     let r = a.get("/worse.html", None);
     assert_eq!(r.status, 500);
     assert!(a.last_access_ends_with("500 error"));
-    let l = lines_about(&a, "worse.html");
+    let l = a.module_log_about("worse.html");
     assert_eq!(l.len(), 2, "{l:#?}");
     assert!(l[0].contains("worse.html.zst") && l[1].contains("worse.html.gz"));
     // Precompressed, the bytes go out as they are, as core would send them.
@@ -287,7 +268,7 @@ fn undecodable_sibling_gives_way_to_the_next() {
         assert_eq!(r.header("Content-Encoding"), Some("zstd"));
         assert_eq!(r.body, z);
     }
-    assert_eq!(lines_about(&a, "worse.html").len(), 2);
+    assert_eq!(a.module_log_about("worse.html").len(), 2);
     a.assert_no_crash();
 }
 
@@ -351,7 +332,7 @@ fn brotli_window_over_8_mib_is_decoded_while_the_content_fits() {
     assert!(r.body.len() <= 8 << 20 && huge.starts_with(&r.body));
     let r = a.get("/huge.html", None);
     assert_eq!(r.status, 500);
-    let l = lines_about(&a, "huge.html.br");
+    let l = a.module_log_about("huge.html.br");
     let err: Vec<_> = l.iter().filter(|l| l.contains(":error]")).collect();
     assert_eq!(err.len(), 2, "{l:#?}");
     assert!(

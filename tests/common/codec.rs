@@ -212,6 +212,18 @@ pub fn filter_through(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
     out.stdout
 }
 
+/// The stdout of `prog args FILE`, FILE holding `input` (so the tool
+/// knows the size, as when compressing a published file), which must
+/// succeed.
+pub fn tool_on_file(prog: &str, args: &[&str], input: &[u8]) -> Vec<u8> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let p = dir.path().join("page.html");
+    std::fs::write(&p, input).expect("write");
+    let mut all = args.to_vec();
+    all.push(p.to_str().expect("utf-8 path"));
+    filter_through(prog, &all, b"")
+}
+
 /// What the `zstd` CLI decodes from a zstd frame made against
 /// `dictionary` as raw content (a dcz body after its 40-byte header), as an
 /// independent check of the crate's and the publish tool's deltas.

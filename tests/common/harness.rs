@@ -323,6 +323,13 @@ impl Apache {
             .collect()
     }
 
+    /// Lines of the error log written by this module that mention `what`.
+    pub fn module_log_about(&self, what: &str) -> Vec<String> {
+        let mut l = self.module_log();
+        l.retain(|l| l.contains(what));
+        l
+    }
+
     /// No child died (segfault, abort) during the test.
     pub fn assert_no_crash(&self) {
         let log = self.error_log();
