@@ -1,7 +1,7 @@
 //! Deltas (RFC 9842) made at publish time: which dictionaries each file
-//! gets a delta against, the earlier version recovered from a stale
-//! sibling before the siblings are rewritten, and each delta made, kept or
-//! dropped like a sibling.
+//! gets a delta against (here), the earlier version recovered from a stale
+//! sibling before the siblings are rewritten (`previous`), and each delta
+//! made, kept or dropped through the siblings' lifecycle (`make`).
 //!
 //! Three sources of dictionaries, in any mix:
 //! - earlier versions of the same path (`--delta-versions K`), kept in the
@@ -13,52 +13,22 @@
 //! When any is asked for, a file's deltas are exactly those of this run:
 //! a delta whose dictionary is no longer among them is removed.
 
-use super::atomic::TempFile;
-use super::encode::encode_vec;
-use super::freshness::{changed_since, made_from, mtime};
-use super::options::{CompressOptions, DeltaOptions};
-use super::sibling_path;
+mod make;
+mod previous;
+
+pub use make::DeltaResult;
+pub(super) use make::{make_deltas, prune};
+pub(super) use previous::{prepare, Prepared};
+
+use super::options::DeltaOptions;
 use super::store::{self, Store};
-use crate::coding::Coding;
-use crate::decode::Decoder;
 use crate::dictionary::{self, DeltaCoding, Hash};
 use globset::Glob;
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
-use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::SystemTime;
-
-/// What happened to one delta of one file.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DeltaOutcome {
-    /// Already made from this original against this dictionary.
-    UpToDate,
-    /// Dry run: would be written; its size and the br sibling's.
-    WouldWrite { after: u64, br: u64 },
-    /// Written; its size and the br sibling's (or the smallest other
-    /// representation when there is no br sibling).
-    Written { after: u64, br: u64 },
-    /// Not smaller than the br sibling: not kept (an old one `removed`).
-    NotSmaller { after: u64, br: u64, removed: bool },
-    /// Its dictionary is no longer one of the file's: removed (or, in a
-    /// dry run, would be).
-    Stale,
-    /// A dcb whose dictionary and file exceed brotli's 16 MiB window
-    /// together: not made (an old one `removed`).
-    TooLarge { removed: bool },
-    /// Something failed; nothing was left half-written.
-    Failed(String),
-}
-
-/// One delta's outcome, with its coding and dictionary.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DeltaResult {
-    pub coding: DeltaCoding,
-    pub dictionary: Hash,
-    pub outcome: DeltaOutcome,
-}
 
 /// A delta already on disk.
 #[derive(Clone, Debug)]
@@ -220,115 +190,6 @@ fn existing_deltas(files: &[(PathBuf, u64)]) -> HashMap<PathBuf, Vec<Existing>> 
     out
 }
 
-/// A file's content, read before its siblings are rewritten, and the
-/// earlier version recovered from a stale sibling.
-pub(super) struct Prepared {
-    current: Arc<Vec<u8>>,
-    /// The earlier version a dry run recovered but does not store.
-    pending: Option<Arc<Vec<u8>>>,
-    /// An earlier version was recovered from a stale sibling.
-    pub(super) recovered: bool,
-}
-
-/// Reads the file and, for `--delta-versions`, recovers the version its
-/// stale siblings still hold and adds it to the store. `Ok(None)` when the
-/// file gets no delta (too large, or outside every tree and dictionary).
-pub(super) fn prepare(
-    path: &Path,
-    meta: &fs::Metadata,
-    plan: &Plan,
-    opts: &CompressOptions,
-) -> Result<Option<Prepared>, String> {
-    if meta.len() > store::DELTA_INPUT_MAX {
-        return Ok(None);
-    }
-    let current = Arc::new(store::read_limited(path).map_err(|e| format!("cannot read: {e}"))?);
-    let mut prepared = Prepared {
-        current,
-        pending: None,
-        recovered: false,
-    };
-    let Some((store, rel)) = plan.store_of(path).filter(|_| opts.deltas.versions > 0) else {
-        return Ok(Some(prepared));
-    };
-    let Some((old, like)) = previous_version(path, meta)? else {
-        return Ok(Some(prepared));
-    };
-    if dictionary::hash(&old) == dictionary::hash(&prepared.current) {
-        return Ok(Some(prepared));
-    }
-    prepared.recovered = true;
-    if opts.dry_run {
-        prepared.pending = Some(Arc::new(old));
-    } else {
-        store
-            .add(rel, &old, &like)
-            .map_err(|e| format!("cannot store the previous version: {e}"))?;
-    }
-    Ok(Some(prepared))
-}
-
-/// The content a stale sibling decodes to (the version it was made from)
-/// and that sibling's metadata (the version's mtime); `None` when the
-/// siblings are up to date or there is none.
-fn previous_version(
-    path: &Path,
-    meta: &fs::Metadata,
-) -> Result<Option<(Vec<u8>, fs::Metadata)>, String> {
-    for c in [Coding::Zstd, Coding::Gzip, Coding::Br] {
-        let sib = sibling_path(path, c);
-        let Ok(sib_meta) = fs::symlink_metadata(&sib) else {
-            continue;
-        };
-        if !sib_meta.is_file() {
-            continue;
-        }
-        if made_from(c, &sib, &sib_meta, meta) {
-            return Ok(None);
-        }
-        let decoded = fs::File::open(&sib)
-            .map_err(|e| e.to_string())
-            .and_then(|f| Decoder::new(c, f).map_err(|e| e.to_string()))
-            .and_then(|mut d| {
-                let mut out = Vec::new();
-                let mut limited = Limited {
-                    out: &mut out,
-                    left: store::DELTA_INPUT_MAX,
-                };
-                d.copy_to(&mut limited).map_err(|e| e.to_string())?;
-                Ok(out)
-            })
-            .map_err(|e| {
-                format!(
-                    "cannot recover the previous version from {}: {e}",
-                    sib.display()
-                )
-            })?;
-        return Ok(Some((decoded, sib_meta)));
-    }
-    Ok(None)
-}
-
-/// A writer that refuses to grow past a limit.
-struct Limited<'a> {
-    out: &'a mut Vec<u8>,
-    left: u64,
-}
-
-impl Write for Limited<'_> {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        if b.len() as u64 > self.left {
-            return Err(std::io::Error::other("too large for deltas"));
-        }
-        self.left -= b.len() as u64;
-        self.out.extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The dictionaries `path` gets deltas against, without its own content.
 fn dictionaries(path: &Path, prepared: &Prepared, plan: &Plan, opts: &DeltaOptions) -> Vec<Dict> {
     let own = dictionary::hash(&prepared.current);
@@ -369,227 +230,6 @@ fn dictionaries(path: &Path, prepared: &Prepared, plan: &Plan, opts: &DeltaOptio
 fn dedup(dicts: Vec<Dict>) -> Vec<Dict> {
     let mut seen = BTreeSet::new();
     dicts.into_iter().filter(|d| seen.insert(d.hash)).collect()
-}
-
-/// Makes (or keeps, drops, removes) every delta of the file at `path`,
-/// after its siblings are done, and prunes its stored versions.
-pub(super) fn make_deltas(
-    path: &Path,
-    meta: &fs::Metadata,
-    prepared: &Prepared,
-    plan: &Plan,
-    opts: &CompressOptions,
-) -> Vec<DeltaResult> {
-    let dicts = dictionaries(path, prepared, plan, &opts.deltas);
-    let br = rival_size(path, meta, &prepared.current, opts);
-    let existing = plan.existing.get(path).map(Vec::as_slice).unwrap_or(&[]);
-    let mut out = Vec::new();
-    for d in &dicts {
-        for &coding in &opts.deltas.codings {
-            let outcome = make_delta(path, meta, prepared, d, coding, br, opts);
-            if matches!(
-                outcome,
-                DeltaOutcome::UpToDate | DeltaOutcome::Written { .. }
-            ) {
-                catalogue(plan, d);
-            }
-            out.push(DeltaResult {
-                coding,
-                dictionary: d.hash,
-                outcome,
-            });
-        }
-    }
-    let wanted: BTreeSet<(Hash, DeltaCoding)> = dicts
-        .iter()
-        .flat_map(|d| opts.deltas.codings.iter().map(|&c| (d.hash, c)))
-        .collect();
-    for e in existing
-        .iter()
-        .filter(|e| !wanted.contains(&(e.hash, e.coding)))
-    {
-        out.push(DeltaResult {
-            coding: e.coding,
-            dictionary: e.hash,
-            outcome: remove_stale(&e.path, opts.dry_run),
-        });
-    }
-    prune(path, plan, opts, &mut out);
-    out
-}
-
-/// Records a file dictionary in the store of the tree it is in, so that
-/// `verify` finds it; failing only costs `verify` that knowledge.
-fn catalogue(plan: &Plan, d: &Dict) {
-    if let Source::Bytes(_, Some(file)) = &d.source {
-        if let Some((store, _)) = plan.store_of(file) {
-            let _ = store.catalogue(&d.hash, file);
-        }
-    }
-}
-
-/// Removes a delta whose dictionary is no longer the file's.
-fn remove_stale(path: &Path, dry_run: bool) -> DeltaOutcome {
-    if dry_run {
-        return DeltaOutcome::Stale;
-    }
-    match fs::remove_file(path) {
-        Ok(()) => DeltaOutcome::Stale,
-        Err(e) => DeltaOutcome::Failed(format!("cannot remove stale {}: {e}", path.display())),
-    }
-}
-
-/// Keeps the newest `--delta-versions` stored versions of the file.
-fn prune(path: &Path, plan: &Plan, opts: &CompressOptions, out: &mut Vec<DeltaResult>) {
-    if opts.dry_run || opts.deltas.versions == 0 {
-        return;
-    }
-    if let Some((store, rel)) = plan.store_of(path) {
-        if let Err(e) = store.prune(rel, opts.deltas.versions) {
-            out.push(DeltaResult {
-                coding: DeltaCoding::Dcz,
-                dictionary: [0; dictionary::HASH_LEN],
-                outcome: DeltaOutcome::Failed(format!("cannot prune stored versions: {e}")),
-            });
-        }
-    }
-}
-
-/// What a delta must beat: the br sibling made from this original (in a
-/// dry run, which writes none, the one that would be made), else the
-/// smallest other sibling, else the original itself.
-fn rival_size(path: &Path, meta: &fs::Metadata, current: &[u8], opts: &CompressOptions) -> u64 {
-    let made = |c: Coding| {
-        let sib = sibling_path(path, c);
-        fs::symlink_metadata(&sib)
-            .ok()
-            .filter(|m| m.is_file() && mtime(m) == mtime(meta))
-            .map(|m| m.len())
-    };
-    let would_be = || {
-        (opts.dry_run && opts.codings.contains(&Coding::Br))
-            .then(|| encode_vec(Coding::Br, &opts.levels, current).ok())
-            .flatten()
-            .map(|v| v.len() as u64)
-    };
-    made(Coding::Br)
-        .or_else(would_be)
-        .or_else(|| {
-            [Coding::Zstd, Coding::Gzip]
-                .into_iter()
-                .filter_map(made)
-                .min()
-        })
-        .unwrap_or(meta.len())
-}
-
-/// Makes one delta, or keeps or drops it.
-fn make_delta(
-    path: &Path,
-    meta: &fs::Metadata,
-    prepared: &Prepared,
-    d: &Dict,
-    coding: DeltaCoding,
-    br: u64,
-    opts: &CompressOptions,
-) -> DeltaOutcome {
-    let Some(target) = dictionary::delta_path(path, &d.hash, coding) else {
-        return DeltaOutcome::Failed("file name is not valid UTF-8".into());
-    };
-    let existing = fs::symlink_metadata(&target).ok();
-    if !opts.force
-        && existing
-            .as_ref()
-            .is_some_and(|m| up_to_date(&target, m, meta, &d.hash))
-    {
-        return DeltaOutcome::UpToDate;
-    }
-    let dict = match load(&d.source) {
-        Ok(x) => x,
-        Err(why) => return DeltaOutcome::Failed(why),
-    };
-    let data = &prepared.current;
-    if coding == DeltaCoding::Dcb && !dictionary::dcb_fits(dict.len() as u64, data.len() as u64) {
-        return match drop_existing(&target, existing.as_ref(), opts.dry_run) {
-            Ok(removed) => DeltaOutcome::TooLarge { removed },
-            Err(why) => DeltaOutcome::Failed(why),
-        };
-    }
-    let delta = match dictionary::encode(coding, &opts.deltas.levels, &dict, data) {
-        Ok(x) => x,
-        Err(e) => return DeltaOutcome::Failed(format!("cannot encode: {e}")),
-    };
-    let after = delta.len() as u64;
-    if after >= br {
-        return match drop_existing(&target, existing.as_ref(), opts.dry_run) {
-            Ok(removed) => DeltaOutcome::NotSmaller { after, br, removed },
-            Err(why) => DeltaOutcome::Failed(why),
-        };
-    }
-    if opts.dry_run {
-        return DeltaOutcome::WouldWrite { after, br };
-    }
-    match write_delta(path, meta, &target, &delta) {
-        Ok(()) => DeltaOutcome::Written { after, br },
-        Err(why) => DeltaOutcome::Failed(why),
-    }
-}
-
-/// Removes a delta that is no longer made; whether there was one.
-fn drop_existing(
-    target: &Path,
-    existing: Option<&fs::Metadata>,
-    dry_run: bool,
-) -> Result<bool, String> {
-    if dry_run || !existing.is_some_and(|m| m.is_file()) {
-        return Ok(false);
-    }
-    fs::remove_file(target).map_err(|e| format!("cannot remove {}: {e}", target.display()))?;
-    Ok(true)
-}
-
-/// True when the delta at `target` was made from the original `meta`
-/// describes (same mtime, as siblings) against the dictionary `hash`.
-fn up_to_date(target: &Path, m: &fs::Metadata, meta: &fs::Metadata, hash: &Hash) -> bool {
-    if !m.is_file() || mtime(m).is_none() || mtime(m) != mtime(meta) {
-        return false;
-    }
-    let mut head = [0u8; 40];
-    let n = fs::File::open(target)
-        .and_then(|mut f| f.read(&mut head))
-        .unwrap_or(0);
-    dictionary::split_header(&head[..n]).is_some_and(|(_, h, _)| h == *hash)
-}
-
-/// A dictionary's bytes.
-fn load(source: &Source) -> Result<Arc<Vec<u8>>, String> {
-    match source {
-        Source::Bytes(b, _) => Ok(b.clone()),
-        Source::Stored(p) => store::load_version(p)
-            .map(Arc::new)
-            .map_err(|e| format!("cannot read stored version {}: {e}", p.display())),
-    }
-}
-
-/// Writes a delta atomically with the original's mtime, unless the
-/// original changed since it was read.
-fn write_delta(
-    path: &Path,
-    meta: &fs::Metadata,
-    target: &Path,
-    delta: &[u8],
-) -> Result<(), String> {
-    let write = || -> std::io::Result<TempFile> {
-        let mut tmp = TempFile::new(target)?;
-        tmp.write_all(delta)?;
-        Ok(tmp)
-    };
-    let tmp = write().map_err(|e| format!("cannot write {}: {e}", target.display()))?;
-    if changed_since(path, meta)? {
-        return Err("file changed while being compressed; left as it was".into());
-    }
-    tmp.commit(target, meta)
-        .map_err(|e| format!("cannot write {}: {e}", target.display()))
 }
 
 #[cfg(test)]
