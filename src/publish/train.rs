@@ -5,6 +5,7 @@
 //! navigation, footers); its output is kept as raw content only, which is
 //! what RFC 9842 clients use a dictionary as.
 
+use super::atomic::TempFile;
 use super::store;
 use super::walk::{Filter, Found};
 use crate::dictionary;
@@ -89,20 +90,9 @@ pub fn train(
 
 /// Writes `data` to `out` through a temporary beside it.
 fn write_atomically(out: &Path, data: &[u8]) -> std::io::Result<()> {
-    let mut tmp_name = out.as_os_str().to_owned();
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = Path::new(&tmp_name);
-    let written = fs::File::create(tmp).and_then(|mut f| {
-        f.write_all(data)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| fs::rename(tmp, out)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = fs::remove_file(tmp);
-            Err(e)
-        }
-    }
+    let mut tmp = TempFile::for_new_file(out)?;
+    tmp.write_all(data)?;
+    tmp.persist(out)
 }
 
 #[cfg(test)]
