@@ -26,7 +26,7 @@ mod verify;
 pub mod walk;
 mod worker;
 
-pub use delta::DeltaResult;
+pub use delta::{DeltaLevels, DeltaResult};
 pub use error::{PublishError, Removal};
 pub use freshness::ABANDONED_AFTER;
 pub use lifecycle::{Outcome, Sizes};

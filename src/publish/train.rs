@@ -6,6 +6,7 @@
 //! what RFC 9842 clients use a dictionary as.
 
 use super::atomic::TempFile;
+use super::delta::codec;
 use super::store;
 use super::walk::{Filter, Found};
 use crate::dictionary;
@@ -78,7 +79,7 @@ pub fn train(
             dir.display()
         ));
     }
-    let dict = dictionary::train(&samples, size).map_err(|e| format!("training failed: {e}"))?;
+    let dict = codec::train(&samples, size).map_err(|e| format!("training failed: {e}"))?;
     write_atomically(out, &dict).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(Trained {
         samples: samples.len() as u64,

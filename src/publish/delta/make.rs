@@ -2,10 +2,11 @@
 //! through, against the br sibling the siblings' step left; deltas whose
 //! dictionary is no longer the file's removed; stored versions pruned.
 
+use super::codec::{self, DeltaLevels};
 use super::previous::Prepared;
 use super::{dictionaries, Dict, Plan, Source};
 use crate::coding::Coding;
-use crate::dictionary::{self, DeltaCoding, DeltaLevels, Hash};
+use crate::dictionary::{self, DeltaCoding, Hash};
 use crate::publish::encode::encode_vec;
 use crate::publish::error::{PublishError, Removal};
 use crate::publish::freshness::mtime;
@@ -193,13 +194,12 @@ impl Job for DeltaJob<'_> {
     fn encode(&self) -> Result<Made, PublishError> {
         let dict = load(&self.dict.source)?;
         let data = &self.prepared.current;
-        if self.coding == DeltaCoding::Dcb
-            && !dictionary::dcb_fits(dict.len() as u64, data.len() as u64)
+        if self.coding == DeltaCoding::Dcb && !codec::dcb_fits(dict.len() as u64, data.len() as u64)
         {
             return Ok(Made::TooLarge);
         }
-        let delta = dictionary::encode(self.coding, self.levels, &dict, data)
-            .map_err(PublishError::Encode)?;
+        let delta =
+            codec::encode(self.coding, self.levels, &dict, data).map_err(PublishError::Encode)?;
         let sizes = Sizes {
             size: delta.len() as u64,
             against: self.br,

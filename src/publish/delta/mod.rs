@@ -13,9 +13,11 @@
 //! When any is asked for, a file's deltas are exactly those of this run:
 //! a delta whose dictionary is no longer among them is removed.
 
+pub(super) mod codec;
 mod make;
 mod previous;
 
+pub use codec::DeltaLevels;
 pub use make::DeltaResult;
 pub(super) use make::{make_deltas, prune};
 pub(super) use previous::{prepare, Prepared};
