@@ -9,6 +9,7 @@
 //! current original.
 
 pub mod atomic;
+pub(crate) mod brotli_ending;
 pub mod check;
 mod delta;
 pub mod encode;
