@@ -53,13 +53,13 @@ impl<'a> Original<'a> {
 
     /// Where the state of the name the tool writes for `coding` (its
     /// first suffix) is kept.
-    fn main(&self, coding: Coding) -> Option<usize> {
+    fn slot(&self, coding: Coding) -> Option<usize> {
         self.siblings.iter().position(|(c, _, _)| *c == coding)
     }
 
     /// What was at the `coding` sibling's name when the work began.
     pub(super) fn found(&self, coding: Coding) -> Option<&fs::Metadata> {
-        match &self.siblings[self.main(coding)?].2 {
+        match &self.siblings[self.slot(coding)?].2 {
             OnDisk::Found(m) => m.as_ref(),
             _ => None,
         }
@@ -72,7 +72,7 @@ impl<'a> Original<'a> {
             Outcome::NotWorth { removed: true, .. } => OnDisk::Removed,
             _ => return,
         };
-        if let Some(i) = self.main(coding) {
+        if let Some(i) = self.slot(coding) {
             self.siblings[i].2 = state;
         }
     }
@@ -80,7 +80,7 @@ impl<'a> Original<'a> {
     /// The size of the `coding` sibling when it was made from this
     /// original (it has the original's mtime).
     pub(super) fn current_len(&self, coding: Coding) -> Option<u64> {
-        match &self.siblings[self.main(coding)?].2 {
+        match &self.siblings[self.slot(coding)?].2 {
             OnDisk::Found(Some(m)) if m.is_file() && mtime(m) == mtime(&self.meta) => Some(m.len()),
             OnDisk::Written(len) => Some(*len),
             _ => None,
@@ -96,5 +96,36 @@ impl<'a> Original<'a> {
                 OnDisk::Written(_) => Some((*c, p.as_path())),
                 _ => None,
             })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::publish::lifecycle::Sizes;
+
+    #[test]
+    fn siblings_are_known_without_looking_again() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.html");
+        fs::write(&p, b"original").unwrap();
+        fs::write(d.path().join("a.html.gz"), b"stale gz").unwrap();
+        fs::write(d.path().join("a.html.zstd"), b"other name").unwrap();
+        let mut o = Original::open(&p).unwrap();
+        assert!(o.found(Coding::Gzip).is_some() && o.found(Coding::Br).is_none());
+        let sizes = Sizes {
+            size: 5,
+            against: 8,
+        };
+        o.record(Coding::Br, &Outcome::Written(sizes));
+        let removed = Outcome::NotWorth {
+            sizes,
+            removed: true,
+        };
+        o.record(Coding::Gzip, &removed);
+        assert_eq!(o.current_len(Coding::Br), Some(5));
+        assert_eq!(o.current_len(Coding::Gzip), None);
+        let files: Vec<_> = o.sibling_files().map(|(c, _)| c).collect();
+        assert_eq!(files, [Coding::Zstd, Coding::Br]);
     }
 }
