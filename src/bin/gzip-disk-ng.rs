@@ -5,8 +5,10 @@
 
 use clap::{Args, Parser, Subcommand};
 use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::dictionary::{DeltaCoding, DeltaLevels};
-use mod_gzip_disk_ng::publish::{self, encode::Levels, CompressOptions, DeltaOptions, Report};
+use mod_gzip_disk_ng::dictionary::DeltaCoding;
+use mod_gzip_disk_ng::publish::{
+    self, encode::Levels, CompressOptions, DeltaLevels, DeltaOptions, Report,
+};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

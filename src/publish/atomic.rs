@@ -1,5 +1,6 @@
-//! Atomic sibling writes: a temporary file in the target's directory that
-//! is fsynced and renamed over the final name, or removed on any failure.
+//! Atomic writes (siblings, deltas, stored versions, a trained dictionary):
+//! a temporary file in the target's directory that is fsynced and renamed
+//! over the final name, or removed on any failure.
 //!
 //! A run killed at any moment leaves at worst a `.name.tmpXXXX` file, never a
 //! truncated sibling under the name the server looks up.
@@ -34,7 +35,8 @@ pub fn is_temp_name(name: &str) -> bool {
         }) || crate::dictionary::parse_delta_name(sibling).is_some())
 }
 
-/// A file being written; removed on drop unless `commit` succeeded.
+/// A file being written; removed on drop unless `commit` or `persist`
+/// succeeded.
 pub struct TempFile {
     path: PathBuf,
     file: Option<BufWriter<File>>,
@@ -57,6 +59,16 @@ fn random_tail() -> String {
 impl TempFile {
     /// Creates a fresh temporary next to `final_path`, private until commit.
     pub fn new(final_path: &Path) -> io::Result<TempFile> {
+        TempFile::with_mode(final_path, 0o600)
+    }
+
+    /// A temporary for a file that copies no original (`persist`): created
+    /// with the mode `File::create` gives, 0o666 less the umask.
+    pub fn for_new_file(final_path: &Path) -> io::Result<TempFile> {
+        TempFile::with_mode(final_path, 0o666)
+    }
+
+    fn with_mode(final_path: &Path, mode: u32) -> io::Result<TempFile> {
         let dir = final_path.parent().unwrap_or(Path::new("."));
         let name = final_path
             .file_name()
@@ -70,7 +82,7 @@ impl TempFile {
             match OpenOptions::new()
                 .write(true)
                 .create_new(true)
-                .mode(0o600)
+                .mode(mode)
                 .open(&path)
             {
                 Ok(f) => {
@@ -96,13 +108,28 @@ impl TempFile {
 
     /// Flushes, gives the file `meta`'s permissions, owner (when allowed)
     /// and mtime, fsyncs and renames it to `final_path`.
-    pub fn commit(mut self, final_path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+    pub fn commit(self, final_path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+        self.rename(final_path, |f| finish_file(f, meta))
+    }
+
+    /// Flushes, fsyncs and renames the file to `final_path`, keeping the
+    /// mode it was created with.
+    pub fn persist(self, final_path: &Path) -> io::Result<()> {
+        self.rename(final_path, File::sync_all)
+    }
+
+    /// Flushes, runs `finish` on the file and renames it to `final_path`.
+    fn rename(
+        mut self,
+        final_path: &Path,
+        finish: impl FnOnce(&File) -> io::Result<()>,
+    ) -> io::Result<()> {
         let w = self
             .file
             .take()
             .ok_or_else(|| io::Error::other("temporary already closed"))?;
         let f = w.into_inner().map_err(|e| e.into_error())?;
-        finish_file(&f, meta)?;
+        finish(&f)?;
         drop(f);
         fs::rename(&self.path, final_path)?;
         // Renamed: nothing left to clean up.
@@ -194,6 +221,18 @@ mod tests {
         assert_eq!(m.mode() & 0o777, 0o640);
         assert_eq!(m.modified().unwrap(), old);
         assert_eq!(fs::read(&fin).unwrap(), b"data");
+    }
+
+    #[test]
+    fn persist_renames_a_new_file() {
+        let d = tempfile::tempdir().unwrap();
+        let fin = d.path().join("dictionary.dat");
+        fs::write(&fin, b"old").unwrap();
+        let mut t = TempFile::for_new_file(&fin).unwrap();
+        t.write_all(b"new").unwrap();
+        t.persist(&fin).unwrap();
+        assert_eq!(fs::read(&fin).unwrap(), b"new");
+        assert_eq!(fs::read_dir(d.path()).unwrap().count(), 1);
     }
 
     #[test]

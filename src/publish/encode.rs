@@ -4,6 +4,7 @@
 //! `Write`, so memory stays bounded whatever the file size; only gzip of
 //! files up to `GZIP_IN_MEMORY_MAX` holds the whole input (libdeflate).
 
+use super::brotli_ending::{brotli_unaligned_ending, BROTLI_FLUSHED_TAIL};
 use crate::coding::Coding;
 use crate::jitter;
 use std::io::{self, Read, Write};
@@ -200,7 +201,7 @@ fn encode_brotli<W: Write>(
     let mut src = Digest::default().reading(src);
     let mut ending = Ending {
         out: &mut *out,
-        held: Vec::with_capacity(CHUNK + jitter::BROTLI_FLUSHED_TAIL),
+        held: Vec::with_capacity(CHUNK + BROTLI_FLUSHED_TAIL),
         check: Some(brotli::DecompressorWriter::new(Digest::default(), 4096)),
     };
     let mut e = brotli::CompressorWriter::with_params(&mut ending, CHUNK, &params);
@@ -271,7 +272,7 @@ struct Ending<'a, W: Write> {
 impl<W: Write> Write for Ending<'_, W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.held.extend_from_slice(buf);
-        let cut = self.held.len().saturating_sub(jitter::BROTLI_FLUSHED_TAIL);
+        let cut = self.held.len().saturating_sub(BROTLI_FLUSHED_TAIL);
         if cut > 0 {
             self.out.write_all(&self.held[..cut])?;
             if let Some(c) = &mut self.check {
@@ -296,7 +297,7 @@ impl<W: Write> Ending<'_, W> {
                 "flushed brotli stream does not end with a byte-aligned empty last meta-block",
             ));
         }
-        let tail = match jitter::brotli_unaligned_ending(&self.held) {
+        let tail = match brotli_unaligned_ending(&self.held) {
             Some(new) if ends_decoding_to(self.check, &new, input) => new,
             _ => self.held,
         };

@@ -2,6 +2,7 @@
 //! original, an original changed while it was read, a temporary left by a
 //! killed run.
 
+use super::error::PublishError;
 use crate::coding::Coding;
 use crate::decode::{self, DecodeError};
 use std::fs::{self, File};
@@ -17,8 +18,8 @@ pub(super) fn mtime(m: &fs::Metadata) -> Option<SystemTime> {
 }
 
 /// True when the file's size or mtime moved since `before`.
-pub(super) fn changed_since(path: &Path, before: &fs::Metadata) -> Result<bool, String> {
-    let now = fs::metadata(path).map_err(|e| format!("cannot stat again: {e}"))?;
+pub(super) fn changed_since(path: &Path, before: &fs::Metadata) -> Result<bool, PublishError> {
+    let now = fs::metadata(path).map_err(PublishError::StatAgain)?;
     Ok(now.len() != before.len() || mtime(&now) != mtime(before))
 }
 

@@ -3,17 +3,23 @@
 //!
 //! Files are processed in parallel (rayon) and every coding of a file is a
 //! task of its own, so one big file does not hold a core per coding back.
-//! Each sibling is written atomically with its original's mtime, which,
-//! with the decoded size zstd and gzip declare, is how a rerun knows a
-//! sibling was made from the current original.
+//! Siblings and deltas go through one lifecycle (`lifecycle`): each is
+//! written atomically with its original's mtime, which, with the decoded
+//! size zstd and gzip declare, is how a rerun knows it was made from the
+//! current original.
 
 pub mod atomic;
+pub(crate) mod brotli_ending;
 pub mod check;
 mod delta;
 pub mod encode;
+mod error;
 mod freshness;
+mod lifecycle;
 mod options;
+mod original;
 mod progress;
+mod sibling;
 pub mod store;
 mod summary;
 pub mod train;
@@ -21,13 +27,14 @@ mod verify;
 pub mod walk;
 mod worker;
 
-pub use delta::{DeltaOutcome, DeltaResult};
+pub use delta::{DeltaLevels, DeltaResult};
+pub use error::{PublishError, Removal};
 pub use freshness::ABANDONED_AFTER;
+pub use lifecycle::{Outcome, Sizes};
 pub use options::{CompressOptions, DeltaOptions};
 pub use progress::Report;
 pub use summary::{CodingTotals, CompressSummary, DeltaTotals, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
-pub use worker::Outcome;
 
 use crate::coding::Coding;
 use freshness::is_abandoned;

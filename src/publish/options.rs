@@ -1,10 +1,11 @@
 //! What `compress` is asked to do: codings, encoder levels, which files,
 //! and how it treats what is already there.
 
+use super::delta::DeltaLevels;
 use super::encode::Levels;
 use super::progress::Report;
 use crate::coding::Coding;
-use crate::dictionary::{DeltaCoding, DeltaLevels};
+use crate::dictionary::DeltaCoding;
 use std::path::PathBuf;
 
 /// Options of `compress`.

@@ -1,8 +1,8 @@
 //! The end-of-run summaries of `compress` and `verify`, and how they print.
 
-use super::delta::DeltaOutcome;
+use super::lifecycle::Outcome;
 use super::walk::SkipReason;
-use super::worker::{FileResult, Outcome};
+use super::worker::FileResult;
 use crate::coding::Coding;
 use std::collections::BTreeMap;
 use std::fmt;
@@ -20,22 +20,23 @@ pub struct CodingTotals {
 }
 
 impl CodingTotals {
-    /// Counts one outcome; true when a sibling was (or would be) written.
-    fn count(&mut self, outcome: Outcome) -> bool {
-        match outcome {
+    /// Counts one sibling's outcome; true when it was (or would be)
+    /// written.
+    fn count(&mut self, outcome: &Outcome) -> bool {
+        match *outcome {
             Outcome::UpToDate => self.up_to_date += 1,
-            Outcome::WouldWrite => return true,
-            Outcome::Written { before, after } => {
+            Outcome::WouldWrite(_) => return true,
+            Outcome::Written(s) => {
                 self.written += 1;
-                self.bytes_before += before;
-                self.bytes_after += after;
+                self.bytes_before += s.against;
+                self.bytes_after += s.size;
                 return true;
             }
             Outcome::NotWorth { removed, .. } => {
                 self.not_worth += 1;
                 self.removed += u64::from(removed);
             }
-            Outcome::Failed(_) => {}
+            Outcome::Stale | Outcome::TooLarge { .. } | Outcome::Failed(_) => {}
         }
         false
     }
@@ -78,18 +79,19 @@ pub struct DeltaTotals {
 }
 
 impl DeltaTotals {
-    fn count(&mut self, outcome: &DeltaOutcome) {
+    /// Counts one delta's outcome.
+    fn count(&mut self, outcome: &Outcome) {
         match *outcome {
-            DeltaOutcome::UpToDate => self.up_to_date += 1,
-            DeltaOutcome::Written { after, br } | DeltaOutcome::WouldWrite { after, br } => {
+            Outcome::UpToDate => self.up_to_date += 1,
+            Outcome::Written(s) | Outcome::WouldWrite(Some(s)) => {
                 self.written += 1;
-                self.bytes += after;
-                self.br_bytes += br;
+                self.bytes += s.size;
+                self.br_bytes += s.against;
             }
-            DeltaOutcome::NotSmaller { .. } => self.not_smaller += 1,
-            DeltaOutcome::Stale => self.stale += 1,
-            DeltaOutcome::TooLarge { .. } => self.too_large += 1,
-            DeltaOutcome::Failed(_) => {}
+            Outcome::NotWorth { .. } => self.not_smaller += 1,
+            Outcome::Stale => self.stale += 1,
+            Outcome::TooLarge { .. } => self.too_large += 1,
+            Outcome::WouldWrite(None) | Outcome::Failed(_) => {}
         }
     }
 }
@@ -158,8 +160,8 @@ impl CompressSummary {
         let mut wrote = false;
         let mut all_up_to_date = !file.outcomes.is_empty();
         for (c, outcome) in file.outcomes {
-            all_up_to_date &= outcome == Outcome::UpToDate;
-            wrote |= self.per_coding[c.index()].count(outcome);
+            all_up_to_date &= matches!(outcome, Outcome::UpToDate);
+            wrote |= self.per_coding[c.index()].count(&outcome);
         }
         self.compressed += u64::from(wrote);
         self.up_to_date += u64::from(all_up_to_date);

@@ -5,6 +5,8 @@
 //! navigation, footers); its output is kept as raw content only, which is
 //! what RFC 9842 clients use a dictionary as.
 
+use super::atomic::TempFile;
+use super::delta::codec;
 use super::store;
 use super::walk::{Filter, Found};
 use crate::dictionary;
@@ -77,7 +79,7 @@ pub fn train(
             dir.display()
         ));
     }
-    let dict = dictionary::train(&samples, size).map_err(|e| format!("training failed: {e}"))?;
+    let dict = codec::train(&samples, size).map_err(|e| format!("training failed: {e}"))?;
     write_atomically(out, &dict).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(Trained {
         samples: samples.len() as u64,
@@ -89,20 +91,9 @@ pub fn train(
 
 /// Writes `data` to `out` through a temporary beside it.
 fn write_atomically(out: &Path, data: &[u8]) -> std::io::Result<()> {
-    let mut tmp_name = out.as_os_str().to_owned();
-    tmp_name.push(format!(".tmp{}", std::process::id()));
-    let tmp = Path::new(&tmp_name);
-    let written = fs::File::create(tmp).and_then(|mut f| {
-        f.write_all(data)?;
-        f.sync_all()
-    });
-    match written.and_then(|()| fs::rename(tmp, out)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = fs::remove_file(tmp);
-            Err(e)
-        }
-    }
+    let mut tmp = TempFile::for_new_file(out)?;
+    tmp.write_all(data)?;
+    tmp.persist(out)
 }
 
 #[cfg(test)]

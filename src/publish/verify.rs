@@ -5,7 +5,7 @@
 //! its original.
 
 use super::check;
-use super::delta::tree_of;
+use super::delta::{codec, tree_of};
 use super::freshness::mtime;
 use super::progress::{Progress, Report};
 use super::store::{self, Store};
@@ -224,7 +224,7 @@ fn verify_delta(
         }
         Err(e) => return Verdict::Bad(format!("cannot read its dictionary: {e}")),
     };
-    let decoded = match dictionary::decode(&dict, &delta) {
+    let decoded = match codec::decode(&dict, &delta) {
         Ok(d) => d,
         Err(e) => return Verdict::Bad(e.to_string()),
     };

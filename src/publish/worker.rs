@@ -1,40 +1,22 @@
 //! The work on one file: each coding's sibling made, kept or dropped (one
-//! task per coding), then, if asked, the original removed once every
-//! sibling decodes back to it.
+//! task per coding), its deltas, then, if asked, the original removed once
+//! every sibling decodes back to it.
 
-use super::atomic::TempFile;
-use super::delta::{self, DeltaOutcome, DeltaResult, Plan};
-use super::encode::{self, Levels};
-use super::freshness::{changed_since, made_from};
+use super::check;
+use super::delta::{self, DeltaResult, Plan, Prepared};
+use super::error::PublishError;
+use super::freshness::changed_since;
+use super::lifecycle::{self, Outcome};
 use super::options::CompressOptions;
+use super::original::Original;
 use super::progress::Progress;
-use super::{check, sibling_path};
+use super::sibling::SiblingJob;
 use crate::coding::Coding;
 use crate::dictionary::to_hex;
 use rayon::prelude::*;
-use std::fs::{self, File};
+use std::fmt::Display;
+use std::fs;
 use std::path::Path;
-
-const CHANGED_WHILE_COMPRESSING: &str = "file changed while being compressed; left as it was";
-
-/// What happened to one coding of one file.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Outcome {
-    /// The sibling was already made from this original.
-    UpToDate,
-    /// Dry run: the sibling would be (re)made.
-    WouldWrite,
-    /// The sibling was written.
-    Written { before: u64, after: u64 },
-    /// The variant saved too little; an existing sibling was `removed`.
-    NotWorth {
-        before: u64,
-        after: u64,
-        removed: bool,
-    },
-    /// Something failed; nothing was left half-written.
-    Failed(String),
-}
 
 /// Everything that happened to one file.
 #[derive(Default)]
@@ -56,129 +38,119 @@ pub(super) fn compress_file(
     plan: Option<&Plan>,
     progress: &Progress,
 ) -> FileResult {
-    let mut result = FileResult::default();
-    let meta = match readable_original(path) {
-        Ok(m) => m,
-        Err(why) => {
-            progress.problem(path, &why);
-            result.errors += 1;
-            return result;
-        }
+    let mut work = Work {
+        path,
+        opts,
+        progress,
+        result: FileResult::default(),
+        told: Vec::new(),
     };
-    // Before the siblings are rewritten: a stale one holds the version
-    // the store needs.
-    let prepared = plan.and_then(|p| match delta::prepare(path, &meta, p, opts) {
-        Ok(x) => x,
-        Err(why) => {
-            progress.problem(path, &why);
-            result.errors += 1;
-            None
-        }
-    });
-    let mut told = make_siblings(path, &meta, opts, progress, &mut result);
-    if let (Some(plan), Some(prep)) = (plan, &prepared) {
-        result.recovered = prep.recovered;
-        result.deltas = delta::make_deltas(path, &meta, prep, plan, opts);
-        told.extend(tell_deltas(path, prep.recovered, &result.deltas, progress));
-        result.errors += result
-            .deltas
-            .iter()
-            .filter(|d| matches!(d.outcome, DeltaOutcome::Failed(_)))
-            .count() as u64;
+    match Original::open(path) {
+        Ok(mut original) => work.original(&mut original, plan),
+        Err(why) => work.problem(why),
     }
-    if opts.remove_originals && result.errors == 0 {
-        match remove_original_if_safe(path, &meta, opts.dry_run) {
-            Ok((removed, said)) => {
-                result.original_removed = removed;
-                told.push(said.to_owned());
-            }
-            Err(why) => {
-                progress.problem(path, &why);
-                result.errors += 1;
-            }
-        }
-    }
-    if !told.is_empty() {
-        progress.file_line(&format!("{}: {}", path.display(), told.join(", ")));
+    if !work.told.is_empty() {
+        progress.file_line(&format!("{}: {}", path.display(), work.told.join(", ")));
     }
     progress.file_done(path);
-    result
+    work.result
 }
 
-/// Makes every sibling, one task per coding; returns the per-file line's
-/// words and reports problems.
-fn make_siblings(
-    path: &Path,
-    meta: &fs::Metadata,
-    opts: &CompressOptions,
-    progress: &Progress,
-    result: &mut FileResult,
-) -> Vec<String> {
-    result.outcomes = opts
-        .codings
-        .par_iter()
-        .map(|&c| (c, make_sibling(path, meta, c, opts)))
-        .collect();
-    let mut told = Vec::new();
-    for (c, outcome) in &result.outcomes {
-        if let Outcome::Failed(why) = outcome {
-            progress.problem(path, &format!("{}: {why}", c.token()));
-            result.errors += 1;
-        }
-        told.extend(describe(*c, outcome));
-    }
-    told
+/// One file's work: where its problems are told, what happened to it, and
+/// the words of its per-file line.
+struct Work<'a> {
+    path: &'a Path,
+    opts: &'a CompressOptions,
+    progress: &'a Progress,
+    result: FileResult,
+    told: Vec<String>,
 }
 
-/// The per-file line's words about deltas; problems are told on their own.
-fn tell_deltas(
-    path: &Path,
-    recovered: bool,
-    deltas: &[DeltaResult],
-    progress: &Progress,
-) -> Vec<String> {
-    let mut told = Vec::new();
-    if recovered {
-        told.push("previous version kept as a dictionary".to_owned());
+impl Work<'_> {
+    /// Tells a problem with the file and counts it.
+    fn problem(&mut self, why: impl Display) {
+        self.progress.problem(self.path, &why.to_string());
+        self.result.errors += 1;
     }
-    for d in deltas {
-        let name = format!("{} vs {}", d.coding.token(), &to_hex(&d.dictionary)[..12]);
-        told.push(match &d.outcome {
-            DeltaOutcome::UpToDate => continue,
-            DeltaOutcome::Written { after, br } => format!("{name} {after} (br {br})"),
-            DeltaOutcome::WouldWrite { after, br } => {
-                format!("{name} would be {after} (br {br})")
-            }
-            DeltaOutcome::NotSmaller { after, br, .. } => {
-                format!("{name} {after} not smaller than br {br}")
-            }
-            DeltaOutcome::Stale => format!("{name} stale, removed"),
-            DeltaOutcome::TooLarge { .. } => {
-                format!("{name} not made: over 16 MiB with its dictionary")
-            }
-            DeltaOutcome::Failed(why) => {
-                progress.problem(path, &format!("{name}: {why}"));
-                continue;
+
+    /// Everything done to an original that opens.
+    fn original(&mut self, original: &mut Original<'_>, plan: Option<&Plan>) {
+        // Before the siblings are rewritten: a stale one holds the version
+        // the store needs.
+        let prepared = plan.and_then(|p| match delta::prepare(original, p, self.opts) {
+            Ok(x) => x,
+            Err(why) => {
+                self.problem(why);
+                None
             }
         });
+        self.siblings(original);
+        if let (Some(plan), Some(prep)) = (plan, &prepared) {
+            self.deltas(original, prep, plan);
+        }
+        if self.opts.remove_originals && self.result.errors == 0 {
+            match remove_original_if_safe(original, self.opts.dry_run) {
+                Ok((removed, said)) => {
+                    self.result.original_removed = removed;
+                    self.told.push(said.to_owned());
+                }
+                Err(why) => self.problem(why),
+            }
+        }
     }
-    told
-}
 
-/// The original's metadata, once it is known to open: an unreadable file
-/// is reported once, not once per coding.
-fn readable_original(path: &Path) -> Result<fs::Metadata, String> {
-    let meta = fs::metadata(path).map_err(|e| format!("cannot stat: {e}"))?;
-    File::open(path).map_err(|e| format!("cannot read: {e}"))?;
-    Ok(meta)
+    /// Makes every sibling through the lifecycle, one task per coding, and
+    /// takes in what each did.
+    fn siblings(&mut self, original: &mut Original<'_>) {
+        let opts = self.opts;
+        let found: &Original<'_> = original;
+        let outcomes: Vec<(Coding, Outcome)> = opts
+            .codings
+            .par_iter()
+            .map(|&c| {
+                let job = SiblingJob::new(found, c, &opts.levels, opts.min_saving);
+                (c, lifecycle::run(&job, found, opts))
+            })
+            .collect();
+        for (c, outcome) in &outcomes {
+            original.record(*c, outcome);
+            if let Outcome::Failed(why) = outcome {
+                self.problem(format_args!("{}: {why}", c.token()));
+            }
+            self.told.extend(describe(*c, outcome));
+        }
+        self.result.outcomes = outcomes;
+    }
+
+    /// Makes every delta, after the siblings, and prunes the stored
+    /// versions.
+    fn deltas(&mut self, original: &Original<'_>, prepared: &Prepared, plan: &Plan) {
+        let deltas = delta::make_deltas(original, prepared, plan, self.opts);
+        self.result.recovered = prepared.recovered;
+        if prepared.recovered {
+            self.told
+                .push("previous version kept as a dictionary".to_owned());
+        }
+        for d in &deltas {
+            let name = format!("{} vs {}", d.coding.token(), &to_hex(&d.dictionary)[..12]);
+            match &d.outcome {
+                Outcome::Failed(why) => self.problem(format_args!("{name}: {why}")),
+                outcome => self.told.extend(describe_delta(&name, outcome)),
+            }
+        }
+        if let Err(why) = delta::prune(original, plan, self.opts) {
+            self.problem(why);
+        }
+        self.result.deltas = deltas;
+    }
 }
 
 /// The per-file line's words about one coding; none when there is no news
 /// (up to date) or it is a problem, told on its own.
 fn describe(c: Coding, outcome: &Outcome) -> Option<String> {
     match outcome {
-        Outcome::Written { before, after } => Some(format!("{} {before} -> {after}", c.token())),
-        Outcome::WouldWrite => Some(format!("{} would be written", c.token())),
+        Outcome::Written(s) => Some(format!("{} {} -> {}", c.token(), s.against, s.size)),
+        Outcome::WouldWrite(_) => Some(format!("{} would be written", c.token())),
         Outcome::NotWorth { removed, .. } => Some(format!(
             "{} not worth it{}",
             c.token(),
@@ -188,131 +160,61 @@ fn describe(c: Coding, outcome: &Outcome) -> Option<String> {
                 ""
             }
         )),
-        Outcome::UpToDate | Outcome::Failed(_) => None,
+        _ => None,
     }
 }
 
-/// Makes (or keeps, or drops) the `coding` sibling of the file at `path`.
-fn make_sibling(
-    path: &Path,
-    meta: &fs::Metadata,
-    coding: Coding,
-    opts: &CompressOptions,
-) -> Outcome {
-    let sib = sibling_path(path, coding);
-    let existing = fs::symlink_metadata(&sib).ok();
-    if !opts.force
-        && existing
-            .as_ref()
-            .is_some_and(|m| made_from(coding, &sib, m, meta))
-    {
-        return Outcome::UpToDate;
-    }
-    if opts.dry_run {
-        return Outcome::WouldWrite;
-    }
-    let before = meta.len();
-    let (after, tmp) = match encode_to_temporary(path, meta, &sib, coding, &opts.levels) {
-        Ok(x) => x,
-        Err(why) => return Outcome::Failed(why),
-    };
-    if saves_too_little(before, after, opts.min_saving) {
-        drop(tmp);
-        return not_worth(&sib, existing.as_ref(), before, after);
-    }
-    match tmp.commit(&sib, meta) {
-        Ok(()) => Outcome::Written { before, after },
-        Err(e) => Outcome::Failed(format!("cannot write {}: {e}", sib.display())),
-    }
-}
-
-/// Encodes the original into a temporary next to `sib`; returns the
-/// encoded length and the temporary. Fails, leaving nothing, when the
-/// original changed meanwhile.
-fn encode_to_temporary(
-    path: &Path,
-    meta: &fs::Metadata,
-    sib: &Path,
-    coding: Coding,
-    levels: &Levels,
-) -> Result<(u64, TempFile), String> {
-    let encoded = (|| -> std::io::Result<(u64, TempFile)> {
-        let src = File::open(path)?;
-        let tmp = TempFile::new(sib)?;
-        encode::encode(coding, levels, meta.len(), src, tmp)
-    })();
-    // A change explains any encoder error (zstd refuses a length other than
-    // the pledged one), so it is checked first.
-    if changed_since(path, meta)? {
-        return Err(CHANGED_WHILE_COMPRESSING.into());
-    }
-    encoded.map_err(|e| format!("cannot write {}: {e}", sib.display()))
-}
-
-/// True when encoding `before` bytes into `after` saved less than
-/// `min_saving` percent (always for an empty original).
-fn saves_too_little(before: u64, after: u64, min_saving: f64) -> bool {
-    let saved = before.saturating_sub(after) as f64;
-    before == 0 || saved * 100.0 < min_saving * before as f64
-}
-
-/// A variant that does not pay: no sibling, and an `existing` one goes.
-fn not_worth(sib: &Path, existing: Option<&fs::Metadata>, before: u64, after: u64) -> Outcome {
-    let mut removed = false;
-    if existing.is_some_and(|m| m.is_file()) {
-        if let Err(e) = fs::remove_file(sib) {
-            return Outcome::Failed(format!(
-                "cannot remove {} that no longer pays: {e}",
-                sib.display()
-            ));
+/// The per-file line's words about the delta `name`; none when it is up
+/// to date or a problem, told on its own.
+fn describe_delta(name: &str, outcome: &Outcome) -> Option<String> {
+    Some(match outcome {
+        Outcome::Written(s) => format!("{name} {} (br {})", s.size, s.against),
+        Outcome::WouldWrite(Some(s)) => format!("{name} would be {} (br {})", s.size, s.against),
+        Outcome::NotWorth { sizes: s, .. } => {
+            format!("{name} {} not smaller than br {}", s.size, s.against)
         }
-        removed = true;
-    }
-    Outcome::NotWorth {
-        before,
-        after,
-        removed,
-    }
+        Outcome::Stale => format!("{name} stale, removed"),
+        Outcome::TooLarge { .. } => format!("{name} not made: over 16 MiB with its dictionary"),
+        Outcome::UpToDate | Outcome::WouldWrite(None) | Outcome::Failed(_) => return None,
+    })
 }
 
 /// `--remove-originals` for one file whose siblings all succeeded: whether
 /// the original went, and what to say about it.
 fn remove_original_if_safe(
-    path: &Path,
-    meta: &fs::Metadata,
+    original: &Original<'_>,
     dry_run: bool,
-) -> Result<(bool, &'static str), String> {
+) -> Result<(bool, &'static str), PublishError> {
     if dry_run {
         return Ok((false, "original would be removed if its siblings check out"));
     }
-    Ok(match remove_original(path, meta)? {
+    Ok(match remove_original(original)? {
         true => (true, "original removed"),
         false => (false, "original kept: no sibling"),
     })
 }
 
-/// Deletes the original at `path` once every sibling it has decodes back
-/// to it; keeps it (`Ok(false)`) when it has none.
-fn remove_original(path: &Path, meta: &fs::Metadata) -> Result<bool, String> {
-    let sibs: Vec<_> = check::sibling_paths(path)
-        .into_iter()
-        .filter(|(_, p)| fs::symlink_metadata(p).is_ok_and(|m| m.is_file()))
-        .collect();
-    if sibs.is_empty() {
+/// Deletes the original once every sibling it has decodes back to it;
+/// keeps it (`Ok(false)`) when it has none.
+fn remove_original(original: &Original<'_>) -> Result<bool, PublishError> {
+    let path = original.path;
+    let mut any = false;
+    for (c, sib) in original.sibling_files() {
+        any = true;
+        check::matches(c, sib, path).map_err(|why| {
+            let name = sib.file_name().unwrap_or_default().to_string_lossy();
+            PublishError::SiblingDiffers(name.into_owned(), why)
+        })?;
+    }
+    if !any {
         // Nothing could serve it: keeping it is the only safe choice.
         return Ok(false);
     }
-    for (c, sib) in &sibs {
-        check::matches(*c, sib, path).map_err(|e| {
-            format!(
-                "original kept: sibling {} {e}",
-                sib.file_name().unwrap_or_default().to_string_lossy()
-            )
-        })?;
+    // The one look again: the original must not have changed since it
+    // was read, whatever its siblings say.
+    if changed_since(path, &original.meta)? {
+        return Err(PublishError::ChangedBeforeRemoval);
     }
-    if changed_since(path, meta)? {
-        return Err(format!("original kept: {CHANGED_WHILE_COMPRESSING}"));
-    }
-    fs::remove_file(path).map_err(|e| format!("cannot remove original: {e}"))?;
+    fs::remove_file(path).map_err(PublishError::RemoveOriginal)?;
     Ok(true)
 }
