@@ -52,7 +52,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     let candidates = variant::candidates(&Inputs {
         original,
         ranked: accepted.ranked(dir.encodings()),
-        allowed: Coding::ALL.map(|c| dir.encodings().contains(&c)),
+        allowed: dir.encodings(),
         identity_preference: accepted.identity_preference(),
         decompress: dir.decompress(),
         deltas,

@@ -7,7 +7,7 @@ use crate::coding::{Coding, DeltaCoding};
 use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
 use crate::variant::FileMeta;
-use std::cell::Cell;
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::ffi::CStr;
 use std::sync::Mutex;
@@ -139,7 +139,6 @@ pub fn find_delta<'r>(
 pub enum Found<S> {
     /// Not looked up yet.
     Unknown,
-    /// None, or its coding is not allowed here.
     Missing,
     /// Older than the original beside it: never served.
     Stale,
@@ -148,36 +147,28 @@ pub enum Found<S> {
 
 /// A request's siblings, each looked up the first time a candidate asks,
 /// so the common case costs one stat and none is looked up twice.
-pub struct Siblings<S: Copy>(Cell<[Found<S>; 3]>);
+pub struct Siblings<S>([OnceCell<Found<S>>; 3]);
 
-impl<S: Copy> Siblings<S> {
-    /// Codings the configuration does not allow are missing from the start.
-    pub fn new(allowed: &[Coding]) -> Siblings<S> {
-        let mut all = [Found::Missing; 3];
-        for c in allowed {
-            all[c.index()] = Found::Unknown;
-        }
-        Siblings(Cell::new(all))
+impl<S> Default for Siblings<S> {
+    fn default() -> Self {
+        Siblings([OnceCell::new(), OnceCell::new(), OnceCell::new()])
     }
+}
 
+impl<S> Siblings<S> {
     /// What is known of `c`, looking it up with `find` (the sibling, and
     /// whether it is fresh) the first time.
-    pub fn get(&self, c: Coding, find: impl FnOnce() -> Option<(S, bool)>) -> Found<S> {
-        let mut all = self.0.get();
-        if let Found::Unknown = all[c.index()] {
-            all[c.index()] = match find() {
-                Some((s, true)) => Found::Fresh(s),
-                Some((_, false)) => Found::Stale,
-                None => Found::Missing,
-            };
-            self.0.set(all);
-        }
-        all[c.index()]
+    pub fn get(&self, c: Coding, find: impl FnOnce() -> Option<(S, bool)>) -> &Found<S> {
+        self.0[c.index()].get_or_init(|| match find() {
+            Some((s, true)) => Found::Fresh(s),
+            Some((_, false)) => Found::Stale,
+            None => Found::Missing,
+        })
     }
 
     /// What is known of `c` without looking it up.
-    pub fn known(&self, c: Coding) -> Found<S> {
-        self.0.get()[c.index()]
+    pub fn known(&self, c: Coding) -> &Found<S> {
+        self.0[c.index()].get().unwrap_or(&Found::Unknown)
     }
 }
 
@@ -265,9 +256,11 @@ pub fn open_or_skip<'r>(
 mod tests {
     use super::*;
 
+    use std::cell::Cell;
+
     #[test]
-    fn siblings_are_looked_up_once_and_only_where_allowed() {
-        let table = Siblings::new(&[Coding::Gzip, Coding::Zstd]);
+    fn siblings_are_looked_up_once() {
+        let table = Siblings::default();
         let looked = Cell::new(0);
         let find = |r: Option<(&'static str, bool)>| {
             let looked = &looked;
@@ -276,20 +269,19 @@ mod tests {
                 r
             }
         };
-        assert_eq!(table.known(Coding::Gzip), Found::Unknown);
+        assert_eq!(*table.known(Coding::Gzip), Found::Unknown);
+        let fresh = Found::Fresh("x.gz");
+        assert_eq!(*table.get(Coding::Gzip, find(Some(("x.gz", true)))), fresh);
+        assert_eq!(*table.get(Coding::Gzip, find(None)), fresh);
         assert_eq!(
-            table.get(Coding::Gzip, find(Some(("x.gz", true)))),
-            Found::Fresh("x.gz")
-        );
-        assert_eq!(table.get(Coding::Gzip, find(None)), Found::Fresh("x.gz"));
-        assert_eq!(
-            table.get(Coding::Zstd, find(Some(("x.zst", false)))),
+            *table.get(Coding::Zstd, find(Some(("x.zst", false)))),
             Found::Stale
         );
+        assert_eq!(*table.get(Coding::Br, find(None)), Found::Missing);
         assert_eq!(
-            table.get(Coding::Br, find(Some(("x.br", true)))),
+            *table.get(Coding::Br, find(Some(("x.br", true)))),
             Found::Missing
         );
-        assert_eq!(looked.get(), 2);
+        assert_eq!(looked.get(), 3);
     }
 }

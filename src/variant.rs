@@ -98,13 +98,13 @@ pub fn delta_codings(accepted: &Accepted) -> [Option<(DeltaCoding, u16)>; 2] {
 
 /// The facts a decision needs.
 #[derive(Clone, Copy, Debug)]
-pub struct Inputs {
+pub struct Inputs<'a> {
     pub original: Option<FileMeta>,
     /// Codings the client accepts, best first, already limited to the
     /// codings the configuration allows.
     pub ranked: Ranked,
-    /// The codings the configuration allows (indexed by `Coding::index`).
-    pub allowed: [bool; 3],
+    /// The codings the configuration allows.
+    pub allowed: &'a [Coding],
     /// The q the client states for identity: an existing original is sent
     /// before any coding the client likes less.
     pub identity_preference: u16,
@@ -180,7 +180,7 @@ pub fn candidates(inp: &Inputs) -> Candidates {
     }
     if inp.decompress {
         for (c, w) in DECODE_ORDER {
-            if inp.allowed[c.index()] {
+            if inp.allowed.contains(&c) {
                 out.push(Candidate::Decode(c, w));
             }
         }
@@ -203,12 +203,12 @@ mod tests {
         Some(FileMeta { mtime, size: 10 })
     }
 
-    fn inputs(ae: Option<&str>, orig: Option<FileMeta>) -> Inputs {
+    fn inputs(ae: Option<&str>, orig: Option<FileMeta>) -> Inputs<'static> {
         let acc = Accepted::parse(ae);
         Inputs {
             original: orig,
             ranked: acc.ranked(&ORDER),
-            allowed: [true; 3],
+            allowed: &ORDER,
             identity_preference: acc.identity_preference(),
             decompress: true,
             deltas: delta_codings(&acc),
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn only_allowed_codings_are_decoded() {
         let mut i = inputs(None, None);
-        i.allowed = [false, true, true];
+        i.allowed = &[Gzip, Br];
         assert_eq!(
             candidates(&i).as_slice(),
             [Decode(Gzip, Window::Any), Decode(Br, Window::Any), NotFound]

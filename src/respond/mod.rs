@@ -27,7 +27,8 @@ pub struct Attempt<'a, 'r> {
     pub filename: &'r CStr,
     pub settings: Settings<'r>,
     original: Option<FileMeta>,
-    /// The siblings, looked up as candidates reach them.
+    /// The siblings of the allowed codings, looked up as candidates reach
+    /// them.
     siblings: Siblings<Sibling<'r>>,
     /// The dictionary the client announced (SHA-256), for deltas.
     dictionary: Option<[u8; 32]>,
@@ -50,7 +51,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             filename,
             settings,
             original,
-            siblings: Siblings::new(settings.dir.encodings()),
+            siblings: Siblings::default(),
             dictionary,
             gone: Unopenable::default(),
             decoded: Cell::new([false; 3]),
@@ -132,13 +133,16 @@ impl<'a, 'r> Attempt<'a, 'r> {
     /// found).
     fn fresh(&self, c: Coding) -> Result<Sibling<'r>, Skip> {
         match self.found(c) {
-            Found::Fresh(s) => Ok(s),
+            Found::Fresh(s) => Ok(*s),
             _ => Err(Skip),
         }
     }
 
-    fn found(&self, c: Coding) -> Found<Sibling<'r>> {
+    fn found(&self, c: Coding) -> &Found<Sibling<'r>> {
         self.siblings.get(c, || {
+            if !self.settings.dir.encodings().contains(&c) {
+                return None;
+            }
             let s = lookup::find_sibling(self.req, self.filename, c)?;
             let fresh = crate::variant::usable(lookup::meta(&s.info), self.original);
             if !fresh {
