@@ -164,6 +164,15 @@ pub fn literal_url_pattern(path: &str) -> String {
 }
 
 /// One scope's settings, as written.
+/// What the configuration says for one request, read once by the module
+/// and handed down with it.
+#[derive(Clone, Copy)]
+pub struct Settings<'r> {
+    pub dir: &'r DirConfig,
+    /// The key for keyed jitter lengths, where jitter is on.
+    pub secret: Option<&'r Secret>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DirConfig {
     /// Allowed codings in preference order.

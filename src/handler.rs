@@ -3,13 +3,13 @@
 //! outcome to `respond`, until one answers.
 
 use crate::coding::Coding;
+use crate::config::{DirConfig, Settings};
 use crate::dictionary;
 use crate::httpd::{self, FileKind, Level, Request, Status};
-use crate::lookup::{self, Lookup};
-use crate::module::dir_config;
-use crate::negotiate::{self, Accepted, Ranked};
-use crate::respond::{self, Attempt};
-use crate::variant::{self, FileMeta, Inputs, Method};
+use crate::lookup;
+use crate::negotiate::{self, Accepted};
+use crate::respond::Attempt;
+use crate::variant::{self, Inputs, Method};
 use std::ffi::CStr;
 
 /// The handler name, as `SetHandler` and `[H=…]` give it.
@@ -18,12 +18,10 @@ pub const HANDLER: &CStr = c"gzip-disk-ng";
 /// Set by the fixup when `r->finfo` describes a sibling, not the original.
 const NOTE_SIBLING_FINFO: &CStr = c"gzip-disk-ng-sibling-finfo";
 
-/// Decoding order: fastest first (zstd 2.8 GB/s, gzip 1.35, brotli 1.28
-/// with costly set-up).
-const DECODE_ORDER: [Coding; 3] = [Coding::Zstd, Coding::Gzip, Coding::Br];
-
-/// The content handler.
-pub fn handle(req: &Request<'_>) -> Status {
+/// The content handler: the request's facts to `variant`, its candidates
+/// to `respond`. `settings` reads the configuration, once, for requests
+/// this handler takes.
+pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) -> Status {
     if !req.handler_is(HANDLER) {
         return Status::DECLINED;
     }
@@ -39,39 +37,27 @@ pub fn handle(req: &Request<'_>) -> Status {
     if st != Status::OK {
         return st;
     }
-    let attempt = Attempt::new(req, filename);
-    if let Some(o) = variant::before_files(method(req), req.rejects_path_info()) {
-        return attempt.answer(o);
+    let settings = settings();
+    if let Some(c) = variant::before_files(method(req), req.rejects_path_info()) {
+        return Attempt::new(req, filename, settings, None, None).answer(c);
     }
     let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
-    let cfg = dir_config(req);
     let accepted = accepted(req);
-    if let Some(st) = delta(&attempt, &accepted, original) {
-        return st;
+    let mut deltas = variant::delta_codings(&accepted);
+    let dictionary = announced_dictionary(req, settings.dir, &deltas);
+    if dictionary.is_none() {
+        deltas = [None; 2];
     }
-    let ranked = accepted.ranked(cfg.encodings());
-    let known = match favourite(&attempt, &accepted, &ranked, original) {
-        Favourite::Answered(st) => return st,
-        Favourite::Passed(known) => known,
-    };
-    let siblings = lookup::find_siblings(req, filename, cfg.encodings(), known);
-    let plan = variant::plan(&Inputs {
+    let dir = settings.dir;
+    let candidates = variant::candidates(&Inputs {
         original,
-        siblings: siblings.map(|s| s.map(|s| lookup::meta(&s.info))),
-        ranked,
+        ranked: accepted.ranked(dir.encodings()),
+        allowed: dir.encodings(),
         identity_preference: accepted.identity_preference(),
-        decompress: cfg.decompress(),
-        decode_order: DECODE_ORDER,
+        decompress: dir.decompress(),
+        deltas,
     });
-    if plan.varies {
-        req.vary(c"Accept-Encoding");
-    }
-    for c in Coding::ALL {
-        if let (true, Some(s)) = (plan.stale[c.index()], siblings[c.index()]) {
-            lookup::warn_stale(req, filename, &s);
-        }
-    }
-    attempt.follow(&plan, siblings)
+    Attempt::new(req, filename, settings, original, dictionary).walk(&candidates)
 }
 
 /// What `r->finfo` says of the original: missing when the fixup put a
@@ -92,69 +78,23 @@ fn method(req: &Request<'_>) -> Method {
     }
 }
 
-/// What the fast path did.
-enum Favourite<'r> {
-    /// The response went out.
-    Answered(Status),
-    /// Not taken; the lookup it made, for the plan.
-    Passed(Lookup<'r>),
-}
-
-/// Fast path, the common case: the client's favourite coding has a fresh
-/// sibling and is preferred to identity, so one lstat decides.
-fn favourite<'r>(
-    attempt: &Attempt<'_, 'r>,
-    accepted: &Accepted,
-    ranked: &Ranked,
-    original: Option<FileMeta>,
-) -> Favourite<'r> {
-    let Some((best, q)) = ranked.iter_q().next() else {
-        return Favourite::Passed(None);
-    };
-    let s = lookup::find_sibling(attempt.req, attempt.filename, best);
-    if let Some(s) = s {
-        let pref = accepted.identity_preference();
-        if variant::favourite_answers(q, pref, original, lookup::meta(&s.info)) {
-            attempt.req.vary(c"Accept-Encoding");
-            if let Ok(st) = respond::send_sibling(attempt, best, s) {
-                return Favourite::Answered(st);
-            }
-        }
+/// Dictionary transport (RFC 9842): the dictionary the client announced,
+/// when it names `dcz` or `dcb`. Responses vary on `Available-Dictionary`
+/// wherever it is read (a request naming a dictionary coding) and in
+/// scopes that offer dictionaries.
+fn announced_dictionary(
+    req: &Request<'_>,
+    dir: &DirConfig,
+    deltas: &[Option<(crate::coding::DeltaCoding, u16)>; 2],
+) -> Option<[u8; 32]> {
+    let named = deltas.iter().any(Option::is_some);
+    if named || dir.use_as_dictionary().is_some() {
+        req.vary(c"Available-Dictionary");
     }
-    Favourite::Passed(Some((best, s)))
-}
-
-/// Dictionary transport (RFC 9842): when the client names `dcz` or `dcb`
-/// and announces a dictionary for which a fresh delta exists, the delta
-/// answers. Responses vary on `Available-Dictionary` wherever it is read
-/// (a request naming a dictionary coding) and in scopes that offer
-/// dictionaries.
-fn delta(a: &Attempt<'_, '_>, accepted: &Accepted, original: Option<FileMeta>) -> Option<Status> {
-    let req = a.req;
-    let offers = dir_config(req).use_as_dictionary().is_some();
-    let mut codings = variant::delta_codings(accepted).peekable();
-    if codings.peek().is_none() {
-        if offers {
-            a.vary_on_dictionary();
-        }
+    if !named {
         return None;
     }
-    a.vary_on_dictionary();
-    let hash = negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)?;
-    for (d, q) in codings {
-        let Some(s) = lookup::find_delta(req, a.filename, d, &hash) else {
-            continue;
-        };
-        let pref = accepted.identity_preference();
-        if !variant::favourite_answers(q, pref, original, lookup::meta(&s.info)) {
-            continue;
-        }
-        req.vary(c"Accept-Encoding");
-        if let Ok(st) = respond::send_delta(a, d, s) {
-            return Some(st);
-        }
-    }
-    None
+    negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)
 }
 
 /// What the client accepts. Subrequests (mod_include, mod_dir) get
@@ -198,7 +138,7 @@ pub fn insert_error_filter(req: &Request<'_>) {
 /// is missing but a sibling exists, make the sibling's stat visible so
 /// mod_dir accepts it as a DirectoryIndex candidate. Main requests need no
 /// help (the handler copes with a missing file), so they pay nothing here.
-pub fn fixup(req: &Request<'_>) -> Status {
+pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Status {
     if let Some(st) = refuse_store(req) {
         return st;
     }
@@ -212,7 +152,7 @@ pub fn fixup(req: &Request<'_>) -> Status {
     let Some(filename) = req.filename() else {
         return Status::DECLINED;
     };
-    let first = dir_config(req)
+    let first = dir()
         .encodings()
         .iter()
         .find_map(|&c| lookup::find_sibling(req, filename, c));

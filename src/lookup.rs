@@ -7,6 +7,7 @@ use crate::coding::{Coding, DeltaCoding};
 use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
 use crate::variant::FileMeta;
+use std::cell::OnceCell;
 use std::collections::HashSet;
 use std::ffi::CStr;
 use std::sync::Mutex;
@@ -104,24 +105,6 @@ fn permitted(req: &Request<'_>, s: &Sibling<'_>, suffix: &CStr) -> bool {
     false
 }
 
-/// Stats the siblings of `base` for the allowed codings; `known` is a
-/// lookup already made for one coding.
-pub fn find_siblings<'r>(
-    req: &Request<'r>,
-    base: &CStr,
-    allowed: &[Coding],
-    known: Lookup<'r>,
-) -> [Option<Sibling<'r>>; 3] {
-    let mut out = [None; 3];
-    for &c in allowed {
-        out[c.index()] = match known {
-            Some((k, s)) if k == c => s,
-            _ => find_sibling(req, base, c),
-        };
-    }
-    out
-}
-
 /// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
 /// exists and that Apache would serve under its own name.
 pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sibling<'r>> {
@@ -151,8 +134,43 @@ pub fn find_delta<'r>(
     permitted(req, &s, c_suffix).then_some(s)
 }
 
-/// A sibling lookup already made: the coding and what was found.
-pub type Lookup<'r> = Option<(Coding, Option<Sibling<'r>>)>;
+/// What a request knows of one coding's sibling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found<S> {
+    /// Not looked up yet.
+    Unknown,
+    Missing,
+    /// Older than the original beside it: never served.
+    Stale,
+    Fresh(S),
+}
+
+/// A request's siblings, each looked up the first time a candidate asks,
+/// so the common case costs one stat and none is looked up twice.
+pub struct Siblings<S>([OnceCell<Found<S>>; 3]);
+
+impl<S> Default for Siblings<S> {
+    fn default() -> Self {
+        Siblings([OnceCell::new(), OnceCell::new(), OnceCell::new()])
+    }
+}
+
+impl<S> Siblings<S> {
+    /// What is known of `c`, looking it up with `find` (the sibling, and
+    /// whether it is fresh) the first time.
+    pub fn get(&self, c: Coding, find: impl FnOnce() -> Option<(S, bool)>) -> &Found<S> {
+        self.0[c.index()].get_or_init(|| match find() {
+            Some((s, true)) => Found::Fresh(s),
+            Some((_, false)) => Found::Stale,
+            None => Found::Missing,
+        })
+    }
+
+    /// What is known of `c` without looking it up.
+    pub fn known(&self, c: Coding) -> &Found<S> {
+        self.0[c.index()].get().unwrap_or(&Found::Unknown)
+    }
+}
 
 /// Sibling versions already reported stale by this child.
 static STALE_SEEN: Mutex<Option<HashSet<FileVersion>>> = Mutex::new(None);
@@ -231,5 +249,39 @@ pub fn open_or_skip<'r>(
             );
             Err(Skip)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::cell::Cell;
+
+    #[test]
+    fn siblings_are_looked_up_once() {
+        let table = Siblings::default();
+        let looked = Cell::new(0);
+        let find = |r: Option<(&'static str, bool)>| {
+            let looked = &looked;
+            move || {
+                looked.set(looked.get() + 1);
+                r
+            }
+        };
+        assert_eq!(*table.known(Coding::Gzip), Found::Unknown);
+        let fresh = Found::Fresh("x.gz");
+        assert_eq!(*table.get(Coding::Gzip, find(Some(("x.gz", true)))), fresh);
+        assert_eq!(*table.get(Coding::Gzip, find(None)), fresh);
+        assert_eq!(
+            *table.get(Coding::Zstd, find(Some(("x.zst", false)))),
+            Found::Stale
+        );
+        assert_eq!(*table.get(Coding::Br, find(None)), Found::Missing);
+        assert_eq!(
+            *table.get(Coding::Br, find(Some(("x.br", true)))),
+            Found::Missing
+        );
+        assert_eq!(looked.get(), 3);
     }
 }

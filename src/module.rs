@@ -1,7 +1,7 @@
 //! The `gzip_disk_ng_module` httpd loads: its directives, configuration
 //! types and hooks, built on the `httpd` layer's module blocks.
 
-use crate::config::{self, DirConfig, ServerConfig};
+use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::handler;
 use crate::httpd::{
     self, Args, Command, Directive, Hook, Order, Pool, Request, Scope, Status, Takes,
@@ -111,11 +111,11 @@ impl httpd::Module for GzipDiskNg {
     }
 
     fn handler(req: &Request<'_>) -> Status {
-        handler::handle(req)
+        handler::handle(req, || settings(req))
     }
 
     fn fixups(req: &Request<'_>) -> Status {
-        handler::fixup(req)
+        handler::fixup(req, || dir_config(req))
     }
 
     fn insert_error_filter(req: &Request<'_>) {
@@ -148,8 +148,18 @@ fn set_jitter_key(cmd: &mut Directive<'_, GzipDiskNg>, args: Args<'_>) -> Result
     Ok(())
 }
 
+/// What the configuration says for a request: its directory settings and,
+/// where jitter is on, the key for keyed lengths.
+fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
+    let dir = dir_config(req);
+    Settings {
+        dir,
+        secret: dir.jitter().and_then(|_| jitter_secret(req)),
+    }
+}
+
 /// The request's directory settings (the defaults where no scope set any).
-pub fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
+fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
     static DEFAULT: DirConfig = DirConfig {
         encodings: None,
         decompress: None,
@@ -162,7 +172,7 @@ pub fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
 
 /// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
 /// the random key made at start-up.
-pub fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
+fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.jitter_key.as_ref())
         .or_else(|| STARTUP_SECRET.get())

@@ -1,8 +1,9 @@
-//! The decision, pure and allocation-free: request facts in, outcomes out.
-//! Which representation answers a request (a precompressed sibling, the
-//! original, an on-the-fly decompression) or which error does. The handler
-//! tries the planned outcomes in order, moving to the next when a file
-//! turns out unreadable or vanished; `respond` turns each into a response.
+//! The decision, pure and allocation-free: request facts in, one ordered
+//! list of candidates out. Which representation answers a request (a
+//! delta, a precompressed sibling, the original, a decoded sibling) or
+//! which error does. `respond` walks the list once, looking each file up
+//! when its candidate is reached and moving on when it is missing, stale,
+//! unreadable or vanished.
 
 use crate::coding::{Coding, DeltaCoding};
 use crate::negotiate::{Accepted, Ranked};
@@ -15,19 +16,27 @@ pub struct FileMeta {
     pub size: u64,
 }
 
-/// One way to answer.
+/// One way to answer, tried in the order `candidates` gives. Candidates
+/// that name a file are looked up when reached, so the common case (the
+/// client's favourite coding, fresh) costs one stat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// Send this sibling as is, with Content-Encoding.
+pub enum Candidate {
+    /// Send the delta against the dictionary the client announced (RFC
+    /// 9842), if it exists and is fresh.
+    Delta(DeltaCoding),
+    /// Send this coding's sibling as is, if it exists and is fresh.
     Send(Coding),
     /// Send the original file.
     Original,
-    /// Decode this sibling and send identity.
-    Decompress(Coding),
-    /// Siblings exist but none is acceptable and decompression is off
-    /// (406, listing the codings there are).
+    /// Decode this coding's sibling and send identity; with `Window::Small`
+    /// only if decoding it needs a small window (zstd, which otherwise
+    /// gives way to gzip, whose 32 KiB are less).
+    Decode(Coding, Window),
+    /// 406, listing the codings there are, if any sibling exists
+    /// (decompression off).
     NotAcceptable,
-    /// Neither the original nor a usable sibling exists.
+    /// Neither the original nor a usable sibling exists (or, if a sibling
+    /// exists, none could be decoded).
     NotFound,
     /// OPTIONS, answered as core answers it.
     Options,
@@ -38,6 +47,23 @@ pub enum Outcome {
     /// Path info after a file, which the configuration does not accept (404).
     PathInfo,
 }
+
+/// How much history a `Decode` candidate may need.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Window {
+    Small,
+    Any,
+}
+
+/// Decoding order: fastest first (zstd 2.8 GB/s, gzip 1.35, brotli 1.28
+/// with costly set-up), but a zstd sibling with a large window after gzip,
+/// so memory stays small.
+const DECODE_ORDER: [(Coding, Window); 4] = [
+    (Coding::Zstd, Window::Small),
+    (Coding::Gzip, Window::Any),
+    (Coding::Zstd, Window::Any),
+    (Coding::Br, Window::Any),
+];
 
 /// The request's method, as the decision cares about it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,80 +78,60 @@ pub enum Method {
 
 /// The answer before any file is looked at, as core's handler gives it;
 /// `None` for a GET (or HEAD) that the files decide.
-pub fn before_files(method: Method, rejected_path_info: bool) -> Option<Outcome> {
+pub fn before_files(method: Method, rejected_path_info: bool) -> Option<Candidate> {
     match method {
-        Method::Get if rejected_path_info => Some(Outcome::PathInfo),
+        Method::Get if rejected_path_info => Some(Candidate::PathInfo),
         Method::Get => None,
-        Method::Options => Some(Outcome::Options),
-        Method::Invalid => Some(Outcome::NotImplemented),
-        Method::Other => Some(Outcome::MethodNotAllowed),
+        Method::Options => Some(Candidate::Options),
+        Method::Invalid => Some(Candidate::NotImplemented),
+        Method::Other => Some(Candidate::MethodNotAllowed),
     }
 }
 
 /// The dictionary codings the client names with q > 0, best first
 /// (equal q: dcz, then dcb).
-pub fn delta_codings(accepted: &Accepted) -> impl Iterator<Item = (DeltaCoding, u16)> {
+pub fn delta_codings(accepted: &Accepted) -> [Option<(DeltaCoding, u16)>; 2] {
     let [a, b] = DeltaCoding::ALL.map(|d| (d, accepted.delta_q(d)));
     let ordered = if b.1 > a.1 { [b, a] } else { [a, b] };
-    ordered.into_iter().filter(|&(_, q)| q > 0)
-}
-
-/// Whether the client's favourite coding (stated with `q`) answers at
-/// once from its sibling: fresh, and preferred to identity where an
-/// original exists. `plan` would put it first too, so one lookup decides
-/// the common case.
-pub fn favourite_answers(
-    q: u16,
-    identity_preference: u16,
-    original: Option<FileMeta>,
-    sibling: FileMeta,
-) -> bool {
-    match original {
-        None => true,
-        Some(o) => !is_stale(sibling, o) && q >= identity_preference,
-    }
+    ordered.map(|(d, q)| (q > 0).then_some((d, q)))
 }
 
 /// The facts a decision needs.
 #[derive(Clone, Copy, Debug)]
-pub struct Inputs {
+pub struct Inputs<'a> {
     pub original: Option<FileMeta>,
-    /// Per coding (indexed by `Coding::index`), the sibling if it exists.
-    pub siblings: [Option<FileMeta>; 3],
     /// Codings the client accepts, best first, already limited to the
     /// codings the configuration allows.
     pub ranked: Ranked,
+    /// The codings the configuration allows.
+    pub allowed: &'a [Coding],
     /// The q the client states for identity: an existing original is sent
     /// before any coding the client likes less.
     pub identity_preference: u16,
     /// Whether to decompress when the original is missing.
     pub decompress: bool,
-    /// Which siblings to decode from, fastest first.
-    pub decode_order: [Coding; 3],
+    /// Dictionary codings the client accepts, best first, when it
+    /// announced a dictionary.
+    pub deltas: [Option<(DeltaCoding, u16)>; 2],
 }
 
-/// The ordered outcomes and the siblings found stale.
+/// The candidates, in the order to try them.
 #[derive(Clone, Copy, Debug)]
-pub struct Plan {
-    outcomes: [Outcome; 8],
+pub struct Candidates {
+    items: [Candidate; 12],
     len: usize,
-    /// Siblings older than the original, which are never served.
-    pub stale: [bool; 3],
-    /// Whether the resource has any sibling, so responses vary.
-    pub varies: bool,
 }
 
-impl Plan {
-    fn push(&mut self, s: Outcome) {
-        if self.len < self.outcomes.len() {
-            self.outcomes[self.len] = s;
+impl Candidates {
+    fn push(&mut self, c: Candidate) {
+        if self.len < self.items.len() {
+            self.items[self.len] = c;
             self.len += 1;
         }
     }
 
-    /// The outcomes, in the order to try them.
-    pub fn outcomes(&self) -> &[Outcome] {
-        &self.outcomes[..self.len]
+    pub fn as_slice(&self) -> &[Candidate] {
+        &self.items[..self.len]
     }
 }
 
@@ -135,186 +141,188 @@ pub fn is_stale(sibling: FileMeta, original: FileMeta) -> bool {
     sibling.mtime.div_euclid(1_000_000) < original.mtime.div_euclid(1_000_000)
 }
 
-/// Decides how to answer.
-pub fn plan(inp: &Inputs) -> Plan {
-    let mut p = Plan {
-        outcomes: [Outcome::NotFound; 8],
+/// Whether a sibling (or delta) found may answer: never when older than
+/// the original beside it.
+pub fn usable(sibling: FileMeta, original: Option<FileMeta>) -> bool {
+    original.is_none_or(|o| !is_stale(sibling, o))
+}
+
+/// Decides the order in which to try to answer: deltas, then each
+/// accepted coding, with the original where the client's identity q puts
+/// it; without the original, decoding a sibling, then the errors.
+pub fn candidates(inp: &Inputs) -> Candidates {
+    let mut out = Candidates {
+        items: [Candidate::NotFound; 12],
         len: 0,
-        stale: [false; 3],
-        varies: inp.siblings.iter().any(Option::is_some),
     };
-    let mut usable = [false; 3];
-    for c in Coding::ALL {
-        if let Some(s) = inp.siblings[c.index()] {
-            match inp.original {
-                Some(o) if is_stale(s, o) => p.stale[c.index()] = true,
-                _ => usable[c.index()] = true,
-            }
+    let preferred = |q: u16| inp.original.is_none() || q >= inp.identity_preference;
+    for (d, q) in inp.deltas.into_iter().flatten() {
+        if preferred(q) {
+            out.push(Candidate::Delta(d));
         }
     }
     if inp.original.is_some() {
-        // Codings preferred to identity, the original, then the rest
-        // (tried only if the original turns out unusable).
         let mut original_pushed = false;
         for (c, q) in inp.ranked.iter_q() {
-            if q < inp.identity_preference && !original_pushed {
-                p.push(Outcome::Original);
+            if !preferred(q) && !original_pushed {
+                out.push(Candidate::Original);
                 original_pushed = true;
             }
-            if usable[c.index()] {
-                p.push(Outcome::Send(c));
-            }
+            out.push(Candidate::Send(c));
         }
         if !original_pushed {
-            p.push(Outcome::Original);
+            out.push(Candidate::Original);
         }
-        return p;
+        return out;
     }
     for c in inp.ranked.iter() {
-        if usable[c.index()] {
-            p.push(Outcome::Send(c));
-        }
+        out.push(Candidate::Send(c));
     }
-    let mut any = false;
-    for c in inp.decode_order {
-        if usable[c.index()] {
-            any = true;
-            if inp.decompress {
-                p.push(Outcome::Decompress(c));
+    if inp.decompress {
+        for (c, w) in DECODE_ORDER {
+            if inp.allowed.contains(&c) {
+                out.push(Candidate::Decode(c, w));
             }
         }
+    } else {
+        out.push(Candidate::NotAcceptable);
     }
-    if any && !inp.decompress {
-        p.push(Outcome::NotAcceptable);
-    }
-    p.push(Outcome::NotFound);
-    p
+    out.push(Candidate::NotFound);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use Candidate::*;
     use Coding::*;
-    use Outcome::*;
 
     const ORDER: [Coding; 3] = [Zstd, Br, Gzip];
-    const DEC: [Coding; 3] = [Zstd, Gzip, Br];
 
     fn meta(mtime: i64) -> Option<FileMeta> {
         Some(FileMeta { mtime, size: 10 })
     }
 
-    fn inputs(ae: Option<&str>, orig: Option<FileMeta>, sib: [Option<FileMeta>; 3]) -> Inputs {
+    fn inputs(ae: Option<&str>, orig: Option<FileMeta>) -> Inputs<'static> {
         let acc = Accepted::parse(ae);
         Inputs {
             original: orig,
-            siblings: sib,
             ranked: acc.ranked(&ORDER),
+            allowed: &ORDER,
             identity_preference: acc.identity_preference(),
             decompress: true,
-            decode_order: DEC,
+            deltas: delta_codings(&acc),
         }
     }
 
+    fn order(ae: Option<&str>, orig: Option<FileMeta>) -> Vec<Candidate> {
+        candidates(&inputs(ae, orig)).as_slice().to_vec()
+    }
+
+    const DECODES: [Candidate; 4] = [
+        Decode(Zstd, Window::Small),
+        Decode(Gzip, Window::Any),
+        Decode(Zstd, Window::Any),
+        Decode(Br, Window::Any),
+    ];
+
     #[test]
     fn best_acceptable_sibling_first_then_original() {
-        let p = plan(&inputs(
-            Some("gzip, br"),
-            meta(5),
-            [meta(5), meta(5), meta(6)],
-        ));
-        assert_eq!(p.outcomes(), &[Send(Br), Send(Gzip), Original]);
-        assert!(p.varies);
-    }
-
-    #[test]
-    fn identity_preferred_by_q_gets_the_original() {
-        let all = [meta(5), meta(5), meta(5)];
-        let p = plan(&inputs(Some("gzip;q=0.1, identity"), meta(5), all));
-        assert_eq!(p.outcomes(), &[Original, Send(Gzip)]);
-        let p = plan(&inputs(
-            Some("br, gzip;q=0.5, identity;q=0.8"),
-            meta(5),
-            all,
-        ));
-        assert_eq!(p.outcomes(), &[Send(Br), Original, Send(Gzip)]);
-        // Equal q keeps the server's order: codings first.
-        let p = plan(&inputs(Some("gzip;q=0.5, identity;q=0.5"), meta(5), all));
-        assert_eq!(p.outcomes(), &[Send(Gzip), Original]);
-        // Identity's default acceptability is not a preference.
-        let p = plan(&inputs(Some("gzip;q=0.9"), meta(5), all));
-        assert_eq!(p.outcomes(), &[Send(Gzip), Original]);
-        // Without the original, identity's q changes nothing.
-        let p = plan(&inputs(Some("gzip;q=0.1, identity"), None, all));
-        assert_eq!(p.outcomes()[0], Send(Gzip));
-    }
-
-    #[test]
-    fn missing_sibling_is_skipped() {
-        let p = plan(&inputs(Some("zstd, br, gzip"), None, [None, None, meta(1)]));
-        assert_eq!(p.outcomes(), &[Send(Gzip), Decompress(Gzip), NotFound]);
-    }
-
-    #[test]
-    fn identity_client_gets_original_or_decompression() {
-        let p = plan(&inputs(None, meta(1), [meta(1), None, meta(1)]));
-        assert_eq!(p.outcomes(), &[Original]);
-        let p = plan(&inputs(None, None, [meta(1), meta(1), meta(1)]));
         assert_eq!(
-            p.outcomes(),
-            &[Decompress(Zstd), Decompress(Gzip), Decompress(Br), NotFound]
+            order(Some("gzip, br"), meta(5)),
+            [Send(Br), Send(Gzip), Original]
         );
     }
 
     #[test]
-    fn stale_sibling_is_never_served() {
-        let p = plan(&inputs(
-            Some("gzip"),
-            meta(10_000_000),
-            [None, None, meta(9_000_000)],
-        ));
-        assert_eq!(p.outcomes(), &[Original]);
-        assert_eq!(p.stale, [false, false, true]);
-        assert!(p.varies);
+    fn identity_preferred_by_q_gets_the_original() {
+        let o = meta(5);
+        assert_eq!(
+            order(Some("gzip;q=0.1, identity"), o),
+            [Original, Send(Gzip)]
+        );
+        assert_eq!(
+            order(Some("br, gzip;q=0.5, identity;q=0.8"), o),
+            [Send(Br), Original, Send(Gzip)]
+        );
+        // Equal q keeps the server's order: codings first.
+        assert_eq!(
+            order(Some("gzip;q=0.5, identity;q=0.5"), o),
+            [Send(Gzip), Original]
+        );
+        // Identity's default acceptability is not a preference.
+        assert_eq!(order(Some("gzip;q=0.9"), o), [Send(Gzip), Original]);
+        // Without the original, identity's q changes nothing.
+        assert_eq!(order(Some("gzip;q=0.1, identity"), None)[0], Send(Gzip));
     }
 
     #[test]
-    fn same_second_is_not_stale() {
-        let p = plan(&inputs(
-            Some("gzip"),
-            meta(10_500_000),
-            [None, None, meta(10_000_000)],
-        ));
-        assert_eq!(p.outcomes(), &[Send(Gzip), Original]);
-        let p = plan(&inputs(
-            Some("gzip"),
-            meta(11_000_000),
-            [None, None, meta(10_999_999)],
-        ));
-        assert_eq!(p.outcomes(), &[Original]);
+    fn without_the_original_siblings_then_decoding_then_not_found() {
+        let mut want = vec![Send(Zstd), Send(Br), Send(Gzip)];
+        want.extend(DECODES);
+        want.push(NotFound);
+        assert_eq!(order(Some("zstd, br, gzip"), None), want);
+    }
+
+    #[test]
+    fn identity_client_gets_original_or_decompression() {
+        assert_eq!(order(None, meta(1)), [Original]);
+        let mut want = DECODES.to_vec();
+        want.push(NotFound);
+        assert_eq!(order(None, None), want);
+    }
+
+    #[test]
+    fn only_allowed_codings_are_decoded() {
+        let mut i = inputs(None, None);
+        i.allowed = &[Gzip, Br];
+        assert_eq!(
+            candidates(&i).as_slice(),
+            [Decode(Gzip, Window::Any), Decode(Br, Window::Any), NotFound]
+        );
+    }
+
+    #[test]
+    fn stale_siblings_are_not_usable() {
+        let at = |mtime| FileMeta { mtime, size: 1 };
+        assert!(!usable(at(9_000_000), meta(10_000_000)));
+        // Same second is not stale.
+        assert!(usable(at(10_000_000), meta(10_500_000)));
+        assert!(!usable(at(10_999_999), meta(11_000_000)));
+        assert!(usable(at(1), None));
     }
 
     #[test]
     fn decompress_off_gives_not_acceptable() {
-        let mut i = inputs(None, None, [None, meta(1), None]);
+        let mut i = inputs(None, None);
         i.decompress = false;
-        assert_eq!(plan(&i).outcomes(), &[NotAcceptable, NotFound]);
+        assert_eq!(candidates(&i).as_slice(), [NotAcceptable, NotFound]);
     }
 
     #[test]
-    fn nothing_at_all_is_not_found() {
-        let p = plan(&inputs(Some("gzip"), None, [None; 3]));
-        assert_eq!(p.outcomes(), &[NotFound]);
-        assert!(!p.varies);
-        let p = plan(&inputs(Some("gzip"), meta(1), [None; 3]));
-        assert_eq!(p.outcomes(), &[Original]);
-        assert!(!p.varies);
+    fn deltas_come_first_when_preferred_to_identity() {
+        assert_eq!(
+            order(Some("gzip, dcb, dcz"), meta(1)),
+            [
+                Delta(DeltaCoding::Dcz),
+                Delta(DeltaCoding::Dcb),
+                Send(Gzip),
+                Original
+            ]
+        );
+        assert_eq!(order(Some("dcz;q=0.5, identity"), meta(1)), [Original]);
+        assert_eq!(
+            order(Some("dcz;q=0.5, identity"), None)[0],
+            Delta(DeltaCoding::Dcz)
+        );
     }
 
     #[test]
     fn delta_codings_only_named_and_ranked() {
         let order = |ae| {
             delta_codings(&Accepted::parse(Some(ae)))
+                .into_iter()
+                .flatten()
                 .map(|(d, _)| d)
                 .collect::<Vec<_>>()
         };
@@ -337,33 +345,5 @@ mod tests {
         assert_eq!(before_files(Method::Options, true), Some(Options));
         assert_eq!(before_files(Method::Invalid, false), Some(NotImplemented));
         assert_eq!(before_files(Method::Other, false), Some(MethodNotAllowed));
-    }
-
-    #[test]
-    fn favourite_answers_when_fresh_and_preferred() {
-        let sib = FileMeta {
-            mtime: 2_000_000,
-            size: 5,
-        };
-        let older = FileMeta {
-            mtime: 1_000_000,
-            size: 9,
-        };
-        let newer = FileMeta {
-            mtime: 3_000_000,
-            size: 9,
-        };
-        assert!(favourite_answers(1000, 1000, None, sib));
-        assert!(favourite_answers(1, 1000, None, sib), "no original");
-        assert!(favourite_answers(1000, 1000, Some(older), sib));
-        assert!(!favourite_answers(1000, 1000, Some(newer), sib), "stale");
-        assert!(
-            !favourite_answers(500, 1000, Some(older), sib),
-            "identity preferred"
-        );
-        assert!(
-            favourite_answers(500, 500, Some(older), sib),
-            "equal q: server order"
-        );
     }
 }

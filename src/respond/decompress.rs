@@ -7,6 +7,7 @@ use crate::decode::{self, Body, DecodeError, Facts};
 use crate::facts_cache;
 use crate::httpd::{Brigade, File, Level, Request, Status};
 use crate::lookup::{Sibling, Skip};
+use crate::variant::Window;
 use std::ffi::CStr;
 
 /// Decoded bytes per pass down the filter chain.
@@ -144,13 +145,12 @@ pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Undecodable) -> Statu
 }
 
 /// The facts of a sibling the decompress path will decode: its window must
-/// fit the memory cap, and a large zstd window gives way to gzip.
+/// fit the memory cap.
 fn decodable_facts(
     req: &Request<'_>,
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-    gzip_remains: bool,
     failed: &mut Undecodable,
 ) -> Result<(Facts, facts_cache::Key), Skip> {
     let (facts, key) =
@@ -158,17 +158,24 @@ fn decodable_facts(
     if facts.needed > decode::MAX_WINDOW {
         return Err(too_large(req, path, facts.window, failed));
     }
-    if c == Coding::Zstd && facts.needed > ZSTD_PREFERRED_WINDOW && gzip_remains {
+    Ok((facts, key))
+}
+
+/// Whether a sibling needs more history than a `Window::Small` candidate
+/// allows: a large zstd window then waits for its `Window::Any` turn,
+/// after gzip.
+fn waits(req: &Request<'_>, c: Coding, w: Window, facts: &Facts, path: &CStr) -> bool {
+    let wait = w == Window::Small && c == Coding::Zstd && facts.needed > ZSTD_PREFERRED_WINDOW;
+    if wait {
         req.log_with(Level::Debug, 0, || {
             format!(
-                "zstd window {} of {} is large; decoding the gzip sibling instead",
+                "zstd window {} of {} is large; a gzip sibling is decoded first if there is one",
                 facts.needed,
                 path.to_string_lossy()
             )
         });
-        return Err(Skip);
     }
-    Ok((facts, key))
+    wait
 }
 
 /// Decoded bytes in the output buffer, and whether the stream ended.
@@ -200,16 +207,23 @@ fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError>
 /// early gives way to the next candidate, and a body that ends within it
 /// gets its exact Content-Length; a longer one gets the length its headers
 /// make certain or an earlier complete decode established, else none.
-pub(super) fn decompress(
-    a: &Attempt<'_, '_>,
+pub(super) fn decompress<'r>(
+    a: &Attempt<'_, 'r>,
     c: Coding,
-    s: Sibling<'_>,
-    gzip_remains: bool,
+    s: Sibling<'r>,
+    w: Window,
     failed: &mut Undecodable,
 ) -> Result<Status, Skip> {
     let req = a.req;
     let file = a.open(c, s)?;
-    let (facts, key) = decodable_facts(req, c, &file, s.path, gzip_remains, failed)?;
+    let checked = decodable_facts(req, c, &file, s.path, failed);
+    if let Ok((facts, _)) = &checked {
+        if waits(req, c, w, facts, s.path) {
+            return Err(Skip);
+        }
+    }
+    a.decoding(c);
+    let (facts, key) = checked?;
     let size = file.info().size();
     let body = Body::new(c, &file, size, Some(&facts), OUT_CHUNK);
     let started = body.and_then(|mut dec| {
@@ -225,7 +239,7 @@ pub(super) fn decompress(
     } else {
         facts.declared_len
     };
-    set_decoded_headers(req, c, &file, s.path, declared);
+    set_decoded_headers(a, c, &file, s.path, declared);
     let bb = req.brigade();
     let cond = req.meets_conditions();
     if cond != Status::OK || req.header_only() {
@@ -241,12 +255,13 @@ pub(super) fn decompress(
 /// The headers of a decoded response: validators of the sibling's file
 /// with an `identity` ETag, no ranges, the length where it is known.
 fn set_decoded_headers(
-    req: &Request<'_>,
+    a: &Attempt<'_, '_>,
     c: Coding,
     file: &File<'_>,
     path: &CStr,
     declared: Option<u64>,
 ) {
+    let req = a.req;
     req.set_last_modified(file.info());
     req.set_etag(file, path, "identity", false);
     req.set_header("Accept-Ranges", c"none");
@@ -254,8 +269,8 @@ fn set_decoded_headers(
     if let Some(len) = declared {
         req.set_content_length(len);
     }
-    set_marker(req, false);
-    offer_as_dictionary(req);
+    set_marker(a, false);
+    offer_as_dictionary(a);
     req.set_note(NOTE, note(c, false));
 }
 

@@ -1,17 +1,17 @@
-//! One responder per outcome: each turns a `variant::Outcome` into an
-//! Apache response, or gives way (`Skip`) when its file turns out
-//! unusable, so the next planned outcome is tried.
+//! The walk over `variant`'s candidates: each file looked up when its
+//! candidate is reached, one responder per candidate that answers or gives
+//! way (`Skip`) when its file turns out missing, stale or unusable, so the
+//! next is tried. `Vary` is set here, in one place.
 
 mod decompress;
 mod padding;
 
 use crate::coding::{Coding, DeltaCoding};
-use crate::config::{self, UseAsDictionary};
+use crate::config::{self, Settings, UseAsDictionary};
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
-use crate::lookup::{Sibling, Skip, Unopenable};
-use crate::module::dir_config;
-use crate::variant::{Outcome, Plan};
+use crate::lookup::{self, Found, Sibling, Siblings, Skip, Unopenable};
+use crate::variant::{Candidate, Candidates, FileMeta};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
 use std::borrow::Cow;
@@ -25,86 +25,92 @@ const NOTE: &CStr = c"gzip-disk-ng";
 pub struct Attempt<'a, 'r> {
     pub req: &'a Request<'r>,
     pub filename: &'r CStr,
-    siblings: [Option<Sibling<'r>>; 3],
-    /// Siblings older than the original, by coding (never served).
-    stale: [bool; 3],
+    pub settings: Settings<'r>,
+    original: Option<FileMeta>,
+    /// The siblings of the allowed codings, looked up as candidates reach
+    /// them.
+    siblings: Siblings<Sibling<'r>>,
+    /// The dictionary the client announced (SHA-256), for deltas.
+    dictionary: Option<[u8; 32]>,
     /// Siblings this request could not open, so each is tried once.
     gone: Unopenable,
-    /// Whether the response varies on `Available-Dictionary`.
-    dictionary_varies: Cell<bool>,
+    /// Siblings a decode was attempted from, so each is tried once.
+    decoded: Cell<[bool; 3]>,
 }
 
 impl<'a, 'r> Attempt<'a, 'r> {
-    pub fn new(req: &'a Request<'r>, filename: &'r CStr) -> Self {
+    pub fn new(
+        req: &'a Request<'r>,
+        filename: &'r CStr,
+        settings: Settings<'r>,
+        original: Option<FileMeta>,
+        dictionary: Option<[u8; 32]>,
+    ) -> Self {
         Attempt {
             req,
             filename,
-            siblings: [None; 3],
-            stale: [false; 3],
+            settings,
+            original,
+            siblings: Siblings::default(),
+            dictionary,
             gone: Unopenable::default(),
-            dictionary_varies: Cell::new(false),
+            decoded: Cell::new([false; 3]),
         }
     }
 
-    /// The response depends on `Available-Dictionary`: say so in `Vary`,
-    /// on success and on error responses alike.
-    pub fn vary_on_dictionary(&self) {
-        self.req.vary(c"Available-Dictionary");
-        self.dictionary_varies.set(true);
-    }
-
-    /// Answers with one outcome that needs no files (a refused method,
+    /// Answers with one candidate that needs no files (a refused method,
     /// path info).
-    pub fn answer(&self, o: Outcome) -> Status {
-        self.respond(o, &mut Undecodable::default(), false)
+    pub fn answer(&self, c: Candidate) -> Status {
+        self.respond(c, &mut Undecodable::default())
             .unwrap_or(Status::NOT_FOUND)
     }
 
-    /// Tries the plan's outcomes in order until one answers, given the
-    /// siblings found, by coding.
-    pub fn follow(mut self, plan: &Plan, siblings: [Option<Sibling<'r>>; 3]) -> Status {
-        self.siblings = siblings;
-        self.stale = plan.stale;
-        let outcomes = plan.outcomes();
+    /// Tries the candidates in order until one answers.
+    pub fn walk(&self, candidates: &Candidates) -> Status {
         let mut failed = Undecodable::default();
-        for (i, &o) in outcomes.iter().enumerate() {
-            let gzip_remains = outcomes[i + 1..].contains(&Outcome::Decompress(Coding::Gzip));
-            if let Ok(st) = self.respond(o, &mut failed, gzip_remains) {
-                if st.is_http_error() {
-                    // Error responses keep only err_headers_out.
-                    if plan.varies {
-                        self.req.vary_on_error(c"Accept-Encoding");
-                    }
-                    if self.dictionary_varies.get() {
-                        self.req.vary_on_error(c"Available-Dictionary");
-                    }
-                }
+        for &c in candidates.as_slice() {
+            if let Ok(st) = self.respond(c, &mut failed) {
                 return st;
             }
         }
         Status::NOT_FOUND
     }
 
-    /// The responder for each outcome; `gzip_remains` says whether a gzip
-    /// sibling remains to decode if this one fails.
-    fn respond(
-        &self,
-        o: Outcome,
-        failed: &mut Undecodable,
-        gzip_remains: bool,
-    ) -> Result<Status, Skip> {
+    /// The responder for each candidate.
+    fn respond(&self, c: Candidate, failed: &mut Undecodable) -> Result<Status, Skip> {
         let req = self.req;
-        match o {
-            Outcome::Send(c) => send_sibling(self, c, self.sibling(c)?),
-            Outcome::Decompress(c) => decompress(self, c, self.sibling(c)?, gzip_remains, failed),
-            Outcome::Original => send_original(self),
-            Outcome::NotAcceptable => Ok(not_acceptable(self)),
-            Outcome::NotFound if failed.any => Ok(none_decodable(self, failed)),
-            Outcome::NotFound => Ok(not_found(self, false)),
-            Outcome::PathInfo => Ok(not_found(self, true)),
-            Outcome::Options => Ok(req.send_options()),
-            Outcome::NotImplemented => Ok(Status::NOT_IMPLEMENTED),
-            Outcome::MethodNotAllowed => {
+        match c {
+            Candidate::Delta(d) => {
+                let s = self.delta(d)?;
+                self.vary(true);
+                send_delta(self, d, s)
+            }
+            Candidate::Send(c) => {
+                let s = self.fresh(c)?;
+                self.vary(true);
+                send_sibling(self, c, s)
+            }
+            Candidate::Original => {
+                self.vary(self.any_sibling());
+                send_original(self)
+            }
+            Candidate::Decode(c, _) if self.decoded.get()[c.index()] => Err(Skip),
+            Candidate::Decode(c, w) => {
+                let s = self.fresh(c)?;
+                self.vary(true);
+                decompress(self, c, s, w, failed)
+            }
+            Candidate::NotAcceptable if self.any_fresh() => {
+                self.vary(true);
+                Ok(not_acceptable(self))
+            }
+            Candidate::NotAcceptable => Err(Skip),
+            Candidate::NotFound if failed.any => Ok(none_decodable(self, failed)),
+            Candidate::NotFound => Ok(not_found(self, false)),
+            Candidate::PathInfo => Ok(not_found(self, true)),
+            Candidate::Options => Ok(req.send_options()),
+            Candidate::NotImplemented => Ok(Status::NOT_IMPLEMENTED),
+            Candidate::MethodNotAllowed => {
                 req.log_with(Level::Info, 0, || {
                     format!("method not allowed for {}", self.filename.to_string_lossy())
                 });
@@ -113,14 +119,81 @@ impl<'a, 'r> Attempt<'a, 'r> {
         }
     }
 
-    fn sibling(&self, c: Coding) -> Result<Sibling<'r>, Skip> {
-        self.siblings[c.index()].ok_or(Skip)
+    /// The one place `Vary: Accept-Encoding` is set: on every response of
+    /// a resource that has siblings. Error responses, which keep only
+    /// err_headers_out, get it from the `insert_error_filter` hook.
+    fn vary(&self, has_siblings: bool) {
+        if has_siblings {
+            self.req.vary(c"Accept-Encoding");
+        }
+    }
+
+    /// This coding's sibling, looked up now if no candidate did yet;
+    /// `Skip` if it is missing or stale (a stale one is logged when
+    /// found).
+    fn fresh(&self, c: Coding) -> Result<Sibling<'r>, Skip> {
+        match self.found(c) {
+            Found::Fresh(s) => Ok(*s),
+            _ => Err(Skip),
+        }
+    }
+
+    fn found(&self, c: Coding) -> &Found<Sibling<'r>> {
+        self.siblings.get(c, || {
+            if !self.settings.dir.encodings().contains(&c) {
+                return None;
+            }
+            let s = lookup::find_sibling(self.req, self.filename, c)?;
+            let fresh = crate::variant::usable(lookup::meta(&s.info), self.original);
+            if !fresh {
+                lookup::warn_stale(self.req, self.filename, &s);
+            }
+            Some((s, fresh))
+        })
+    }
+
+    /// Whether any allowed coding has a sibling, stale or not (looking up
+    /// those no candidate reached).
+    fn any_sibling(&self) -> bool {
+        Coding::ALL
+            .iter()
+            .any(|&c| !matches!(self.found(c), Found::Missing))
+    }
+
+    /// Whether any allowed coding has a fresh sibling.
+    fn any_fresh(&self) -> bool {
+        Coding::ALL
+            .iter()
+            .any(|&c| matches!(self.found(c), Found::Fresh(_)))
+    }
+
+    /// Whether this sibling is stale (`found` already looked it up).
+    fn stale(&self, c: Coding) -> bool {
+        matches!(self.siblings.known(c), Found::Stale)
+    }
+
+    /// The delta against the announced dictionary, if it exists and is
+    /// fresh.
+    fn delta(&self, d: DeltaCoding) -> Result<Sibling<'r>, Skip> {
+        let hash = self.dictionary.as_ref().ok_or(Skip)?;
+        let s = lookup::find_delta(self.req, self.filename, d, hash).ok_or(Skip)?;
+        if !crate::variant::usable(lookup::meta(&s.info), self.original) {
+            return Err(Skip);
+        }
+        Ok(s)
     }
 
     /// Opens a sibling once per request; one that cannot be opened (or is
     /// opened as something the symlink policy refuses) gives way.
     fn open(&self, c: Coding, s: Sibling<'r>) -> Result<File<'r>, Skip> {
-        crate::lookup::open_or_skip(self.req, c, s, &self.gone)
+        lookup::open_or_skip(self.req, c, s, &self.gone)
+    }
+
+    /// Records that a decode of this coding's sibling was attempted.
+    fn decoding(&self, c: Coding) {
+        let mut d = self.decoded.get();
+        d[c.index()] = true;
+        self.decoded.set(d);
     }
 }
 
@@ -154,9 +227,9 @@ fn note(c: Coding, precompressed: bool) -> &'static CStr {
 
 /// The marker header: `:-)` when a sibling is sent as it is, `:-(` when
 /// the module had to decode one.
-fn set_marker(req: &Request<'_>, sent_as_is: bool) {
-    let value = if sent_as_is { c":-)" } else { c":-(" };
-    match dir_config(req).status_header() {
+fn set_marker(a: &Attempt<'_, '_>, sent_as_is: bool) {
+    let (req, value) = (a.req, if sent_as_is { c":-)" } else { c":-(" });
+    match a.settings.dir.status_header() {
         Some(crate::config::DEFAULT_STATUS_HEADER) => {
             req.set_header_static(c"Mod-Gzip-Disk-Ng", value)
         }
@@ -168,7 +241,7 @@ fn set_marker(req: &Request<'_>, sent_as_is: bool) {
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket.
-pub fn send_sibling(a: &Attempt<'_, '_>, c: Coding, s: Sibling<'_>) -> Result<Status, Skip> {
+fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: Sibling<'r>) -> Result<Status, Skip> {
     let req = a.req;
     let file = a.open(c, s)?;
     let info = *file.info();
@@ -179,9 +252,11 @@ pub fn send_sibling(a: &Attempt<'_, '_>, c: Coding, s: Sibling<'_>) -> Result<St
         return Err(Skip);
     }
     let size = info.size();
-    let pad = dir_config(req)
+    let pad = a
+        .settings
+        .dir
         .jitter()
-        .and_then(|j| plan_jitter(req, c, &file, s.path, size, j));
+        .and_then(|j| plan_jitter(req, a.settings.secret, c, &file, s.path, size, j));
     req.set_content_encoding(c.c_token());
     req.set_last_modified(&info);
     match &pad {
@@ -202,8 +277,8 @@ pub fn send_sibling(a: &Attempt<'_, '_>, c: Coding, s: Sibling<'_>) -> Result<St
             req.set_content_length(p.splice.len());
         }
     }
-    set_marker(req, true);
-    offer_as_dictionary(req);
+    set_marker(a, true);
+    offer_as_dictionary(a);
     req.set_note(NOTE, note(c, true));
     Ok(finish_file(
         req,
@@ -215,7 +290,7 @@ pub fn send_sibling(a: &Attempt<'_, '_>, c: Coding, s: Sibling<'_>) -> Result<St
 
 /// Sends a delta against the dictionary the client announced (RFC 9842),
 /// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
-pub fn send_delta(a: &Attempt<'_, '_>, d: DeltaCoding, s: Sibling<'_>) -> Result<Status, Skip> {
+fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: Sibling<'r>) -> Result<Status, Skip> {
     let req = a.req;
     let file = match req.open(s.path) {
         Ok(f) if crate::lookup::opened_as_allowed(req, s.path, f.info()) => f,
@@ -239,8 +314,8 @@ pub fn send_delta(a: &Attempt<'_, '_>, d: DeltaCoding, s: Sibling<'_>) -> Result
     req.set_etag(&file, s.path, d.token(), false);
     req.set_accept_ranges();
     req.set_content_length(size);
-    set_marker(req, true);
-    offer_as_dictionary(req);
+    set_marker(a, true);
+    offer_as_dictionary(a);
     req.set_note(
         NOTE,
         match d {
@@ -254,8 +329,9 @@ pub fn send_delta(a: &Attempt<'_, '_>, d: DeltaCoding, s: Sibling<'_>) -> Result
 /// `Use-As-Dictionary` where `GzipDiskNgUseAsDictionary` is on, so a
 /// browser keeps this response to decode later versions against. httpd
 /// drops the header from 304s itself.
-fn offer_as_dictionary(req: &Request<'_>) {
-    let value = match dir_config(req).use_as_dictionary() {
+fn offer_as_dictionary(a: &Attempt<'_, '_>) {
+    let req = a.req;
+    let value = match a.settings.dir.use_as_dictionary() {
         Some(UseAsDictionary::Header(v)) => Cow::Borrowed(v.as_str()),
         Some(UseAsDictionary::OwnPath { id }) => {
             let pattern = req
@@ -276,10 +352,9 @@ fn offer_as_dictionary(req: &Request<'_>) {
 fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
     let (req, filename) = (a.req, a.filename);
     req.set_note(NOTE, c"not-acceptable");
-    req.vary_on_error(c"Accept-Encoding");
     let avail: Vec<&str> = Coding::ALL
         .iter()
-        .filter(|c| a.siblings[c.index()].is_some() && !a.stale[c.index()])
+        .filter(|&&c| matches!(a.siblings.known(c), Found::Fresh(_)))
         .map(|c| c.token())
         .collect();
     req.custom_response(
@@ -388,7 +463,8 @@ fn pass_status(req: &Request<'_>, st: httpd::apr_status_t) -> Status {
 /// file (fstat), so a file replaced since the directory walk is still sent
 /// whole and consistent with its headers.
 fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
-    let (req, path, stale) = (a.req, a.filename, a.stale.contains(&true));
+    let (req, path) = (a.req, a.filename);
+    let stale = Coding::ALL.iter().any(|&c| a.stale(c));
     let file = match req.open(path) {
         Ok(f) => f,
         Err(st) => {
@@ -415,7 +491,7 @@ fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
     req.set_etag(&file, path, "", false);
     req.set_accept_ranges();
     req.set_content_length(size);
-    offer_as_dictionary(req);
+    offer_as_dictionary(a);
     req.set_note(NOTE, if stale { c"stale" } else { c"original" });
     Ok(finish_file(req, &file, size, None))
 }

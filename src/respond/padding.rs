@@ -5,8 +5,7 @@ use crate::coding::Coding;
 use crate::config::{Jitter, JitterLength};
 use crate::decode;
 use crate::httpd::{self, File, FileVersion, Level, PoolBytes, Request};
-use crate::jitter;
-use crate::module::jitter_secret;
+use crate::jitter::{self, Secret};
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::Mutex;
@@ -59,6 +58,7 @@ static BROTLI_PROOFS: VersionCache<FileVersion, Result<(), jitter::NoJitter>> = 
 /// debug line saying why).
 pub(super) fn plan_jitter(
     req: &Request<'_>,
+    secret: Option<&Secret>,
     c: Coding,
     file: &File<'_>,
     path: &CStr,
@@ -66,7 +66,7 @@ pub(super) fn plan_jitter(
     j: Jitter,
 ) -> Option<Padded> {
     let random = j.length == JitterLength::Random;
-    let planned = jitter_len(req, file, size, j).and_then(|pad| {
+    let planned = jitter_len(req, secret, file, size, j).and_then(|pad| {
         let read = |at: u64, n: usize| {
             file.read_pool(req, at, n)
                 .map(PoolBytes::bytes)
@@ -108,6 +108,7 @@ pub(super) fn plan_jitter(
 /// file (`jitter::keyed_len`), computed once per file version and key.
 fn jitter_len(
     req: &Request<'_>,
+    secret: Option<&Secret>,
     file: &File<'_>,
     size: u64,
     j: Jitter,
@@ -116,7 +117,7 @@ fn jitter_len(
         JitterLength::Random => return Ok(jitter::random_len(j.max, httpd::random_u32())),
         JitterLength::Keyed { hashed } => hashed,
     };
-    let secret = jitter_secret(req).ok_or(jitter::NoJitter::NoKey)?;
+    let secret = secret.ok_or(jitter::NoJitter::NoKey)?;
     let key: JitterKey = (file.info().version(), j.max, hashed, secret.id());
     if let Some(p) = JITTER_CACHE.get(&key) {
         return Ok(p);
