@@ -28,13 +28,6 @@ void gdn_log_r(const request_rec *r, int module_index, int level,
                    "%s", msg);
 }
 
-void gdn_log_s(const server_rec *s, int module_index, int level,
-               apr_status_t status, const char *msg)
-{
-    ap_log_error_("mod_gzip_disk_ng", 0, module_index, level, status, s,
-                  "%s", msg);
-}
-
 /* Opens a file the way core's default handler does, so sendfile follows
  * EnableSendfile. */
 apr_status_t gdn_open_for_send(request_rec *r, const char *path,
@@ -76,11 +69,6 @@ void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
 void *gdn_module_config(ap_conf_vector_t *cv, const module *m)
 {
     return ap_get_module_config(cv, m);
-}
-
-void gdn_set_module_config(ap_conf_vector_t *cv, const module *m, void *val)
-{
-    ap_set_module_config(cv, m, val);
 }
 
 /* ---- Access rules for a sibling's own name ----
@@ -138,11 +126,6 @@ static int tree_has_file_require(const ap_directive_t *d, apr_pool_t *p)
 void gdn_scan_config(apr_pool_t *p)
 {
     require_may_see_file = tree_has_file_require(ap_conftree, p);
-}
-
-int gdn_require_may_see_file(void)
-{
-    return require_may_see_file;
 }
 
 /* Regex results per process, remembered by content: the compiled regex,

@@ -9,17 +9,13 @@ void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b);
 int gdn_log_enabled(const request_rec *r, int module_index, int level);
 void gdn_log_r(const request_rec *r, int module_index, int level,
                apr_status_t status, const char *msg);
-void gdn_log_s(const server_rec *s, int module_index, int level,
-               apr_status_t status, const char *msg);
 apr_status_t gdn_open_for_send(request_rec *r, const char *path,
                                apr_file_t **fd);
 int gdn_sendfile_enabled(request_rec *r);
 void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len);
 void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
-void gdn_set_module_config(ap_conf_vector_t *cv, const module *m, void *val);
 void gdn_scan_config(apr_pool_t *p);
-int gdn_require_may_see_file(void);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
 int gdn_sibling_status(request_rec *r, const char *suffix);
 #endif

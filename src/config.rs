@@ -16,8 +16,6 @@ pub struct Jitter {
     /// Largest padding, bytes (1..=max are added).
     pub max: u32,
     pub length: JitterLength,
-    /// Accepted for old configurations; the length is always HMAC-SHA256.
-    pub paranoid: bool,
 }
 
 /// How a padding length is chosen.
@@ -283,10 +281,9 @@ pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
         _ => {}
     }
     let mut rest = args;
-    let mut paranoid = false;
+    // Accepted for old configurations: the length is always HMAC-SHA256.
     if let [head @ .., last] = rest {
         if last.eq_ignore_ascii_case("paranoid") {
-            paranoid = true;
             rest = head;
         }
     }
@@ -317,11 +314,7 @@ pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
         0 => JitterLength::Keyed { hashed: 64 * 1024 },
         b => JitterLength::Keyed { hashed: b as u64 },
     };
-    Ok(JitterSetting::On(Jitter {
-        max,
-        length,
-        paranoid,
-    }))
+    Ok(JitterSetting::On(Jitter { max, length }))
 }
 
 #[cfg(test)]
@@ -387,24 +380,21 @@ mod tests {
             parse_jitter(&["32"]).unwrap(),
             JitterSetting::On(Jitter {
                 max: 32,
-                length: JitterLength::Keyed { hashed: 65536 },
-                paranoid: false
+                length: JitterLength::Keyed { hashed: 65536 }
             })
         );
         assert_eq!(
             parse_jitter(&["32", "-1", "paranoid"]).unwrap(),
             JitterSetting::On(Jitter {
                 max: 32,
-                length: JitterLength::Random,
-                paranoid: true
+                length: JitterLength::Random
             })
         );
         assert_eq!(
             parse_jitter(&["8", "paranoid"]).unwrap(),
             JitterSetting::On(Jitter {
                 max: 8,
-                length: JitterLength::Keyed { hashed: 65536 },
-                paranoid: true
+                length: JitterLength::Keyed { hashed: 65536 }
             })
         );
         for bad in [
@@ -422,8 +412,7 @@ mod tests {
             parse_jitter(&["32", "1048576"]).unwrap(),
             JitterSetting::On(Jitter {
                 max: 32,
-                length: JitterLength::Keyed { hashed: 1 << 20 },
-                paranoid: false
+                length: JitterLength::Keyed { hashed: 1 << 20 }
             })
         );
         assert!(parse_jitter(&["32", "2000000"])

@@ -6,7 +6,7 @@
 //! stream's window (the module decodes none above `MAX_WINDOW`). `inspect`
 //! reads a sibling's headers (every zstd frame and block header) to learn
 //! its window, whether browsers accept it, and whether its decoded length
-//! is certain, before anything is sent; `probe_at` reads only the first
+//! is certain, before anything is sent; the publish tool's up-to-date
 //! bytes (and gzip's last four) for the publish tool's up-to-date check.
 //! `Body` is the module's decompress path: small siblings decoded in one
 //! call, others through `Decoder`, with buffers and contexts reused.
@@ -73,73 +73,6 @@ impl From<io::Error> for DecodeError {
             _ => DecodeError::Io(e),
         }
     }
-}
-
-/// What a sibling's header says about its content.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Probe {
-    /// Decoded size, when the format declares it unambiguously.
-    pub declared_len: Option<u64>,
-    /// Bytes of history the decoder must keep.
-    pub window: u64,
-}
-
-/// Bytes of a sibling's head that `probe` wants.
-pub const PROBE_HEAD: usize = 18;
-
-/// Inspects a sibling's first bytes (`head`, up to `PROBE_HEAD`), its total
-/// length and, for gzip, its last four bytes; `probe_at` reads them.
-pub fn probe(
-    coding: Coding,
-    head: &[u8],
-    file_len: u64,
-    tail: Option<[u8; 4]>,
-) -> Result<Probe, DecodeError> {
-    match coding {
-        Coding::Gzip => {
-            if head.len() < 10 || file_len < 18 {
-                return Err(DecodeError::Truncated);
-            }
-            if head[0] != 0x1f || head[1] != 0x8b || head[2] != 8 {
-                return Err(DecodeError::Corrupt("not a gzip stream".into()));
-            }
-            let declared_len = match tail {
-                Some(t) if file_len.saturating_mul(DEFLATE_MAX_RATIO) < (1u64 << 32) => {
-                    Some(u64::from(u32::from_le_bytes(t)))
-                }
-                _ => None,
-            };
-            Ok(Probe {
-                declared_len,
-                window: 32 * 1024,
-            })
-        }
-        Coding::Zstd => zstd_probe(head),
-        Coding::Br => Ok(Probe {
-            declared_len: None,
-            window: 1u64 << brotli_header(head)?.0,
-        }),
-    }
-}
-
-fn zstd_probe(head: &[u8]) -> Result<Probe, DecodeError> {
-    if head.len() < 6 {
-        return Err(DecodeError::Truncated);
-    }
-    if head[..4] != ZSTD_MAGIC {
-        return Err(DecodeError::Corrupt("not a zstd frame".into()));
-    }
-    let fh = zstd_frame_header(&head[4..])?;
-    if fh.window > MAX_WINDOW {
-        return Err(DecodeError::Corrupt(format!(
-            "zstd window {} exceeds 8 MiB",
-            fh.window
-        )));
-    }
-    Ok(Probe {
-        declared_len: fh.content,
-        window: fh.window,
-    })
 }
 
 const ZSTD_MAGIC: [u8; 4] = [0x28, 0xb5, 0x2f, 0xfd];
@@ -241,30 +174,6 @@ impl ReadAt for std::fs::File {
     }
 }
 
-/// `probe` on a whole sibling of `len` bytes, read in place: its first
-/// `PROBE_HEAD` bytes and, for gzip, its last four (ISIZE). A source that
-/// ends before `len` is an I/O error, not a truncated stream: the length
-/// came from a stat that the file no longer matches.
-pub fn probe_at<S: ReadAt + ?Sized>(
-    coding: Coding,
-    src: &S,
-    len: u64,
-) -> Result<Probe, DecodeError> {
-    let mut head = [0u8; PROBE_HEAD];
-    let n = read_at_most(src, 0, &mut head)?;
-    let isize_tail = match coding {
-        Coding::Gzip if len >= 4 => {
-            let mut t = [0u8; 4];
-            if read_at_most(src, len - 4, &mut t)? < t.len() {
-                return Err(DecodeError::Io(io::ErrorKind::UnexpectedEof.into()));
-            }
-            Some(t)
-        }
-        _ => None,
-    };
-    probe(coding, &head[..n], len, isize_tail)
-}
-
 /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end.
 fn read_at_most<S: ReadAt + ?Sized>(
     src: &S,
@@ -300,6 +209,11 @@ pub struct Facts {
     pub rewrite: Option<WindowRewrite>,
     /// Large-window brotli.
     pub large_window: bool,
+    /// gzip: the last member's size (ISIZE), when the file is too small
+    /// for it to wrap. Only the publish tool trusts it, to see that a
+    /// sibling it wrote (one member) matches the original's size; the
+    /// module does not, since a sibling may hold several members.
+    pub gzip_isize: Option<u64>,
 }
 
 impl Facts {
@@ -350,6 +264,7 @@ pub fn inspect<S: ReadAt + ?Sized>(
         Coding::Gzip => Ok(Facts {
             window: 32 * 1024,
             needed: 32 * 1024,
+            gzip_isize: gzip_isize(src, len)?,
             ..Facts::default()
         }),
         Coding::Br => {
@@ -370,6 +285,21 @@ pub fn inspect<S: ReadAt + ?Sized>(
         }
         Coding::Zstd => zstd_inspect(src, len),
     }
+}
+
+/// A gzip file's ISIZE, unless the file is large enough for it to have
+/// wrapped. A source that ends before `len` is an I/O error, not a
+/// truncated stream: the length came from a stat that the file no longer
+/// matches.
+fn gzip_isize<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Option<u64>, DecodeError> {
+    if len.saturating_mul(DEFLATE_MAX_RATIO) >= 1 << 32 {
+        return Ok(None);
+    }
+    let mut t = [0u8; 4];
+    if read_at_most(src, len - 4, &mut t)? < t.len() {
+        return Err(DecodeError::Io(io::ErrorKind::UnexpectedEof.into()));
+    }
+    Ok(Some(u64::from(u32::from_le_bytes(t))))
 }
 
 fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Facts, DecodeError> {
@@ -632,78 +562,61 @@ mod tests {
     }
 
     #[test]
-    fn probe_reads_declared_sizes() {
+    fn inspect_reads_declared_sizes() {
         let d = sample();
         let g = gzip(&d);
-        let tail: [u8; 4] = g[g.len() - 4..].try_into().unwrap();
-        let p = probe(Coding::Gzip, &g[..PROBE_HEAD], g.len() as u64, Some(tail)).unwrap();
-        assert_eq!(p.declared_len, Some(d.len() as u64));
-        let z = zstd(&d);
-        let p = probe(Coding::Zstd, &z[..PROBE_HEAD], z.len() as u64, None).unwrap();
-        assert_eq!(p.declared_len, Some(d.len() as u64));
-        assert!(p.window >= d.len() as u64 / 2);
+        let f = facts(Coding::Gzip, &g).unwrap();
+        assert_eq!((f.declared_len, f.gzip_isize), (None, Some(d.len() as u64)));
+        let f = facts(Coding::Zstd, &zstd(&d)).unwrap();
+        assert_eq!(f.declared_len, Some(d.len() as u64));
+        assert!(f.window >= d.len() as u64 / 2);
         // One-shot, with the window it asks for whatever the size.
-        let b = brotli_one_shot(&d, 9, 22);
-        let p = probe(Coding::Br, &b[..PROBE_HEAD], b.len() as u64, None).unwrap();
-        assert_eq!(p.declared_len, None);
-        assert_eq!(p.window, 1 << 22);
+        let f = facts(Coding::Br, &brotli_one_shot(&d, 9, 22)).unwrap();
+        assert_eq!((f.declared_len, f.window), (None, 1 << 22));
     }
 
     #[test]
-    fn probe_rejects_wrong_magic_and_ambiguous_isize() {
-        assert!(probe(Coding::Gzip, b"PK\x03\x04xxxxxxxxxxxxxx", 100, None).is_err());
-        assert!(probe(Coding::Zstd, b"\x1f\x8b\x08\0\0\0\0\0", 100, None).is_err());
+    fn inspect_rejects_wrong_magic_and_ambiguous_isize() {
+        assert!(facts(Coding::Gzip, b"PK\x03\x04xxxxxxxxxxxxxxxxxx").is_err());
+        assert!(facts(Coding::Zstd, b"\x1f\x8b\x08\0\0\0\0\0").is_err());
         assert!(matches!(
-            probe(Coding::Gzip, b"\x1f\x8b", 2, None),
+            facts(Coding::Gzip, b"\x1f\x8b"),
             Err(DecodeError::Truncated)
         ));
-        let big = probe(
-            Coding::Gzip,
-            b"\x1f\x8b\x08\0\0\0\0\0\0\x03",
-            10 << 20,
-            Some([1, 0, 0, 0]),
-        )
-        .unwrap();
-        assert_eq!(big.declared_len, None);
+        let head = b"\x1f\x8b\x08\0\0\0\0\0\0\x03";
+        let big = inspect(Coding::Gzip, &head[..], 10 << 20).unwrap();
+        assert_eq!(big.gzip_isize, None);
     }
 
     #[test]
-    fn probe_at_reads_head_and_isize_in_place() {
+    fn inspect_reads_a_file_in_place() {
         let d = sample();
         for c in Coding::ALL {
             let e = encoded(c, &d);
-            let tail = (c == Coding::Gzip).then(|| e[e.len() - 4..].try_into().unwrap());
-            let want = probe(c, &e[..PROBE_HEAD], e.len() as u64, tail).unwrap();
-            assert_eq!(probe_at(c, &e[..], e.len() as u64).unwrap(), want, "{c:?}");
+            let want = facts(c, &e).unwrap();
             let dir = tempfile::tempdir().unwrap();
             let path = dir.path().join("sibling");
             std::fs::write(&path, &e).unwrap();
             let f = std::fs::File::open(&path).unwrap();
-            assert_eq!(probe_at(c, &f, e.len() as u64).unwrap(), want, "{c:?} file");
+            assert_eq!(inspect(c, &f, e.len() as u64).unwrap(), want, "{c:?} file");
         }
-        let g = gzip(&d);
-        let p = probe_at(Coding::Gzip, &g[..], g.len() as u64).unwrap();
-        assert_eq!(p.declared_len, Some(d.len() as u64));
     }
 
     #[test]
-    fn probe_at_tells_a_short_source_from_a_short_stream() {
+    fn inspect_tells_a_short_source_from_a_short_stream() {
         let g = gzip(&sample());
         // Stat said longer than what is there: the ISIZE read comes up short.
         assert!(matches!(
-            probe_at(Coding::Gzip, &g[..], g.len() as u64 + 10),
+            inspect(Coding::Gzip, &g[..], g.len() as u64 + 10),
             Err(DecodeError::Io(_))
         ));
         assert!(matches!(
-            probe_at(Coding::Gzip, &g[..3], 3),
+            inspect(Coding::Gzip, &g[..3], 3),
             Err(DecodeError::Truncated)
         ));
+        assert!(facts(Coding::Zstd, b"").is_err());
         assert!(matches!(
-            probe_at(Coding::Zstd, &b""[..], 0),
-            Err(DecodeError::Truncated)
-        ));
-        assert!(matches!(
-            probe_at(Coding::Zstd, &g[..], g.len() as u64),
+            facts(Coding::Zstd, &g),
             Err(DecodeError::Corrupt(_))
         ));
     }
@@ -754,7 +667,6 @@ mod tests {
         let f = facts(Coding::Zstd, &e).unwrap();
         assert_eq!(f.declared_len, Some(d.len() as u64));
         assert_eq!(decode_all(Coding::Zstd, &e).unwrap(), d);
-        assert!(probe(Coding::Zstd, &e[..PROBE_HEAD], e.len() as u64, None).is_err());
     }
 
     #[test]
@@ -802,8 +714,6 @@ mod tests {
             e.extend_from_slice(&fcs.to_le_bytes());
             e.extend_from_slice(&u[6..]);
             assert_eq!(facts(Coding::Zstd, &e).unwrap().declared_len, None);
-            let p = probe(Coding::Zstd, &e[..PROBE_HEAD], e.len() as u64, None).unwrap();
-            assert_eq!(p.declared_len, None);
         }
     }
 

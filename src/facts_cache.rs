@@ -6,80 +6,46 @@
 use crate::coding::Coding;
 use crate::decode::Facts;
 use crate::httpd::FileVersion;
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::Mutex;
+use crate::version_cache::VersionCache;
 
 /// A file version and the coding it is read as.
 pub type Key = (FileVersion, Coding);
 
-/// Entries kept; the map is emptied when full, so memory stays bounded and
-/// a republished tree simply re-inspects its siblings once.
+/// Entries kept.
 const MAX_ENTRIES: usize = 16_384;
-
-/// A multiply-rotate hasher (FxHash): keys are a few integers, and SipHash
-/// would cost more than the rest of the lookup on the precompressed path.
-#[derive(Default)]
-struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        // Enum discriminants arrive here; the default would go byte by byte.
-        self.write_u64(n as u64);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
 
 /// `None`: the sibling could not be inspected (corrupt, truncated), so the
 /// precompressed path does not walk it again on every request.
-type Map = HashMap<Key, Option<Facts>, BuildHasherDefault<FxHasher>>;
-
-static CACHE: Mutex<Option<Map>> = Mutex::new(None);
+static CACHE: VersionCache<Key, Option<Facts>> = VersionCache::new(MAX_ENTRIES);
 
 /// The remembered facts of a file version (`Some(None)`: not inspectable).
 pub fn get(key: &Key) -> Option<Option<Facts>> {
-    CACHE.lock().ok()?.as_ref()?.get(key).copied()
+    CACHE.get(key)
 }
 
 /// Remembers the facts of a file version.
 pub fn put(key: Key, facts: Option<Facts>) {
-    if let Ok(mut g) = CACHE.lock() {
-        let map = g.get_or_insert_with(Map::default);
-        if map.len() >= MAX_ENTRIES {
-            map.clear();
-        }
-        map.insert(key, facts);
-    }
+    CACHE.put(key, facts);
 }
 
 /// Records the decoded length of a file version after a complete decode,
 /// when its headers did not declare one.
 pub fn learn_len(key: &Key, len: u64) {
-    if let Ok(mut g) = CACHE.lock() {
-        if let Some(Some(f)) = g.as_mut().and_then(|m| m.get_mut(key)) {
+    CACHE.update(key, |f| {
+        if let Some(f) = f {
             f.declared_len.get_or_insert(len);
         }
-    }
+    });
 }
 
 /// Records that decoding a file version needs `window` bytes of history
 /// (its content outgrew a smaller window), so it is passed over up front.
 pub fn learn_needed(key: &Key, window: u64) {
-    if let Ok(mut g) = CACHE.lock() {
-        if let Some(Some(f)) = g.as_mut().and_then(|m| m.get_mut(key)) {
+    CACHE.update(key, |f| {
+        if let Some(f) = f {
             f.needed = f.needed.max(window);
         }
-    }
+    });
 }
 
 #[cfg(test)]
@@ -122,7 +88,6 @@ mod tests {
         for i in 0..(MAX_ENTRIES as u64 + 10) {
             put((v(9, i, 0, 0), Coding::Br), Some(Facts::default()));
         }
-        let n = CACHE.lock().unwrap().as_ref().map_or(0, |m| m.len());
-        assert!(n <= MAX_ENTRIES, "{n}");
+        assert!(CACHE.len() <= MAX_ENTRIES, "{}", CACHE.len());
     }
 }

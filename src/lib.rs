@@ -26,3 +26,4 @@ mod respond;
 #[cfg(test)]
 mod test_util;
 pub mod variant;
+pub mod version_cache;

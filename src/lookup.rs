@@ -7,10 +7,9 @@ use crate::coding::{Coding, DeltaCoding};
 use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
 use crate::variant::FileMeta;
+use crate::version_cache::VersionCache;
 use std::cell::OnceCell;
-use std::collections::HashSet;
 use std::ffi::CStr;
-use std::sync::Mutex;
 
 /// What the decision needs of a stat.
 pub fn meta(f: &Finfo) -> FileMeta {
@@ -173,24 +172,13 @@ impl<S> Siblings<S> {
 }
 
 /// Sibling versions already reported stale by this child.
-static STALE_SEEN: Mutex<Option<HashSet<FileVersion>>> = Mutex::new(None);
-
-const STALE_SEEN_MAX: usize = 4096;
+static STALE_SEEN: VersionCache<FileVersion, ()> = VersionCache::new(4096);
 
 /// Warns once per sibling version per child: the warning is about the
 /// published files, and repeating it per request would let any client
 /// flood the log.
 pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
-    let first = match STALE_SEEN.lock() {
-        Ok(mut g) => {
-            let seen = g.get_or_insert_with(HashSet::new);
-            if seen.len() >= STALE_SEEN_MAX {
-                seen.clear();
-            }
-            seen.insert(s.info.version())
-        }
-        Err(_) => true,
-    };
+    let first = STALE_SEEN.put(s.info.version(), ());
     let level = if first { Level::Warn } else { Level::Debug };
     req.log_with(level, 0, || {
         format!(
@@ -222,6 +210,29 @@ impl Unopenable {
     }
 }
 
+/// Why a file could not be opened as Apache would serve it.
+pub enum Refused {
+    /// The open failed (permissions, vanished): APR's status.
+    Unreadable(crate::httpd::apr_status_t),
+    /// What was opened is not what `Options` allow under the name.
+    Swapped,
+}
+
+/// Opens `path` for sending, as core does, and checks that what was
+/// opened is what `Options` allow under that name: the one open every
+/// responder uses.
+pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, Refused> {
+    let f = req.open(path).map_err(Refused::Unreadable)?;
+    if opened_as_allowed(req, path, f.info()) {
+        Ok(f)
+    } else {
+        Err(Refused::Swapped)
+    }
+}
+
+/// Opens a sibling once per request: one that cannot be opened (or is
+/// opened as something the symlink policy refuses) gives way, with a debug
+/// line, and is not tried again.
 pub fn open_or_skip<'r>(
     req: &Request<'r>,
     c: Coding,
@@ -231,14 +242,9 @@ pub fn open_or_skip<'r>(
     if gone.has(c) {
         return Err(Skip);
     }
-    match req.open(s.path) {
-        Ok(f) if opened_as_allowed(req, s.path, f.info()) => Ok(f),
-        Ok(_) => {
-            gone.add(c);
-            Err(Skip)
-        }
-        Err(st) => {
-            gone.add(c);
+    open_as_allowed(req, s.path).map_err(|why| {
+        gone.add(c);
+        if let Refused::Unreadable(st) = why {
             req.log(
                 Level::Debug,
                 st,
@@ -247,9 +253,9 @@ pub fn open_or_skip<'r>(
                     s.path.to_string_lossy()
                 ),
             );
-            Err(Skip)
         }
-    }
+        Skip
+    })
 }
 
 #[cfg(test)]

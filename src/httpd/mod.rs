@@ -45,11 +45,6 @@ impl Status {
     pub const fn code(self) -> c_int {
         self.0
     }
-
-    /// An HTTP error status (4xx, 5xx).
-    pub const fn is_http_error(self) -> bool {
-        self.0 >= 400
-    }
 }
 
 impl std::fmt::Display for Status {

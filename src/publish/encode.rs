@@ -325,7 +325,7 @@ pub fn encode_vec(coding: Coding, levels: &Levels, data: &[u8]) -> io::Result<Ve
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::decode::{decode_all, probe_at};
+    use crate::decode::{decode_all, inspect};
     use crate::test_util::page;
 
     #[test]
@@ -396,7 +396,7 @@ mod tests {
         for n in [0, 1000, 20 << 20] {
             let d = page(n, 1);
             let e = encode_vec(Coding::Zstd, &l, &d).unwrap();
-            let p = probe_at(Coding::Zstd, &e[..], e.len() as u64).unwrap();
+            let p = inspect(Coding::Zstd, &e[..], e.len() as u64).unwrap();
             assert_eq!(p.declared_len, Some(n as u64));
             assert!(p.window <= 8 << 20, "window {}", p.window);
             // Checksum flag (bit 2 of the frame header descriptor).

@@ -36,11 +36,14 @@ pub(super) fn made_from(
     if !sib_meta.is_file() || mtime(sib_meta).is_none() || mtime(sib_meta) != mtime(meta) {
         return false;
     }
-    let probed = File::open(sib)
+    let inspected = File::open(sib)
         .map_err(DecodeError::Io)
-        .and_then(|f| decode::probe_at(coding, &f, sib_meta.len()));
-    match probed {
-        Ok(p) => p.declared_len.is_none_or(|declared| declared == meta.len()),
+        .and_then(|f| decode::inspect(coding, &f, sib_meta.len()));
+    match inspected {
+        Ok(f) => f
+            .declared_len
+            .or(f.gzip_isize)
+            .is_none_or(|declared| declared == meta.len()),
         // Unreadable now: made again, which reports the problem if it stays.
         Err(DecodeError::Io(_)) => false,
         // A header that states nothing leaves the mtime to decide; `verify`

@@ -10,7 +10,7 @@ use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
-use crate::lookup::{self, Found, Sibling, Siblings, Skip, Unopenable};
+use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
 use crate::variant::{Candidate, Candidates, FileMeta};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
@@ -258,23 +258,15 @@ fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: Sibling<'r>) -> Result<St
         .jitter()
         .and_then(|j| plan_jitter(req, a.settings.secret, c, &file, s.path, size, j));
     req.set_content_encoding(c.c_token());
-    req.set_last_modified(&info);
     match &pad {
-        None => {
-            req.set_etag(&file, s.path, c.token(), false);
-            req.set_accept_ranges();
-            req.set_content_length(size);
+        None => static_headers(req, &file, s.path, Tag::Plain(c.token()), size),
+        Some(p) if p.random => {
+            let tag = format!("{}-jr", c.token());
+            static_headers(req, &file, s.path, Tag::Weak(&tag), p.splice.len());
         }
         Some(p) => {
-            if p.random {
-                req.set_etag(&file, s.path, &format!("{}-jr", c.token()), true);
-                req.set_header("Accept-Ranges", c"none");
-                req.unset_header_in(c"Range");
-            } else {
-                req.set_etag(&file, s.path, &format!("{}-j{}", c.token(), p.pad), false);
-                req.set_accept_ranges();
-            }
-            req.set_content_length(p.splice.len());
+            let tag = format!("{}-j{}", c.token(), p.pad);
+            static_headers(req, &file, s.path, Tag::Plain(&tag), p.splice.len());
         }
     }
     set_marker(a, true);
@@ -292,28 +284,23 @@ fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: Sibling<'r>) -> Result<St
 /// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
 fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: Sibling<'r>) -> Result<Status, Skip> {
     let req = a.req;
-    let file = match req.open(s.path) {
-        Ok(f) if crate::lookup::opened_as_allowed(req, s.path, f.info()) => f,
-        Ok(_) => return Err(Skip),
-        Err(st) => {
+    let file = lookup::open_as_allowed(req, s.path).map_err(|why| {
+        if let Refused::Unreadable(st) = why {
             req.log(
                 Level::Debug,
                 st,
                 &format!("cannot open delta: {}", s.path.to_string_lossy()),
             );
-            return Err(Skip);
         }
-    };
+        Skip
+    })?;
     let info = *file.info();
     if info.kind() != FileKind::Regular {
         return Err(Skip);
     }
     let size = info.size();
     req.set_content_encoding(d.c_token());
-    req.set_last_modified(&info);
-    req.set_etag(&file, s.path, d.token(), false);
-    req.set_accept_ranges();
-    req.set_content_length(size);
+    static_headers(req, &file, s.path, Tag::Plain(d.token()), size);
     set_marker(a, true);
     offer_as_dictionary(a);
     req.set_note(
@@ -373,6 +360,34 @@ fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
         ),
     );
     Status::NOT_ACCEPTABLE
+}
+
+/// What ends a representation's ETag, after core's tag for its file.
+enum Tag<'t> {
+    /// A strong tag with this suffix (a coding; empty for the original);
+    /// ranges are offered.
+    Plain(&'t str),
+    /// A weak tag with this suffix: the bytes differ per response, so no
+    /// ranges.
+    Weak(&'t str),
+}
+
+/// The headers core's handler sets for a static file, for `file` sent as
+/// `len` bytes: Last-Modified, ETag, Accept-Ranges, Content-Length.
+fn static_headers(req: &Request<'_>, file: &File<'_>, path: &CStr, tag: Tag<'_>, len: u64) {
+    req.set_last_modified(file.info());
+    match tag {
+        Tag::Plain(suffix) => {
+            req.set_etag(file, path, suffix, false);
+            req.set_accept_ranges();
+        }
+        Tag::Weak(suffix) => {
+            req.set_etag(file, path, suffix, true);
+            req.set_header("Accept-Ranges", c"none");
+            req.unset_header_in(c"Range");
+        }
+    }
+    req.set_content_length(len);
 }
 
 /// Ends a file response as core does: 304/412 from the validators already
@@ -465,9 +480,9 @@ fn pass_status(req: &Request<'_>, st: httpd::apr_status_t) -> Status {
 fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
     let (req, path) = (a.req, a.filename);
     let stale = Coding::ALL.iter().any(|&c| a.stale(c));
-    let file = match req.open(path) {
+    let file = match lookup::open_as_allowed(req, path) {
         Ok(f) => f,
-        Err(st) => {
+        Err(Refused::Unreadable(st)) => {
             req.log(
                 Level::Err,
                 st,
@@ -478,19 +493,14 @@ fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
             );
             return Ok(Status::FORBIDDEN);
         }
+        Err(Refused::Swapped) => return Ok(Status::FORBIDDEN),
     };
     let info = *file.info();
     if info.kind() != FileKind::Regular {
         return Err(Skip);
     }
-    if !crate::lookup::opened_as_allowed(req, path, &info) {
-        return Ok(Status::FORBIDDEN);
-    }
     let size = info.size();
-    req.set_last_modified(&info);
-    req.set_etag(&file, path, "", false);
-    req.set_accept_ranges();
-    req.set_content_length(size);
+    static_headers(req, &file, path, Tag::Plain(""), size);
     offer_as_dictionary(a);
     req.set_note(NOTE, if stale { c"stale" } else { c"original" });
     Ok(finish_file(req, &file, size, None))

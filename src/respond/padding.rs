@@ -6,9 +6,8 @@ use crate::config::{Jitter, JitterLength};
 use crate::decode;
 use crate::httpd::{self, File, FileVersion, Level, PoolBytes, Request};
 use crate::jitter::{self, Secret};
-use std::collections::HashMap;
+use crate::version_cache::VersionCache;
 use std::ffi::CStr;
-use std::sync::Mutex;
 
 /// A planned padded representation.
 pub(super) struct Padded {
@@ -20,39 +19,16 @@ pub(super) struct Padded {
 /// Bytes read from a gzip sibling to find the end of its header.
 const GZIP_HEADER_READ: usize = 4096;
 
-/// Per-process answers that cost a read or a decode, learnt once per file
-/// version; cleared when full, so memory stays bounded.
-struct VersionCache<K, V>(Mutex<Option<HashMap<K, V>>>);
-
-impl<K: std::hash::Hash + Eq, V: Copy> VersionCache<K, V> {
-    const fn new() -> Self {
-        VersionCache(Mutex::new(None))
-    }
-
-    fn get(&self, k: &K) -> Option<V> {
-        self.0.lock().ok()?.as_ref()?.get(k).copied()
-    }
-
-    fn put(&self, k: K, v: V) {
-        if let Ok(mut g) = self.0.lock() {
-            let map = g.get_or_insert_with(HashMap::new);
-            if map.len() >= JITTER_CACHE_MAX {
-                map.clear();
-            }
-            map.insert(k, v);
-        }
-    }
-}
-
 const JITTER_CACHE_MAX: usize = 16_384;
 
 /// Keyed padding lengths per file version, max, bytes hashed and key id.
 type JitterKey = (FileVersion, u32, u64, u64);
 
-static JITTER_CACHE: VersionCache<JitterKey, u32> = VersionCache::new();
+static JITTER_CACHE: VersionCache<JitterKey, u32> = VersionCache::new(JITTER_CACHE_MAX);
 
 /// Brotli proofs (`jitter::prove_brotli`, two decodes) per file version.
-static BROTLI_PROOFS: VersionCache<FileVersion, Result<(), jitter::NoJitter>> = VersionCache::new();
+static BROTLI_PROOFS: VersionCache<FileVersion, Result<(), jitter::NoJitter>> =
+    VersionCache::new(JITTER_CACHE_MAX);
 
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
