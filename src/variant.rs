@@ -18,7 +18,7 @@ pub struct FileMeta {
 
 /// One way to answer, tried in the order `candidates` gives. Candidates
 /// that name a file are looked up when reached, so the common case (the
-/// client's favourite coding, fresh) costs one stat.
+/// client's preferred coding, fresh) costs one stat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Candidate {
     /// Send the delta against the dictionary the client announced (RFC
