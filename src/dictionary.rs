@@ -18,6 +18,7 @@
 use sha2::{Digest, Sha256};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 /// The hidden directory at the top of a published tree that holds earlier
 /// versions kept as dictionaries. Never served: the module refuses every
@@ -136,10 +137,13 @@ pub fn in_store(path: &Path) -> bool {
 }
 
 /// `in_store` of a path's bytes. The module asks it of every request, so
-/// one vectorised search does the common case.
+/// one vectorised search does the common case, with a searcher built once
+/// (building one costs more than the search).
 pub fn in_store_bytes(path: &[u8]) -> bool {
+    static FINDER: LazyLock<memchr::memmem::Finder<'static>> =
+        LazyLock::new(|| memchr::memmem::Finder::new(STORE_DIR.as_bytes()));
     let name = STORE_DIR.as_bytes();
-    memchr::memmem::find_iter(path, name).any(|at| {
+    FINDER.find_iter(path).any(|at| {
         let before = at.checked_sub(1).map(|i| path[i]);
         let after = path.get(at + name.len()).copied();
         matches!(before, None | Some(b'/')) && matches!(after, None | Some(b'/'))

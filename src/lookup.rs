@@ -236,7 +236,7 @@ pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, R
 pub fn open_or_skip<'r>(
     req: &Request<'r>,
     c: Coding,
-    s: Sibling<'r>,
+    s: &Sibling<'r>,
     gone: &Unopenable,
 ) -> Result<File<'r>, Skip> {
     if gone.has(c) {

@@ -92,6 +92,9 @@ pub fn before_files(method: Method, rejected_path_info: bool) -> Option<Candidat
 /// (equal q: dcz, then dcb).
 pub fn delta_codings(accepted: &Accepted) -> [Option<(DeltaCoding, u16)>; 2] {
     let [a, b] = DeltaCoding::ALL.map(|d| (d, accepted.delta_q(d)));
+    if a.1 == 0 && b.1 == 0 {
+        return [None; 2];
+    }
     let ordered = if b.1 > a.1 { [b, a] } else { [a, b] };
     ordered.map(|(d, q)| (q > 0).then_some((d, q)))
 }

@@ -210,7 +210,7 @@ fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError>
 pub(super) fn decompress<'r>(
     a: &Attempt<'_, 'r>,
     c: Coding,
-    s: Sibling<'r>,
+    s: &Sibling<'r>,
     w: Window,
     failed: &mut Undecodable,
 ) -> Result<Status, Skip> {

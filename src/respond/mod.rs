@@ -83,7 +83,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             Candidate::Delta(d) => {
                 let s = self.delta(d)?;
                 self.vary(true);
-                send_delta(self, d, s)
+                send_delta(self, d, &s)
             }
             Candidate::Send(c) => {
                 let s = self.fresh(c)?;
@@ -131,9 +131,9 @@ impl<'a, 'r> Attempt<'a, 'r> {
     /// This coding's sibling, looked up now if no candidate did yet;
     /// `Skip` if it is missing or stale (a stale one is logged when
     /// found).
-    fn fresh(&self, c: Coding) -> Result<Sibling<'r>, Skip> {
+    fn fresh(&self, c: Coding) -> Result<&Sibling<'r>, Skip> {
         match self.found(c) {
-            Found::Fresh(s) => Ok(*s),
+            Found::Fresh(s) => Ok(s),
             _ => Err(Skip),
         }
     }
@@ -185,7 +185,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
 
     /// Opens a sibling once per request; one that cannot be opened (or is
     /// opened as something the symlink policy refuses) gives way.
-    fn open(&self, c: Coding, s: Sibling<'r>) -> Result<File<'r>, Skip> {
+    fn open(&self, c: Coding, s: &Sibling<'r>) -> Result<File<'r>, Skip> {
         lookup::open_or_skip(self.req, c, s, &self.gone)
     }
 
@@ -241,7 +241,7 @@ fn set_marker(a: &Attempt<'_, '_>, sent_as_is: bool) {
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket.
-fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: Sibling<'r>) -> Result<Status, Skip> {
+fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Result<Status, Skip> {
     let req = a.req;
     let file = a.open(c, s)?;
     let info = *file.info();
@@ -282,7 +282,7 @@ fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: Sibling<'r>) -> Result<St
 
 /// Sends a delta against the dictionary the client announced (RFC 9842),
 /// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
-fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: Sibling<'r>) -> Result<Status, Skip> {
+fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: &Sibling<'r>) -> Result<Status, Skip> {
     let req = a.req;
     let file = lookup::open_as_allowed(req, s.path).map_err(|why| {
         if let Refused::Unreadable(st) = why {
