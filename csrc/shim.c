@@ -7,9 +7,20 @@
 #include "apr_buckets.h"
 #include "apr_fnmatch.h"
 #include "apr_strings.h"
+#include "apr_signal.h"
+#include "ap_listen.h"
+#include "ap_mpm.h"
+#include "mpm_common.h"
 #include "shim.h"
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b)
 {
@@ -276,4 +287,158 @@ int gdn_sibling_status(request_rec *r, const char *suffix)
     status = rr->status;
     ap_destroy_sub_req(rr);
     return status;
+}
+
+/* ---- Server-level log lines, and what post_config and check_config need ---- */
+
+void gdn_log_s(const server_rec *s, int module_index, int level,
+               apr_status_t status, const char *msg)
+{
+    ap_log_error_("mod_gzip_disk_ng", 0, module_index, level, status, s,
+                  "%s", msg);
+}
+
+const char *gdn_document_root(server_rec *s)
+{
+    core_server_config *conf = ap_get_core_module_config(s->module_config);
+    return conf ? conf->ap_document_root : NULL;
+}
+
+/* The first of the two configuration passes at start-up, after which
+ * nothing is started (as mod_cgid does). */
+int gdn_config_dry_run(void)
+{
+    return ap_state_query(AP_SQ_MAIN_STATE) == AP_SQ_MS_CREATE_PRE_CONFIG;
+}
+
+/* ---- A supervised helper process (as mod_cgid supervises its daemon) ----
+ *
+ * The channel is a SOCK_SEQPACKET socketpair: it has no name anyone could
+ * open, only processes of this Apache inherit it (close-on-exec, so CGI
+ * programs do not), each message arrives whole, a send never blocks
+ * (MSG_DONTWAIT: a full queue drops it) and never raises SIGPIPE. */
+
+#define HELPER_STARTUP_ERROR 254
+
+struct gdn_helper {
+    apr_pool_t *pconf;
+    server_rec *s;
+    const char *name;
+    int nice;
+    gdn_helper_main main;
+    void *arg;
+    int fds[2]; /* [0] the helper's end, [1] the children's */
+    apr_proc_t *proc;
+};
+
+static apr_status_t helper_close_channel(void *data)
+{
+    gdn_helper *h = data;
+    close(h->fds[0]);
+    close(h->fds[1]);
+    return APR_SUCCESS;
+}
+
+static void helper_in_child(gdn_helper *h)
+{
+    int sig[] = {SIGTERM, SIGHUP, SIGINT, SIGUSR1, SIGWINCH, SIGCHLD};
+    size_t i;
+    for (i = 0; i < sizeof(sig) / sizeof(sig[0]); i++) {
+        apr_signal(sig[i], SIG_DFL);
+    }
+    apr_signal(SIGPIPE, SIG_IGN);
+    ap_close_listeners();
+    close(h->fds[1]);
+    if (ap_run_drop_privileges(h->pconf, h->s) != OK) {
+        _exit(HELPER_STARTUP_ERROR);
+    }
+    if (setpriority(PRIO_PROCESS, 0, h->nice) != 0) {
+        /* A lower priority is a courtesy, not a condition. */
+    }
+    prctl(PR_SET_NAME, h->name, 0, 0, 0);
+    h->main(h->fds[0], h->s, h->arg);
+    _exit(0);
+}
+
+static void helper_maint(int reason, void *data, int status);
+
+static apr_status_t helper_fork(gdn_helper *h)
+{
+    apr_proc_t *proc = apr_pcalloc(h->pconf, sizeof(*proc));
+    apr_status_t rv = apr_proc_fork(proc, h->pconf);
+    if (rv == APR_INCHILD) {
+        helper_in_child(h);
+    }
+    if (rv != APR_INPARENT) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, h->s, "%s: cannot fork", h->name);
+        return rv;
+    }
+    apr_pool_note_subprocess(h->pconf, proc, APR_KILL_AFTER_TIMEOUT);
+    apr_proc_other_child_register(proc, helper_maint, h, NULL, h->pconf);
+    h->proc = proc;
+    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, h->s, "%s started (pid %d)", h->name,
+                 (int)proc->pid);
+    return APR_SUCCESS;
+}
+
+static void helper_maint(int reason, void *data, int status)
+{
+    gdn_helper *h = data;
+    int state = AP_MPMQ_STOPPING;
+    switch (reason) {
+    case APR_OC_REASON_DEATH:
+    case APR_OC_REASON_LOST:
+        apr_proc_other_child_unregister(h);
+        if (ap_mpm_query(AP_MPMQ_MPM_STATE, &state) != APR_SUCCESS
+            || state == AP_MPMQ_STOPPING) {
+            break;
+        }
+        if (status == HELPER_STARTUP_ERROR) {
+            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, h->s,
+                         "%s could not start (privileges); not restarted", h->name);
+            break;
+        }
+        ap_log_error(APLOG_MARK, APLOG_ERR, 0, h->s,
+                     "%s (pid %d) died (status %d); restarting", h->name,
+                     (int)h->proc->pid, status);
+        helper_fork(h);
+        break;
+    case APR_OC_REASON_RESTART:
+        apr_proc_other_child_unregister(h);
+        break;
+    case APR_OC_REASON_UNREGISTER:
+        kill(h->proc->pid, SIGTERM);
+        break;
+    }
+}
+
+gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, const char *name,
+                             int nice, gdn_helper_main main, void *arg)
+{
+    gdn_helper *h = apr_pcalloc(pconf, sizeof(*h));
+    h->pconf = pconf;
+    h->s = s;
+    h->name = apr_pstrdup(pconf, name);
+    h->nice = nice;
+    h->main = main;
+    h->arg = arg;
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, h->fds) != 0) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, errno, s, "%s: cannot make its channel", name);
+        return NULL;
+    }
+    apr_pool_cleanup_register(pconf, h, helper_close_channel, apr_pool_cleanup_null);
+    if (helper_fork(h) != APR_SUCCESS) {
+        return NULL;
+    }
+    return h;
+}
+
+int gdn_helper_channel(const gdn_helper *h)
+{
+    return h->fds[1];
+}
+
+int gdn_helper_pid(const gdn_helper *h)
+{
+    return h->proc ? (int)h->proc->pid : -1;
 }

@@ -18,4 +18,20 @@ void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
 void gdn_scan_config(apr_pool_t *p);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
 int gdn_sibling_status(request_rec *r, const char *suffix);
+
+void gdn_log_s(const server_rec *s, int module_index, int level,
+               apr_status_t status, const char *msg);
+const char *gdn_document_root(server_rec *s);
+int gdn_config_dry_run(void);
+
+/* A helper process started by the parent after the configuration is read,
+ * restarted when it dies, ended with the configuration pool (stop and
+ * restart). `main` runs in it, as Apache's User, with its end of a
+ * private message channel; children send on the other end. */
+typedef void (*gdn_helper_main)(int fd, server_rec *s, void *arg);
+typedef struct gdn_helper gdn_helper;
+gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, const char *name,
+                             int nice, gdn_helper_main main, void *arg);
+int gdn_helper_channel(const gdn_helper *h);
+int gdn_helper_pid(const gdn_helper *h);
 #endif

@@ -5,7 +5,7 @@
 
 use crate::coding::Coding;
 use crate::jitter::Secret;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// Default name of the marker header.
 pub const DEFAULT_STATUS_HEADER: &str = "Mod-Gzip-Disk-Ng";
@@ -47,15 +47,97 @@ pub const JITTER_KEY_MAX: u64 = 4096;
 pub struct ServerConfig {
     /// `GzipDiskNgJitterKey`: the secret keying padding lengths.
     pub jitter_key: Option<Secret>,
+    /// `GzipDiskNgCacheRoot`: where on-demand copies live. One cache and
+    /// one compressor serve the whole Apache instance: the main server's
+    /// setting is the one used.
+    pub cache_root: Option<PathBuf>,
+    /// `GzipDiskNgCacheMaxSize`: total bytes of copies kept.
+    pub cache_max_size: Option<u64>,
+    /// `GzipDiskNgCompressorWorkers`: compression threads.
+    pub compressor_workers: Option<usize>,
 }
 
 impl ServerConfig {
-    /// A virtual host without its own key uses the main server's.
+    /// A virtual host without its own settings uses the main server's.
     pub fn merge(&self, child: &ServerConfig) -> ServerConfig {
         ServerConfig {
             jitter_key: child.jitter_key.clone().or_else(|| self.jitter_key.clone()),
+            cache_root: child.cache_root.clone().or_else(|| self.cache_root.clone()),
+            cache_max_size: child.cache_max_size.or(self.cache_max_size),
+            compressor_workers: child.compressor_workers.or(self.compressor_workers),
         }
     }
+
+    /// Total bytes of on-demand copies kept (default 1 GiB).
+    pub fn cache_max_size(&self) -> u64 {
+        self.cache_max_size.unwrap_or(DEFAULT_CACHE_MAX_SIZE)
+    }
+
+    /// Compression threads of the compressor (default 1).
+    pub fn compressor_workers(&self) -> usize {
+        self.compressor_workers.unwrap_or(1)
+    }
+}
+
+/// Default `GzipDiskNgCacheMaxSize`: 1 GiB, some 20 times the compressed
+/// size of Debian's whole Apache manual in all three codings.
+pub const DEFAULT_CACHE_MAX_SIZE: u64 = 1 << 30;
+
+/// `GzipDiskNgCacheMaxSize 512M`: bytes, with an optional K, M or G
+/// (powers of 1024).
+pub fn parse_size(arg: &str) -> Result<u64, String> {
+    let bad =
+        || format!("GzipDiskNgCacheMaxSize: '{arg}' is not a size (bytes, or with K, M or G)");
+    let (num, unit) = match arg.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&arg[..i], c.to_ascii_uppercase()),
+        _ => (arg, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return Err(bad()),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).filter(|&n| n > 0).ok_or_else(bad)
+}
+
+/// `GzipDiskNgCompressorWorkers N`: 1 to 64 threads.
+pub fn parse_workers(arg: &str) -> Result<usize, String> {
+    arg.parse()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| format!("GzipDiskNgCompressorWorkers: '{arg}' is not a number from 1 to 64"))
+}
+
+/// `GzipDiskNgCacheRoot DIR`: an existing directory (Apache's `User`
+/// must be able to write it; the compressor says so if it cannot).
+pub fn check_cache_root(dir: &Path) -> Result<PathBuf, String> {
+    let shown = dir.display();
+    match std::fs::metadata(dir) {
+        Err(e) => Err(format!("GzipDiskNgCacheRoot: {shown}: {e}")),
+        Ok(m) if !m.is_dir() => Err(format!("GzipDiskNgCacheRoot: {shown} is not a directory")),
+        Ok(_) => {
+            std::fs::canonicalize(dir).map_err(|e| format!("GzipDiskNgCacheRoot: {shown}: {e}"))
+        }
+    }
+}
+
+/// The cache root must not be served: refused inside any `DocumentRoot`.
+pub fn check_cache_root_served(root: &Path, document_roots: &[PathBuf]) -> Result<(), String> {
+    for d in document_roots {
+        let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+        if root.starts_with(&d) {
+            return Err(format!(
+                "GzipDiskNgCacheRoot {} is inside DocumentRoot {}: the cache would be served \
+                 as it is; choose a directory outside every DocumentRoot",
+                root.display(),
+                d.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Reads a `GzipDiskNgJitterKey` file: its bytes, as they are, are the key,
@@ -179,6 +261,8 @@ pub struct DirConfig {
     pub status_header: Option<StatusHeader>,
     pub jitter: Option<JitterSetting>,
     pub use_as_dictionary: Option<UseAsDictionary>,
+    /// `GzipDiskNgOnDemand`: compress into the cache what has no sibling.
+    pub on_demand: Option<bool>,
 }
 
 impl DirConfig {
@@ -196,7 +280,13 @@ impl DirConfig {
                 .use_as_dictionary
                 .clone()
                 .or_else(|| self.use_as_dictionary.clone()),
+            on_demand: child.on_demand.or(self.on_demand),
         }
+    }
+
+    /// Whether on-demand compression is on (default off).
+    pub fn on_demand(&self) -> bool {
+        self.on_demand.unwrap_or(false)
     }
 
     /// Allowed codings in preference order.
@@ -439,11 +529,50 @@ mod tests {
         assert!(load_jitter_key(&k).unwrap_err().contains("larger"));
         let main = ServerConfig {
             jitter_key: Some(a.clone()),
+            ..ServerConfig::default()
         };
         assert_eq!(main.merge(&ServerConfig::default()).jitter_key, Some(a));
         assert!(
             format!("{main:?}").contains("redacted"),
             "no secret in logs"
+        );
+    }
+
+    #[test]
+    fn cache_settings_parse_and_refuse_what_would_be_served() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("64m"), Ok(64 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        for bad in ["", "0", "1T", "x", "-5M", "99999999999G"] {
+            assert!(
+                parse_size(bad)
+                    .unwrap_err()
+                    .contains("GzipDiskNgCacheMaxSize"),
+                "{bad}"
+            );
+        }
+        assert_eq!(parse_workers("4"), Ok(4));
+        assert!(parse_workers("0").is_err() && parse_workers("65").is_err());
+        let d = tempfile::tempdir().unwrap();
+        let root = check_cache_root(d.path()).unwrap();
+        let missing = check_cache_root(&d.path().join("missing")).unwrap_err();
+        assert!(missing.contains("GzipDiskNgCacheRoot") && missing.contains("missing"));
+        std::fs::write(d.path().join("file"), b"x").unwrap();
+        assert!(check_cache_root(&d.path().join("file"))
+            .unwrap_err()
+            .contains("not a directory"));
+        let parent = root.parent().unwrap().to_path_buf();
+        let e = check_cache_root_served(&root, &[PathBuf::from("/srv/none"), parent]).unwrap_err();
+        assert!(e.contains("inside DocumentRoot"), "{e}");
+        assert!(check_cache_root_served(&root, &[PathBuf::from("/srv/none")]).is_ok());
+        let merged = ServerConfig::default().merge(&ServerConfig {
+            cache_max_size: Some(5),
+            ..ServerConfig::default()
+        });
+        assert_eq!(
+            (merged.cache_max_size(), merged.compressor_workers()),
+            (5, 1)
         );
     }
 

@@ -4,7 +4,7 @@
 use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::handler;
 use crate::httpd::{
-    self, Args, Command, Directive, Hook, Order, Pool, Request, Scope, Status, Takes,
+    self, Args, Command, Directive, Hook, Order, PostConfig, Request, Scope, Status, Takes,
 };
 use crate::jitter::Secret;
 use std::ffi::CStr;
@@ -27,7 +27,7 @@ impl httpd::Config for ServerConfig {
     }
 }
 
-static COMMANDS: [Command; 7] = [
+static COMMANDS: [Command; 11] = [
     Command::new::<GzipDiskNg>(
         c"GzipDiskNgEncodings",
         Takes::List,
@@ -64,6 +64,30 @@ static COMMANDS: [Command; 7] = [
         Scope::DirectoryFileInfo,
         c"Off | <match pattern>|self [<id>]: offer responses as compression dictionaries",
     ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgOnDemand",
+        Takes::Flag,
+        Scope::DirectoryFileInfo,
+        c"On|Off: compress files without siblings into the cache, in the background (default Off)",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgCacheRoot",
+        Takes::One,
+        Scope::Server,
+        c"<directory>: where on-demand copies live (outside every DocumentRoot)",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgCacheMaxSize",
+        Takes::One,
+        Scope::Server,
+        c"<size>[K|M|G]: total size of on-demand copies kept (default 1G)",
+    ),
+    Command::new::<GzipDiskNg>(
+        c"GzipDiskNgCompressorWorkers",
+        Takes::One,
+        Scope::Server,
+        c"<n>: compression threads of the on-demand compressor (default 1)",
+    ),
     Command::END,
 ];
 
@@ -89,6 +113,9 @@ impl httpd::Module for GzipDiskNg {
         if cmd.name() == "GzipDiskNgJitterKey" {
             return set_jitter_key(cmd, args);
         }
+        if let Some(r) = server_directive(cmd, args) {
+            return r;
+        }
         let name = cmd.name().to_owned();
         let dir = cmd
             .dir()
@@ -105,6 +132,7 @@ impl httpd::Module for GzipDiskNg {
             ("GzipDiskNgUseAsDictionary", Args::List(a)) => {
                 dir.use_as_dictionary = Some(config::parse_use_as_dictionary(a)?)
             }
+            ("GzipDiskNgOnDemand", Args::Flag(on)) => dir.on_demand = Some(on),
             (other, _) => return Err(format!("mod_gzip_disk_ng: unknown directive {other}")),
         }
         Ok(())
@@ -125,10 +153,47 @@ impl httpd::Module for GzipDiskNg {
     /// Reads the parsed configuration once per (re)start, before the
     /// children fork: whether any `Require` may look at the file name,
     /// and the start-up padding key.
-    fn post_config(temp: &Pool<'_>) {
-        temp.scan_require_providers();
+    fn post_config(ctx: &PostConfig<'_>) {
+        ctx.temp().scan_require_providers();
         make_startup_secret();
     }
+}
+
+/// The on-demand cache's server settings; `None` for other directives.
+fn server_directive(
+    cmd: &mut Directive<'_, GzipDiskNg>,
+    args: Args<'_>,
+) -> Option<Result<(), String>> {
+    let Args::One(arg) = args else {
+        return None;
+    };
+    let name = cmd.name().to_owned();
+    let value = match name.as_str() {
+        "GzipDiskNgCacheRoot" => cmd
+            .server_relative(arg)
+            .ok_or_else(|| format!("GzipDiskNgCacheRoot: invalid path {arg}"))
+            .and_then(|p| config::check_cache_root(&p))
+            .map(|p| move |s: &mut ServerConfig| s.cache_root = Some(p))
+            .map(boxed),
+        "GzipDiskNgCacheMaxSize" => config::parse_size(arg)
+            .map(|n| move |s: &mut ServerConfig| s.cache_max_size = Some(n))
+            .map(boxed),
+        "GzipDiskNgCompressorWorkers" => config::parse_workers(arg)
+            .map(|n| move |s: &mut ServerConfig| s.compressor_workers = Some(n))
+            .map(boxed),
+        _ => return None,
+    };
+    Some(value.and_then(|set| {
+        let server = cmd
+            .server()
+            .ok_or("mod_gzip_disk_ng: no configuration for this server")?;
+        set(server);
+        Ok(())
+    }))
+}
+
+fn boxed(f: impl FnOnce(&mut ServerConfig) + 'static) -> Box<dyn FnOnce(&mut ServerConfig)> {
+    Box::new(f)
 }
 
 /// `GzipDiskNgJitterKey <file>`: reads the key now, at configuration time,
@@ -166,6 +231,7 @@ fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
         status_header: None,
         jitter: None,
         use_as_dictionary: None,
+        on_demand: None,
     };
     req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
 }

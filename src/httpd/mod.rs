@@ -7,6 +7,7 @@
 #![allow(unsafe_code)]
 
 pub mod ffi;
+pub mod helper;
 pub mod module;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
@@ -15,7 +16,9 @@ use std::marker::PhantomData;
 use std::ptr;
 
 pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
-pub use module::{Args, Command, Config, Directive, Hook, Module, Order, Pool, Scope, Takes};
+pub use module::{
+    Args, Command, Config, Directive, Hook, Module, Order, Pool, PostConfig, Scope, Takes,
+};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
 /// this type names them.
@@ -68,6 +71,7 @@ pub struct FileVersion {
 pub enum Level {
     Err = ffi::APLOG_ERR as isize,
     Warn = ffi::APLOG_WARNING as isize,
+    Notice = ffi::APLOG_NOTICE as isize,
     Info = ffi::APLOG_INFO as isize,
     Debug = ffi::APLOG_DEBUG as isize,
 }

@@ -49,6 +49,7 @@ pub enum Hook {
     Fixups(Order),
     InsertErrorFilter(Order),
     PostConfig(Order),
+    CheckConfig(Order),
 }
 
 /// A directive's arguments, by the form its table entry declares.
@@ -101,7 +102,79 @@ pub trait Module: Sized + 'static {
     }
     fn insert_error_filter(_req: &Request<'_>) {}
     /// After the configuration is read, in the parent, before children fork.
-    fn post_config(_temp: &Pool<'_>) {}
+    fn post_config(_ctx: &PostConfig<'_>) {}
+    /// After the configuration is read, also under `apache2 -t`: an error
+    /// stops the server (or fails the test) with the message logged.
+    fn check_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
+        Ok(())
+    }
+}
+
+/// What the configuration hooks get: the pools and the main server.
+pub struct PostConfig<'p> {
+    pconf: *mut ffi::apr_pool_t,
+    ptemp: *mut ffi::apr_pool_t,
+    s: *mut ffi::server_rec,
+    _life: PhantomData<&'p ffi::apr_pool_t>,
+}
+
+impl PostConfig<'_> {
+    /// The temporary pool, cleared once the configuration is done.
+    pub fn temp(&self) -> Pool<'_> {
+        Pool {
+            raw: if self.ptemp.is_null() {
+                self.pconf
+            } else {
+                self.ptemp
+            },
+            _life: PhantomData,
+        }
+    }
+
+    pub(super) fn conf_pool(&self) -> *mut ffi::apr_pool_t {
+        self.pconf
+    }
+
+    pub(super) fn server(&self) -> *mut ffi::server_rec {
+        self.s
+    }
+
+    /// The first of the two configuration passes at start-up, in which
+    /// nothing should be started.
+    pub fn dry_run(&self) -> bool {
+        // SAFETY: a state query, valid in any configuration hook.
+        unsafe { ffi::gdn_config_dry_run() != 0 }
+    }
+
+    /// The main server's configuration of module `M`.
+    pub fn server_config<M: Module>(&self) -> Option<&M::Server> {
+        // SAFETY: the main server record lives as long as pconf.
+        let v = unsafe { (*self.s).module_config };
+        config_in(v, M::record().as_ptr())
+    }
+
+    /// Log lines on the main server.
+    pub fn log(&self) -> super::helper::ServerLog {
+        super::helper::ServerLog::new(self.s)
+    }
+
+    /// The `DocumentRoot` of the main server and of every virtual host.
+    pub fn document_roots(&self) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut s = self.s;
+        while !s.is_null() {
+            // SAFETY: the server list is configuration, complete here; the
+            // root is a pool string or NULL.
+            let root = unsafe { ffi::gdn_document_root(s) };
+            if !root.is_null() {
+                let b = unsafe { CStr::from_ptr(root) }.to_bytes();
+                out.push(Path::new(OsStr::from_bytes(b)).to_path_buf());
+            }
+            // SAFETY: as above.
+            s = unsafe { (*s).next };
+        }
+        out
+    }
 }
 
 /// An APR pool, borrowed for a callback.
@@ -461,6 +534,12 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
                         ptr::null(),
                         o.raw(),
                     ),
+                    Hook::CheckConfig(o) => ffi::ap_hook_check_config(
+                        Some(check_config::<M>),
+                        ptr::null(),
+                        ptr::null(),
+                        o.raw(),
+                    ),
                 }
             }
         }
@@ -471,14 +550,39 @@ unsafe extern "C" fn post_config<M: Module>(
     pconf: *mut ffi::apr_pool_t,
     _plog: *mut ffi::apr_pool_t,
     ptemp: *mut ffi::apr_pool_t,
-    _s: *mut ffi::server_rec,
+    s: *mut ffi::server_rec,
 ) -> c_int {
-    let pool = Pool {
-        raw: if ptemp.is_null() { pconf } else { ptemp },
+    let ctx = PostConfig {
+        pconf,
+        ptemp,
+        s,
         _life: PhantomData,
     };
-    let _ = catch_unwind(AssertUnwindSafe(|| M::post_config(&pool)));
+    let _ = catch_unwind(AssertUnwindSafe(|| M::post_config(&ctx)));
     ffi::OK as c_int
+}
+
+unsafe extern "C" fn check_config<M: Module>(
+    pconf: *mut ffi::apr_pool_t,
+    _plog: *mut ffi::apr_pool_t,
+    ptemp: *mut ffi::apr_pool_t,
+    s: *mut ffi::server_rec,
+) -> c_int {
+    let ctx = PostConfig {
+        pconf,
+        ptemp,
+        s,
+        _life: PhantomData,
+    };
+    let r = catch_unwind(AssertUnwindSafe(|| M::check_config(&ctx)))
+        .unwrap_or_else(|_| Err("internal error checking the configuration".into()));
+    match r {
+        Ok(()) => ffi::OK as c_int,
+        Err(msg) => {
+            ctx.log().log(Level::Err, &msg);
+            Status::INTERNAL_SERVER_ERROR.code()
+        }
+    }
 }
 
 /// Runs `f` on the request; a panic is logged and answered with

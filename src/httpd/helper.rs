@@ -1,0 +1,109 @@
+//! A helper process that Apache's parent starts after reading the
+//! configuration, supervises (restarted when it dies, as mod_cgid keeps
+//! its daemon) and ends with the configuration (stop, graceful or full
+//! restart), with a private channel from the children to it: a socket
+//! pair nobody outside this Apache can reach, on which a send never
+//! blocks. The C side is `gdn_helper_*` in csrc/shim.c.
+
+use super::module::{self, PostConfig};
+use super::{ffi, Level};
+use std::ffi::{c_int, c_void, CStr};
+use std::fs::File;
+use std::os::fd::FromRawFd;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// Log lines of the server, for a helper process (no request to log on).
+#[derive(Clone, Copy)]
+pub struct ServerLog(*mut ffi::server_rec);
+
+// SAFETY: the server record is configuration, read-only once the helper
+// runs; ap_log_error is thread-safe.
+unsafe impl Send for ServerLog {}
+unsafe impl Sync for ServerLog {}
+
+impl ServerLog {
+    pub(super) fn new(s: *mut ffi::server_rec) -> ServerLog {
+        ServerLog(s)
+    }
+
+    /// Logs `msg` at `level` for this module.
+    pub fn log(&self, level: Level, msg: &str) {
+        let c = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
+        // SAFETY: a live server record and a NUL-terminated message.
+        unsafe { ffi::gdn_log_s(self.0, module::index(), level as c_int, 0, c.as_ptr()) }
+    }
+}
+
+/// The children's end of a helper's channel.
+#[derive(Clone, Copy, Debug)]
+pub struct Channel(c_int);
+
+impl Channel {
+    /// Sends one message whole, without blocking: false when it was not
+    /// sent (the queue is full, the helper is gone, or it is too long).
+    pub fn send(&self, msg: &[u8]) -> bool {
+        // SAFETY: a socket this process inherited; send only reads `msg`.
+        let n = unsafe {
+            libc::send(
+                self.0,
+                msg.as_ptr().cast(),
+                msg.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        usize::try_from(n).is_ok_and(|n| n == msg.len())
+    }
+
+    /// The raw descriptor, to keep in a static the children read.
+    pub fn raw(&self) -> c_int {
+        self.0
+    }
+
+    /// A channel from a descriptor `raw` returned.
+    pub fn from_raw(fd: c_int) -> Option<Channel> {
+        (fd >= 0).then_some(Channel(fd))
+    }
+}
+
+/// What a helper process runs: its end of the channel (reads return one
+/// message each, and end when every sender is gone) and the server's log.
+pub type Main = fn(File, ServerLog);
+
+unsafe extern "C" fn trampoline(fd: c_int, s: *mut ffi::server_rec, arg: *mut c_void) {
+    // SAFETY: `arg` is the `Main` that `start` passed, as a pointer.
+    let main: Main = unsafe { std::mem::transmute::<*mut c_void, Main>(arg) };
+    // SAFETY: the helper's end of the socket pair, owned from here on.
+    let file = unsafe { File::from_raw_fd(fd) };
+    let log = ServerLog(s);
+    if catch_unwind(AssertUnwindSafe(|| main(file, log))).is_err() {
+        log.log(Level::Err, "helper process: internal error (panic)");
+    }
+}
+
+/// Starts `main` in a helper process named `name` (at most 15 bytes, as
+/// `ps` shows it) at CPU priority `nice`, as Apache's `User`; its pid and
+/// the channel the children send on. Nothing is started in the first of
+/// the two configuration passes at start-up.
+pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option<(Channel, i32)> {
+    if ctx.dry_run() {
+        return None;
+    }
+    // SAFETY: pconf and the server outlive the helper's registration; the
+    // C side copies the name into pconf.
+    let h = unsafe {
+        ffi::gdn_helper_start(
+            ctx.conf_pool(),
+            ctx.server(),
+            name.as_ptr(),
+            nice,
+            Some(trampoline),
+            main as *mut c_void,
+        )
+    };
+    if h.is_null() {
+        return None;
+    }
+    // SAFETY: a live helper record in pconf.
+    let (fd, pid) = unsafe { (ffi::gdn_helper_channel(h), ffi::gdn_helper_pid(h)) };
+    Some((Channel(fd), pid))
+}
