@@ -2,6 +2,7 @@
 //! files beside it go to `variant` for a decision, and each planned
 //! outcome to `respond`, until one answers.
 
+use crate::cache;
 use crate::coding::Coding;
 use crate::config::{DirConfig, Settings};
 use crate::dictionary;
@@ -39,7 +40,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     }
     let settings = settings();
     if let Some(c) = variant::before_files(method(req), req.rejects_path_info()) {
-        return Attempt::new(req, filename, settings, None, None).answer(c);
+        return Attempt::new(req, filename, settings, None, None, None).answer(c);
     }
     let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
     let accepted = accepted(req);
@@ -49,6 +50,13 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         deltas = [None; 2];
     }
     let dir = settings.dir;
+    // On demand: a compressible original's codings, or a sibling's
+    // decoded content where there is no original.
+    let cache = dir
+        .on_demand()
+        .then(cache::active)
+        .flatten()
+        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
     let candidates = variant::candidates(&Inputs {
         original,
         ranked: accepted.ranked(dir.encodings()),
@@ -56,8 +64,9 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         identity_preference: accepted.identity_preference(),
         decompress: dir.decompress(),
         deltas,
+        cache: cache.is_some(),
     });
-    Attempt::new(req, filename, settings, original, dictionary).walk(&candidates)
+    Attempt::new(req, filename, settings, original, dictionary, cache).walk(&candidates)
 }
 
 /// What `r->finfo` says of the original: missing when the fixup put a

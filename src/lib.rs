@@ -9,6 +9,7 @@
 //! decides and `respond` answers.
 #![deny(unsafe_code)]
 
+mod cache;
 pub mod coding;
 pub mod config;
 pub mod decode;
@@ -21,6 +22,7 @@ pub mod jitter;
 mod lookup;
 pub mod module;
 pub mod negotiate;
+pub mod ondemand;
 pub mod publish;
 mod respond;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The `gzip_disk_ng_module` httpd loads: its directives, configuration
 //! types and hooks, built on the `httpd` layer's module blocks.
 
+use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::handler;
 use crate::httpd::{
@@ -103,6 +104,7 @@ impl httpd::Module for GzipDiskNg {
         Hook::Fixups(Order::Last),
         Hook::InsertErrorFilter(Order::Middle),
         Hook::PostConfig(Order::Middle),
+        Hook::CheckConfig(Order::Middle),
     ];
 
     fn record() -> &'static httpd::module::ModuleRecord {
@@ -156,6 +158,18 @@ impl httpd::Module for GzipDiskNg {
     fn post_config(ctx: &PostConfig<'_>) {
         ctx.temp().scan_require_providers();
         make_startup_secret();
+        cache::start(ctx, ctx.server_config::<GzipDiskNg>());
+    }
+
+    /// The on-demand cache must not be served (also under `apache2 -t`).
+    fn check_config(ctx: &PostConfig<'_>) -> Result<(), String> {
+        match ctx
+            .server_config::<GzipDiskNg>()
+            .and_then(|c| c.cache_root.as_ref())
+        {
+            Some(root) => config::check_cache_root_served(root, &ctx.document_roots()),
+            None => Ok(()),
+        }
     }
 }
 

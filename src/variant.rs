@@ -26,6 +26,9 @@ pub enum Candidate {
     Delta(DeltaCoding),
     /// Send this coding's sibling as is, if it exists and is fresh.
     Send(Coding),
+    /// Send the on-demand copy of the original in this coding, if the
+    /// cache holds one for the original's version (else ask for it).
+    Cached(Coding),
     /// Send the original file.
     Original,
     /// Decode this coding's sibling and send identity; with `Window::Small`
@@ -116,12 +119,15 @@ pub struct Inputs<'a> {
     /// Dictionary codings the client accepts, best first, when it
     /// announced a dictionary.
     pub deltas: [Option<(DeltaCoding, u16)>; 2],
+    /// Whether the original is compressed on demand: a coding without a
+    /// fresh sibling is then sent from the cache.
+    pub cache: bool,
 }
 
 /// The candidates, in the order to try them.
 #[derive(Clone, Copy, Debug)]
 pub struct Candidates {
-    items: [Candidate; 12],
+    items: [Candidate; 16],
     len: usize,
 }
 
@@ -151,11 +157,12 @@ pub fn usable(sibling: FileMeta, original: Option<FileMeta>) -> bool {
 }
 
 /// Decides the order in which to try to answer: deltas, then each
-/// accepted coding, with the original where the client's identity q puts
-/// it; without the original, decoding a sibling, then the errors.
+/// accepted coding (its sibling, then, on demand, its cached copy), with
+/// the original where the client's identity q puts it; without the
+/// original, decoding a sibling, then the errors.
 pub fn candidates(inp: &Inputs) -> Candidates {
     let mut out = Candidates {
-        items: [Candidate::NotFound; 12],
+        items: [Candidate::NotFound; 16],
         len: 0,
     };
     let preferred = |q: u16| inp.original.is_none() || q >= inp.identity_preference;
@@ -172,6 +179,9 @@ pub fn candidates(inp: &Inputs) -> Candidates {
                 original_pushed = true;
             }
             out.push(Candidate::Send(c));
+            if inp.cache {
+                out.push(Candidate::Cached(c));
+            }
         }
         if !original_pushed {
             out.push(Candidate::Original);
@@ -215,6 +225,7 @@ mod tests {
             identity_preference: acc.identity_preference(),
             decompress: true,
             deltas: delta_codings(&acc),
+            cache: false,
         }
     }
 
@@ -257,6 +268,19 @@ mod tests {
         assert_eq!(order(Some("gzip;q=0.9"), o), [Send(Gzip), Original]);
         // Without the original, identity's q changes nothing.
         assert_eq!(order(Some("gzip;q=0.1, identity"), None)[0], Send(Gzip));
+    }
+
+    #[test]
+    fn on_demand_a_coding_without_a_sibling_comes_from_the_cache() {
+        let mut i = inputs(Some("br, gzip;q=0.5, identity;q=0.8"), meta(5));
+        i.cache = true;
+        assert_eq!(
+            candidates(&i).as_slice(),
+            [Send(Br), Cached(Br), Original, Send(Gzip), Cached(Gzip)]
+        );
+        let mut i = inputs(Some("zstd"), None);
+        i.cache = true;
+        assert!(!candidates(&i).as_slice().contains(&Cached(Zstd)));
     }
 
     #[test]

@@ -112,6 +112,17 @@ impl Finfo {
     pub fn mtime(&self) -> i64 {
         self.raw.mtime
     }
+    /// Inode change time, microseconds since the epoch: moves whenever
+    /// the content is rewritten, even with the old mtime put back.
+    pub fn ctime(&self) -> i64 {
+        self.raw.ctime
+    }
+    pub fn device(&self) -> u64 {
+        self.version().device
+    }
+    pub fn inode(&self) -> u64 {
+        self.version().inode
+    }
     /// Identity of this file version.
     // APR's dev/ino types are u64 here but narrower on other platforms.
     #[allow(clippy::useless_conversion)]
@@ -344,6 +355,18 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), value.as_ptr()) }
     }
 
+    /// When the request arrived, in seconds since the epoch.
+    pub fn request_time_secs(&self) -> i64 {
+        self.raw().request_time / 1_000_000
+    }
+
+    /// Sets a request note to a copy of `value` in the request pool.
+    pub fn set_note_copy(&self, name: &'static CStr, value: &[u8]) {
+        let v = self.pool_concat(&[value]);
+        // SAFETY: a static name and a pool string.
+        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
+    }
+
     /// A request note.
     pub fn notes_get(&self, name: &CStr) -> Option<&'r [u8]> {
         // SAFETY: table strings live in the request pool.
@@ -458,13 +481,31 @@ impl<'r> Request<'r> {
     /// Sets an ETag made as core makes one for `file` (honouring
     /// FileETag), with `-suffix` inside the closing quote.
     pub fn set_etag(&self, file: &File<'_>, path: &CStr, suffix: &str, force_weak: bool) {
-        let mut finfo = file.info.raw;
+        self.set_etag_raw(&file.info, file.fd, path, suffix, force_weak);
+    }
+
+    /// `set_etag` for a file known by its stat, not opened (a
+    /// representation whose ETag is another file's, as a decoded copy's
+    /// is its sibling's).
+    pub fn set_etag_of(&self, info: &Finfo, path: &CStr, suffix: &str, force_weak: bool) {
+        self.set_etag_raw(info, ptr::null_mut(), path, suffix, force_weak);
+    }
+
+    fn set_etag_raw(
+        &self,
+        info: &Finfo,
+        fd: *mut ffi::apr_file_t,
+        path: &CStr,
+        suffix: &str,
+        force_weak: bool,
+    ) {
+        let mut finfo = info.raw;
         let mut er = ffi::etag_rec {
             vlist_validator: ptr::null(),
             request_time: self.raw().request_time,
             finfo: &mut finfo,
             pathname: path.as_ptr(),
-            fd: file.fd,
+            fd,
             force_weak: c_int::from(force_weak),
         };
         // SAFETY: er's pointers are valid for the call.

@@ -2,11 +2,13 @@
 //! accepts none, streamed through a fixed buffer.
 
 use super::{note, offer_as_dictionary, pass_status, set_marker, Attempt, NOTE};
+use crate::cache::{self, Copy};
 use crate::coding::Coding;
 use crate::decode::{self, Body, DecodeError, Facts};
 use crate::facts_cache;
 use crate::httpd::{Brigade, File, Level, Request, Status};
 use crate::lookup::{Sibling, Skip};
+use crate::ondemand::key::Kind;
 use crate::variant::Window;
 use std::ffi::CStr;
 
@@ -215,6 +217,9 @@ pub(super) fn decompress<'r>(
     failed: &mut Undecodable,
 ) -> Result<Status, Skip> {
     let req = a.req;
+    if let Some(st) = from_decoded_copy(a, c, s) {
+        return Ok(st);
+    }
     let file = a.open(c, s)?;
     let checked = decodable_facts(req, c, &file, s.path, failed);
     if let Ok((facts, _)) = &checked {
@@ -250,6 +255,45 @@ pub(super) fn decompress<'r>(
         facts_cache::learn_len(&key, len);
     }
     Ok(st)
+}
+
+/// On demand, a decoded copy of this sibling version answers as the
+/// decoding would, from a file; a missing one is asked for (and the
+/// sibling decoded as before).
+fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Option<Status> {
+    let cache = a.cache?;
+    let v = cache::version(&s.info);
+    let path = match cache.find(a.req, &v, Kind::Decoded) {
+        Copy::Ready(path) => path,
+        Copy::Missing => {
+            cache.queue_decode(s.path, c, v);
+            return None;
+        }
+        Copy::NotWorth => return None,
+    };
+    let file = a.req.open(path).ok()?;
+    if file.info().kind() != crate::httpd::FileKind::Regular {
+        return None;
+    }
+    a.decoding(c);
+    cache.touch(v, Kind::Decoded, a.req.request_time_secs());
+    let req = a.req;
+    let size = file.info().size();
+    req.set_last_modified(&s.info);
+    req.set_etag_of(&s.info, s.path, "identity", false);
+    req.set_accept_ranges();
+    req.set_content_length(size);
+    set_marker(a, false);
+    offer_as_dictionary(a);
+    req.set_note(
+        NOTE,
+        match c {
+            Coding::Zstd => c"zstd decompressed cached",
+            Coding::Br => c"br decompressed cached",
+            Coding::Gzip => c"gzip decompressed cached",
+        },
+    );
+    Some(super::finish_file(req, &file, size, None))
 }
 
 /// The headers of a decoded response: validators of the sibling's file

@@ -6,11 +6,14 @@
 mod decompress;
 mod padding;
 
+use crate::cache::{self, Copy};
 use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
+use crate::ondemand::job::CodingSet;
+use crate::ondemand::key::Kind;
 use crate::variant::{Candidate, Candidates, FileMeta};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
@@ -36,6 +39,10 @@ pub struct Attempt<'a, 'r> {
     gone: Unopenable,
     /// Siblings a decode was attempted from, so each is tried once.
     decoded: Cell<[bool; 3]>,
+    /// The on-demand cache, where this request's scope has it on.
+    cache: Option<&'static cache::Active>,
+    /// Codings whose cached copy was missing: asked for once answered.
+    wanted: Cell<CodingSet>,
 }
 
 impl<'a, 'r> Attempt<'a, 'r> {
@@ -45,6 +52,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         settings: Settings<'r>,
         original: Option<FileMeta>,
         dictionary: Option<[u8; 32]>,
+        cache: Option<&'static cache::Active>,
     ) -> Self {
         Attempt {
             req,
@@ -55,6 +63,8 @@ impl<'a, 'r> Attempt<'a, 'r> {
             dictionary,
             gone: Unopenable::default(),
             decoded: Cell::new([false; 3]),
+            cache,
+            wanted: Cell::new(CodingSet::empty()),
         }
     }
 
@@ -70,10 +80,45 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let mut failed = Undecodable::default();
         for &c in candidates.as_slice() {
             if let Ok(st) = self.respond(c, &mut failed) {
+                self.ask_for_copies();
                 return st;
             }
         }
         Status::NOT_FOUND
+    }
+
+    /// Asks the compressor for the copies this request found missing, and
+    /// says so in the log note. The request never waits for them.
+    fn ask_for_copies(&self) {
+        let (Some(cache), wanted) = (self.cache, self.wanted.get()) else {
+            return;
+        };
+        if wanted == CodingSet::empty() {
+            return;
+        }
+        let v = cache::version(&self.req.finfo());
+        if cache.queue_compress(self.filename, v, wanted) {
+            let before = self.req.notes_get(NOTE).unwrap_or_default();
+            self.req.set_note_copy(NOTE, &[before, b" queued"].concat());
+        }
+    }
+
+    /// The cached copy of the original in coding `c`; a missing one is
+    /// asked for once the request is answered.
+    fn cached(&self, c: Coding) -> Result<&'r CStr, Skip> {
+        let cache = self.cache.ok_or(Skip)?;
+        let v = cache::version(&self.req.finfo());
+        match cache.find(self.req, &v, Kind::Coded(c)) {
+            Copy::Ready(path) => {
+                cache.touch(v, Kind::Coded(c), self.req.request_time_secs());
+                Ok(path)
+            }
+            Copy::NotWorth => Err(Skip),
+            Copy::Missing => {
+                self.wanted.set(self.wanted.get().with(c));
+                Err(Skip)
+            }
+        }
     }
 
     /// The responder for each candidate.
@@ -90,8 +135,13 @@ impl<'a, 'r> Attempt<'a, 'r> {
                 self.vary(true);
                 send_sibling(self, c, s)
             }
+            Candidate::Cached(c) => {
+                let path = self.cached(c)?;
+                self.vary(true);
+                send_cached(self, c, path)
+            }
             Candidate::Original => {
-                self.vary(self.any_sibling());
+                self.vary(self.cache.is_some() || self.any_sibling());
                 send_original(self)
             }
             Candidate::Decode(c, _) if self.decoded.get()[c.index()] => Err(Skip),
@@ -242,42 +292,63 @@ fn set_marker(a: &Attempt<'_, '_>, sent_as_is: bool) {
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket.
 fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Result<Status, Skip> {
-    let req = a.req;
     let file = a.open(c, s)?;
-    let info = *file.info();
-    if info.kind() != FileKind::Regular {
+    if file.info().kind() != FileKind::Regular {
         return Err(Skip);
     }
-    if c != Coding::Gzip && !browsers_decode(req, c, &file, s.path) {
+    if c != Coding::Gzip && !browsers_decode(a.req, c, &file, s.path) {
         return Err(Skip);
     }
-    let size = info.size();
+    Ok(send_coded(a, c, &file, s.path, note(c, true)))
+}
+
+/// Sends the on-demand copy of the original in coding `c`, found at
+/// `path`, as a sibling is sent.
+fn send_cached(a: &Attempt<'_, '_>, c: Coding, path: &CStr) -> Result<Status, Skip> {
+    let file = a.req.open(path).map_err(|_| Skip)?;
+    if file.info().kind() != FileKind::Regular || file.info().size() == 0 {
+        return Err(Skip);
+    }
+    let note = match c {
+        Coding::Zstd => c"zstd cached",
+        Coding::Br => c"br cached",
+        Coding::Gzip => c"gzip cached",
+    };
+    Ok(send_coded(a, c, &file, path, note))
+}
+
+/// Sends `file`, holding the original in coding `c`, as core sends a
+/// static file, with any jitter spliced in.
+fn send_coded(
+    a: &Attempt<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    n: &'static CStr,
+) -> Status {
+    let req = a.req;
+    let size = file.info().size();
     let pad = a
         .settings
         .dir
         .jitter()
-        .and_then(|j| plan_jitter(req, a.settings.secret, c, &file, s.path, size, j));
+        .and_then(|j| plan_jitter(req, a.settings.secret, c, file, path, size, j));
     req.set_content_encoding(c.c_token());
     match &pad {
-        None => static_headers(req, &file, s.path, Tag::Plain(c.token()), size),
+        None => static_headers(req, file, path, Tag::Plain(c.token()), size),
         Some(p) if p.random => {
             let tag = format!("{}-jr", c.token());
-            static_headers(req, &file, s.path, Tag::Weak(&tag), p.splice.len());
+            static_headers(req, file, path, Tag::Weak(&tag), p.splice.len());
         }
         Some(p) => {
             let tag = format!("{}-j{}", c.token(), p.pad);
-            static_headers(req, &file, s.path, Tag::Plain(&tag), p.splice.len());
+            static_headers(req, file, path, Tag::Plain(&tag), p.splice.len());
         }
     }
     set_marker(a, true);
     offer_as_dictionary(a);
-    req.set_note(NOTE, note(c, true));
-    Ok(finish_file(
-        req,
-        &file,
-        size,
-        pad.as_ref().map(|p| &p.splice),
-    ))
+    req.set_note(NOTE, n);
+    finish_file(req, file, size, pad.as_ref().map(|p| &p.splice))
 }
 
 /// Sends a delta against the dictionary the client announced (RFC 9842),

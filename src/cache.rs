@@ -1,0 +1,161 @@
+//! The module's side of on-demand compression: the compressor started
+//! with the configuration, and, on the request path, where a copy of a
+//! file version would be in the cache, and the jobs that ask for one.
+//!
+//! One cache and one compressor serve the Apache instance (the main
+//! server's `GzipDiskNgCacheRoot`). Children send jobs on the compressor's
+//! channel without blocking; a full queue drops a job, which a later
+//! request sends again.
+
+use crate::coding::Coding;
+use crate::config::ServerConfig;
+use crate::httpd::helper::{self, Channel, ServerLog};
+use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
+use crate::ondemand::compressor::{self, Settings};
+use crate::ondemand::job::{self, CodingSet, Job};
+use crate::ondemand::key::{self, Kind, NameBuf, Version};
+use crate::version_cache::VersionCache;
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::os::unix::ffi::OsStringExt;
+use std::sync::{Mutex, PoisonError, RwLock};
+
+/// What the children know of this generation's cache.
+pub struct Active {
+    /// The cache root, ending in `/`.
+    root: CString,
+    channel: Channel,
+}
+
+/// Set in the parent by `start`, before the children fork; a restart
+/// starts a new generation. Records are leaked (a few dozen bytes per
+/// restart) so children hold plain references.
+static ACTIVE: RwLock<Option<&'static Active>> = RwLock::new(None);
+
+/// The cache of this Apache instance, if one is configured and its
+/// compressor started.
+pub fn active() -> Option<&'static Active> {
+    *ACTIVE.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the compressor process runs with, set before it is forked.
+static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
+
+/// Starts the compressor for the main server's `GzipDiskNgCacheRoot`, if
+/// any (post_config, in the parent).
+pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
+    let Some(sc) = server else { return };
+    let Some(root) = sc.cache_root.clone() else {
+        *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = None;
+        return;
+    };
+    let settings = Settings {
+        root: root.clone(),
+        max_size: sc.cache_max_size(),
+        workers: sc.compressor_workers(),
+        levels: crate::publish::encode::Levels::default(),
+        min_saving: crate::publish::CompressOptions::default().min_saving,
+    };
+    *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
+    let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
+        return;
+    };
+    let mut r = root.into_os_string().into_vec();
+    r.push(b'/');
+    let Ok(root) = CString::new(r) else { return };
+    let record: &'static Active = Box::leak(Box::new(Active { root, channel }));
+    *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = Some(record);
+}
+
+/// The compressor process: jobs from the channel until every sender is
+/// gone.
+fn compressor_main(jobs: File, log: ServerLog) {
+    let settings = SETTINGS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let Some(settings) = settings else { return };
+    let say = |level: compressor::Level, msg: &str| {
+        let l = match level {
+            compressor::Level::Error => Level::Err,
+            compressor::Level::Warn => Level::Warn,
+            compressor::Level::Notice => Level::Notice,
+            compressor::Level::Info => Level::Info,
+            compressor::Level::Debug => Level::Debug,
+        };
+        log.log(l, &format!("gdn-compressor: {msg}"));
+    };
+    compressor::run(&settings, jobs, &say);
+}
+
+/// A file version as the cache keys it.
+pub fn version(f: &Finfo) -> Version {
+    Version {
+        device: f.device(),
+        inode: f.inode(),
+        size: f.size(),
+        mtime_us: f.mtime(),
+        ctime_us: f.ctime(),
+    }
+}
+
+/// A copy found in the cache.
+pub enum Copy<'r> {
+    /// The copy, where it is and what it is.
+    Ready(&'r CStr),
+    /// Compressing this version was not worth it.
+    NotWorth,
+    Missing,
+}
+
+impl Active {
+    /// The copy of `kind` of the file version `v`, as the cache holds it.
+    pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> Copy<'r> {
+        let mut name = NameBuf::new();
+        let path = req.path_with_suffix(&self.root, key::copy_name(v, kind, &mut name));
+        match req.stat(path, false) {
+            Ok(f) if f.kind() == FileKind::Regular && f.size() == 0 => Copy::NotWorth,
+            Ok(f) if f.kind() == FileKind::Regular => Copy::Ready(path),
+            _ => Copy::Missing,
+        }
+    }
+
+    /// Asks for the copies of `codings` of the original at `path`.
+    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet) -> bool {
+        self.send(&Job::Compress {
+            path: path.to_bytes(),
+            version: v,
+            codings,
+        })
+    }
+
+    /// Asks for the decoded copy of the sibling at `path`.
+    pub fn queue_decode(&self, path: &CStr, coding: Coding, v: Version) -> bool {
+        self.send(&Job::Decode {
+            path: path.to_bytes(),
+            coding,
+            version: v,
+        })
+    }
+
+    /// Tells the compressor a copy was served, at most once a minute per
+    /// copy and process, for its least-recently-used eviction.
+    pub fn touch(&self, v: Version, kind: Kind, now_secs: i64) {
+        static SENT: VersionCache<(Version, Kind), i64> = VersionCache::new(4096);
+        if SENT.get(&(v, kind)).is_some_and(|t| now_secs - t < 60) {
+            return;
+        }
+        SENT.put((v, kind), now_secs);
+        self.send(&Job::Touch { version: v, kind });
+    }
+
+    fn send(&self, j: &Job<'_>) -> bool {
+        let mut buf = [0u8; job::MAX_JOB];
+        job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m))
+    }
+}
+
+/// Whether a file of this name and size is compressed on demand.
+pub fn compressible(name: &CStr, size: u64) -> bool {
+    key::compressible(name.to_bytes(), size)
+}

@@ -1,0 +1,299 @@
+//! On-demand compression through a real Apache: a miss answers as before
+//! and queues the file; the compressor (its own process, supervised by
+//! Apache's parent) writes what `gzip-disk-ng compress` writes into the
+//! cache; later requests are served from there as a sibling is, under
+//! event, worker and prefork, HTTP/1.1 and h2c. Decoded copies for a
+//! sibling without its original; a republished original is a new version;
+//! files that are not compressed; the compressor killed and restarted; the
+//! channel without a name; `apache2 -t` on bad cache roots.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// The cache root beside the docroot.
+fn cache_of(a: &Apache) -> PathBuf {
+    a.root.path().join("cache")
+}
+
+/// Options with the cache beside the docroot and on-demand on.
+fn on_demand(mpm: Mpm) -> Options {
+    Options {
+        mpm,
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+        server: "GzipDiskNgCacheRoot {docroot}/../cache".into(),
+        ..Options::default()
+    }
+}
+
+/// Fills the docroot with `files` and makes the cache root, writable by
+/// the user Apache runs as.
+fn fill(d: &Path, files: &[(&str, &[u8])]) {
+    for (name, bytes) in files {
+        fs::write(d.join(name), bytes).expect("write");
+    }
+    let c = d.join("../cache");
+    fs::create_dir(&c).expect("cache root");
+    fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
+}
+
+/// Copies in the cache (name, bytes), markers included.
+fn copies(root: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for sub in fs::read_dir(root).into_iter().flatten().flatten() {
+        for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            out.push((f.file_name().to_string_lossy().into_owned(), len));
+        }
+    }
+    out
+}
+
+/// Waits (up to 20 s) until `done` holds.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What `gzip-disk-ng compress` writes for `data` in `coding`.
+fn published(data: &[u8], suffix: &str) -> Vec<u8> {
+    let d = tempfile::tempdir().expect("tempdir");
+    let p = d.path().join("page.html");
+    fs::write(&p, data).expect("write");
+    let out = publish_tool([std::ffi::OsStr::new("compress"), std::ffi::OsStr::new("-q"), p.as_os_str()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    fs::read(d.path().join(format!("page.html{suffix}"))).expect("sibling")
+}
+
+/// The pids of processes named `gdn-compressor` whose parent is `ppid`.
+fn compressors(ppid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let parent = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if comm.trim() == "gdn-compressor" && parent == Some(ppid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+fn apache_pid(a: &Apache) -> i32 {
+    fs::read_to_string(a.root.path().join("httpd.pid"))
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid")
+}
+
+const CODINGS: [(&str, &str); 3] = [("zstd", ".zst"), ("br", ".br"), ("gzip", ".gz")];
+
+/// Miss, then hit with the publish tool's exact bytes, for each coding.
+fn miss_then_hit(a: &Apache, path: &str, data: &[u8], h2: bool) {
+    let extra: &[&str] = if h2 { &["--http2-prior-knowledge"] } else { &[] };
+    for (coding, suffix) in CODINGS {
+        let want = published(data, suffix);
+        let ae = format!("Accept-Encoding: {coding}");
+        let mut args = vec!["-H", ae.as_str()];
+        args.extend_from_slice(extra);
+        wait_for(&format!("{coding} copy of {path}"), || {
+            let r = a.request(path, &args);
+            assert_eq!(r.status, 200);
+            r.header("Content-Encoding") == Some(coding)
+        });
+        let r = a.request(path, &args);
+        assert!(r.body == want, "{coding}: cached bytes differ from the publish tool's");
+        assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
+        assert!(r.tokens("Vary").iter().any(|t| t.eq_ignore_ascii_case("accept-encoding")), "{:?}", r.header("Vary"));
+        let etag = r.header("ETag").expect("etag").to_string();
+        assert!(etag.ends_with(&format!("-{coding}\"")) && !etag.starts_with("W/"), "{etag}");
+        assert!(a.last_access_ends_with(&format!("{coding} cached")));
+        let inm = format!("If-None-Match: {etag}");
+        let mut args304 = args.clone();
+        args304.extend(["-H", inm.as_str()]);
+        assert_eq!(a.request(path, &args304).status, 304);
+        let mut range = args.clone();
+        range.extend(["-H", "Range: bytes=0-9"]);
+        let r = a.request(path, &range);
+        assert_eq!((r.status, r.body.as_slice()), (206, &want[..10]));
+    }
+}
+
+#[test]
+fn miss_then_hit_with_the_publish_tools_bytes_under_every_mpm() {
+    let data = page(120_000, 21);
+    for mpm in [Mpm::Event, Mpm::Worker, Mpm::Prefork] {
+        let a = Apache::start(on_demand(mpm), |d| fill(d, &[("page.html", &data)]));
+        let r = a.get("/page.html", Some("zstd, br, gzip"));
+        assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
+        assert!(r.body == data);
+        assert!(r.tokens("Vary").iter().any(|t| t.eq_ignore_ascii_case("accept-encoding")));
+        assert!(a.last_access_ends_with("original queued"), "{}", a.access_log());
+        miss_then_hit(&a, "/page.html", &data, false);
+        miss_then_hit(&a, "/page.html", &data, true);
+        // A client accepting nothing still gets the original.
+        let r = a.get("/page.html", None);
+        assert!(r.body == data && r.header("Content-Encoding").is_none());
+        let pid = apache_pid(&a);
+        assert_eq!(compressors(pid).len(), 1, "one compressor");
+        assert!(a.error_log().contains("gdn-compressor started (pid"));
+        a.assert_no_crash();
+    }
+}
+
+#[test]
+fn a_republished_original_is_a_new_version() {
+    let (v1, v2) = (page(50_000, 22), page(51_000, 23));
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("p.html", &v1)]));
+    wait_for("v1 copy", || a.get("/p.html", Some("gzip")).coding() == Some("gzip"));
+    fs::write(a.docroot.join("p.html"), &v2).expect("republish");
+    let r = a.get("/p.html", Some("gzip"));
+    assert!(r.decoded() == v2, "a copy of the old version was served");
+    wait_for("v2 copy", || a.get("/p.html", Some("gzip")).coding() == Some("gzip"));
+    let r = a.get("/p.html", Some("gzip"));
+    assert!(r.decoded() == v2);
+    a.assert_no_crash();
+}
+
+#[test]
+fn a_sibling_without_its_original_is_decoded_once_then_served_from_a_copy() {
+    let data = page(200_000, 24);
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("only.html.gz", &gzip(&data))]));
+    let first = a.get("/only.html", None);
+    assert!(first.body == data);
+    assert!(a.last_access_ends_with("gzip decompressed"));
+    wait_for("decoded copy", || {
+        a.get("/only.html", None);
+        a.last_access_ends_with("gzip decompressed cached")
+    });
+    let r = a.get("/only.html", None);
+    assert!(r.body == data);
+    assert_eq!(r.header("ETag"), first.header("ETag"));
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
+    assert_eq!(r.header("Content-Length"), Some(data.len().to_string().as_str()));
+    let h = a.request("/only.html", &["-I"]);
+    assert_eq!(h.status, 200);
+    a.assert_no_crash();
+}
+
+#[test]
+fn incompressible_tiny_and_off_scope_files_are_never_cached() {
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(
+            d,
+            &[("photo.png", &noise(50_000, 1)), ("tiny.html", b"<p>hi</p>"), ("noise.bin", &noise(60_000, 2))],
+        )
+    });
+    for p in ["/photo.png", "/tiny.html", "/noise.bin"] {
+        for _ in 0..3 {
+            assert_eq!(a.get(p, Some("zstd, br, gzip")).status, 200);
+        }
+    }
+    // The incompressible one is tried once and remembered as not worth it.
+    wait_for("noise judged", || copies(&cache_of(&a)).iter().any(|(_, n)| *n == 0));
+    std::thread::sleep(Duration::from_millis(500));
+    let all = copies(&cache_of(&a));
+    assert!(all.iter().all(|(_, n)| *n == 0), "{all:?}");
+    let r = a.get("/noise.bin", Some("zstd, br, gzip"));
+    assert_eq!(r.header("Content-Encoding"), None);
+    assert!(!a.last_access_ends_with("queued"), "queued again: {}", a.access_log());
+    a.assert_no_crash();
+}
+
+#[test]
+fn a_killed_compressor_is_restarted_and_requests_go_on() {
+    let data = page(80_000, 25);
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("k.html", &data), ("l.html", &data[..40_000])]));
+    let pid = apache_pid(&a);
+    wait_for("a compressor", || compressors(pid).len() == 1);
+    let old = compressors(pid)[0];
+    assert_eq!(unsafe_kill(old), 0);
+    assert_eq!(a.get("/k.html", Some("gzip")).status, 200);
+    wait_for("a new compressor", || compressors(pid).iter().any(|&p| p != old));
+    wait_for("a copy after the restart", || a.get("/l.html", Some("br")).coding() == Some("br"));
+    assert!(a.error_log().contains("died"), "{}", a.error_log());
+    a.assert_no_crash();
+}
+
+/// `kill -9 pid`, by the kill command.
+fn unsafe_kill(pid: i32) -> i32 {
+    std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .map(|s| s.code().unwrap_or(1))
+        .unwrap_or(1)
+}
+
+#[test]
+fn the_job_channel_has_no_name_anyone_could_open() {
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[]));
+    let pid = apache_pid(&a);
+    wait_for("a compressor", || compressors(pid).len() == 1);
+    let c = compressors(pid)[0];
+    let inodes: Vec<String> = fs::read_dir(format!("/proc/{c}/fd"))
+        .expect("fds")
+        .flatten()
+        .filter_map(|e| fs::read_link(e.path()).ok())
+        .map(|l| l.to_string_lossy().into_owned())
+        .filter_map(|l| l.strip_prefix("socket:[").map(|s| s.trim_end_matches(']').to_string()))
+        .collect();
+    assert!(!inodes.is_empty(), "the compressor holds its channel");
+    let unix = fs::read_to_string("/proc/net/unix").expect("/proc/net/unix");
+    for line in unix.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() > 6 && inodes.contains(&f[6].to_string()) {
+            assert!(f.len() == 7, "the channel has a name: {line}");
+        }
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn configtest_refuses_a_missing_plain_or_served_cache_root() {
+    let d = world_readable_tempdir();
+    let file = d.path().join("file");
+    fs::write(&file, b"x").expect("write");
+    let docs = d.path().join("docs");
+    fs::create_dir_all(docs.join("cache")).expect("mkdir");
+    for (lines, says) in [
+        (format!("GzipDiskNgCacheRoot {}/missing", d.path().display()), "GzipDiskNgCacheRoot"),
+        (format!("GzipDiskNgCacheRoot {}", file.display()), "not a directory"),
+        (
+            format!("DocumentRoot {}\nGzipDiskNgCacheRoot {}/cache", docs.display(), docs.display()),
+            "inside DocumentRoot",
+        ),
+    ] {
+        let (ok, text) = configtest(&lines);
+        assert!(!ok && text.contains(says), "{lines}: {text}");
+    }
+    let (ok, text) = configtest(&format!(
+        "DocumentRoot {}\nGzipDiskNgCacheRoot {}\nGzipDiskNgCacheMaxSize 64M\nGzipDiskNgCompressorWorkers 2",
+        docs.display(),
+        d.path().display().to_string() + "/docs/../cache-outside"
+    ));
+    assert!(!ok && text.contains("GzipDiskNgCacheRoot"), "{text}");
+    fs::create_dir(d.path().join("cache-outside")).expect("mkdir");
+    let (ok, text) = configtest(&format!(
+        "DocumentRoot {}\nGzipDiskNgCacheRoot {}/cache-outside\nGzipDiskNgCacheMaxSize 64M",
+        docs.display(),
+        d.path().display()
+    ));
+    assert!(ok, "{text}");
+    let (ok, text) = configtest("GzipDiskNgCacheMaxSize 12Q");
+    assert!(!ok && text.contains("GzipDiskNgCacheMaxSize"), "{text}");
+}
