@@ -21,6 +21,7 @@ pub mod jitter;
 mod lookup;
 pub mod module;
 pub mod negotiate;
+pub mod ondemand;
 pub mod publish;
 mod respond;
 #[cfg(test)]
