@@ -15,5 +15,6 @@
 //! - `job`: the jobs children send and their wire format;
 //! - `compressor`: the process that makes the copies.
 
+pub mod compressor;
 pub mod job;
 pub mod key;
