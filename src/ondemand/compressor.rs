@@ -1,13 +1,46 @@
-//! TEMPORARY STUB
+//! The compressor: the process that makes the cache's copies, started by
+//! the module and fed jobs by Apache's children (see `job`). Pure Rust,
+//! no Apache: it runs as Apache's `User` and logs through a callback.
+//!
+//! One thread reads jobs, drops those already pending or done (and those
+//! that failed for good), and queues the rest, up to `QUEUE` of them (a
+//! job that finds the queue full is dropped: a later request sends it
+//! again). `Settings::workers` threads make the copies (`make`). The
+//! cache's state (`state`, `index`) is shared behind one lock, held for
+//! bookkeeping only, never while compressing.
+
+mod index;
+mod make;
+mod state;
+
+use super::job::{OwnedJob, Reader};
+use super::key::Kind;
+use make::Ctx;
+use state::State;
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
+use std::sync::{Mutex, PoisonError};
+use std::thread;
+
+/// What the compressor runs with.
+#[derive(Clone, Debug)]
 pub struct Settings {
+    /// The cache root (exists; the process can write it).
     pub root: PathBuf,
+    /// Total bytes of copies kept.
     pub max_size: u64,
+    /// Compression threads.
     pub workers: usize,
+    /// Encoder settings: the publish tool's defaults, so copies are what
+    /// `gzip-disk-ng compress` writes.
     pub levels: crate::publish::encode::Levels,
+    /// Least saving, in percent, for a copy to be kept.
     pub min_saving: f64,
 }
+
+/// How important a log line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
     Error,
     Warn,
@@ -15,4 +48,145 @@ pub enum Level {
     Info,
     Debug,
 }
-pub fn run<R: Read>(_settings: &Settings, _jobs: R, _log: &(dyn Fn(Level, &str) + Sync)) {}
+
+/// Where log lines go.
+type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
+
+/// Jobs waiting for a worker at most: enough for a burst of misses across
+/// a site, small enough that a job is never stale for long.
+pub const QUEUE: usize = 1024;
+
+/// A job taken on, for a worker.
+enum Work {
+    Compress(OwnedJob),
+    Decode(OwnedJob),
+}
+
+/// Runs until `jobs` reaches its end (the module closes the channel when
+/// Apache stops or restarts) and the jobs already queued are done; the
+/// module may end it sooner with a signal, and what a killed run leaves
+/// is removed at the next start.
+pub fn run<R: Read>(settings: &Settings, jobs: R, log: &(dyn Fn(Level, &str) + Sync)) {
+    let state = Mutex::new(State::start(settings, log));
+    let ctx = Ctx {
+        settings,
+        state: &state,
+        log,
+    };
+    let (queue, waiting) = mpsc::sync_channel::<Work>(QUEUE);
+    let waiting = Mutex::new(waiting);
+    thread::scope(|scope| {
+        let mut started = 0;
+        for i in 0..settings.workers.max(1) {
+            let spawned = thread::Builder::new()
+                .name(format!("gdn-compress-{i}"))
+                .spawn_scoped(scope, || work(&ctx, &waiting));
+            match spawned {
+                Ok(_) => started += 1,
+                Err(e) => log(Level::Error, &format!("cannot start a worker thread: {e}")),
+            }
+        }
+        if started == 0 {
+            return;
+        }
+        read_jobs(&ctx, jobs, &queue);
+        drop(queue);
+    });
+}
+
+/// Reads jobs until the end of the stream, taking each on or dropping it.
+fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
+    let mut reader = Reader::new(jobs);
+    loop {
+        match reader.next() {
+            Ok(Some(job)) => take(ctx, job, queue),
+            Ok(None) => return,
+            Err(e) => {
+                (ctx.log)(Level::Error, &format!("cannot read jobs: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+/// Handles a touch at once; queues what is left of a compress or decode
+/// job once pending and done copies are taken out.
+fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
+    let lock = || ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
+    let work = match job {
+        OwnedJob::Touch { version, kind } => {
+            lock().touch(ctx.settings, &(version, kind));
+            return;
+        }
+        OwnedJob::Compress {
+            path,
+            version,
+            codings,
+        } => {
+            let mut state = lock();
+            let codings = codings
+                .iter()
+                .filter(|&c| !state.claim(ctx.settings, (version, Kind::Coded(c))))
+                .fold(codings, |set, c| set.without(c));
+            if codings.is_empty() {
+                return;
+            }
+            Work::Compress(OwnedJob::Compress {
+                path,
+                version,
+                codings,
+            })
+        }
+        OwnedJob::Decode { version, .. } => {
+            if !lock().claim(ctx.settings, (version, Kind::Decoded)) {
+                return;
+            }
+            Work::Decode(job)
+        }
+    };
+    if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
+        (ctx.log)(Level::Debug, "queue full: job dropped");
+        let mut state = lock();
+        for key in keys(&w) {
+            state.release(&key);
+        }
+    }
+}
+
+/// The copies a job makes.
+fn keys(w: &Work) -> Vec<index::Key> {
+    match w {
+        Work::Compress(OwnedJob::Compress {
+            version, codings, ..
+        }) => codings.iter().map(|c| (*version, Kind::Coded(c))).collect(),
+        Work::Decode(OwnedJob::Decode { version, .. }) => vec![(*version, Kind::Decoded)],
+        _ => Vec::new(),
+    }
+}
+
+/// A worker: jobs from the queue until it is closed and empty.
+fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
+    loop {
+        let next = waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .recv();
+        match next {
+            Ok(Work::Compress(OwnedJob::Compress {
+                path,
+                version,
+                codings,
+            })) => ctx.compress(&path, version, codings),
+            Ok(Work::Decode(OwnedJob::Decode {
+                path,
+                coding,
+                version,
+            })) => ctx.decode(&path, coding, version),
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,56 +1,95 @@
-//! What children ask of the compressor: one job per message on the
-//! compressor's channel (a socket that keeps message boundaries), each at
-//! most `MAX_JOB` bytes, so a send is whole or not at all.
+//! The jobs Apache's children hand the compressor, and their wire format.
 //!
-//! A message is a fixed 44-byte head (magic, job type, codings or kind,
-//! the file version as five little-endian u64) and, for jobs about a
-//! file, its path.
+//! A child writes one record per job with one non-blocking write, so a
+//! record is never longer than `MAX_JOB` (at most `PIPE_BUF`: writes that
+//! size are atomic on a pipe, and one datagram on a `SOCK_SEQPACKET`
+//! socket). A record is
+//!
+//! ```text
+//! magic 0xC7 | format 1 | length u16 LE (whole record) | tag
+//! | device, inode, size u64 LE | mtime, ctime i64 LE (µs)
+//! | argument byte | path (Compress, Decode) | CRC-32C of all before it
+//! ```
+//!
+//! The tag is 1 Compress (argument: coding bits), 2 Decode (the coding),
+//! 3 Touch (the kind: a coding, or 3 for decoded). The reader checks every
+//! field and the checksum and, on anything else, steps one byte forward
+//! and looks for the next magic byte, so a stray write cannot wedge it.
 
 use super::key::{Kind, Version};
 use crate::coding::Coding;
+use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-/// Largest message: the pipe-atomic size, also what a send may carry.
+/// Longest record: Linux's `PIPE_BUF`. A path longer than the room left
+/// (`MAX_PATH`) cannot be queued; such a file is simply never cached.
 pub const MAX_JOB: usize = 4096;
 
-const MAGIC: u8 = 0xd5;
-const HEAD: usize = 44;
+const MAGIC: u8 = 0xc7;
+const FORMAT: u8 = 1;
+const TAG_COMPRESS: u8 = 1;
+const TAG_DECODE: u8 = 2;
+const TAG_TOUCH: u8 = 3;
+/// Bytes before the path: magic, format, length, tag, version, argument.
+const HEAD: usize = 4 + 1 + 40 + 1;
+/// The checksum's bytes.
+const CRC: usize = 4;
+/// Longest path a record carries.
+pub const MAX_PATH: usize = MAX_JOB - HEAD - CRC;
 
-/// A set of codings.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+/// A set of codings, one bit each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CodingSet(u8);
 
 impl CodingSet {
-    pub const fn empty() -> CodingSet {
+    pub fn empty() -> CodingSet {
         CodingSet(0)
     }
 
+    /// The set with `c` added.
+    #[must_use]
     pub fn with(self, c: Coding) -> CodingSet {
         CodingSet(self.0 | 1 << c.index())
+    }
+
+    /// The set with `c` taken out.
+    #[must_use]
+    pub fn without(self, c: Coding) -> CodingSet {
+        CodingSet(self.0 & !(1 << c.index()))
     }
 
     pub fn contains(self, c: Coding) -> bool {
         self.0 & 1 << c.index() != 0
     }
 
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The members, in `Coding::ALL` order.
     pub fn iter(self) -> impl Iterator<Item = Coding> {
         Coding::ALL.into_iter().filter(move |&c| self.contains(c))
     }
+
+    fn from_bits(b: u8) -> Option<CodingSet> {
+        (b < 1 << Coding::ALL.len()).then_some(CodingSet(b))
+    }
 }
 
-/// A job, as a child writes it.
+/// A job as a child sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Job<'a> {
-    /// Make the copies of `codings` of the original at `path`, whose
+    /// Make the copies of these codings of the original at `path`, whose
     /// version was `version` when the request saw it.
     Compress {
         path: &'a [u8],
         version: Version,
         codings: CodingSet,
     },
-    /// Keep the decoded content of the sibling at `path`.
+    /// Keep the decoded (identity) content of the sibling at `path`
+    /// (coding `coding`, version `version`).
     Decode {
         path: &'a [u8],
         coding: Coding,
@@ -60,7 +99,7 @@ pub enum Job<'a> {
     Touch { version: Version, kind: Kind },
 }
 
-/// A job, as the compressor reads it.
+/// A job as the compressor reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum OwnedJob {
     Compress {
@@ -79,57 +118,71 @@ pub enum OwnedJob {
     },
 }
 
-fn kind_code(k: Kind) -> u8 {
+fn kind_byte(k: Kind) -> u8 {
     match k {
         Kind::Coded(c) => c.index() as u8,
-        Kind::Decoded => 3,
+        Kind::Decoded => Coding::ALL.len() as u8,
     }
 }
 
-fn coding_of(code: u8) -> Option<Coding> {
-    Coding::ALL
-        .into_iter()
-        .find(|c| c.index() == usize::from(code))
+fn kind_of(b: u8) -> Option<Kind> {
+    match Coding::ALL.get(usize::from(b)) {
+        Some(&c) => Some(Kind::Coded(c)),
+        None => (usize::from(b) == Coding::ALL.len()).then_some(Kind::Decoded),
+    }
 }
 
-/// Serializes `job` into `buf`; `None` if its path does not fit.
+/// Serializes `job` into `buf`; `None` when its path does not fit
+/// (`MAX_PATH`).
 pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]> {
-    let (typ, arg, v, path): (u8, u8, &Version, &[u8]) = match job {
+    let (tag, version, arg, path): (u8, &Version, u8, &[u8]) = match job {
         Job::Compress {
             path,
             version,
             codings,
-        } => (1, codings.0, version, path),
+        } => (TAG_COMPRESS, version, codings.0, path),
         Job::Decode {
             path,
             coding,
             version,
-        } => (2, coding.index() as u8, version, path),
-        Job::Touch { version, kind } => (3, kind_code(*kind), version, &[][..]),
+        } => (TAG_DECODE, version, coding.index() as u8, path),
+        Job::Touch { version, kind } => (TAG_TOUCH, version, kind_byte(*kind), &[]),
     };
-    let end = HEAD.checked_add(path.len()).filter(|&e| e <= MAX_JOB)?;
-    buf[..4].copy_from_slice(&[MAGIC, typ, arg, 0]);
-    let fields = [
-        v.device,
-        v.inode,
-        v.size,
-        v.mtime_us as u64,
-        v.ctime_us as u64,
-    ];
-    for (i, f) in fields.iter().enumerate() {
-        buf[4 + 8 * i..12 + 8 * i].copy_from_slice(&f.to_le_bytes());
+    if path.len() > MAX_PATH {
+        return None;
     }
-    buf[HEAD..end].copy_from_slice(path);
-    Some(&buf[..end])
+    let len = HEAD + path.len() + CRC;
+    buf[0] = MAGIC;
+    buf[1] = FORMAT;
+    buf[2..4].copy_from_slice(&(len as u16).to_le_bytes());
+    buf[4] = tag;
+    let fields = [
+        version.device,
+        version.inode,
+        version.size,
+        version.mtime_us as u64,
+        version.ctime_us as u64,
+    ];
+    for (i, f) in fields.into_iter().enumerate() {
+        buf[5 + 8 * i..13 + 8 * i].copy_from_slice(&f.to_le_bytes());
+    }
+    buf[HEAD - 1] = arg;
+    buf[HEAD..HEAD + path.len()].copy_from_slice(path);
+    let crc = crc32c::crc32c(&buf[..len - CRC]);
+    buf[len - CRC..len].copy_from_slice(&crc.to_le_bytes());
+    Some(&buf[..len])
 }
 
-/// Parses one message; `None` for anything malformed.
-pub fn decode(m: &[u8]) -> Option<OwnedJob> {
-    if m.len() < HEAD || m[0] != MAGIC {
+/// The job in a whole record whose length field was checked; `None` when
+/// anything in it is wrong.
+fn decode(rec: &[u8]) -> Option<OwnedJob> {
+    let body = rec.len().checked_sub(CRC)?;
+    if crc32c::crc32c(&rec[..body]).to_le_bytes() != rec[body..] {
         return None;
     }
     let field = |i: usize| {
-        let b: [u8; 8] = m[4 + 8 * i..12 + 8 * i].try_into().unwrap_or_default();
+        let mut b = [0u8; 8];
+        b.copy_from_slice(&rec[5 + 8 * i..13 + 8 * i]);
         u64::from_le_bytes(b)
     };
     let version = Version {
@@ -139,60 +192,118 @@ pub fn decode(m: &[u8]) -> Option<OwnedJob> {
         mtime_us: field(3) as i64,
         ctime_us: field(4) as i64,
     };
-    let path = || {
-        let p = &m[HEAD..];
-        (!p.is_empty() && !p.contains(&0)).then(|| PathBuf::from(std::ffi::OsStr::from_bytes(p)))
-    };
-    match (m[1], m[2]) {
-        (1, set) if set != 0 && set < 8 => Some(OwnedJob::Compress {
-            path: path()?,
+    let arg = rec[HEAD - 1];
+    let path = &rec[HEAD..body];
+    // Jobs name files by absolute paths, which hold no NUL.
+    let path_ok = path.first() == Some(&b'/') && !path.contains(&0);
+    let owned = || PathBuf::from(OsStr::from_bytes(path));
+    match rec[4] {
+        TAG_COMPRESS if path_ok => Some(OwnedJob::Compress {
+            path: owned(),
             version,
-            codings: CodingSet(set),
+            codings: CodingSet::from_bits(arg)?,
         }),
-        (2, c) => Some(OwnedJob::Decode {
-            path: path()?,
-            coding: coding_of(c)?,
+        TAG_DECODE if path_ok => Some(OwnedJob::Decode {
+            path: owned(),
+            coding: *Coding::ALL.get(usize::from(arg))?,
             version,
         }),
-        (3, 3) if m.len() == HEAD => Some(OwnedJob::Touch {
+        TAG_TOUCH if path.is_empty() => Some(OwnedJob::Touch {
             version,
-            kind: Kind::Decoded,
-        }),
-        (3, c) if m.len() == HEAD => Some(OwnedJob::Touch {
-            version,
-            kind: Kind::Coded(coding_of(c)?),
+            kind: kind_of(arg)?,
         }),
         _ => None,
     }
 }
 
-/// Reads jobs from a channel whose every read returns one message.
+/// Reads records from a byte stream or a datagram socket.
 pub struct Reader<R: Read> {
-    inner: R,
-    buf: Box<[u8; MAX_JOB]>,
+    src: R,
+    /// Room for a record being completed plus a whole read: a datagram
+    /// socket discards what does not fit the buffer of the read.
+    buf: Box<[u8; 2 * MAX_JOB]>,
+    start: usize,
+    end: usize,
+    eof: bool,
+}
+
+/// What the bytes at the front of the buffer are.
+enum Front {
+    Job(OwnedJob),
+    /// Too few bytes to tell.
+    Partial,
+    /// Not a record: step over a byte.
+    Garbage,
 }
 
 impl<R: Read> Reader<R> {
-    pub fn new(inner: R) -> Self {
+    pub fn new(r: R) -> Self {
         Reader {
-            inner,
-            buf: Box::new([0; MAX_JOB]),
+            src: r,
+            buf: Box::new([0; 2 * MAX_JOB]),
+            start: 0,
+            end: 0,
+            eof: false,
         }
     }
 
-    /// The next well-formed job; `Ok(None)` once every sender is gone.
-    /// Malformed messages are skipped.
+    /// The next well-formed job; `Ok(None)` at the end of the stream
+    /// (what is left of a cut record is dropped).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> io::Result<Option<OwnedJob>> {
         loop {
-            let n = match self.inner.read(&mut self.buf[..]) {
-                Ok(0) => return Ok(None),
-                Ok(n) => n,
+            match self.front() {
+                Front::Job(j) => return Ok(Some(j)),
+                Front::Garbage => self.start += 1,
+                Front::Partial if self.eof && self.start < self.end => self.start += 1,
+                Front::Partial if self.eof => return Ok(None),
+                Front::Partial => self.fill()?,
+            }
+        }
+    }
+
+    /// Looks at the bytes from the next magic byte on.
+    fn front(&mut self) -> Front {
+        let pending = &self.buf[self.start..self.end];
+        let Some(at) = memchr::memchr(MAGIC, pending) else {
+            self.start = self.end;
+            return Front::Partial;
+        };
+        self.start += at;
+        let pending = &self.buf[self.start..self.end];
+        if pending.len() < 4 {
+            return Front::Partial;
+        }
+        let len = usize::from(u16::from_le_bytes([pending[2], pending[3]]));
+        if pending[1] != FORMAT || !(HEAD + CRC..=MAX_JOB).contains(&len) {
+            return Front::Garbage;
+        }
+        if pending.len() < len {
+            return Front::Partial;
+        }
+        match decode(&pending[..len]) {
+            Some(j) => {
+                self.start += len;
+                Front::Job(j)
+            }
+            None => Front::Garbage,
+        }
+    }
+
+    /// Reads more, after moving what is pending to the front (less than a
+    /// record, so at least `MAX_JOB` bytes are free).
+    fn fill(&mut self) -> io::Result<()> {
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        loop {
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => self.eof = true,
+                Ok(n) => self.end += n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
-            };
-            if let Some(j) = decode(&self.buf[..n]) {
-                return Ok(Some(j));
             }
+            return Ok(());
         }
     }
 }
@@ -200,108 +311,174 @@ impl<R: Read> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::os::unix::net::UnixDatagram;
-
-    /// A datagram socket read one message at a time, as the channel is.
-    struct Messages(UnixDatagram);
-
-    impl Read for Messages {
-        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-            self.0.recv(buf)
-        }
-    }
+    use std::io::Cursor;
 
     fn v(n: u64) -> Version {
         Version {
-            device: n,
-            inode: n + 1,
-            size: n + 2,
-            mtime_us: -3,
-            ctime_us: n as i64 + 4,
+            device: 0x803,
+            inode: n,
+            size: 4096 + n,
+            mtime_us: -5,
+            ctime_us: 1_700_000_000_000_000,
         }
     }
 
-    #[test]
-    fn jobs_round_trip_one_per_message() {
-        let (a, b) = UnixDatagram::pair().unwrap();
-        let set = CodingSet::empty().with(Coding::Br).with(Coding::Gzip);
-        let jobs = [
-            Job::Compress {
-                path: b"/srv/www/a b.html",
+    fn jobs() -> Vec<OwnedJob> {
+        vec![
+            OwnedJob::Compress {
+                path: "/var/www/a.html".into(),
                 version: v(1),
-                codings: set,
+                codings: CodingSet::empty().with(Coding::Zstd).with(Coding::Gzip),
             },
-            Job::Decode {
-                path: b"/srv/www/x.js.zst",
-                coding: Coding::Zstd,
+            OwnedJob::Decode {
+                path: "/var/www/b.css.br".into(),
+                coding: Coding::Br,
                 version: v(2),
             },
-            Job::Touch {
+            OwnedJob::Touch {
                 version: v(3),
                 kind: Kind::Decoded,
             },
-            Job::Touch {
-                version: v(4),
-                kind: Kind::Coded(Coding::Gzip),
-            },
-        ];
-        let mut buf = [0u8; MAX_JOB];
-        for j in &jobs {
-            a.send(encode(j, &mut buf).unwrap()).unwrap();
-        }
-        a.send(b"garbage that is no job at all, long enough to pass the head check")
-            .unwrap();
-        a.send(&[MAGIC, 9, 0, 0]).unwrap();
-        a.send(encode(&jobs[0], &mut buf).unwrap()).unwrap();
-        drop(a);
-        b.set_read_timeout(Some(std::time::Duration::from_millis(200)))
-            .unwrap();
-        let mut r = Reader::new(Messages(b));
-        let got: Vec<OwnedJob> = std::iter::from_fn(|| r.next().ok().flatten()).collect();
-        assert_eq!(got.len(), 5, "{got:?}");
-        assert_eq!(
-            got[0],
-            OwnedJob::Compress {
-                path: "/srv/www/a b.html".into(),
-                version: v(1),
-                codings: set
-            }
-        );
-        assert!(got[0] == got[4]);
-        assert!(matches!(
-            got[2],
             OwnedJob::Touch {
-                kind: Kind::Decoded,
-                ..
-            }
-        ));
-        assert_eq!(set.iter().collect::<Vec<_>>(), [Coding::Br, Coding::Gzip]);
+                version: v(4),
+                kind: Kind::Coded(Coding::Br),
+            },
+        ]
+    }
+
+    fn record(j: &OwnedJob) -> Vec<u8> {
+        let job = match j {
+            OwnedJob::Compress {
+                path,
+                version,
+                codings,
+            } => Job::Compress {
+                path: path.as_os_str().as_bytes(),
+                version: *version,
+                codings: *codings,
+            },
+            OwnedJob::Decode {
+                path,
+                coding,
+                version,
+            } => Job::Decode {
+                path: path.as_os_str().as_bytes(),
+                coding: *coding,
+                version: *version,
+            },
+            OwnedJob::Touch { version, kind } => Job::Touch {
+                version: *version,
+                kind: *kind,
+            },
+        };
+        let mut buf = [0u8; MAX_JOB];
+        encode(&job, &mut buf).unwrap().to_vec()
+    }
+
+    fn read_all(r: impl Read) -> Vec<OwnedJob> {
+        let mut reader = Reader::new(r);
+        let mut out = Vec::new();
+        while let Some(j) = reader.next().unwrap() {
+            out.push(j);
+        }
+        out
     }
 
     #[test]
-    fn long_paths_and_bad_fields_are_refused() {
+    fn coding_sets() {
+        let s = CodingSet::empty().with(Coding::Gzip).with(Coding::Zstd);
+        assert!(s.contains(Coding::Gzip) && !s.contains(Coding::Br));
+        assert_eq!(s.iter().collect::<Vec<_>>(), [Coding::Zstd, Coding::Gzip]);
+        assert!(s.without(Coding::Gzip).without(Coding::Zstd).is_empty());
+        assert_eq!(CodingSet::from_bits(8), None);
+    }
+
+    #[test]
+    fn every_kind_round_trips() {
+        let stream: Vec<u8> = jobs().iter().flat_map(record).collect();
+        assert_eq!(read_all(Cursor::new(stream)), jobs());
+    }
+
+    /// Hands out one byte per read, then a few at a time.
+    struct Dribble(Vec<u8>, usize);
+
+    impl Read for Dribble {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            let n = (self.1 % 7 + 1).min(self.0.len()).min(out.len());
+            self.1 += 1;
+            out[..n].copy_from_slice(&self.0[..n]);
+            self.0.drain(..n);
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn records_split_across_reads() {
+        let stream: Vec<u8> = jobs().iter().flat_map(record).collect();
+        assert_eq!(read_all(Dribble(stream, 0)), jobs());
+    }
+
+    #[test]
+    fn garbage_is_skipped() {
+        let good = jobs();
+        let mut stream = b"\xc7\x01\xff\xffjunk\xc7".to_vec();
+        stream.extend(record(&good[0]));
+        let mut bad = record(&good[1]);
+        bad[20] ^= 1; // checksum fails
+        stream.extend(bad);
+        stream.extend([MAGIC, FORMAT, 60, 0, 9]); // unknown tag, cut short
+        stream.extend(record(&good[2]));
+        let mut relative = record(&good[0]);
+        relative[HEAD] = b'v';
+        let crc_at = relative.len() - CRC;
+        let crc = crc32c::crc32c(&relative[..crc_at]).to_le_bytes();
+        relative[crc_at..].copy_from_slice(&crc);
+        stream.extend(relative); // well formed but a relative path
+        stream.extend(record(&good[3]));
+        stream.extend(&record(&good[0])[..30]); // cut by the end
+        let want = vec![good[0].clone(), good[2].clone(), good[3].clone()];
+        assert_eq!(read_all(Cursor::new(stream.clone())), want);
+        assert_eq!(read_all(Dribble(stream, 3)), want);
+    }
+
+    #[test]
+    fn long_paths_are_refused() {
         let mut buf = [0u8; MAX_JOB];
-        let long = vec![b'a'; MAX_JOB];
-        let j = Job::Compress {
-            path: &long,
-            version: v(1),
-            codings: CodingSet::empty().with(Coding::Zstd),
-        };
-        assert!(encode(&j, &mut buf).is_none());
-        let j = Job::Compress {
-            path: b"/a\0b",
-            version: v(1),
-            codings: CodingSet::empty().with(Coding::Zstd),
-        };
-        let m = encode(&j, &mut buf).unwrap().to_vec();
-        assert_eq!(decode(&m), None);
-        let j = Job::Compress {
-            path: b"/a",
-            version: v(1),
-            codings: CodingSet::empty(),
-        };
-        let m = encode(&j, &mut buf).unwrap().to_vec();
-        assert_eq!(decode(&m), None, "no codings");
-        assert_eq!(decode(&m[..10]), None);
+        fn job(p: &[u8]) -> Job<'_> {
+            Job::Decode {
+                path: p,
+                coding: Coding::Gzip,
+                version: v(1),
+            }
+        }
+        let mut path = vec![b'/'; MAX_PATH];
+        assert_eq!(
+            encode(&job(&path), &mut buf).map(<[u8]>::len),
+            Some(MAX_JOB)
+        );
+        path.push(b'a');
+        assert_eq!(encode(&job(&path), &mut buf), None);
+    }
+
+    #[test]
+    fn datagrams_are_read_whole() {
+        use std::os::unix::net::UnixDatagram;
+        let (a, b) = UnixDatagram::pair().unwrap();
+        for j in jobs() {
+            a.send(&record(&j)).unwrap();
+        }
+        drop(a);
+        let mut reader = Reader::new(DatagramReader(b));
+        for j in jobs() {
+            assert_eq!(reader.next().unwrap(), Some(j));
+        }
+    }
+
+    struct DatagramReader(std::os::unix::net::UnixDatagram);
+
+    impl Read for DatagramReader {
+        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+            self.0.recv(out)
+        }
     }
 }

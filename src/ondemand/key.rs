@@ -1,23 +1,49 @@
-//! Where an on-demand copy of a file version lives in the cache, and which
-//! files are compressed on demand. Used on the request path: no heap.
+//! What names a copy in the cache: the version of the file it was made
+//! from and what it holds, spelled as a file name with no allocation (the
+//! request path computes one per request), and which files are compressed
+//! on demand at all.
 //!
-//! A copy is named by the version of the file it was made from (device,
-//! inode, size, mtime, ctime: ctime moves whenever the content is
-//! rewritten, even when the old mtime is put back), so a changed file is
-//! simply a new name and a copy is never served for a version it was not
-//! made from. The names fan out over 256 directories by inode.
+//! A copy's name is `<fan-out>/<device>-<inode>-<size>-<mtime>-<ctime>.<ext>`
+//! in lower-case hex, the fan-out being the inode's low byte (two digits),
+//! so no directory holds more than a 256th of the cache. `ext` is `zst`,
+//! `br` or `gz` for a compressed copy of an original, `id` for the decoded
+//! (identity) content of a sibling, keyed by the sibling's version. A
+//! zero-length file at a copy's name marks a version not worth
+//! compressing: no valid stream of any coding is empty.
 
 use crate::coding::Coding;
-use std::fmt::Write as _;
+use crate::publish::walk::compress_rule;
+use crate::publish::DEFAULT_MIN_SIZE;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
 
-/// A file version as the cache keys it.
+/// One version of a file: a copy made from it is served only while the
+/// file still has all of these. The ctime catches a rewrite that kept the
+/// size and put the mtime back (`rsync -t`, `touch -r`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Version {
     pub device: u64,
     pub inode: u64,
     pub size: u64,
+    /// Modification time, microseconds since the epoch (as APR keeps it).
     pub mtime_us: i64,
+    /// Inode change time, microseconds since the epoch.
     pub ctime_us: i64,
+}
+
+impl Version {
+    /// The version `meta` describes, as the request path's `apr_finfo_t`
+    /// gives it (APR truncates nanoseconds to microseconds).
+    pub fn of(meta: &fs::Metadata) -> Version {
+        let us = |s: i64, ns: i64| s.saturating_mul(1_000_000).saturating_add(ns / 1000);
+        Version {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.size(),
+            mtime_us: us(meta.mtime(), meta.mtime_nsec()),
+            ctime_us: us(meta.ctime(), meta.ctime_nsec()),
+        }
+    }
 }
 
 /// What a copy holds.
@@ -25,7 +51,7 @@ pub struct Version {
 pub enum Kind {
     /// The original in this coding.
     Coded(Coding),
-    /// The identity content of a sibling (keyed by the sibling's version).
+    /// A sibling's decoded content.
     Decoded,
 }
 
@@ -40,21 +66,26 @@ impl Kind {
         }
     }
 
-    /// The kind a copy name's extension says.
+    /// The kind whose extension is `ext`.
     pub fn from_ext(ext: &str) -> Option<Kind> {
-        Some(match ext {
-            "zst" => Kind::Coded(Coding::Zstd),
-            "br" => Kind::Coded(Coding::Br),
-            "gz" => Kind::Coded(Coding::Gzip),
-            "id" => Kind::Decoded,
-            _ => return None,
-        })
+        [
+            Kind::Coded(Coding::Zstd),
+            Kind::Coded(Coding::Br),
+            Kind::Coded(Coding::Gzip),
+            Kind::Decoded,
+        ]
+        .into_iter()
+        .find(|k| k.ext() == ext)
     }
 }
 
-/// A copy's name, built on the stack.
+/// Longest name: two fan-out digits, a slash, five 16-digit numbers, four
+/// dashes, a dot and a three-letter extension make 91 bytes.
+const NAME_MAX: usize = 96;
+
+/// A copy's name, written on the stack.
 pub struct NameBuf {
-    buf: [u8; 96],
+    bytes: [u8; NAME_MAX],
     len: usize,
 }
 
@@ -67,52 +98,82 @@ impl Default for NameBuf {
 impl NameBuf {
     pub fn new() -> Self {
         NameBuf {
-            buf: [0; 96],
+            bytes: [0; NAME_MAX],
             len: 0,
         }
     }
 
+    /// The name written last (empty before any).
     pub fn as_str(&self) -> &str {
-        // Only ASCII is ever written.
-        std::str::from_utf8(&self.buf[..self.len]).unwrap_or_default()
+        // Only ASCII is ever pushed; the fallback cannot happen.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
     }
-}
 
-impl std::fmt::Write for NameBuf {
-    fn write_str(&mut self, s: &str) -> std::fmt::Result {
-        let end = self.len + s.len();
-        let dst = self.buf.get_mut(self.len..end).ok_or(std::fmt::Error)?;
-        dst.copy_from_slice(s.as_bytes());
+    fn push(&mut self, s: &[u8]) {
+        let end = (self.len + s.len()).min(NAME_MAX);
+        self.bytes[self.len..end].copy_from_slice(&s[..end - self.len]);
         self.len = end;
-        Ok(())
+    }
+
+    /// `n` in lower-case hex without leading zeros; `digits` pads to that
+    /// many.
+    fn push_hex(&mut self, n: u64, digits: usize) {
+        let mut tmp = [0u8; 16];
+        let mut i = tmp.len();
+        let mut n = n;
+        while n != 0 || tmp.len() - i < digits.max(1) {
+            i -= 1;
+            tmp[i] = b"0123456789abcdef"[(n & 0xf) as usize];
+            n >>= 4;
+        }
+        self.push(&tmp[i..]);
     }
 }
 
-/// A copy's name relative to the cache root:
-/// `<inode & 0xff>/<device>-<inode>-<size>-<mtime>-<ctime>.<ext>`, in hex.
+/// The fan-out directory of a copy of the file with this inode.
+pub fn fan_out(inode: u64) -> u8 {
+    (inode & 0xff) as u8
+}
+
+/// Writes the name of the `kind` copy of version `v` (relative to the
+/// cache root) into `buf` and returns it. Times are written as their
+/// 64-bit two's complement, so a time before 1970 still has one name.
 pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
     buf.len = 0;
-    // 96 bytes hold the longest name (2 + 1 + 4 × 16 + 16 + 4 + 4).
-    let _ = write!(
-        buf,
-        "{:02x}/{:x}-{:x}-{:x}-{:x}-{:x}.{}",
-        v.inode & 0xff,
+    buf.push_hex(u64::from(fan_out(v.inode)), 2);
+    buf.push(b"/");
+    let parts = [
         v.device,
         v.inode,
         v.size,
-        v.mtime_us,
-        v.ctime_us,
-        kind.ext()
-    );
+        v.mtime_us as u64,
+        v.ctime_us as u64,
+    ];
+    for (i, n) in parts.into_iter().enumerate() {
+        if i > 0 {
+            buf.push(b"-");
+        }
+        buf.push_hex(n, 1);
+    }
+    buf.push(b".");
+    buf.push(kind.ext().as_bytes());
     buf.as_str()
 }
 
-/// The version and kind a copy's file name (without its directory) says.
-pub fn parse_name(name: &str) -> Option<(Version, Kind)> {
+/// The version and kind a copy's file name (without its fan-out
+/// directory) stands for; `None` for any other name.
+pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
     let (stem, ext) = name.rsplit_once('.')?;
     let kind = Kind::from_ext(ext)?;
-    let mut f = stem.split('-').map(|p| u64::from_str_radix(p, 16));
-    let mut next = || f.next()?.ok();
+    let mut parts = stem.split('-');
+    let mut next = || -> Option<u64> {
+        let p = parts.next()?;
+        let canonical = !p.is_empty()
+            && p.len() <= 16
+            && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && (p == "0" || !p.starts_with('0'));
+        canonical.then(|| u64::from_str_radix(p, 16).ok())?
+    };
     let v = Version {
         device: next()?,
         inode: next()?,
@@ -120,76 +181,139 @@ pub fn parse_name(name: &str) -> Option<(Version, Kind)> {
         mtime_us: next()? as i64,
         ctime_us: next()? as i64,
     };
-    Some((v, kind))
+    parts.next().is_none().then_some((v, kind))
 }
 
-/// Files above this size are not compressed on demand: the compressor
-/// holds one worker's work in memory at most this large, and such files
-/// are better published with `gzip-disk-ng compress`.
+/// Largest original compressed on demand: 64 MiB. Brotli at quality 11
+/// takes under 1 MB of input a second on one core (0.8 MB/s over the
+/// Apache manual), so a file this size already holds the (by default
+/// single) compressor worker for over a minute while every other miss
+/// waits; pages, scripts and styles are far smaller, and what is larger
+/// (logs, data dumps) is better published with the tool.
 pub const MAX_SIZE: u64 = 64 << 20;
 
-/// Files below this size are not compressed: the publish tool's default
-/// `--min-size`, under which the headers eat the saving.
-pub const MIN_SIZE: u64 = 256;
-
-/// Whether a file of this name and size is compressed on demand: the
-/// publish tool's rules (no already-compressed formats, its minimum
-/// size) and `MAX_SIZE`.
+/// Whether a file with this name (or path: only its last component
+/// counts) and size is compressed on demand: the publish tool's rules
+/// (not a temporary of its own, not a delta, not an already-compressed
+/// format, at least its default `--min-size`) and at most `MAX_SIZE`.
 pub fn compressible(name: &[u8], size: u64) -> bool {
-    if !(MIN_SIZE..=MAX_SIZE).contains(&size) {
+    let base = match memchr::memrchr(b'/', name) {
+        Some(i) => &name[i + 1..],
+        None => name,
+    };
+    let Ok(base) = std::str::from_utf8(base) else {
+        // The tool refuses names that are not UTF-8 too.
         return false;
-    }
-    let base = name.rsplit(|&b| b == b'/').next().unwrap_or(name);
-    std::str::from_utf8(base).is_ok_and(|n| !crate::publish::walk::is_compressed_name(n))
+    };
+    size <= MAX_SIZE
+        && !base.is_empty()
+        && !crate::publish::atomic::is_temp_name(base)
+        && compress_rule(base, size, DEFAULT_MIN_SIZE).is_none()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn v() -> Version {
+        Version {
+            device: 0x803,
+            inode: 0x1_2345,
+            size: 5000,
+            mtime_us: 1_700_000_000_123_456,
+            ctime_us: 1_700_000_001_000_000,
+        }
+    }
+
     #[test]
-    fn names_round_trip_and_fit() {
-        let v = Version {
-            device: u64::MAX,
-            inode: u64::MAX,
-            size: u64::MAX,
-            mtime_us: -1,
-            ctime_us: i64::MAX,
-        };
-        for kind in [
+    fn names_round_trip() {
+        let mut buf = NameBuf::new();
+        assert_eq!(buf.as_str(), "");
+        let kinds = [
             Kind::Coded(Coding::Zstd),
             Kind::Coded(Coding::Br),
             Kind::Coded(Coding::Gzip),
             Kind::Decoded,
-        ] {
-            let mut b = NameBuf::new();
-            let name = copy_name(&v, kind, &mut b).to_owned();
-            assert!(name.starts_with("ff/"), "{name}");
-            assert_eq!(parse_name(&name[3..]), Some((v, kind)), "{name}");
+        ];
+        for k in kinds {
+            let name = copy_name(&v(), k, &mut buf).to_owned();
+            assert!(name.starts_with("45/803-12345-1388-"), "{name}");
+            assert!(name.ends_with(&format!(".{}", k.ext())));
+            let (dir, file) = name.split_once('/').unwrap();
+            assert_eq!(dir, "45");
+            assert_eq!(parse_copy_name(file), Some((v(), k)));
         }
-        let small = Version {
-            device: 8,
-            inode: 0x1234,
-            size: 300,
-            mtime_us: 5,
-            ctime_us: 6,
+        let extreme = Version {
+            device: u64::MAX,
+            inode: u64::MAX,
+            size: u64::MAX,
+            mtime_us: -1,
+            ctime_us: i64::MIN,
         };
-        let mut b = NameBuf::new();
-        assert_eq!(
-            copy_name(&small, Kind::Coded(Coding::Br), &mut b),
-            "34/8-1234-12c-5-6.br"
-        );
-        assert_eq!(parse_name("8-1234-12c-5.br"), None);
-        assert_eq!(parse_name("8-1234-12c-5-6.tmp"), None);
+        let name = copy_name(&extreme, Kind::Decoded, &mut buf).to_owned();
+        assert_eq!(name.len(), 90);
+        assert!(name.starts_with("ff/ffffffffffffffff-"));
+        let file = name.split_once('/').unwrap().1;
+        assert_eq!(parse_copy_name(file), Some((extreme, Kind::Decoded)));
+        let zero = Version {
+            device: 0,
+            inode: 0,
+            size: 0,
+            mtime_us: 0,
+            ctime_us: 0,
+        };
+        assert_eq!(copy_name(&zero, Kind::Decoded, &mut buf), "00/0-0-0-0-0.id");
     }
 
     #[test]
-    fn the_publish_tools_rules_decide_what_is_compressed() {
-        assert!(compressible(b"/srv/www/page.html", 1000));
-        assert!(!compressible(b"/srv/www/page.html", 100));
-        assert!(!compressible(b"/srv/www/page.html", MAX_SIZE + 1));
-        assert!(!compressible(b"/srv/www/photo.JPG", 100_000));
-        assert!(!compressible(b"/srv/www/a.tar.gz", 100_000));
-        assert!(compressible(b"/srv/www.png/readme", 1000));
+    fn other_names_are_not_copies() {
+        for bad in [
+            "803-12345-1388-1-2",
+            "803-12345-1388-1.zst",
+            "803-12345-1388-1-2-3.zst",
+            "803-12345-1388-1-2.txt",
+            "803-012345-1388-1-2.zst",
+            "803-12345-1388-1-2X.zst",
+            "803-12345--1-2.zst",
+            ".803-12345-1388-1-2.zst.tmp1a2b",
+            "10000000000000000-1-1-1-1.gz",
+        ] {
+            assert_eq!(parse_copy_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn version_comes_from_metadata_in_microseconds() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a");
+        fs::write(&p, b"12345").unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+        fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        let m = fs::metadata(&p).unwrap();
+        let v = Version::of(&m);
+        assert_eq!((v.inode, v.size), (m.ino(), 5));
+        assert_eq!(v.mtime_us, 1_000_000_123_456);
+        assert!(v.ctime_us > v.mtime_us);
+    }
+
+    #[test]
+    fn compressible_follows_the_publish_rules() {
+        assert!(compressible(b"/var/www/index.html", 5000));
+        assert!(compressible(b"style.css", DEFAULT_MIN_SIZE));
+        assert!(compressible(b"/srv/big.json", MAX_SIZE));
+        assert!(!compressible(b"/srv/big.json", MAX_SIZE + 1));
+        assert!(!compressible(b"tiny.html", DEFAULT_MIN_SIZE - 1));
+        assert!(!compressible(b"/var/www/photo.JPG", 5000));
+        assert!(!compressible(b"/var/www/page.html.gz", 5000));
+        assert!(!compressible(b"/var/www/.page.html.gz.tmp1a2b", 5000));
+        let delta = format!("/d/app.js.{}.dcz", "ab".repeat(32));
+        assert!(!compressible(delta.as_bytes(), 5000));
+        assert!(!compressible(b"/var/www/caf\xe9.html", 5000));
+        assert!(!compressible(b"/var/www/", 5000));
     }
 }

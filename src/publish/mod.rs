@@ -31,15 +31,18 @@ pub use delta::{DeltaLevels, DeltaResult};
 pub use error::{PublishError, Removal};
 pub use freshness::ABANDONED_AFTER;
 pub use lifecycle::{Outcome, Sizes};
-pub use options::{CompressOptions, DeltaOptions};
+pub use options::{CompressOptions, DeltaOptions, DEFAULT_MIN_SIZE};
 pub use progress::Report;
 pub use summary::{CodingTotals, CompressSummary, DeltaTotals, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
 
 use crate::coding::Coding;
+use encode::Levels;
 use freshness::is_abandoned;
+use original::Original;
 use progress::Progress;
 use rayon::prelude::*;
+use sibling::SiblingJob;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -51,6 +54,30 @@ pub fn sibling_path(original: &Path, coding: Coding) -> PathBuf {
     let mut p = original.as_os_str().to_owned();
     p.push(coding.suffixes()[0]);
     PathBuf::from(p)
+}
+
+/// Makes the `coding` sibling of the original at `path`, whose metadata
+/// was `meta`, at `target` instead of beside it: the module's on-demand
+/// cache gets exactly what `compress` would write (the same lifecycle,
+/// encoders, levels and min-saving rule, the original's mtime), nothing
+/// already at `target` counts as up to date, and nothing is removed.
+pub fn make_copy(
+    path: &Path,
+    meta: &fs::Metadata,
+    coding: Coding,
+    levels: &Levels,
+    min_saving: f64,
+    target: &Path,
+) -> Outcome {
+    let original = Original::known(path, meta.clone());
+    let job = SiblingJob::at(&original, coding, target.to_path_buf(), levels, min_saving);
+    let opts = CompressOptions {
+        levels: *levels,
+        min_saving,
+        report: Report::Quiet,
+        ..CompressOptions::default()
+    };
+    lifecycle::run(&job, &original, &opts)
 }
 
 /// Runs `compress` over `paths`.

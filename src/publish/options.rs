@@ -8,6 +8,10 @@ use crate::coding::Coding;
 use crate::dictionary::DeltaCoding;
 use std::path::PathBuf;
 
+/// `--min-size`'s default: below this, a sibling's saving is a few dozen
+/// bytes at most, less than the headers it costs to negotiate one.
+pub const DEFAULT_MIN_SIZE: u64 = 256;
+
 /// Options of `compress`.
 #[derive(Clone, Debug)]
 pub struct CompressOptions {
@@ -42,7 +46,7 @@ impl Default for CompressOptions {
         CompressOptions {
             codings: Coding::ALL.to_vec(),
             levels: Levels::default(),
-            min_size: 256,
+            min_size: DEFAULT_MIN_SIZE,
             min_saving: 5.0,
             include: Vec::new(),
             exclude: Vec::new(),

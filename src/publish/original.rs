@@ -51,6 +51,16 @@ impl<'a> Original<'a> {
         })
     }
 
+    /// The original at `path`, as `meta` describes it, with no sibling
+    /// looked for: what it makes goes elsewhere (the module's cache).
+    pub(super) fn known(path: &'a Path, meta: fs::Metadata) -> Original<'a> {
+        Original {
+            path,
+            meta,
+            siblings: Vec::new(),
+        }
+    }
+
     /// Where the state of the name the tool writes for `coding` (its
     /// first suffix) is kept.
     fn slot(&self, coding: Coding) -> Option<usize> {

@@ -28,10 +28,23 @@ impl<'a> SiblingJob<'a> {
         levels: &'a Levels,
         min_saving: f64,
     ) -> SiblingJob<'a> {
+        let target = sibling_path(original.path, coding);
+        SiblingJob::at(original, coding, target, levels, min_saving)
+    }
+
+    /// The same sibling written at `target` instead of beside the original
+    /// (the module's on-demand cache).
+    pub(super) fn at(
+        original: &'a Original<'a>,
+        coding: Coding,
+        target: PathBuf,
+        levels: &'a Levels,
+        min_saving: f64,
+    ) -> SiblingJob<'a> {
         SiblingJob {
             original,
             coding,
-            target: sibling_path(original.path, coding),
+            target,
             levels,
             min_saving,
         }
@@ -42,8 +55,10 @@ impl<'a> SiblingJob<'a> {
     /// the original changed meanwhile.
     fn encode_to_temporary(&self) -> Result<(u64, TempFile), PublishError> {
         let (path, meta) = (self.original.path, &self.original.meta);
+        // Opened apart, so an unreadable original is not told as a target
+        // that cannot be written.
+        let src = File::open(path).map_err(PublishError::Read)?;
         let encoded = (|| -> std::io::Result<(u64, TempFile)> {
-            let src = File::open(path)?;
             let tmp = TempFile::new(&self.target)?;
             encode::encode(self.coding, self.levels, meta.len(), src, tmp)
         })();

@@ -128,14 +128,8 @@ impl Filter {
             return Found::Skipped(path, SkipReason::Filtered);
         }
         if self.compress_rules {
-            if crate::dictionary::parse_delta_name(name).is_some() {
-                return Found::Skipped(path, SkipReason::Delta);
-            }
-            if is_compressed_name(name) {
-                return Found::Skipped(path, SkipReason::Compressed);
-            }
-            if len < self.min_size {
-                return Found::Skipped(path, SkipReason::TooSmall);
+            if let Some(why) = compress_rule(name, len, self.min_size) {
+                return Found::Skipped(path, why);
             }
         }
         Found::File(path, len)
@@ -199,6 +193,21 @@ impl Filter {
             }
         }
         out
+    }
+}
+
+/// Why `compress` leaves a file of this name and length alone, if it does:
+/// a delta, an already-compressed format, or under `min_size`. The module's
+/// on-demand compression asks the same (without allocating).
+pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> {
+    if crate::dictionary::parse_delta_name(name).is_some() {
+        Some(SkipReason::Delta)
+    } else if is_compressed_name(name) {
+        Some(SkipReason::Compressed)
+    } else if len < min_size {
+        Some(SkipReason::TooSmall)
+    } else {
+        None
     }
 }
 

@@ -1,0 +1,229 @@
+//! The compressor's shared state and the cache directory it keeps: the
+//! index read back at start (leftovers of a killed run removed), which
+//! jobs are pending, done or failed, eviction after each new copy, and
+//! the one warning while the cache cannot be written.
+
+use super::index::{Index, Key};
+use super::{Level, Log, Settings};
+use crate::ondemand::key::{copy_name, fan_out, parse_copy_name, Kind, NameBuf, Version};
+use crate::publish::atomic::TMP_MARK;
+use std::collections::HashSet;
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// Versions whose job failed for a reason that would recur (an unreadable
+/// original, a corrupt sibling) are not retried until this many have
+/// failed; then the record starts over.
+const FAILED_MAX: usize = 4096;
+
+/// Everything the reader and the workers share, behind one lock.
+pub(super) struct State {
+    pub(super) index: Index,
+    pending: HashSet<Key>,
+    failed: HashSet<Key>,
+    /// The cache could not be written last time it was tried.
+    failing: bool,
+}
+
+/// The copy of `key`'s path under `root`.
+pub(super) fn copy_path(root: &Path, key: &Key) -> PathBuf {
+    let mut name = NameBuf::new();
+    root.join(copy_name(&key.0, key.1, &mut name))
+}
+
+/// A copy found at start, and when it was last used.
+struct Found {
+    key: Key,
+    size: u64,
+    used: SystemTime,
+}
+
+impl State {
+    /// The state of the cache at `settings.root`: its copies indexed, the
+    /// temporaries of a killed run removed, what exceeds the size limit
+    /// evicted.
+    pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
+        let mut state = State {
+            index: Index::default(),
+            pending: HashSet::new(),
+            failed: HashSet::new(),
+            failing: false,
+        };
+        let mut found = Vec::new();
+        let mut leftovers = 0;
+        if let Err(e) = scan(&settings.root, &mut found, &mut leftovers) {
+            state.cache_failed(settings, &e, log);
+        }
+        found.sort_by_key(|f| f.used);
+        for f in found {
+            state.index.insert(f.key, f.size);
+        }
+        let evicted = state.evict(settings, None, log);
+        log(
+            Level::Info,
+            &format!(
+                "cache {}: {} entries, {} bytes; {leftovers} leftover temporaries removed, {evicted} evicted",
+                settings.root.display(),
+                state.index.len(),
+                state.index.total()
+            ),
+        );
+        state
+    }
+
+    /// Takes `key` on: false when it is pending, failed before, or done
+    /// (a copy or marker is there).
+    pub(super) fn claim(&mut self, settings: &Settings, key: Key) -> bool {
+        if self.pending.contains(&key) || self.failed.contains(&key) {
+            return false;
+        }
+        if self.index.contains(&key) {
+            if fs::symlink_metadata(copy_path(&settings.root, &key)).is_ok() {
+                return false;
+            }
+            // Removed behind the compressor's back: made again.
+            self.index.remove(&key);
+        }
+        self.pending.insert(key)
+    }
+
+    /// `key`'s job is over, whatever became of it.
+    pub(super) fn release(&mut self, key: &Key) {
+        self.pending.remove(key);
+    }
+
+    /// `key`'s job failed in a way a retry would repeat.
+    pub(super) fn failed(&mut self, key: Key) {
+        if self.failed.len() >= FAILED_MAX {
+            self.failed.clear();
+        }
+        self.failed.insert(key);
+    }
+
+    /// A copy (or marker) of `size` bytes was made at `key`'s name:
+    /// indexed as the most recently used, its atime set to now so a later
+    /// start sees it so, and older ones evicted beyond the limit.
+    pub(super) fn made(&mut self, settings: &Settings, key: Key, size: u64, log: Log<'_>) {
+        self.cache_ok(log);
+        let path = copy_path(&settings.root, &key);
+        let now = fs::FileTimes::new().set_accessed(SystemTime::now());
+        let _ = fs::File::open(&path).and_then(|f| f.set_times(now));
+        self.index.insert(key, size);
+        self.evict(settings, Some(&key), log);
+    }
+
+    /// A copy was served: the most recently used now, on disk too.
+    pub(super) fn touch(&mut self, settings: &Settings, key: &Key) {
+        if self.index.touch(key) {
+            // The children send a copy's touch at most once a minute each.
+            let now = fs::FileTimes::new().set_accessed(SystemTime::now());
+            let path = copy_path(&settings.root, key);
+            let _ = fs::File::open(path).and_then(|f| f.set_times(now));
+        }
+    }
+
+    /// Evicts beyond the limits, never `keep`; how many went.
+    fn evict(&mut self, settings: &Settings, keep: Option<&Key>, log: Log<'_>) -> usize {
+        let gone = self.index.evict(settings.max_size, keep);
+        for key in &gone {
+            let path = copy_path(&settings.root, key);
+            match fs::remove_file(&path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => {
+                    self.cache_failed(settings, &e, log);
+                }
+                _ => log(Level::Debug, &format!("evicted {}", path.display())),
+            }
+        }
+        gone.len()
+    }
+
+    /// The cache could not be written: one warning until it can again.
+    pub(super) fn cache_failed(&mut self, settings: &Settings, e: &io::Error, log: Log<'_>) {
+        let root = settings.root.display();
+        if self.failing {
+            log(
+                Level::Debug,
+                &format!("cache {root} still not writable: {e}"),
+            );
+        } else {
+            self.failing = true;
+            log(
+                Level::Warn,
+                &format!("cannot write the cache {root}: {e}; requests are answered without it until it can be written"),
+            );
+        }
+    }
+
+    /// The cache was written.
+    fn cache_ok(&mut self, log: Log<'_>) {
+        if self.failing {
+            self.failing = false;
+            log(Level::Notice, "the cache can be written again");
+        }
+    }
+}
+
+/// Indexes the fan-out directories under `root` into `found`, removing
+/// leftover temporaries (counted in `leftovers`) in them and in `root`.
+fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
+    for entry in fs::read_dir(root)? {
+        let entry = entry?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if is_leftover(name) {
+            *leftovers += usize::from(fs::remove_file(entry.path()).is_ok());
+            continue;
+        }
+        let Some(dir) = parse_fan_out(name) else {
+            continue;
+        };
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        for copy in fs::read_dir(entry.path())? {
+            let copy = copy?;
+            let name = copy.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_leftover(name) {
+                *leftovers += usize::from(fs::remove_file(copy.path()).is_ok());
+            } else if let Some(f) = indexed(name, dir, &copy) {
+                found.push(f);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A fan-out directory's number: two lower-case hex digits.
+fn parse_fan_out(name: &str) -> Option<u8> {
+    let canonical = name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    canonical.then(|| u8::from_str_radix(name, 16).ok())?
+}
+
+/// The entry for the copy `name` in fan-out directory `dir`, if it is one
+/// and in its right place; last used at its atime or mtime, the later.
+fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<Found> {
+    let (version, kind): (Version, Kind) = parse_copy_name(name)?;
+    let meta = entry.metadata().ok().filter(|m| m.is_file())?;
+    if fan_out(version.inode) != dir {
+        return None;
+    }
+    let at = |t: io::Result<SystemTime>| t.unwrap_or(SystemTime::UNIX_EPOCH);
+    Some(Found {
+        key: (version, kind),
+        size: meta.len(),
+        used: at(meta.accessed()).max(at(meta.modified())),
+    })
+}
+
+/// A temporary the lifecycle or the decoder left: `.<copy name>.tmp<hex>`.
+fn is_leftover(name: &str) -> bool {
+    let Some((copy, tail)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(TMP_MARK)) else {
+        return false;
+    };
+    !tail.is_empty()
+        && tail.bytes().all(|b| b.is_ascii_hexdigit())
+        && parse_copy_name(copy).is_some()
+}
