@@ -35,6 +35,11 @@ fn on_demand(mpm: Mpm) -> Options {
 fn fill(d: &Path, files: &[(&str, &[u8])]) {
     for (name, bytes) in files {
         fs::write(d.join(name), bytes).expect("write");
+        // Older than a second, so Apache's ETags are strong.
+        set_mtime(
+            &d.join(name),
+            std::time::SystemTime::now() - Duration::from_secs(100),
+        );
     }
     let c = d.join("../cache");
     fs::create_dir(&c).expect("cache root");
@@ -67,7 +72,11 @@ fn published(data: &[u8], suffix: &str) -> Vec<u8> {
     let d = tempfile::tempdir().expect("tempdir");
     let p = d.path().join("page.html");
     fs::write(&p, data).expect("write");
-    let out = publish_tool([std::ffi::OsStr::new("compress"), std::ffi::OsStr::new("-q"), p.as_os_str()]);
+    let out = publish_tool([
+        std::ffi::OsStr::new("compress"),
+        std::ffi::OsStr::new("-q"),
+        p.as_os_str(),
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     fs::read(d.path().join(format!("page.html{suffix}"))).expect("sibling")
 }
@@ -105,7 +114,11 @@ const CODINGS: [(&str, &str); 3] = [("zstd", ".zst"), ("br", ".br"), ("gzip", ".
 
 /// Miss, then hit with the publish tool's exact bytes, for each coding.
 fn miss_then_hit(a: &Apache, path: &str, data: &[u8], h2: bool) {
-    let extra: &[&str] = if h2 { &["--http2-prior-knowledge"] } else { &[] };
+    let extra: &[&str] = if h2 {
+        &["--http2-prior-knowledge"]
+    } else {
+        &[]
+    };
     for (coding, suffix) in CODINGS {
         let want = published(data, suffix);
         let ae = format!("Accept-Encoding: {coding}");
@@ -117,11 +130,23 @@ fn miss_then_hit(a: &Apache, path: &str, data: &[u8], h2: bool) {
             r.header("Content-Encoding") == Some(coding)
         });
         let r = a.request(path, &args);
-        assert!(r.body == want, "{coding}: cached bytes differ from the publish tool's");
+        assert!(
+            r.body == want,
+            "{coding}: cached bytes differ from the publish tool's"
+        );
         assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
-        assert!(r.tokens("Vary").iter().any(|t| t.eq_ignore_ascii_case("accept-encoding")), "{:?}", r.header("Vary"));
+        assert!(
+            r.tokens("Vary")
+                .iter()
+                .any(|t| t.eq_ignore_ascii_case("accept-encoding")),
+            "{:?}",
+            r.header("Vary")
+        );
         let etag = r.header("ETag").expect("etag").to_string();
-        assert!(etag.ends_with(&format!("-{coding}\"")) && !etag.starts_with("W/"), "{etag}");
+        assert!(
+            etag.ends_with(&format!("-{coding}\"")) && !etag.starts_with("W/"),
+            "{etag}"
+        );
         assert!(a.last_access_ends_with(&format!("{coding} cached")));
         let inm = format!("If-None-Match: {etag}");
         let mut args304 = args.clone();
@@ -142,8 +167,15 @@ fn miss_then_hit_with_the_publish_tools_bytes_under_every_mpm() {
         let r = a.get("/page.html", Some("zstd, br, gzip"));
         assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
         assert!(r.body == data);
-        assert!(r.tokens("Vary").iter().any(|t| t.eq_ignore_ascii_case("accept-encoding")));
-        assert!(a.last_access_ends_with("original queued"), "{}", a.access_log());
+        assert!(r
+            .tokens("Vary")
+            .iter()
+            .any(|t| t.eq_ignore_ascii_case("accept-encoding")));
+        assert!(
+            a.last_access_ends_with("original queued"),
+            "{}",
+            a.access_log()
+        );
         miss_then_hit(&a, "/page.html", &data, false);
         miss_then_hit(&a, "/page.html", &data, true);
         // A client accepting nothing still gets the original.
@@ -160,11 +192,15 @@ fn miss_then_hit_with_the_publish_tools_bytes_under_every_mpm() {
 fn a_republished_original_is_a_new_version() {
     let (v1, v2) = (page(50_000, 22), page(51_000, 23));
     let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("p.html", &v1)]));
-    wait_for("v1 copy", || a.get("/p.html", Some("gzip")).coding() == Some("gzip"));
+    wait_for("v1 copy", || {
+        a.get("/p.html", Some("gzip")).coding() == Some("gzip")
+    });
     fs::write(a.docroot.join("p.html"), &v2).expect("republish");
     let r = a.get("/p.html", Some("gzip"));
     assert!(r.decoded() == v2, "a copy of the old version was served");
-    wait_for("v2 copy", || a.get("/p.html", Some("gzip")).coding() == Some("gzip"));
+    wait_for("v2 copy", || {
+        a.get("/p.html", Some("gzip")).coding() == Some("gzip")
+    });
     let r = a.get("/p.html", Some("gzip"));
     assert!(r.decoded() == v2);
     a.assert_no_crash();
@@ -173,7 +209,9 @@ fn a_republished_original_is_a_new_version() {
 #[test]
 fn a_sibling_without_its_original_is_decoded_once_then_served_from_a_copy() {
     let data = page(200_000, 24);
-    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("only.html.gz", &gzip(&data))]));
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("only.html.gz", &gzip(&data))])
+    });
     let first = a.get("/only.html", None);
     assert!(first.body == data);
     assert!(a.last_access_ends_with("gzip decompressed"));
@@ -185,7 +223,10 @@ fn a_sibling_without_its_original_is_decoded_once_then_served_from_a_copy() {
     assert!(r.body == data);
     assert_eq!(r.header("ETag"), first.header("ETag"));
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-("));
-    assert_eq!(r.header("Content-Length"), Some(data.len().to_string().as_str()));
+    assert_eq!(
+        r.header("Content-Length"),
+        Some(data.len().to_string().as_str())
+    );
     let h = a.request("/only.html", &["-I"]);
     assert_eq!(h.status, 200);
     a.assert_no_crash();
@@ -196,7 +237,11 @@ fn incompressible_tiny_and_off_scope_files_are_never_cached() {
     let a = Apache::start(on_demand(Mpm::Event), |d| {
         fill(
             d,
-            &[("photo.png", &noise(50_000, 1)), ("tiny.html", b"<p>hi</p>"), ("noise.bin", &noise(60_000, 2))],
+            &[
+                ("photo.png", &noise(50_000, 1)),
+                ("tiny.html", b"<p>hi</p>"),
+                ("noise.bin", &noise(60_000, 2)),
+            ],
         )
     });
     for p in ["/photo.png", "/tiny.html", "/noise.bin"] {
@@ -205,27 +250,39 @@ fn incompressible_tiny_and_off_scope_files_are_never_cached() {
         }
     }
     // The incompressible one is tried once and remembered as not worth it.
-    wait_for("noise judged", || copies(&cache_of(&a)).iter().any(|(_, n)| *n == 0));
+    wait_for("noise judged", || {
+        copies(&cache_of(&a)).iter().any(|(_, n)| *n == 0)
+    });
     std::thread::sleep(Duration::from_millis(500));
     let all = copies(&cache_of(&a));
     assert!(all.iter().all(|(_, n)| *n == 0), "{all:?}");
     let r = a.get("/noise.bin", Some("zstd, br, gzip"));
     assert_eq!(r.header("Content-Encoding"), None);
-    assert!(!a.last_access_ends_with("queued"), "queued again: {}", a.access_log());
+    assert!(
+        !a.last_access_ends_with("queued"),
+        "queued again: {}",
+        a.access_log()
+    );
     a.assert_no_crash();
 }
 
 #[test]
 fn a_killed_compressor_is_restarted_and_requests_go_on() {
     let data = page(80_000, 25);
-    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("k.html", &data), ("l.html", &data[..40_000])]));
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("k.html", &data), ("l.html", &data[..40_000])])
+    });
     let pid = apache_pid(&a);
     wait_for("a compressor", || compressors(pid).len() == 1);
     let old = compressors(pid)[0];
     assert_eq!(unsafe_kill(old), 0);
     assert_eq!(a.get("/k.html", Some("gzip")).status, 200);
-    wait_for("a new compressor", || compressors(pid).iter().any(|&p| p != old));
-    wait_for("a copy after the restart", || a.get("/l.html", Some("br")).coding() == Some("br"));
+    wait_for("a new compressor", || {
+        compressors(pid).iter().any(|&p| p != old)
+    });
+    wait_for("a copy after the restart", || {
+        a.get("/l.html", Some("br")).coding() == Some("br")
+    });
     assert!(a.error_log().contains("died"), "{}", a.error_log());
     a.assert_no_crash();
 }
@@ -250,7 +307,10 @@ fn the_job_channel_has_no_name_anyone_could_open() {
         .flatten()
         .filter_map(|e| fs::read_link(e.path()).ok())
         .map(|l| l.to_string_lossy().into_owned())
-        .filter_map(|l| l.strip_prefix("socket:[").map(|s| s.trim_end_matches(']').to_string()))
+        .filter_map(|l| {
+            l.strip_prefix("socket:[")
+                .map(|s| s.trim_end_matches(']').to_string())
+        })
         .collect();
     assert!(!inodes.is_empty(), "the compressor holds its channel");
     let unix = fs::read_to_string("/proc/net/unix").expect("/proc/net/unix");
@@ -271,10 +331,20 @@ fn configtest_refuses_a_missing_plain_or_served_cache_root() {
     let docs = d.path().join("docs");
     fs::create_dir_all(docs.join("cache")).expect("mkdir");
     for (lines, says) in [
-        (format!("GzipDiskNgCacheRoot {}/missing", d.path().display()), "GzipDiskNgCacheRoot"),
-        (format!("GzipDiskNgCacheRoot {}", file.display()), "not a directory"),
         (
-            format!("DocumentRoot {}\nGzipDiskNgCacheRoot {}/cache", docs.display(), docs.display()),
+            format!("GzipDiskNgCacheRoot {}/missing", d.path().display()),
+            "GzipDiskNgCacheRoot",
+        ),
+        (
+            format!("GzipDiskNgCacheRoot {}", file.display()),
+            "not a directory",
+        ),
+        (
+            format!(
+                "DocumentRoot {}\nGzipDiskNgCacheRoot {}/cache",
+                docs.display(),
+                docs.display()
+            ),
             "inside DocumentRoot",
         ),
     ] {
