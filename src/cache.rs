@@ -138,11 +138,11 @@ impl Active {
         })
     }
 
-    /// Tells the compressor a copy was served, at most once a minute per
+    /// Tells the compressor a copy was served, at most once a second per
     /// copy and process, for its least-recently-used eviction.
     pub fn touch(&self, v: Version, kind: Kind, now_secs: i64) {
         static SENT: VersionCache<(Version, Kind), i64> = VersionCache::new(4096);
-        if SENT.get(&(v, kind)).is_some_and(|t| now_secs - t < 60) {
+        if SENT.get(&(v, kind)).is_some_and(|t| now_secs - t < 1) {
             return;
         }
         SENT.put((v, kind), now_secs);

@@ -367,3 +367,127 @@ fn configtest_refuses_a_missing_plain_or_served_cache_root() {
     let (ok, text) = configtest("GzipDiskNgCacheMaxSize 12Q");
     assert!(!ok && text.contains("GzipDiskNgCacheMaxSize"), "{text}");
 }
+
+#[test]
+fn many_clients_missing_one_file_compress_it_once_per_coding() {
+    let data = page(300_000, 26);
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("hot.html", &data)]));
+    std::thread::scope(|s| {
+        for i in 0..16 {
+            let a = &a;
+            s.spawn(move || {
+                let ae = ["zstd", "br", "gzip", "zstd, br, gzip"][i % 4];
+                for _ in 0..5 {
+                    assert_eq!(a.get("/hot.html", Some(ae)).status, 200);
+                }
+            });
+        }
+    });
+    for (coding, _) in CODINGS {
+        wait_for(coding, || {
+            a.get("/hot.html", Some(coding)).coding() == Some(coding)
+        });
+    }
+    let made: Vec<String> = a
+        .module_log()
+        .into_iter()
+        .filter(|l| l.contains("hot.html: ") && l.contains(" copy of "))
+        .collect();
+    let files = copies(&cache_of(&a));
+    assert_eq!(files.len(), 3, "one copy per coding: {files:?}");
+    assert_eq!(made.len(), 3, "each coding compressed once: {made:#?}");
+    a.assert_no_crash();
+}
+
+#[test]
+fn the_size_cap_holds_while_a_hot_file_survives() {
+    let pages: Vec<(String, Vec<u8>)> = (0..12)
+        .map(|i| (format!("p{i}.html"), page(60_000, 100 + i)))
+        .collect();
+    let files: Vec<(&str, &[u8])> = pages
+        .iter()
+        .map(|(n, d)| (n.as_str(), d.as_slice()))
+        .collect();
+    let mut opts = on_demand(Mpm::Event);
+    // Room for about four gzip copies of these pages.
+    opts.server += "\nGzipDiskNgCacheMaxSize 64K";
+    let a = Apache::start(opts, |d| fill(d, &files));
+    wait_for("hot copy", || {
+        a.get("/p0.html", Some("gzip")).coding() == Some("gzip")
+    });
+    for (n, _) in &pages[1..] {
+        let p = format!("/{n}");
+        wait_for(n, || a.get(&p, Some("gzip")).coding() == Some("gzip"));
+        // The hot file is asked for between every other.
+        assert_eq!(
+            a.get("/p0.html", Some("gzip")).coding(),
+            Some("gzip"),
+            "hot file evicted"
+        );
+        std::thread::sleep(Duration::from_millis(1100));
+    }
+    let total: u64 = copies(&cache_of(&a)).iter().map(|(_, n)| n).sum();
+    assert!(total <= 64 << 10, "cache holds {total} bytes");
+    a.assert_no_crash();
+}
+
+#[test]
+fn restarts_reuse_the_cache() {
+    let data = page(70_000, 27);
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("r.html", &data)]));
+    wait_for("copy", || {
+        a.get("/r.html", Some("br")).coding() == Some("br")
+    });
+    let pid = apache_pid(&a);
+    let before = compressors(pid);
+    for signal in ["-USR1", "-HUP"] {
+        let st = std::process::Command::new("kill")
+            .args([signal, &pid.to_string()])
+            .status();
+        assert!(st.is_ok_and(|s| s.success()));
+        wait_for("a new compressor", || {
+            let now = compressors(pid);
+            now.len() == 1 && !before.contains(&now[0])
+        });
+        wait_for("served again", || {
+            a.get("/r.html", Some("br")).status == 200
+        });
+        let r = a.get("/r.html", Some("br"));
+        assert_eq!(
+            r.coding(),
+            Some("br"),
+            "the copy was not reused after {signal}"
+        );
+        assert!(r.decoded() == data);
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn an_unwritable_cache_warns_once_and_requests_go_on() {
+    let data = page(40_000, 28);
+    let mut opts = on_demand(Mpm::Event);
+    // A cache root that is a directory no one can write below: its
+    // fan-out directories are files.
+    opts.server = "GzipDiskNgCacheRoot {docroot}/../cache".into();
+    let a = Apache::start(opts, |d| {
+        fill(d, &[("u.html", &data), ("v.html", &data[..30_000])]);
+        for i in 0..256 {
+            fs::write(d.join(format!("../cache/{i:02x}")), b"not a directory").expect("block");
+        }
+    });
+    for _ in 0..5 {
+        for p in ["/u.html", "/v.html"] {
+            let r = a.get(p, Some("gzip"));
+            assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let warn: Vec<String> = a
+        .module_log()
+        .into_iter()
+        .filter(|l| l.contains(":warn]") && l.contains("gdn-compressor"))
+        .collect();
+    assert_eq!(warn.len(), 1, "{warn:#?}");
+    a.assert_no_crash();
+}
