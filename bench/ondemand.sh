@@ -55,6 +55,8 @@ for c in zstd br gzip; do
     printf '  %-5s %.2f s\n' "$c" "$(echo "$(now) - $t0" | bc -l)"
 done
 
+cache_size() { find "$WORK/cache" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
+first_bytes=$(cache_size)
 PAGES=()
 while IFS= read -r p; do PAGES+=("${p#"$D"}"); done < <(find "$D/manual" -name '*.html' | sort)
 AE="gzip, deflate, br, zstd"
@@ -86,7 +88,7 @@ pid=$(compressor)
 ticks=$(getconf CLK_TCK)
 cpu=$(awk -v t="$ticks" '{ print ($14 + $15) / t }' "/proc/$pid/stat")
 hwm=$(awk '/VmHWM/ { print $2 }' "/proc/$pid/status")
-cache_bytes=$(find "$WORK/cache" -type f -printf '%s\n' | awk '{ s += $1 } END { print s }')
+cache_bytes=$(($(cache_size) - first_bytes))
 cp -r "$MANUAL" "$WORK/published"
 "$ROOT/target/release/gzip-disk-ng" compress -q "$WORK/published" >/dev/null
 pub_bytes=$(find "$WORK/published" -type f \( -name '*.html.gz' -o -name '*.html.br' -o -name '*.html.zst' \) -printf '%s\n' |
