@@ -150,8 +150,15 @@ impl Active {
     }
 
     fn send(&self, j: &Job<'_>) -> bool {
-        let mut buf = [0u8; job::MAX_JOB];
-        job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m))
+        // One buffer per thread, zeroed once: a miss should not clear 4 KiB.
+        thread_local! {
+            static BUF: std::cell::RefCell<[u8; job::MAX_JOB]> =
+                const { std::cell::RefCell::new([0; job::MAX_JOB]) };
+        }
+        BUF.with(|b| match b.try_borrow_mut() {
+            Ok(mut buf) => job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m)),
+            Err(_) => false,
+        })
     }
 }
 

@@ -214,9 +214,10 @@ pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> 
 /// True when the name's extension is an already-compressed format.
 pub fn is_compressed_name(name: &str) -> bool {
     match name.rsplit_once('.') {
+        // Lengths first: the module asks this on every on-demand request.
         Some((stem, ext)) if !stem.is_empty() => COMPRESSED_EXTENSIONS
             .iter()
-            .any(|c| c.eq_ignore_ascii_case(ext)),
+            .any(|c| c.len() == ext.len() && c.eq_ignore_ascii_case(ext)),
         _ => false,
     }
 }
