@@ -119,6 +119,19 @@ pub struct PostConfig<'p> {
 }
 
 impl PostConfig<'_> {
+    fn new(
+        pconf: *mut ffi::apr_pool_t,
+        ptemp: *mut ffi::apr_pool_t,
+        s: *mut ffi::server_rec,
+    ) -> Self {
+        PostConfig {
+            pconf,
+            ptemp,
+            s,
+            _life: PhantomData,
+        }
+    }
+
     /// The temporary pool, cleared once the configuration is done.
     pub fn temp(&self) -> Pool<'_> {
         Pool {
@@ -552,12 +565,7 @@ unsafe extern "C" fn post_config<M: Module>(
     ptemp: *mut ffi::apr_pool_t,
     s: *mut ffi::server_rec,
 ) -> c_int {
-    let ctx = PostConfig {
-        pconf,
-        ptemp,
-        s,
-        _life: PhantomData,
-    };
+    let ctx = PostConfig::new(pconf, ptemp, s);
     let _ = catch_unwind(AssertUnwindSafe(|| M::post_config(&ctx)));
     ffi::OK as c_int
 }
@@ -568,12 +576,7 @@ unsafe extern "C" fn check_config<M: Module>(
     ptemp: *mut ffi::apr_pool_t,
     s: *mut ffi::server_rec,
 ) -> c_int {
-    let ctx = PostConfig {
-        pconf,
-        ptemp,
-        s,
-        _life: PhantomData,
-    };
+    let ctx = PostConfig::new(pconf, ptemp, s);
     let r = catch_unwind(AssertUnwindSafe(|| M::check_config(&ctx)))
         .unwrap_or_else(|_| Err("internal error checking the configuration".into()));
     match r {
