@@ -491,3 +491,71 @@ fn an_unwritable_cache_warns_once_and_requests_go_on() {
     assert_eq!(warn.len(), 1, "{warn:#?}");
     a.assert_no_crash();
 }
+
+/// Version `i` of the soak page: distinct content, so a body names its
+/// version.
+fn soak_version(i: usize) -> Vec<u8> {
+    let mut v = format!("<!-- version {i} -->\n").into_bytes();
+    v.extend_from_slice(&page(90_000 + 1000 * (i % 7), 40 + i as u64));
+    v
+}
+
+#[test]
+fn republished_in_place_while_clients_run_every_body_is_a_version_and_its_etag_is_its_own() {
+    let versions: Vec<Vec<u8>> = (0..12).map(soak_version).collect();
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("soak.html", &versions[0])])
+    });
+    let seen = std::sync::Mutex::new(std::collections::HashMap::<String, usize>::new());
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (a, versions, seen, stop) = (&a, &versions, &seen, &stop);
+            s.spawn(move || {
+                let aes = ["zstd, br, gzip", "br", "gzip", "identity"];
+                let mut i = 0;
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let ae = aes[(t + i) % aes.len()];
+                    let h2 = (t + i) % 3 == 0;
+                    let hdr = format!("Accept-Encoding: {ae}");
+                    let mut args = vec!["-H", hdr.as_str()];
+                    if h2 {
+                        args.push("--http2-prior-knowledge");
+                    }
+                    let r = a.request("/soak.html", &args);
+                    assert_eq!((r.status, r.exit), (200, 0), "{ae}");
+                    let body = r.decoded();
+                    let v = versions.iter().position(|v| *v == body);
+                    let v = v.unwrap_or_else(|| panic!("{ae}: a body that was never published"));
+                    if let Some(tag) = r.header("ETag") {
+                        let key = format!("{tag} {}", r.coding().unwrap_or("identity"));
+                        let mut seen = seen.lock().unwrap();
+                        let was = *seen.entry(key.clone()).or_insert(v);
+                        assert_eq!(was, v, "{key} named two versions");
+                    }
+                    i += 1;
+                }
+            });
+        }
+        for (i, v) in versions.iter().enumerate().skip(1) {
+            std::thread::sleep(Duration::from_millis(400));
+            // In place: the new version renamed over the old name.
+            let tmp = a.docroot.join(format!(".soak.{i}"));
+            fs::write(&tmp, v).expect("write");
+            set_mtime(
+                &tmp,
+                std::time::SystemTime::now() - Duration::from_secs(100 - i as u64),
+            );
+            fs::rename(&tmp, a.docroot.join("soak.html")).expect("rename");
+        }
+        std::thread::sleep(Duration::from_millis(1500));
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let served = seen.lock().unwrap().len();
+    assert!(served > 12, "only {served} representations seen");
+    assert!(
+        a.access_log().contains(" cached"),
+        "no copy served during the soak"
+    );
+    a.assert_no_crash();
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# On-demand compression against what a site without a publish step runs
+# today: mod_cache_disk (`CacheEnable disk`) in front of
+# `AddOutputFilterByType BROTLI_COMPRESS;DEFLATE`, on the same server, the
+# same pages and the same client (wrk, 8 connections, ROUNDS interleaved
+# rounds of DURATION seconds; the median), with a browser's, a br client's
+# (no zstd) and a gzip-only Accept-Encoding. Both are warmed first (the module's copies
+# made, the cache filled). Also the bytes each sends per response.
+#
+#   bench/ondemand_vs_cache.sh
+source "$(dirname "$0")/../scripts/lib.sh"
+ensure_packages apache2-doc wrk
+build
+MANUAL=/usr/share/doc/apache2-doc/manual/en
+PAGES="${PAGES:-$MANUAL/mod/core.html $MANUAL/urlmapping.html}"
+DURATION="${DURATION:-2}"
+ROUNDS="${ROUNDS:-3}"
+WORK="$(mktemp -d /tmp/gzip-disk-ng-vscache.XXXXXX)"
+chmod 755 "$WORK"
+trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
+D="$WORK/docs"
+mkdir -p "$D/ondemand" "$D/stock"
+for p in $PAGES; do cp "$p" "$D/ondemand/"; cp "$p" "$D/stock/"; done
+touch -d '-1 hour' "$D"/*/*
+mkdir -m 777 "$WORK/cache" "$WORK/diskcache"
+chmod -R a+rX "$D"
+PORT="${PORT:-18493}"
+{
+    apache_conf_head "$WORK" "$PORT" event filter deflate brotli cache cache_disk
+    cat <<CONF
+StartServers 2
+ServerLimit 2
+ThreadsPerChild 32
+MaxRequestWorkers 64
+KeepAlive On
+MaxKeepAliveRequests 0
+EnableSendfile On
+GzipDiskNgCacheRoot $WORK/cache
+CacheRoot $WORK/diskcache
+CacheEnable disk /stock/
+CacheIgnoreNoLastMod On
+DocumentRoot $D
+<Directory $D>
+    Require all granted
+</Directory>
+<Directory $D/ondemand>
+    SetHandler gzip-disk-ng
+    GzipDiskNgOnDemand On
+</Directory>
+<Directory $D/stock>
+    AddOutputFilterByType BROTLI_COMPRESS;DEFLATE text/html
+</Directory>
+CONF
+} >"$WORK/httpd.conf"
+/usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
+apache_wait "$PORT"
+URL="http://127.0.0.1:$PORT"
+BROWSER="gzip, deflate, br, zstd"
+
+fetch() { # path accept-encoding -> "coding bytes"
+    curl -s -o /dev/null -H "Accept-Encoding: $2" -w '%header{content-encoding} %{size_download}' "$URL$1"
+}
+for p in $PAGES; do
+    n="$(basename "$p")"
+    for ae in "$BROWSER" "gzip, deflate, br" gzip; do
+        for _ in $(seq 400); do
+            [ "$(fetch "/ondemand/$n" "$ae" | cut -d' ' -f1)" != "" ] && break
+            sleep 0.05
+        done
+        for _ in 1 2 3; do fetch "/stock/$n" "$ae" >/dev/null; done
+    done
+done
+
+rate() { # path accept-encoding -> requests per second
+    wrk -t2 -c8 -d"${DURATION}s" -H "Accept-Encoding: $2" "$URL$1" |
+        awk '/^Requests\/sec/ { print $2 }'
+}
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+
+echo "date: $(date -u +%F); wrk -c8, median of $ROUNDS interleaved rounds of ${DURATION} s"
+printf '%-18s %-10s %12s %12s %7s %10s %10s %7s\n' page client "on-demand/s" "stock/s" ratio \
+    "on-demand B" "stock B" "fewer"
+for p in $PAGES; do
+    n="$(basename "$p")"
+    for client in browser br-only gzip; do
+        case "$client" in
+        browser) ae="$BROWSER" ;;
+        br-only) ae="gzip, deflate, br" ;;
+        gzip) ae=gzip ;;
+        esac
+        od=()
+        st=()
+        for _ in $(seq "$ROUNDS"); do
+            od+=("$(rate "/ondemand/$n" "$ae")")
+            st+=("$(rate "/stock/$n" "$ae")")
+        done
+        a=$(printf '%s\n' "${od[@]}" | median)
+        b=$(printf '%s\n' "${st[@]}" | median)
+        read -r ca ba <<<"$(fetch "/ondemand/$n" "$ae")"
+        read -r cb bb <<<"$(fetch "/stock/$n" "$ae")"
+        printf '%-18s %-10s %12.0f %12.0f %7.2f %7s %-3s %7s %-3s %6.1f%%\n' "$n" "$client" "$a" "$b" \
+            "$(echo "$a / $b" | bc -l)" "$ba" "$ca" "$bb" "$cb" "$(echo "100 * (1 - $ba / $bb)" | bc -l)"
+    done
+done
