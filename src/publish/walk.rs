@@ -2,9 +2,13 @@
 //! the rules that skip what would not compress.
 
 use super::atomic::is_temp_name;
+use crate::version_cache::FxHasher;
 use globset::{Glob, GlobSet, GlobSetBuilder};
+use std::collections::HashSet;
 use std::fmt;
+use std::hash::BuildHasherDefault;
 use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
 
 /// Extensions of formats that are already compressed: recompressing them
 /// costs time and saves nothing.
@@ -211,13 +215,22 @@ pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> 
     }
 }
 
+/// `COMPRESSED_EXTENSIONS` as a set: the module asks `is_compressed_name`
+/// on every on-demand request, where walking the list cost a thousand
+/// instructions.
+static COMPRESSED: LazyLock<HashSet<&'static [u8], BuildHasherDefault<FxHasher>>> =
+    LazyLock::new(|| COMPRESSED_EXTENSIONS.iter().map(|e| e.as_bytes()).collect());
+
 /// True when the name's extension is an already-compressed format.
 pub fn is_compressed_name(name: &str) -> bool {
     match name.rsplit_once('.') {
-        // Lengths first: the module asks this on every on-demand request.
-        Some((stem, ext)) if !stem.is_empty() => COMPRESSED_EXTENSIONS
-            .iter()
-            .any(|c| c.len() == ext.len() && c.eq_ignore_ascii_case(ext)),
+        Some((stem, ext)) if !stem.is_empty() && ext.len() <= 8 => {
+            let mut low = [0u8; 8];
+            let low = &mut low[..ext.len()];
+            low.copy_from_slice(ext.as_bytes());
+            low.make_ascii_lowercase();
+            COMPRESSED.contains(&*low)
+        }
         _ => false,
     }
 }
