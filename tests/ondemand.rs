@@ -287,6 +287,14 @@ fn a_killed_compressor_is_restarted_and_requests_go_on() {
     a.assert_no_crash();
 }
 
+/// The compressor's warning lines.
+fn compressor_warnings(a: &Apache) -> Vec<String> {
+    a.module_log()
+        .into_iter()
+        .filter(|l| l.contains(":warn]") && l.contains("gdn-compressor"))
+        .collect()
+}
+
 /// `kill -9 pid`, by the kill command.
 fn unsafe_kill(pid: i32) -> i32 {
     std::process::Command::new("kill")
@@ -483,11 +491,7 @@ fn an_unwritable_cache_warns_once_and_requests_go_on() {
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    let warn: Vec<String> = a
-        .module_log()
-        .into_iter()
-        .filter(|l| l.contains(":warn]") && l.contains("gdn-compressor"))
-        .collect();
+    let warn = compressor_warnings(&a);
     assert_eq!(warn.len(), 1, "{warn:#?}");
     a.assert_no_crash();
 }
@@ -604,11 +608,7 @@ fn a_full_cache_warns_once_and_requests_go_on() {
         }
         std::thread::sleep(Duration::from_millis(300));
     }
-    let warn: Vec<String> = a
-        .module_log()
-        .into_iter()
-        .filter(|l| l.contains(":warn]") && l.contains("gdn-compressor"))
-        .collect();
+    let warn = compressor_warnings(&a);
     assert_eq!(warn.len(), 1, "{warn:#?}");
     assert!(warn[0].contains("No space left"), "{}", warn[0]);
     a.assert_no_crash();
