@@ -44,9 +44,11 @@ static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
 /// Starts the compressor for the main server's `GzipDiskNgCacheRoot`, if
 /// any (post_config, in the parent).
 pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
+    // The last generation's channel was closed with its configuration:
+    // its descriptor may be another file's by now.
+    *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = None;
     let Some(sc) = server else { return };
     let Some(root) = sc.cache_root.clone() else {
-        *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = None;
         return;
     };
     let settings = Settings {

@@ -96,7 +96,7 @@ struct CompressArgs {
     #[arg(long, default_value_t = 23, value_parser = clap::value_parser!(u32).range(10..=23))]
     zstd_window_log: u32,
     /// Files smaller than this many bytes are left alone.
-    #[arg(long, default_value_t = 256)]
+    #[arg(long, default_value_t = publish::DEFAULT_MIN_SIZE)]
     min_size: u64,
     /// Keep a variant only if it saves at least this percentage.
     #[arg(long, default_value_t = 5.0)]
