@@ -118,15 +118,17 @@ impl NameBuf {
     /// `n` in lower-case hex without leading zeros; `digits` pads to that
     /// many.
     fn push_hex(&mut self, n: u64, digits: usize) {
-        let mut tmp = [0u8; 16];
-        let mut i = tmp.len();
-        let mut n = n;
-        while n != 0 || tmp.len() - i < digits.max(1) {
-            i -= 1;
-            tmp[i] = b"0123456789abcdef"[(n & 0xf) as usize];
-            n >>= 4;
+        // Written straight into the name, a digit per step from the last
+        // significant one: this runs on every on-demand request.
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let count = (16 - n.leading_zeros() as usize / 4).max(digits.clamp(1, 16));
+        let end = (self.len + count).min(NAME_MAX);
+        let mut v = n >> (4 * (count - (end - self.len)));
+        for b in self.bytes[self.len..end].iter_mut().rev() {
+            *b = HEX[(v & 0xf) as usize];
+            v >>= 4;
         }
-        self.push(&tmp[i..]);
+        self.len = end;
     }
 }
 
