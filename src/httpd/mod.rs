@@ -360,9 +360,10 @@ impl<'r> Request<'r> {
         self.raw().request_time / 1_000_000
     }
 
-    /// Sets a request note to a copy of `value` in the request pool.
-    pub fn set_note_copy(&self, name: &'static CStr, value: &[u8]) {
-        let v = self.pool_concat(&[value]);
+    /// Sets a request note to the concatenation of `parts`, copied into
+    /// the request pool.
+    pub fn set_note_copy(&self, name: &'static CStr, parts: &[&[u8]]) {
+        let v = self.pool_concat(parts);
         // SAFETY: a static name and a pool string.
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
     }

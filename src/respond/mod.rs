@@ -99,7 +99,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let v = cache::version(&self.req.finfo());
         if cache.queue_compress(self.filename, v, wanted) {
             let before = self.req.notes_get(NOTE).unwrap_or_default();
-            self.req.set_note_copy(NOTE, &[before, b" queued"].concat());
+            self.req.set_note_copy(NOTE, &[before, b" queued"]);
         }
     }
 
