@@ -58,6 +58,15 @@ pub enum Window {
     Any,
 }
 
+/// On demand, a sibling is decoded once into the cache and then served
+/// from there, whichever it was: gzip first, as the sibling most sites
+/// publish, so the common hit looks up one sibling, not three.
+const CACHED_DECODE_ORDER: [(Coding, Window); 3] = [
+    (Coding::Gzip, Window::Any),
+    (Coding::Zstd, Window::Any),
+    (Coding::Br, Window::Any),
+];
+
 /// Decoding order: fastest first (zstd 2.8 GB/s, gzip 1.35, brotli 1.28
 /// with costly set-up), but a zstd sibling with a large window after gzip,
 /// so memory stays small.
@@ -192,7 +201,12 @@ pub fn candidates(inp: &Inputs) -> Candidates {
         out.push(Candidate::Send(c));
     }
     if inp.decompress {
-        for (c, w) in DECODE_ORDER {
+        let order: &[(Coding, Window)] = if inp.cache {
+            &CACHED_DECODE_ORDER
+        } else {
+            &DECODE_ORDER
+        };
+        for &(c, w) in order {
             if inp.allowed.contains(&c) {
                 out.push(Candidate::Decode(c, w));
             }
@@ -297,6 +311,20 @@ mod tests {
         let mut want = DECODES.to_vec();
         want.push(NotFound);
         assert_eq!(order(None, None), want);
+    }
+
+    #[test]
+    fn on_demand_a_gzip_sibling_is_decoded_first() {
+        let mut i = inputs(None, None);
+        i.cache = true;
+        assert_eq!(
+            &candidates(&i).as_slice()[..3],
+            [
+                Decode(Gzip, Window::Any),
+                Decode(Zstd, Window::Any),
+                Decode(Br, Window::Any)
+            ]
+        );
     }
 
     #[test]
