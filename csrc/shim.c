@@ -11,6 +11,8 @@
 #include "ap_listen.h"
 #include "ap_mpm.h"
 #include "mpm_common.h"
+#include "mod_status.h"
+#include "apr_shm.h"
 #include "shim.h"
 #include <errno.h>
 #include <fcntl.h>
@@ -441,4 +443,45 @@ int gdn_helper_channel(const gdn_helper *h)
 int gdn_helper_pid(const gdn_helper *h)
 {
     return h->proc ? (int)h->proc->pid : -1;
+}
+
+/* mod_status's optional hook: a module's section in server-status. The
+ * hook is registered whether or not mod_status is loaded (or loaded
+ * later); it runs only when mod_status asks. */
+void gdn_hook_status(gdn_status_fn fn, int order)
+{
+    APR_OPTIONAL_HOOK(ap, status_hook, fn, NULL, NULL, order);
+}
+
+int gdn_status_is_short(int flags)
+{
+    return (flags & AP_STATUS_SHORT) != 0;
+}
+
+/* Anonymous shared memory of `size` bytes in the process pool (so it
+ * outlives restarts), found again under `key` by later generations of the
+ * configuration; NULL when it cannot be made. `fresh` says it is new. */
+void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fresh)
+{
+    apr_pool_t *p = s->process->pool;
+    apr_shm_t *shm = NULL;
+    void *found = NULL;
+    apr_status_t rv;
+    apr_pool_userdata_get(&found, key, p);
+    *fresh = 0;
+    if (found != NULL) {
+        shm = found;
+        if (apr_shm_size_get(shm) >= size) {
+            return apr_shm_baseaddr_get(shm);
+        }
+    }
+    rv = apr_shm_create(&shm, size, NULL, p);
+    if (rv != APR_SUCCESS) {
+        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "cannot create shared memory for %s", key);
+        return NULL;
+    }
+    apr_pool_userdata_set(shm, apr_pstrdup(p, key), NULL, p);
+    memset(apr_shm_baseaddr_get(shm), 0, size);
+    *fresh = 1;
+    return apr_shm_baseaddr_get(shm);
 }

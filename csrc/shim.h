@@ -34,4 +34,10 @@ gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, const char *name,
                              int nice, gdn_helper_main main, void *arg);
 int gdn_helper_channel(const gdn_helper *h);
 int gdn_helper_pid(const gdn_helper *h);
+
+/* mod_status's section hook (see mod_status.h). */
+typedef int (*gdn_status_fn)(request_rec *r, int flags);
+void gdn_hook_status(gdn_status_fn fn, int order);
+int gdn_status_is_short(int flags);
+void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fresh);
 #endif

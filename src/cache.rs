@@ -9,11 +9,13 @@
 
 use crate::coding::Coding;
 use crate::config::ServerConfig;
+use crate::counters;
 use crate::httpd::helper::{self, Channel, ServerLog};
 use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
-use crate::ondemand::compressor::{self, Settings};
+use crate::ondemand::compressor::{self, Event, Settings};
 use crate::ondemand::job::{self, CodingSet, Job};
 use crate::ondemand::key::{self, Kind, NameBuf, Version};
+use crate::tally;
 use crate::version_cache::VersionCache;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -87,7 +89,19 @@ fn compressor_main(jobs: File, log: ServerLog) {
         };
         log.log(l, &format!("gdn-compressor: {msg}"));
     };
-    compressor::run(&settings, jobs, &say);
+    counters::compressor_started();
+    let tally = |e: Event| {
+        match e {
+            Event::Copies(j, n) => counters::copies(j, n),
+            Event::Holding {
+                entries,
+                bytes,
+                evicted,
+            } => counters::cache_holds(entries, bytes, evicted),
+        }
+        counters::compressor_cpu();
+    };
+    compressor::run(&settings, jobs, &say, &tally);
 }
 
 /// A file version as the cache keys it.
@@ -124,20 +138,24 @@ impl Active {
 
     /// Asks for the copies of `codings` of the original at `path`.
     pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet) -> bool {
-        self.send(&Job::Compress {
+        let sent = self.send(&Job::Compress {
             path: path.to_bytes(),
             version: v,
             codings,
-        })
+        });
+        queued(sent, codings.len());
+        sent
     }
 
     /// Asks for the decoded copy of the sibling at `path`.
     pub fn queue_decode(&self, path: &CStr, coding: Coding, v: Version) -> bool {
-        self.send(&Job::Decode {
+        let sent = self.send(&Job::Decode {
             path: path.to_bytes(),
             coding,
             version: v,
-        })
+        });
+        queued(sent, 1);
+        sent
     }
 
     /// Tells the compressor a copy was served, at most once a second per
@@ -162,6 +180,17 @@ impl Active {
             Err(_) => false,
         })
     }
+}
+
+/// Counts `n` copies asked for: queued, or dropped when the channel was
+/// full.
+fn queued(sent: bool, n: usize) {
+    let state = if sent {
+        tally::Job::Queued
+    } else {
+        tally::Job::Dropped
+    };
+    counters::copies(state, n as u64);
 }
 
 /// Whether a file of this name and size is compressed on demand.

@@ -10,6 +10,7 @@ use crate::httpd::{self, FileKind, Level, Request, Status};
 use crate::lookup;
 use crate::negotiate::{self, Accepted};
 use crate::respond::Attempt;
+use crate::status;
 use crate::variant::{self, Inputs, Method};
 use std::ffi::CStr;
 
@@ -24,6 +25,9 @@ const NOTE_SIBLING_FINFO: &CStr = c"gzip-disk-ng-sibling-finfo";
 /// this handler takes.
 pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) -> Status {
     if !req.handler_is(HANDLER) {
+        if req.handler_is(status::METRICS_HANDLER) {
+            return status::metrics(req);
+        }
         return Status::DECLINED;
     }
     let Some(filename) = req.filename() else {

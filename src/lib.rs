@@ -12,6 +12,7 @@
 mod cache;
 pub mod coding;
 pub mod config;
+mod counters;
 pub mod decode;
 pub mod dictionary;
 pub mod facts_cache;
@@ -25,6 +26,8 @@ pub mod negotiate;
 pub mod ondemand;
 pub mod publish;
 mod respond;
+mod status;
+pub mod tally;
 #[cfg(test)]
 mod test_util;
 pub mod variant;

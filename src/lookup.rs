@@ -4,8 +4,10 @@
 
 /// What a sibling lookup found.
 use crate::coding::{Coding, DeltaCoding};
+use crate::counters;
 use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
+use crate::tally::Reason;
 use crate::variant::FileMeta;
 use crate::version_cache::VersionCache;
 use std::cell::OnceCell;
@@ -112,7 +114,11 @@ pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sib
         .zip(c.c_suffixes())
         .find_map(|(suffix, c_suffix)| {
             let s = stat_sibling(req, req.path_with_suffix(base, suffix))?;
-            permitted(req, &s, c_suffix).then_some(s)
+            if permitted(req, &s, c_suffix) {
+                return Some(s);
+            }
+            counters::passed_over(Reason::Refused, c);
+            None
         })
 }
 

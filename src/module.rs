@@ -3,11 +3,13 @@
 
 use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
+use crate::counters;
 use crate::handler;
 use crate::httpd::{
     self, Args, Command, Directive, Hook, Order, PostConfig, Request, Scope, Status, Takes,
 };
 use crate::jitter::Secret;
+use crate::status;
 use std::ffi::CStr;
 use std::sync::OnceLock;
 
@@ -105,6 +107,7 @@ impl httpd::Module for GzipDiskNg {
         Hook::InsertErrorFilter(Order::Middle),
         Hook::PostConfig(Order::Middle),
         Hook::CheckConfig(Order::Middle),
+        Hook::Status(Order::Middle),
     ];
 
     fn record() -> &'static httpd::module::ModuleRecord {
@@ -158,7 +161,13 @@ impl httpd::Module for GzipDiskNg {
     fn post_config(ctx: &PostConfig<'_>) {
         ctx.temp().scan_require_providers();
         make_startup_secret();
+        // Before the compressor forks: it counts too.
+        counters::attach(ctx);
         cache::start(ctx, ctx.server_config::<GzipDiskNg>());
+    }
+
+    fn status(req: &Request<'_>, short: bool) {
+        status::section(req, short)
     }
 
     /// The on-demand cache must not be served (also under `apache2 -t`).

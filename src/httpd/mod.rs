@@ -9,6 +9,7 @@
 pub mod ffi;
 pub mod helper;
 pub mod module;
+pub mod shm;
 
 use std::ffi::{c_char, c_int, c_void, CStr};
 use std::io;
@@ -43,6 +44,7 @@ impl Status {
     pub const INTERNAL_SERVER_ERROR: Status = Status(ffi::HTTP_INTERNAL_SERVER_ERROR as c_int);
     pub const NOT_IMPLEMENTED: Status = Status(ffi::HTTP_NOT_IMPLEMENTED as c_int);
     pub const BAD_GATEWAY: Status = Status(ffi::HTTP_BAD_GATEWAY as c_int);
+    pub const SERVICE_UNAVAILABLE: Status = Status(ffi::HTTP_SERVICE_UNAVAILABLE as c_int);
 
     /// The value httpd sees.
     pub const fn code(self) -> c_int {
@@ -368,6 +370,17 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
     }
 
+    /// Sets a request note to the decimal `n`, formatted into the
+    /// request pool by APR.
+    pub fn set_note_number(&self, name: &'static CStr, n: u64) {
+        let n = ffi::apr_off_t::try_from(n).unwrap_or(ffi::apr_off_t::MAX);
+        // SAFETY: a static name and a pool string.
+        unsafe {
+            let v = ffi::apr_off_t_toa(self.raw().pool, n);
+            ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v)
+        }
+    }
+
     /// A request note.
     pub fn notes_get(&self, name: &CStr) -> Option<&'r [u8]> {
         // SAFETY: table strings live in the request pool.
@@ -589,6 +602,27 @@ impl<'r> Request<'r> {
     pub fn set_status(&self, status: Status) {
         // SAFETY: field write.
         unsafe { (*self.r).status = status.0 }
+    }
+
+    /// Body bytes the filters passed on so far (what `%B` logs): after
+    /// the last brigade, the response's.
+    pub fn bytes_sent(&self) -> u64 {
+        u64::try_from(self.raw().bytes_sent).unwrap_or(0)
+    }
+
+    /// Sets `Content-Type`.
+    pub fn set_content_type(&self, value: &'static CStr) {
+        // SAFETY: a static string, which httpd keeps without copying.
+        unsafe { ffi::ap_set_content_type(self.r, value.as_ptr()) }
+    }
+
+    /// Writes body bytes through httpd's buffered output (`ap_rwrite`),
+    /// as mod_status's hooks do.
+    pub fn write(&self, data: &[u8]) {
+        if let Ok(len) = c_int::try_from(data.len()) {
+            // SAFETY: live request; ap_rwrite copies `data`.
+            unsafe { ffi::ap_rwrite(data.as_ptr().cast(), len, self.r) };
+        }
     }
 
     /// The client went away.

@@ -50,6 +50,8 @@ pub enum Hook {
     InsertErrorFilter(Order),
     PostConfig(Order),
     CheckConfig(Order),
+    /// A section in mod_status's `server-status` page.
+    Status(Order),
 }
 
 /// A directive's arguments, by the form its table entry declares.
@@ -108,6 +110,9 @@ pub trait Module: Sized + 'static {
     fn check_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
         Ok(())
     }
+    /// Writes the module's part of `server-status`: HTML, or `Key: value`
+    /// lines for `?auto` (`short`).
+    fn status(_req: &Request<'_>, _short: bool) {}
 }
 
 /// What the configuration hooks get: the pools and the main server.
@@ -553,6 +558,7 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
                         ptr::null(),
                         o.raw(),
                     ),
+                    Hook::Status(o) => ffi::gdn_hook_status(Some(status::<M>), o.raw()),
                 }
             }
         }
@@ -623,6 +629,16 @@ unsafe extern "C" fn insert_error_filter<M: Module>(r: *mut ffi::request_rec) {
         M::insert_error_filter(req);
         Status::OK
     });
+}
+
+unsafe extern "C" fn status<M: Module>(r: *mut ffi::request_rec, flags: c_int) -> c_int {
+    // SAFETY: a flags query.
+    let short = unsafe { ffi::gdn_status_is_short(flags) } != 0;
+    guarded(r, Status::OK, |req| {
+        M::status(req, short);
+        Status::OK
+    });
+    ffi::OK as c_int
 }
 
 unsafe extern "C" fn fixups<M: Module>(r: *mut ffi::request_rec) -> c_int {

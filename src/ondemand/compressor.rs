@@ -15,6 +15,7 @@ mod state;
 
 use super::job::{OwnedJob, Reader};
 use super::key::Kind;
+use crate::tally::Job;
 use make::Ctx;
 use state::State;
 use std::io::Read;
@@ -52,6 +53,23 @@ pub enum Level {
 /// Where log lines go.
 type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
 
+/// What the compressor tells of its work, for the module's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `n` copies asked for reached this state.
+    Copies(crate::tally::Job, u64),
+    /// After a job or at start: what the cache holds, and how many copies
+    /// were evicted since the last such event.
+    Holding {
+        entries: u64,
+        bytes: u64,
+        evicted: u64,
+    },
+}
+
+/// Where events go.
+pub type Tally<'a> = &'a (dyn Fn(Event) + Sync);
+
 /// Jobs waiting for a worker at most: enough for a burst of misses across
 /// a site, small enough that a job is never stale for long.
 pub const QUEUE: usize = 1024;
@@ -66,13 +84,15 @@ enum Work {
 /// Apache stops or restarts) and the jobs already queued are done; the
 /// module may end it sooner with a signal, and what a killed run leaves
 /// is removed at the next start.
-pub fn run<R: Read>(settings: &Settings, jobs: R, log: &(dyn Fn(Level, &str) + Sync)) {
+pub fn run<R: Read>(settings: &Settings, jobs: R, log: Log<'_>, tally: Tally<'_>) {
     let state = Mutex::new(State::start(settings, log));
     let ctx = Ctx {
         settings,
         state: &state,
         log,
+        tally,
     };
+    ctx.holding();
     let (queue, waiting) = mpsc::sync_channel::<Work>(QUEUE);
     let waiting = Mutex::new(waiting);
     thread::scope(|scope| {
@@ -124,10 +144,12 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
             codings,
         } => {
             let mut state = lock();
+            let asked = codings.len();
             let codings = codings
                 .iter()
                 .filter(|&c| !state.claim(ctx.settings, (version, Kind::Coded(c))))
                 .fold(codings, |set, c| set.without(c));
+            merged(ctx, asked - codings.len());
             if codings.is_empty() {
                 return;
             }
@@ -139,6 +161,7 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
         }
         OwnedJob::Decode { version, .. } => {
             if !lock().claim(ctx.settings, (version, Kind::Decoded)) {
+                merged(ctx, 1);
                 return;
             }
             Work::Decode(job)
@@ -147,9 +170,18 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
     if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
         (ctx.log)(Level::Debug, "queue full: job dropped");
         let mut state = lock();
-        for key in keys(&w) {
-            state.release(&key);
+        let keys = keys(&w);
+        for key in &keys {
+            state.release(key);
         }
+        (ctx.tally)(Event::Copies(Job::Dropped, keys.len() as u64));
+    }
+}
+
+/// `n` copies asked for are pending, made or failed already.
+fn merged(ctx: &Ctx<'_>, n: usize) {
+    if n > 0 {
+        (ctx.tally)(Event::Copies(Job::Merged, n as u64));
     }
 }
 

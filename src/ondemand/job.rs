@@ -68,6 +68,10 @@ impl CodingSet {
         self.0 == 0
     }
 
+    pub fn len(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
     /// The members, in `Coding::ALL` order.
     pub fn iter(self) -> impl Iterator<Item = Coding> {
         Coding::ALL.into_iter().filter(move |&c| self.contains(c))

@@ -1,14 +1,16 @@
 //! The decompress outcome: a sibling decoded on the fly for a client that
 //! accepts none, streamed through a fixed buffer.
 
-use super::{note, offer_as_dictionary, pass_status, set_marker, Attempt, NOTE};
+use super::{offer_as_dictionary, pass_status, set_marker, Attempt};
 use crate::cache::{self, Copy};
 use crate::coding::Coding;
+use crate::counters;
 use crate::decode::{self, Body, DecodeError, Facts};
 use crate::facts_cache;
 use crate::httpd::{Brigade, File, Level, Request, Status};
 use crate::lookup::{Sibling, Skip};
 use crate::ondemand::key::Kind;
+use crate::tally::{Outcome, Reason};
 use crate::variant::Window;
 use std::ffi::CStr;
 
@@ -79,6 +81,7 @@ pub(super) struct Undecodable {
 /// sent; one that needs more memory than the cap is remembered as such.
 fn undecodable(
     req: &Request<'_>,
+    c: Coding,
     path: &CStr,
     e: &DecodeError,
     key: Option<&facts_cache::Key>,
@@ -86,8 +89,9 @@ fn undecodable(
 ) -> Skip {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
         facts_cache::learn_needed(key, *w);
-        return too_large(req, path, *w, failed);
+        return too_large(req, c, path, *w, failed);
     }
+    counters::passed_over(Reason::Undecodable, c);
     failed.any = true;
     failed.logged = true;
     req.log(
@@ -99,7 +103,14 @@ fn undecodable(
 }
 
 /// Passes over a sibling whose window exceeds the decoding limit.
-fn too_large(req: &Request<'_>, path: &CStr, window: u64, failed: &mut Undecodable) -> Skip {
+fn too_large(
+    req: &Request<'_>,
+    c: Coding,
+    path: &CStr,
+    window: u64,
+    failed: &mut Undecodable,
+) -> Skip {
+    counters::passed_over(Reason::Window, c);
     failed.any = true;
     let path = path.to_string_lossy();
     req.log_with(Level::Debug, 0, || {
@@ -142,7 +153,7 @@ pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Undecodable) -> Statu
             ),
         );
     }
-    req.set_note(NOTE, c"error");
+    a.served(Outcome::Error, 0);
     Status::INTERNAL_SERVER_ERROR
 }
 
@@ -155,10 +166,10 @@ fn decodable_facts(
     path: &CStr,
     failed: &mut Undecodable,
 ) -> Result<(Facts, facts_cache::Key), Skip> {
-    let (facts, key) =
-        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, path, &e, None, failed))?;
+    let (facts, key) = sibling_facts(req, c, file, path)
+        .map_err(|e| undecodable(req, c, path, &e, None, failed))?;
     if facts.needed > decode::MAX_WINDOW {
-        return Err(too_large(req, path, facts.window, failed));
+        return Err(too_large(req, c, path, facts.window, failed));
     }
     Ok((facts, key))
 }
@@ -228,6 +239,7 @@ pub(super) fn decompress<'r>(
         }
     }
     a.decoding(c);
+    let cpu = counters::cpu_now();
     let (facts, key) = checked?;
     let size = file.info().size();
     let body = Body::new(c, &file, size, Some(&facts), OUT_CHUNK);
@@ -238,7 +250,8 @@ pub(super) fn decompress<'r>(
             None => Ok((dec, first)),
         }
     });
-    let (mut dec, first) = started.map_err(|e| undecodable(req, s.path, &e, Some(&key), failed))?;
+    let (mut dec, first) =
+        started.map_err(|e| undecodable(req, c, s.path, &e, Some(&key), failed))?;
     let declared = if first.eof {
         Some(first.filled as u64)
     } else {
@@ -254,6 +267,10 @@ pub(super) fn decompress<'r>(
     if let (Some(len), None) = (complete, declared) {
         facts_cache::learn_len(&key, len);
     }
+    if st == Status::DONE {
+        a.served(Outcome::Error, 0);
+    }
+    counters::decode_cpu(c, counters::cpu_now().saturating_sub(cpu));
     Ok(st)
 }
 
@@ -285,14 +302,7 @@ fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Opt
     req.set_content_length(size);
     set_marker(a, false);
     offer_as_dictionary(a);
-    req.set_note(
-        NOTE,
-        match c {
-            Coding::Zstd => c"zstd decompressed cached",
-            Coding::Br => c"br decompressed cached",
-            Coding::Gzip => c"gzip decompressed cached",
-        },
-    );
+    a.served(Outcome::DecodedCopy(c), size);
     Some(super::finish_file(req, &file, size, None))
 }
 
@@ -315,7 +325,7 @@ fn set_decoded_headers(
     }
     set_marker(a, false);
     offer_as_dictionary(a);
-    req.set_note(NOTE, note(c, false));
+    a.served(Outcome::Decoded(c), declared.unwrap_or(u64::MAX));
 }
 
 /// Ends a 304/412 or a HEAD response.
@@ -344,7 +354,6 @@ fn finish_without_body(
 /// Apache cut the connection (or reset the stream), so the client sees a
 /// failed transfer rather than a short body.
 fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeError) -> Status {
-    req.set_note(NOTE, c"error");
     req.log(
         Level::Err,
         0,

@@ -9,11 +9,13 @@ mod padding;
 use crate::cache::{self, Copy};
 use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
+use crate::counters;
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::Kind;
+use crate::tally::Outcome;
 use crate::variant::{Candidate, Candidates, FileMeta};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
@@ -23,6 +25,11 @@ use std::ffi::CStr;
 
 /// Request note for `LogFormat "%{gzip-disk-ng}n"`.
 const NOTE: &CStr = c"gzip-disk-ng";
+/// Request note: the body's size uncompressed (as mod_deflate's `Input`).
+const NOTE_ORIGINAL: &CStr = c"gzip-disk-ng-original";
+/// Request note: the body sent as a percentage of that (as mod_deflate's
+/// `Ratio`).
+const NOTE_RATIO: &CStr = c"gzip-disk-ng-ratio";
 
 /// One request's answer in the making: what every responder needs.
 pub struct Attempt<'a, 'r> {
@@ -43,6 +50,8 @@ pub struct Attempt<'a, 'r> {
     cache: Option<&'static cache::Active>,
     /// Codings whose cached copy was missing: asked for once answered.
     wanted: Cell<CodingSet>,
+    /// What the response is and its full body length, for the counters.
+    served: Cell<(Outcome, u64)>,
 }
 
 impl<'a, 'r> Attempt<'a, 'r> {
@@ -65,14 +74,18 @@ impl<'a, 'r> Attempt<'a, 'r> {
             decoded: Cell::new([false; 3]),
             cache,
             wanted: Cell::new(CodingSet::empty()),
+            served: Cell::new((Outcome::Other, 0)),
         }
     }
 
     /// Answers with one candidate that needs no files (a refused method,
     /// path info).
     pub fn answer(&self, c: Candidate) -> Status {
-        self.respond(c, &mut Undecodable::default())
-            .unwrap_or(Status::NOT_FOUND)
+        let st = self
+            .respond(c, &mut Undecodable::default())
+            .unwrap_or(Status::NOT_FOUND);
+        self.count(st);
+        st
     }
 
     /// Tries the candidates in order until one answers.
@@ -81,10 +94,48 @@ impl<'a, 'r> Attempt<'a, 'r> {
         for &c in candidates.as_slice() {
             if let Ok(st) = self.respond(c, &mut failed) {
                 self.ask_for_copies();
+                self.count(st);
                 return st;
             }
         }
         Status::NOT_FOUND
+    }
+
+    /// Says what the response is (`o`, with a body of `len` bytes when
+    /// whole), in the log note and for the counters.
+    fn served(&self, o: Outcome, len: u64) {
+        self.served.set((o, len));
+        if let Some(n) = note(o) {
+            self.req.set_note(NOTE, n);
+        }
+    }
+
+    /// Counts the response once the handler passed it: the body bytes
+    /// the filters sent and, for a whole body in a content coding, the
+    /// original's size in their place; also as request notes for the
+    /// access log. An error the handler returns has its body made later,
+    /// by Apache: counted without bytes.
+    fn count(&self, st: Status) {
+        if !counters::COUNTING {
+            return;
+        }
+        let (o, len) = self.served.get();
+        let req = self.req;
+        let whole = st == Status::OK || st == Status::DONE;
+        let sent = if !whole || req.header_only() {
+            0
+        } else {
+            req.bytes_sent()
+        };
+        let original = match self.original {
+            Some(f) if o.is_coded() && sent == len && req.status() == Status::HTTP_OK => f.size,
+            _ => sent,
+        };
+        counters::response(o, sent, original);
+        if sent > 0 {
+            req.set_note_number(NOTE_ORIGINAL, original);
+            req.set_note_number(NOTE_RATIO, sent * 100 / original.max(1));
+        }
     }
 
     /// Asks the compressor for the copies this request found missing, and
@@ -197,6 +248,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             let fresh = crate::variant::usable(lookup::meta(&s.info), self.original);
             if !fresh {
                 lookup::warn_stale(self.req, self.filename, &s);
+                counters::passed_over(crate::tally::Reason::Stale, c);
             }
             Some((s, fresh))
         })
@@ -249,6 +301,9 @@ impl<'a, 'r> Attempt<'a, 'r> {
 
 /// 404 for a file that does not exist (or path info after one).
 fn not_found(a: &Attempt<'_, '_>, with_path_info: bool) -> Status {
+    if !with_path_info {
+        a.served(Outcome::NotFound, 0);
+    }
     a.req.log_with(Level::Info, 0, || {
         format!(
             "file does not exist: {}{}",
@@ -263,16 +318,29 @@ fn not_found(a: &Attempt<'_, '_>, with_path_info: bool) -> Status {
     Status::NOT_FOUND
 }
 
-/// The log note for a coding served precompressed or decompressed.
-fn note(c: Coding, precompressed: bool) -> &'static CStr {
-    match (c, precompressed) {
-        (Coding::Zstd, true) => c"zstd precompressed",
-        (Coding::Br, true) => c"br precompressed",
-        (Coding::Gzip, true) => c"gzip precompressed",
-        (Coding::Zstd, false) => c"zstd decompressed",
-        (Coding::Br, false) => c"br decompressed",
-        (Coding::Gzip, false) => c"gzip decompressed",
-    }
+/// The log note (`%{gzip-disk-ng}n`) of each outcome that has one.
+fn note(o: Outcome) -> Option<&'static CStr> {
+    use {Coding::*, DeltaCoding::*, Outcome::*};
+    Some(match o {
+        Precompressed(Zstd) => c"zstd precompressed",
+        Precompressed(Br) => c"br precompressed",
+        Precompressed(Gzip) => c"gzip precompressed",
+        Delta(Dcz) => c"dcz precompressed",
+        Delta(Dcb) => c"dcb precompressed",
+        Cached(Zstd) => c"zstd cached",
+        Cached(Br) => c"br cached",
+        Cached(Gzip) => c"gzip cached",
+        Decoded(Zstd) => c"zstd decompressed",
+        Decoded(Br) => c"br decompressed",
+        Decoded(Gzip) => c"gzip decompressed",
+        DecodedCopy(Zstd) => c"zstd decompressed cached",
+        DecodedCopy(Br) => c"br decompressed cached",
+        DecodedCopy(Gzip) => c"gzip decompressed cached",
+        Original => c"original",
+        NotAcceptable => c"not-acceptable",
+        Error => c"error",
+        NotFound | Other => return None,
+    })
 }
 
 /// The marker header: `:-)` when a sibling is sent as it is, `:-(` when
@@ -299,7 +367,7 @@ fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Result<S
     if c != Coding::Gzip && !browsers_decode(a.req, c, &file, s.path) {
         return Err(Skip);
     }
-    Ok(send_coded(a, c, &file, s.path, note(c, true)))
+    Ok(send_coded(a, c, &file, s.path, Outcome::Precompressed(c)))
 }
 
 /// Sends the on-demand copy of the original in coding `c`, found at
@@ -309,23 +377,12 @@ fn send_cached(a: &Attempt<'_, '_>, c: Coding, path: &CStr) -> Result<Status, Sk
     if file.info().kind() != FileKind::Regular || file.info().size() == 0 {
         return Err(Skip);
     }
-    let note = match c {
-        Coding::Zstd => c"zstd cached",
-        Coding::Br => c"br cached",
-        Coding::Gzip => c"gzip cached",
-    };
-    Ok(send_coded(a, c, &file, path, note))
+    Ok(send_coded(a, c, &file, path, Outcome::Cached(c)))
 }
 
 /// Sends `file`, holding the original in coding `c`, as core sends a
 /// static file, with any jitter spliced in.
-fn send_coded(
-    a: &Attempt<'_, '_>,
-    c: Coding,
-    file: &File<'_>,
-    path: &CStr,
-    n: &'static CStr,
-) -> Status {
+fn send_coded(a: &Attempt<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, o: Outcome) -> Status {
     let req = a.req;
     let size = file.info().size();
     let pad = a
@@ -347,7 +404,7 @@ fn send_coded(
     }
     set_marker(a, true);
     offer_as_dictionary(a);
-    req.set_note(NOTE, n);
+    a.served(o, pad.as_ref().map_or(size, |p| p.splice.len()));
     finish_file(req, file, size, pad.as_ref().map(|p| &p.splice))
 }
 
@@ -374,13 +431,7 @@ fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: &Sibling<'r>) -> Resul
     static_headers(req, &file, s.path, Tag::Plain(d.token()), size);
     set_marker(a, true);
     offer_as_dictionary(a);
-    req.set_note(
-        NOTE,
-        match d {
-            DeltaCoding::Dcz => c"dcz precompressed",
-            DeltaCoding::Dcb => c"dcb precompressed",
-        },
-    );
+    a.served(Outcome::Delta(d), size);
     Ok(finish_file(req, &file, size, None))
 }
 
@@ -409,7 +460,7 @@ fn offer_as_dictionary(a: &Attempt<'_, '_>) {
 /// 406 with the codings the resource has, when decompression is off.
 fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
     let (req, filename) = (a.req, a.filename);
-    req.set_note(NOTE, c"not-acceptable");
+    a.served(Outcome::NotAcceptable, 0);
     let avail: Vec<&str> = Coding::ALL
         .iter()
         .filter(|&&c| matches!(a.siblings.known(c), Found::Fresh(_)))
@@ -573,6 +624,9 @@ fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
     let size = info.size();
     static_headers(req, &file, path, Tag::Plain(""), size);
     offer_as_dictionary(a);
-    req.set_note(NOTE, if stale { c"stale" } else { c"original" });
+    a.served(Outcome::Original, size);
+    if stale {
+        req.set_note(NOTE, c"stale");
+    }
     Ok(finish_file(req, &file, size, None))
 }

@@ -4,13 +4,14 @@
 //! request saw, before and after the work.
 
 use super::state::{copy_path, State};
-use super::{Level, Log, Settings};
+use super::{Event, Level, Log, Settings, Tally};
 use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder};
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::{compressible, Kind, Version, MAX_SIZE};
 use crate::publish::atomic::TempFile;
 use crate::publish::{self, Outcome, PublishError};
+use crate::tally::Job;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -22,6 +23,7 @@ pub(super) struct Ctx<'a> {
     pub(super) settings: &'a Settings,
     pub(super) state: &'a Mutex<State>,
     pub(super) log: Log<'a>,
+    pub(super) tally: Tally<'a>,
 }
 
 /// Why a job made nothing.
@@ -39,6 +41,23 @@ enum Problem {
 impl Ctx<'_> {
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells the counters `n` copies reached state `j`.
+    fn copies(&self, j: Job, n: usize) {
+        if n > 0 {
+            (self.tally)(Event::Copies(j, n as u64));
+        }
+    }
+
+    /// Tells the counters what the cache holds after a job.
+    pub(super) fn holding(&self) {
+        let (entries, bytes, evicted) = self.state().holding();
+        (self.tally)(Event::Holding {
+            entries,
+            bytes,
+            evicted,
+        });
     }
 
     /// Tells `problem` and keeps the jobs of `keys` from being retried
@@ -60,11 +79,16 @@ impl Ctx<'_> {
     /// Makes the copies of `codings` of the original at `path`.
     pub(super) fn compress(&self, path: &Path, version: Version, codings: CodingSet) {
         let keys = move || codings.iter().map(move |c| (version, Kind::Coded(c)));
-        if let Err(problem) = self.compress_codings(path, version, codings) {
+        let mut finished = 0;
+        if let Err(problem) = self.compress_codings(path, version, codings, &mut finished) {
+            self.copies(Job::Failed, codings.len() - finished);
             self.report(keys(), problem);
         }
-        let mut state = self.state();
-        keys().for_each(|k| state.release(&k));
+        {
+            let mut state = self.state();
+            keys().for_each(|k| state.release(&k));
+        }
+        self.holding();
     }
 
     fn compress_codings(
@@ -72,6 +96,7 @@ impl Ctx<'_> {
         path: &Path,
         version: Version,
         codings: CodingSet,
+        finished: &mut usize,
     ) -> Result<(), Problem> {
         let meta = current(path, &version)?;
         if !compressible(path.as_os_str().as_bytes(), meta.len()) {
@@ -82,13 +107,18 @@ impl Ctx<'_> {
         }
         for c in codings.iter() {
             let key = (version, Kind::Coded(c));
-            if let Some(size) = self.compress_one(path, &meta, &version, c)? {
-                self.state().made(self.settings, key, size, self.log);
-                (self.log)(
-                    Level::Debug,
-                    &format!("{}: {} copy of {size} bytes", path.display(), c.token()),
-                );
-            }
+            let made = self.compress_one(path, &meta, &version, c)?;
+            *finished += 1;
+            let Some(size) = made else {
+                self.copies(Job::Merged, 1);
+                continue;
+            };
+            self.state().made(self.settings, key, size, self.log);
+            self.copies(if size == 0 { Job::NotWorth } else { Job::Done }, 1);
+            (self.log)(
+                Level::Debug,
+                &format!("{}: {} copy of {size} bytes", path.display(), c.token()),
+            );
         }
         Ok(())
     }
@@ -134,11 +164,18 @@ impl Ctx<'_> {
     pub(super) fn decode(&self, path: &Path, coding: Coding, version: Version) {
         let key = (version, Kind::Decoded);
         match self.decode_sibling(path, coding, &version) {
-            Ok(Some(size)) => self.state().made(self.settings, key, size, self.log),
-            Ok(None) => {}
-            Err(problem) => self.report(std::iter::once(key), problem),
+            Ok(Some(size)) => {
+                self.state().made(self.settings, key, size, self.log);
+                self.copies(Job::Done, 1);
+            }
+            Ok(None) => self.copies(Job::Merged, 1),
+            Err(problem) => {
+                self.copies(Job::Failed, 1);
+                self.report(std::iter::once(key), problem);
+            }
         }
         self.state().release(&key);
+        self.holding();
     }
 
     fn decode_sibling(

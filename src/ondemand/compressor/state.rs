@@ -25,6 +25,8 @@ pub(super) struct State {
     failed: HashSet<Key>,
     /// The cache could not be written last time it was tried.
     failing: bool,
+    /// Copies evicted since `holding` last said.
+    evicted: u64,
 }
 
 /// The copy of `key`'s path under `root`.
@@ -50,6 +52,7 @@ impl State {
             pending: HashSet::new(),
             failed: HashSet::new(),
             failing: false,
+            evicted: 0,
         };
         let mut found = Vec::new();
         let mut leftovers = 0;
@@ -124,9 +127,17 @@ impl State {
         }
     }
 
+    /// What the cache holds (entries, bytes) and the copies evicted
+    /// since the last call.
+    pub(super) fn holding(&mut self) -> (u64, u64, u64) {
+        let evicted = std::mem::take(&mut self.evicted);
+        (self.index.len() as u64, self.index.total(), evicted)
+    }
+
     /// Evicts beyond the limits, never `keep`; how many went.
     fn evict(&mut self, settings: &Settings, keep: Option<&Key>, log: Log<'_>) -> usize {
         let gone = self.index.evict(settings.max_size, keep);
+        self.evicted += gone.len() as u64;
         for key in &gone {
             let path = copy_path(&settings.root, key);
             match fs::remove_file(&path) {

@@ -67,7 +67,7 @@ fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
 }
 
 fn run_over(s: &Settings, stream: Vec<u8>, lines: &Lines) {
-    run(s, Cursor::new(stream), &lines.log());
+    run(s, Cursor::new(stream), &lines.log(), &|_| {});
 }
 
 fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
@@ -104,7 +104,7 @@ fn copies_are_what_compress_writes() {
             tx.write_all(part).unwrap();
         }
     });
-    run(&s, rx, &lines.log());
+    run(&s, rx, &lines.log(), &|_| {});
     writer.join().unwrap();
     let opts = CompressOptions {
         levels: fast(),

@@ -1,0 +1,363 @@
+//! What the module counts, and where each count lives among the shared
+//! counters: responses by outcome and coding with the bytes they carried
+//! and would have carried uncompressed, siblings passed over and why, the
+//! CPU decoding took, and the on-demand compressor's work. Pure: the
+//! counters are read into a [`Snapshot`], which `render` shows as
+//! mod_status's section, its `?auto` lines and Prometheus metrics.
+
+mod render;
+
+pub use render::{auto, html, prometheus};
+
+use crate::coding::{Coding, DeltaCoding};
+
+/// What one response of the handler was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A sibling sent as it is.
+    Precompressed(Coding),
+    /// A delta against the client's dictionary.
+    Delta(DeltaCoding),
+    /// An on-demand copy.
+    Cached(Coding),
+    /// A sibling decoded on the fly.
+    Decoded(Coding),
+    /// A sibling's decoded copy from the on-demand cache.
+    DecodedCopy(Coding),
+    /// The original file.
+    Original,
+    /// 406: no acceptable coding, decompression off.
+    NotAcceptable,
+    NotFound,
+    /// A 500, or a body cut short by a decoding error.
+    Error,
+    /// OPTIONS, refused methods, path info.
+    Other,
+}
+
+/// The response outcomes, as the counters index them.
+pub const OUTCOMES: usize = 19;
+
+impl Outcome {
+    /// Every outcome, in counter order.
+    pub const ALL: [Outcome; OUTCOMES] = [
+        Outcome::Precompressed(Coding::Zstd),
+        Outcome::Precompressed(Coding::Br),
+        Outcome::Precompressed(Coding::Gzip),
+        Outcome::Delta(DeltaCoding::Dcz),
+        Outcome::Delta(DeltaCoding::Dcb),
+        Outcome::Cached(Coding::Zstd),
+        Outcome::Cached(Coding::Br),
+        Outcome::Cached(Coding::Gzip),
+        Outcome::Decoded(Coding::Zstd),
+        Outcome::Decoded(Coding::Br),
+        Outcome::Decoded(Coding::Gzip),
+        Outcome::DecodedCopy(Coding::Zstd),
+        Outcome::DecodedCopy(Coding::Br),
+        Outcome::DecodedCopy(Coding::Gzip),
+        Outcome::Original,
+        Outcome::NotAcceptable,
+        Outcome::NotFound,
+        Outcome::Error,
+        Outcome::Other,
+    ];
+
+    /// Position in `ALL`.
+    pub fn index(self) -> usize {
+        match self {
+            Outcome::Precompressed(c) => c.index(),
+            Outcome::Delta(d) => 3 + d.index(),
+            Outcome::Cached(c) => 5 + c.index(),
+            Outcome::Decoded(c) => 8 + c.index(),
+            Outcome::DecodedCopy(c) => 11 + c.index(),
+            Outcome::Original => 14,
+            Outcome::NotAcceptable => 15,
+            Outcome::NotFound => 16,
+            Outcome::Error => 17,
+            Outcome::Other => 18,
+        }
+    }
+
+    /// The `outcome` label.
+    pub fn name(self) -> &'static str {
+        match self {
+            Outcome::Precompressed(_) => "precompressed",
+            Outcome::Delta(_) => "delta",
+            Outcome::Cached(_) => "cached",
+            Outcome::Decoded(_) => "decoded",
+            Outcome::DecodedCopy(_) => "decoded_copy",
+            Outcome::Original => "original",
+            Outcome::NotAcceptable => "not_acceptable",
+            Outcome::NotFound => "not_found",
+            Outcome::Error => "error",
+            Outcome::Other => "other",
+        }
+    }
+
+    /// The `coding` label: the coding sent, or decoded from; `identity`
+    /// for the original; none for answers without a representation.
+    pub fn coding(self) -> Option<&'static str> {
+        match self {
+            Outcome::Precompressed(c)
+            | Outcome::Cached(c)
+            | Outcome::Decoded(c)
+            | Outcome::DecodedCopy(c) => Some(c.token()),
+            Outcome::Delta(d) => Some(d.token()),
+            Outcome::Original => Some("identity"),
+            _ => None,
+        }
+    }
+
+    /// Whether the body is the original in a content coding, so that
+    /// what it saved is the original's size less what was sent.
+    pub fn is_coded(self) -> bool {
+        matches!(
+            self,
+            Outcome::Precompressed(_) | Outcome::Delta(_) | Outcome::Cached(_)
+        )
+    }
+}
+
+/// Why a sibling was passed over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// Older than its original.
+    Stale,
+    /// The admin's access rules refuse its name.
+    Refused,
+    /// Its window exceeds the decoding limit.
+    Window,
+    /// It could not be decoded.
+    Undecodable,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 4] = [
+        Reason::Stale,
+        Reason::Refused,
+        Reason::Window,
+        Reason::Undecodable,
+    ];
+
+    fn index(self) -> usize {
+        match self {
+            Reason::Stale => 0,
+            Reason::Refused => 1,
+            Reason::Window => 2,
+            Reason::Undecodable => 3,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::Stale => "stale",
+            Reason::Refused => "refused",
+            Reason::Window => "window",
+            Reason::Undecodable => "undecodable",
+        }
+    }
+}
+
+/// What became of an on-demand copy asked for, counted per copy (one
+/// job for two codings is two).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Job {
+    /// Sent to the compressor.
+    Queued,
+    /// Not sent (the channel was full) or dropped by the compressor (its
+    /// queue was full): a later request asks again.
+    Dropped,
+    /// Already pending, made, or failed before: nothing more to do.
+    Merged,
+    /// The copy was written.
+    Done,
+    /// Compressing it was not worth it; a marker says so.
+    NotWorth,
+    /// The file changed or vanished, or it could not be done.
+    Failed,
+}
+
+impl Job {
+    pub const ALL: [Job; 6] = [
+        Job::Queued,
+        Job::Dropped,
+        Job::Merged,
+        Job::Done,
+        Job::NotWorth,
+        Job::Failed,
+    ];
+
+    fn index(self) -> usize {
+        match self {
+            Job::Queued => 0,
+            Job::Dropped => 1,
+            Job::Merged => 2,
+            Job::Done => 3,
+            Job::NotWorth => 4,
+            Job::Failed => 5,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Job::Queued => "queued",
+            Job::Dropped => "dropped",
+            Job::Merged => "merged",
+            Job::Done => "done",
+            Job::NotWorth => "not_worth",
+            Job::Failed => "failed",
+        }
+    }
+}
+
+/// Where each count lives: one `u64` slot each.
+pub mod slot {
+    use super::{Job, Outcome, Reason, OUTCOMES};
+    use crate::coding::Coding;
+
+    pub fn responses(o: Outcome) -> usize {
+        o.index()
+    }
+    pub fn sent_bytes(o: Outcome) -> usize {
+        OUTCOMES + o.index()
+    }
+    pub fn original_bytes(o: Outcome) -> usize {
+        2 * OUTCOMES + o.index()
+    }
+    /// Microseconds of CPU spent decoding siblings of this coding.
+    pub fn decode_cpu_us(c: Coding) -> usize {
+        3 * OUTCOMES + c.index()
+    }
+    pub fn passed_over(r: Reason, c: Coding) -> usize {
+        3 * OUTCOMES + 3 + r.index() * 3 + c.index()
+    }
+    pub fn job(j: Job) -> usize {
+        3 * OUTCOMES + 15 + j.index()
+    }
+    const BASE: usize = 3 * OUTCOMES + 21;
+    /// Microseconds of CPU the compressor processes used.
+    pub const COMPRESSOR_CPU_US: usize = BASE;
+    pub const COMPRESSOR_STARTS: usize = BASE + 1;
+    /// Starts after the last compressor of the same generation died.
+    pub const COMPRESSOR_RESTARTS: usize = BASE + 2;
+    pub const COMPRESSOR_PID: usize = BASE + 3;
+    /// Configuration generation (post_config runs), for telling a
+    /// restart after a death from a start after a server restart.
+    pub const GENERATION: usize = BASE + 4;
+    /// The generation of the last compressor started.
+    pub const COMPRESSOR_GENERATION: usize = BASE + 5;
+    pub const CACHE_ENTRIES: usize = BASE + 6;
+    pub const CACHE_BYTES: usize = BASE + 7;
+    pub const CACHE_EVICTIONS: usize = BASE + 8;
+    /// When the counters started at zero, seconds since the epoch.
+    pub const SINCE: usize = BASE + 9;
+    /// Every slot.
+    pub const COUNT: usize = BASE + 10;
+}
+
+/// The counters, read at one moment.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    pub values: [u64; slot::COUNT],
+    /// Whether on-demand compression is configured.
+    pub on_demand: bool,
+}
+
+impl Snapshot {
+    pub fn get(&self, i: usize) -> u64 {
+        self.values.get(i).copied().unwrap_or(0)
+    }
+
+    pub fn responses(&self, o: Outcome) -> u64 {
+        self.get(slot::responses(o))
+    }
+
+    pub fn sent(&self, o: Outcome) -> u64 {
+        self.get(slot::sent_bytes(o))
+    }
+
+    pub fn original(&self, o: Outcome) -> u64 {
+        self.get(slot::original_bytes(o))
+    }
+
+    /// Totals over every outcome: (responses, sent, original).
+    pub fn totals(&self) -> (u64, u64, u64) {
+        Outcome::ALL.iter().fold((0, 0, 0), |(n, s, o), &x| {
+            (
+                n + self.responses(x),
+                s + self.sent(x),
+                o + self.original(x),
+            )
+        })
+    }
+}
+
+/// A layout word for the shared segment: changes when the slots do, so an
+/// upgraded module does not read an older one's counters.
+pub fn layout() -> u64 {
+    // FNV-1a over the slot count and every label.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut eat = |b: &[u8]| {
+        for &x in b {
+            h = (h ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3);
+        }
+    };
+    eat(&slot::COUNT.to_le_bytes());
+    for o in Outcome::ALL {
+        eat(o.name().as_bytes());
+        eat(o.coding().unwrap_or("").as_bytes());
+    }
+    Reason::ALL.iter().for_each(|r| eat(r.name().as_bytes()));
+    Job::ALL.iter().for_each(|j| eat(j.name().as_bytes()));
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn every_slot_is_distinct_and_in_range() {
+        let mut seen = HashSet::new();
+        let mut all = Vec::new();
+        for o in Outcome::ALL {
+            all.extend([
+                slot::responses(o),
+                slot::sent_bytes(o),
+                slot::original_bytes(o),
+            ]);
+        }
+        for c in Coding::ALL {
+            all.push(slot::decode_cpu_us(c));
+            for r in Reason::ALL {
+                all.push(slot::passed_over(r, c));
+            }
+        }
+        all.extend(Job::ALL.map(slot::job));
+        all.extend([
+            slot::COMPRESSOR_CPU_US,
+            slot::COMPRESSOR_STARTS,
+            slot::COMPRESSOR_RESTARTS,
+            slot::COMPRESSOR_PID,
+            slot::GENERATION,
+            slot::COMPRESSOR_GENERATION,
+            slot::CACHE_ENTRIES,
+            slot::CACHE_BYTES,
+            slot::CACHE_EVICTIONS,
+            slot::SINCE,
+        ]);
+        for i in &all {
+            assert!(*i < slot::COUNT, "slot {i} out of range");
+            assert!(seen.insert(*i), "slot {i} used twice");
+        }
+        assert_eq!(all.len(), slot::COUNT, "every slot is used");
+    }
+
+    #[test]
+    fn outcome_indexes_follow_all() {
+        for (i, o) in Outcome::ALL.iter().enumerate() {
+            assert_eq!(o.index(), i, "{o:?}");
+        }
+    }
+}
