@@ -370,3 +370,214 @@ fn log_notes_give_the_original_size_and_the_ratio() {
     assert!(lines[2].starts_with(&want[2]), "{lines:?}");
     a.stop();
 }
+
+/// The compressor processes whose parent is `ppid`.
+fn compressors(ppid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let parent = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if comm.trim() == "gdn-compressor" && parent == Some(ppid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Files in the cache and their sizes, markers (empty) included.
+fn cache_files(root: &Path) -> Vec<u64> {
+    let mut out = Vec::new();
+    for sub in fs::read_dir(root).into_iter().flatten().flatten() {
+        for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
+            out.push(f.metadata().map(|m| m.len()).unwrap_or(0));
+        }
+    }
+    out
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn num(m: &BTreeMap<String, String>, k: &str) -> u64 {
+    m.get(k)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no {k}"))
+}
+
+/// Every copy asked for has an end: merged, made, not worth it, failed.
+fn settled(m: &BTreeMap<String, String>) -> bool {
+    let ended: u64 = ["Merged", "Done", "NotWorth", "Failed"]
+        .iter()
+        .map(|s| num(m, &format!("GzipDiskNgOndemandCopies{s}")))
+        .sum();
+    num(m, "GzipDiskNgOndemandCopiesQueued") == ended && ended > 0
+}
+
+#[test]
+fn on_demand_counters_match_the_cache_and_the_compressor() {
+    let data = page(80_000, 7);
+    let noise = noise(20_000, 8);
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+        server: format!("{LOCATIONS}GzipDiskNgCacheRoot {{docroot}}/../cache\n"),
+        ..options(Mpm::Event)
+    };
+    let mut a = Apache::start(opts, |d| {
+        put(d, "x.html", &data);
+        put(d, "noise.html", &noise);
+        let c = d.join("../cache");
+        fs::create_dir(&c).expect("cache root");
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
+    });
+    let cache = a.root.path().join("cache");
+    let ae = Some("gzip, br, zstd");
+    assert_eq!(a.get("/x.html", ae).coding(), None, "a miss");
+    assert_eq!(a.get("/noise.html", ae).coding(), None, "a miss");
+    wait_until("the copies", || settled(&auto(&a)));
+    let hits = (0..3)
+        .filter(|_| a.get("/x.html", ae).coding() == Some("zstd"))
+        .count();
+    assert_eq!(hits, 3);
+    let m = auto(&a);
+    let files = cache_files(&cache);
+    assert_eq!(num(&m, "GzipDiskNgCacheEntries"), files.len() as u64);
+    assert_eq!(num(&m, "GzipDiskNgCacheBytes"), files.iter().sum::<u64>());
+    let made = files.iter().filter(|&&n| n > 0).count() as u64;
+    assert_eq!(num(&m, "GzipDiskNgOndemandCopiesDone"), made);
+    assert_eq!(
+        num(&m, "GzipDiskNgOndemandCopiesNotWorth"),
+        files.len() as u64 - made
+    );
+    assert_eq!(num(&m, "GzipDiskNgOndemandCopiesDropped"), 0);
+    assert_eq!(num(&m, "GzipDiskNgResponsesCachedZstd"), 3);
+    assert_ne!(m["GzipDiskNgCompressorCpuSeconds"], "0.000000");
+    let ppid: i32 = fs::read_to_string(a.root.path().join("httpd.pid"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let first = compressors(ppid);
+    assert_eq!(first.len(), 1);
+    assert_eq!(num(&m, "GzipDiskNgCompressorPid"), first[0] as u64);
+    assert_eq!(
+        (
+            num(&m, "GzipDiskNgCompressorStarts"),
+            num(&m, "GzipDiskNgCompressorRestarts")
+        ),
+        (1, 0)
+    );
+    let killed = Command::new("kill")
+        .args(["-9", &first[0].to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    wait_until("a new compressor", || {
+        let m = auto(&a);
+        num(&m, "GzipDiskNgCompressorRestarts") == 1
+            && compressors(ppid).first().map(|&p| p as u64)
+                == Some(num(&m, "GzipDiskNgCompressorPid"))
+    });
+    assert_eq!(num(&auto(&a), "GzipDiskNgCompressorStarts"), 2);
+    a.assert_no_crash();
+    a.stop();
+}
+
+/// Many clients at once under worker: the totals equal what the clients
+/// counted themselves.
+#[test]
+fn under_concurrent_load_the_totals_match_the_clients_count() {
+    let mut a_len = 0;
+    let mut a = Apache::start(options(Mpm::Worker), |d| a_len = fill(d) as u64);
+    let e = mix(&a, 8, 4, a_len);
+    let m = auto(&a);
+    assert_eq!(num(&m, "GzipDiskNgResponses"), (8 * 4 * KINDS + 1) as u64);
+    assert_counts(&m, &e);
+    a.assert_no_crash();
+    a.stop();
+}
+
+/// The status page as an admin sees it, rendered by headless Chromium
+/// to a PNG (kept at target/status-section.png for the docs).
+#[test]
+fn chromium_renders_the_status_section() {
+    const CHROMIUM: &str = "/usr/bin/chromium";
+    if !Path::new(CHROMIUM).exists() {
+        skip("chromium not installed (scripts/test installs it)");
+        return;
+    }
+    let mut a_len = 0;
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+        server: format!("{LOCATIONS}GzipDiskNgCacheRoot {{docroot}}/../cache\n"),
+        ..options(Mpm::Event)
+    };
+    let mut a = Apache::start(opts, |d| {
+        a_len = fill(d) as u64;
+        let c = d.join("../cache");
+        fs::create_dir(&c).expect("cache root");
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
+    });
+    // A day's traffic in small: browsers, gzip-only clients, none.
+    for round in 0..3 {
+        for path in [
+            "/a.html",
+            "/g.html",
+            "/plain.html",
+            "/s.html",
+            "/missing.html",
+        ] {
+            for ae in [Some("gzip, deflate, br, zstd"), Some("gzip"), None] {
+                assert!(a.get(path, ae).status > 0);
+            }
+        }
+        if round == 0 {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("status.png");
+    let out = Command::new("timeout")
+        .args(["-k", "10", "120", CHROMIUM])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args(["--disable-background-networking", "--hide-scrollbars"])
+        .arg("--window-size=1000,2700")
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(a.url("/server-status"))
+        .output()
+        .expect("run chromium");
+    let bytes = fs::read(&png).unwrap_or_default();
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let keep = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/status-section.png");
+    let _ = fs::write(keep, &bytes);
+    let html = String::from_utf8_lossy(&a.get("/server-status", None).body).into_owned();
+    assert!(html.contains("<h2>mod_gzip_disk_ng</h2>") && html.contains("saved"));
+    a.stop();
+}

@@ -189,7 +189,7 @@ fn bytes(n: u64) -> String {
 /// `part` of `whole` in percent, one decimal.
 fn percent(part: u64, whole: u64) -> String {
     if whole == 0 {
-        "–".into()
+        "&ndash;".into()
     } else {
         format!("{:.1} %", part as f64 * 100.0 / whole as f64)
     }
@@ -226,8 +226,8 @@ pub fn html(s: &Snapshot, now_secs: u64) -> String {
     let _ = writeln!(
         out,
         "<p>{n} responses sent <b>{}</b> where uncompressed they would have been {}: \
-         <b>{} saved ({})</b>. Counting for {} (since the server started; graceful and \
-         full restarts keep the counts).</p>",
+         <b>{} saved ({})</b>, counting for {} (graceful and full restarts keep the \
+         counts; a stop clears them).</p>",
         bytes(sent),
         bytes(original),
         bytes(original.saturating_sub(sent)),
@@ -254,7 +254,7 @@ fn duration(secs: u64) -> String {
 
 fn savings_table(s: &Snapshot, out: &mut String) {
     out.push_str(
-        "<h3>Bytes by coding sent</h3>\n<table border=\"1\" cellpadding=\"4\">\n\
+        "<h3>Bytes by coding sent</h3>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n\
          <tr><th>Content-Encoding</th><th>Responses</th><th>Sent</th>\
          <th>Uncompressed</th><th>Saved</th><th>Sent / uncompressed</th></tr>\n",
     );
@@ -262,6 +262,9 @@ fn savings_table(s: &Snapshot, out: &mut String) {
         let (n, sent, orig) = outcomes.iter().fold((0, 0, 0), |(n, a, b), &o| {
             (n + s.responses(o), a + s.sent(o), b + s.original(o))
         });
+        if n == 0 {
+            continue;
+        }
         let _ = writeln!(
             out,
             "<tr><td>{label}</td><td align=\"right\">{n}</td><td align=\"right\">{}</td>\
@@ -277,7 +280,7 @@ fn savings_table(s: &Snapshot, out: &mut String) {
 
 fn outcomes_table(s: &Snapshot, out: &mut String) {
     let columns = ["zstd", "br", "gzip", "dcz", "dcb", "identity"];
-    out.push_str("<h3>Responses by outcome</h3>\n<table border=\"1\" cellpadding=\"4\">\n<tr><th>Outcome</th>");
+    out.push_str("<h3>Responses by outcome</h3>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n<tr><th>Outcome</th>");
     for c in columns {
         let _ = write!(out, "<th>{c}</th>");
     }
@@ -299,6 +302,10 @@ fn outcomes_table(s: &Snapshot, out: &mut String) {
             .into_iter()
             .filter(|o| o.name() == name)
             .collect();
+        let total: u64 = of.iter().map(|&o| s.responses(o)).sum();
+        if total == 0 {
+            continue;
+        }
         let _ = write!(out, "<tr><td>{}</td>", name.replace('_', " "));
         for col in columns {
             let n: u64 = of
@@ -312,14 +319,13 @@ fn outcomes_table(s: &Snapshot, out: &mut String) {
                 if n == 0 { String::new() } else { n.to_string() }
             );
         }
-        let total: u64 = of.iter().map(|&o| s.responses(o)).sum();
         let _ = writeln!(out, "<td align=\"right\">{total}</td></tr>");
     }
     out.push_str("</table>\n");
 }
 
 fn passed_over_table(s: &Snapshot, out: &mut String) {
-    out.push_str("<h3>Siblings passed over, and decoding</h3>\n<table border=\"1\" cellpadding=\"4\">\n<tr><th></th>");
+    out.push_str("<h3>Siblings passed over, and decoding</h3>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n<tr><th></th>");
     for c in Coding::ALL {
         let _ = write!(out, "<th>{}</th>", c.token());
     }
@@ -365,7 +371,9 @@ fn on_demand_table(s: &Snapshot, out: &mut String) {
         bytes(s.get(slot::CACHE_BYTES)),
         s.get(slot::CACHE_EVICTIONS)
     );
-    out.push_str("<table border=\"1\" cellpadding=\"4\">\n<tr>");
+    out.push_str(
+        "<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n<tr>",
+    );
     for j in Job::ALL {
         let _ = write!(out, "<th>copies {}</th>", j.name().replace('_', " "));
     }
