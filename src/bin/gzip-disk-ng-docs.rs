@@ -25,13 +25,13 @@ use std::process::ExitCode;
 const EXIT_STATUS: &str = r#".SH "EXIT STATUS"
 .TP
 0
-Every file went well.
+Everything went well.
 .TP
 1
-A file had a problem: it is reported with its path, and the other files are still processed.
+compress or verify: a file had a problem. It is reported with its path, and the other files are still processed.
 .TP
 2
-Bad usage, or the run could not start (an unreadable dictionary, a thread pool that could not be made).
+Bad usage, or the command could not run (for train, any failure).
 "#;
 
 /// The SEE ALSO section of the page of `page`, naming the other pages.
@@ -58,7 +58,9 @@ fn visible_subcommands(cmd: &clap::Command) -> impl Iterator<Item = &clap::Comma
 /// One page: clap_mangen's sections, then EXIT STATUS and SEE ALSO, then
 /// the version (the top page only).
 fn page(out: &Path, sub: &clap::Command, top: &clap::Command) -> io::Result<()> {
-    let man = Man::new(sub.clone()).manual("gzip-disk-ng manual");
+    let man = Man::new(sub.clone())
+        .manual("gzip-disk-ng manual")
+        .source(format!("{NAME} {}", env!("CARGO_PKG_VERSION")));
     let path = out.join(man.get_filename());
     let mut w = BufWriter::new(File::create(&path)?);
     man.render_title(&mut w)?;

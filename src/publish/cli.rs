@@ -22,7 +22,7 @@ page.html.zst, page.html.br and page.html.gz beside page.html, each written atom
 with its original's modification time, so that a later run, and the module, can tell \
 whether it was made from the current original. Optionally also makes deltas \
 (RFC 9842 dictionary transport) against earlier versions or a site dictionary.",
-    after_help = "Run `gzip-disk-ng COMMAND --help` for a command's options."
+    after_help = "Run gzip-disk-ng COMMAND --help for a command's options."
 )]
 pub struct Cli {
     /// What to do.
@@ -52,7 +52,7 @@ the exit status 1.")]
     Verify(VerifyArgs),
     /// Build a site dictionary (raw content, for dcz/dcb deltas) from pages.
     #[command(long_about = "Builds a site dictionary from the pages under DIR: raw \
-content shared by many pages, for `compress --dictionary` to make dcz (zstd) and \
+content shared by many pages, for compress --dictionary to make dcz (zstd) and \
 dcb (brotli) deltas against. Publish the dictionary and announce it with a \
 Use-As-Dictionary header (GzipDiskNgUseAsDictionary).")]
     Train(TrainArgs),
@@ -99,7 +99,7 @@ pub struct CompressArgs {
     /// Do not make zstd siblings.
     #[arg(long)]
     pub no_zstd: bool,
-    /// gzip level: 1-12 (libdeflate; 10-12 beat `gzip -9`, 12 is smallest);
+    /// gzip level: 1-12 (libdeflate; 10-12 beat gzip -9, 12 is smallest);
     /// files over 32 MiB are streamed with zlib at min(level, 9).
     #[arg(long, value_name = "LEVEL", default_value_t = 10,
         value_parser = clap::value_parser!(u32).range(1..=12))]
@@ -152,11 +152,11 @@ pub struct CompressArgs {
     /// write a delta (RFC 9842) of the current version against each.
     #[arg(long, value_name = "K")]
     pub delta_versions: Option<usize>,
-    /// Versioned names (`assets/app.*.js`, repeatable): a member gets
+    /// Versioned names (assets/app.*.js, repeatable): a member gets
     /// deltas against the K (--delta-versions, else 3) newest older members.
     #[arg(long, value_name = "GLOB")]
     pub delta_group: Vec<String>,
-    /// Write a delta of every file against this site dictionary (see `train`).
+    /// Write a delta of every file against this site dictionary (see train).
     #[arg(long, value_name = "FILE")]
     pub dictionary: Option<PathBuf>,
     /// Write only dcz (zstd) deltas, no dcb (brotli) ones.
