@@ -4,7 +4,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils prometheus)
+APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -30,8 +30,13 @@ ensure_packages() {
     command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is required" >&2; exit 1; }
 }
 
+# Builds the module and the tools, and writes the publish tool's manual
+# pages and bash completion into DOCS (see src/bin/gzip-disk-ng-docs.rs).
+DOCS="$ROOT/target/release/docs"
 build() {
     (cd "$ROOT" && cargo build --release --locked)
+    rm -rf "$DOCS"
+    "$ROOT/target/release/gzip-disk-ng-docs" "$DOCS"
 }
 
 MODULE_SO="${GZIP_DISK_NG_MODULE:-$ROOT/target/release/libmod_gzip_disk_ng.so}"

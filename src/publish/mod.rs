@@ -11,6 +11,7 @@
 pub mod atomic;
 pub(crate) mod brotli_ending;
 pub mod check;
+pub mod cli;
 mod delta;
 pub mod encode;
 mod error;
