@@ -15,7 +15,6 @@ use mod_gzip_disk_ng::negotiate::Accepted;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fs;
-use std::net::TcpListener;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -59,14 +58,6 @@ const CLIENTS: &[Option<&str>] = &[
 
 /// The page every client asks for: an original with its three siblings.
 const PAGE: &str = "/page.html";
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .expect("bind")
-        .local_addr()
-        .expect("addr")
-        .port()
-}
 
 /// Sends `sig` to `pid` with kill(1); whether it was delivered.
 fn signal(pid: u32, sig: &str) -> bool {
@@ -272,6 +263,11 @@ fn check_conditional_and_range(front: &dyn Front, a: &Apache) {
     assert!(seen.len() > 2, "too few representations to test: {seen:?}");
 }
 
+/// A request for a script: its Accept-Encoding, more curl arguments, and
+/// the dictionary a delta answering it must be made against (`None`: no
+/// delta).
+type DeltaCase<'a> = (&'a str, Vec<String>, Option<&'a [u8]>);
+
 /// Deltas through `front`: each client holding a dictionary gets the
 /// delta against its own (decoding to the newest version), clients
 /// without one never get a delta, and neither do clients announcing a
@@ -288,7 +284,7 @@ fn check_deltas(front: &dyn Front, a: &Apache) {
         ]
     };
     let unknown = ad(b"a dictionary the server never saw");
-    let cases: Vec<(&str, Vec<String>, Option<&[u8]>)> = vec![
+    let cases: Vec<DeltaCase> = vec![
         (CHROME, ad(&v[0]), Some(&v[0])),
         (CHROME, ad(&v[1]), Some(&v[1])),
         ("gzip, br, dcb", ad(&v[0]), Some(&v[0])),
@@ -690,4 +686,53 @@ fn mod_cache_reverse_proxy() {
     check_deltas(&front, &backend);
     backend.assert_no_crash();
     front.front.assert_no_crash();
+}
+
+/// Accept-Encoding headers drawn from names (with `x-gzip`, `*`,
+/// identity, an unknown coding, duplicates) and q values (none, 0,
+/// between, 1, malformed), with and without whitespace.
+fn generated_headers(n: usize, seed: u64) -> Vec<String> {
+    const NAMES: [&str; 8] = [
+        "zstd", "br", "gzip", "x-gzip", "identity", "*", "deflate", "Br",
+    ];
+    const QS: [&str; 8] = [
+        "", ";q=0", ";q=0.5", ";q=1", ";q=0.001", ";q=0.9", " ; q=0.5", ";q=2",
+    ];
+    let mut next = xorshift(seed);
+    (0..n)
+        .map(|_| {
+            let members = 1 + next() as usize % 4;
+            (0..members)
+                .map(|_| {
+                    let name = NAMES[next() as usize % NAMES.len()];
+                    format!("{name}{}", QS[next() as usize % QS.len()])
+                })
+                .collect::<Vec<_>>()
+                .join(if next() % 2 == 0 { ", " } else { "," })
+        })
+        .collect()
+}
+
+/// Many generated headers: through the VCL each gets the coding the
+/// module gives it directly.
+#[test]
+fn varnish_matches_the_modules_negotiation() {
+    if !have_varnish() {
+        return;
+    }
+    let a = Apache::start(Options::default(), fill);
+    let front = VarnishFront {
+        varnish: Varnish::start(a.port, &[], None),
+        apache: &a,
+    };
+    let mut codings = BTreeSet::new();
+    for ae in generated_headers(150, 19) {
+        let want = direct(&a, PAGE, Some(&ae), &[]);
+        let got = via(&front, PAGE, Some(&ae), &[]);
+        assert_eq!(got.coding(), want.coding(), "{ae}");
+        assert_eq!(got.body, want.body, "{ae}");
+        codings.insert(want.coding().map(str::to_owned));
+    }
+    assert_eq!(codings.len(), 4, "every representation drawn: {codings:?}");
+    assert!(front.backend_hits(PAGE) <= codings.len());
 }

@@ -69,58 +69,53 @@ sub gdn_normalize {
 }
 
 # The q of each name as a number 0..1 in gdn-q-<name>, unset when the
-# header does not name it. A name given twice takes the higher q (the
-# first and the last occurrence are compared).
+# header does not name it. Codings not named take the q of `*`, and so
+# does identity; dcz and dcb never do (RFC 9842 codings must be named).
 sub gdn_q_values {
     unset req.http.gdn-q-star;
-    if (req.http.gdn-s ~ ",\*;q=") {
-        set req.http.gdn-q-star = std.real(regsub(req.http.gdn-s, "^.*?,\*;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,\*;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-star, 0)) {
-            set req.http.gdn-q-star = std.real(regsub(req.http.gdn-s, "^.*,\*;q=([^,]*),.*$", "\1"), 0);
-        }
-    }
-    # Codings not named take the q of `*`; identity too. dcz and dcb
-    # never: RFC 9842 codings must be named.
-    set req.http.gdn-q-zstd = req.http.gdn-q-star;
-    if (req.http.gdn-s ~ ",zstd;q=") {
-        set req.http.gdn-q-zstd = std.real(regsub(req.http.gdn-s, "^.*?,zstd;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,zstd;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-zstd, 0)) {
-            set req.http.gdn-q-zstd = std.real(regsub(req.http.gdn-s, "^.*,zstd;q=([^,]*),.*$", "\1"), 0);
-        }
-    }
-    set req.http.gdn-q-br = req.http.gdn-q-star;
-    if (req.http.gdn-s ~ ",br;q=") {
-        set req.http.gdn-q-br = std.real(regsub(req.http.gdn-s, "^.*?,br;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,br;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-br, 0)) {
-            set req.http.gdn-q-br = std.real(regsub(req.http.gdn-s, "^.*,br;q=([^,]*),.*$", "\1"), 0);
-        }
-    }
-    set req.http.gdn-q-gzip = req.http.gdn-q-star;
-    if (req.http.gdn-s ~ ",gzip;q=") {
-        set req.http.gdn-q-gzip = std.real(regsub(req.http.gdn-s, "^.*?,gzip;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,gzip;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-gzip, 0)) {
-            set req.http.gdn-q-gzip = std.real(regsub(req.http.gdn-s, "^.*,gzip;q=([^,]*),.*$", "\1"), 0);
-        }
-    }
-    set req.http.gdn-q-identity = req.http.gdn-q-star;
-    if (req.http.gdn-s ~ ",identity;q=") {
-        set req.http.gdn-q-identity = std.real(regsub(req.http.gdn-s, "^.*?,identity;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,identity;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-identity, 0)) {
-            set req.http.gdn-q-identity = std.real(regsub(req.http.gdn-s, "^.*,identity;q=([^,]*),.*$", "\1"), 0);
-        }
-    }
-    unset req.http.gdn-q-dcz;
-    if (req.http.gdn-s ~ ",dcz;q=") {
-        set req.http.gdn-q-dcz = std.real(regsub(req.http.gdn-s, "^.*?,dcz;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,dcz;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-dcz, 0)) {
-            set req.http.gdn-q-dcz = std.real(regsub(req.http.gdn-s, "^.*,dcz;q=([^,]*),.*$", "\1"), 0);
-        }
-    }
-    unset req.http.gdn-q-dcb;
-    if (req.http.gdn-s ~ ",dcb;q=") {
-        set req.http.gdn-q-dcb = std.real(regsub(req.http.gdn-s, "^.*?,dcb;q=([^,]*),.*$", "\1"), 0);
-        if (std.real(regsub(req.http.gdn-s, "^.*,dcb;q=([^,]*),.*$", "\1"), 0) > std.real(req.http.gdn-q-dcb, 0)) {
-            set req.http.gdn-q-dcb = std.real(regsub(req.http.gdn-s, "^.*,dcb;q=([^,]*),.*$", "\1"), 0);
+    set req.http.gdn-n = "*";
+    call gdn_q;
+    if (req.http.gdn-q) { set req.http.gdn-q-star = req.http.gdn-q; }
+    set req.http.gdn-n = "zstd";
+    call gdn_q;
+    if (req.http.gdn-q) { set req.http.gdn-q-zstd = req.http.gdn-q; }
+    else { set req.http.gdn-q-zstd = req.http.gdn-q-star; }
+    set req.http.gdn-n = "br";
+    call gdn_q;
+    if (req.http.gdn-q) { set req.http.gdn-q-br = req.http.gdn-q; }
+    else { set req.http.gdn-q-br = req.http.gdn-q-star; }
+    set req.http.gdn-n = "gzip";
+    call gdn_q;
+    if (req.http.gdn-q) { set req.http.gdn-q-gzip = req.http.gdn-q; }
+    else { set req.http.gdn-q-gzip = req.http.gdn-q-star; }
+    set req.http.gdn-n = "identity";
+    call gdn_q;
+    if (req.http.gdn-q) { set req.http.gdn-q-identity = req.http.gdn-q; }
+    else { set req.http.gdn-q-identity = req.http.gdn-q-star; }
+    # Unset (or empty) when not named: gdn_deltas drops them.
+    set req.http.gdn-n = "dcz";
+    call gdn_q;
+    set req.http.gdn-q-dcz = req.http.gdn-q;
+    set req.http.gdn-n = "dcb";
+    call gdn_q;
+    set req.http.gdn-q-dcb = req.http.gdn-q;
+    unset req.http.gdn-n;
+    unset req.http.gdn-q;
+}
+
+# The q that the canonical list gdn-s gives the name in gdn-n (in gdn-q;
+# unset when not named). The name is put before the list so that one
+# regular expression serves every name (\1). A name given twice takes
+# the higher q: its first and last occurrences are compared.
+sub gdn_q {
+    unset req.http.gdn-q;
+    if (req.http.gdn-n + "|" + req.http.gdn-s ~ "^([^|]*)\|.*,\1;q=") {
+        set req.http.gdn-q = std.real(regsub(req.http.gdn-n + "|" + req.http.gdn-s,
+            "^([^|]*)\|.*?,\1;q=([^,]*),.*$", "\2"), 0);
+        if (std.real(regsub(req.http.gdn-n + "|" + req.http.gdn-s,
+            "^([^|]*)\|.*,\1;q=([^,]*),.*$", "\2"), 0) > std.real(req.http.gdn-q, 0)) {
+            set req.http.gdn-q = std.real(regsub(req.http.gdn-n + "|" + req.http.gdn-s,
+                "^([^|]*)\|.*,\1;q=([^,]*),.*$", "\2"), 0);
         }
     }
 }
