@@ -478,6 +478,14 @@ impl Front for VarnishFront<'_> {
     }
 }
 
+/// Varnish with the shipped VCL in front of `a`.
+fn varnish_front<'a>(a: &'a Apache, params: &[&str], as_user: Option<&str>) -> VarnishFront<'a> {
+    VarnishFront {
+        varnish: Varnish::start(a.port, params, as_user),
+        apache: a,
+    }
+}
+
 /// varnishd is installed, else the check is skipped (a failure under
 /// scripts/test, which installs it).
 fn have_varnish() -> bool {
@@ -497,10 +505,7 @@ fn varnish_passes_each_clients_coding() {
     }
     for params in [&[][..], &["http_gzip_support=off"][..]] {
         let a = Apache::start(Options::default(), fill);
-        let front = VarnishFront {
-            varnish: Varnish::start(a.port, params, None),
-            apache: &a,
-        };
+        let front = varnish_front(&a, params, None);
         check_clients(&front, &a);
         check_one_fetch_per_representation(&front, &a);
         check_conditional_and_range(&front, &a);
@@ -514,10 +519,7 @@ fn varnish_keys_deltas_by_dictionary() {
         return;
     }
     let a = Apache::start(Options::default(), fill);
-    let front = VarnishFront {
-        varnish: Varnish::start(a.port, &[], None),
-        apache: &a,
-    };
+    let front = varnish_front(&a, &[], None);
     check_deltas(&front, &a);
 }
 
@@ -534,10 +536,7 @@ fn varnish_runs_unprivileged() {
         return;
     }
     let a = Apache::start(Options::default(), fill);
-    let front = VarnishFront {
-        varnish: Varnish::start(a.port, &[], Some("nobody")),
-        apache: &a,
-    };
+    let front = varnish_front(&a, &[], Some("nobody"));
     check_clients(&front, &a);
 }
 
@@ -708,7 +707,7 @@ fn generated_headers(n: usize, seed: u64) -> Vec<String> {
                     format!("{name}{}", QS[next() as usize % QS.len()])
                 })
                 .collect::<Vec<_>>()
-                .join(if next() % 2 == 0 { ", " } else { "," })
+                .join(if next().is_multiple_of(2) { ", " } else { "," })
         })
         .collect()
 }
@@ -721,10 +720,7 @@ fn varnish_matches_the_modules_negotiation() {
         return;
     }
     let a = Apache::start(Options::default(), fill);
-    let front = VarnishFront {
-        varnish: Varnish::start(a.port, &[], None),
-        apache: &a,
-    };
+    let front = varnish_front(&a, &[], None);
     let mut codings = BTreeSet::new();
     for ae in generated_headers(150, 19) {
         let want = direct(&a, PAGE, Some(&ae), &[]);
