@@ -230,6 +230,12 @@ fn check_one_fetch_per_representation(front: &dyn Front, a: &Apache) {
         assert_eq!(via(front, PAGE, ae, &[]).status, 200, "{ae:?}");
     }
     let hits = front.backend_hits(PAGE);
+    eprintln!(
+        "{} requests from {} clients: {hits} reached the module, for {} representations or kept header strings",
+        100 + 2 * CLIENTS.len(),
+        CLIENTS.len(),
+        representations.len()
+    );
     assert!(
         (1..=representations.len()).contains(&hits),
         "{hits} backend requests for {} representations {representations:?}",
