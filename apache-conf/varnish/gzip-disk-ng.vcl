@@ -1,4 +1,5 @@
-# Varnish in front of mod_gzip_disk_ng (Varnish 6 and 7, VCL 4.1).
+# Varnish in front of mod_gzip_disk_ng (VCL 4.1; tested with Varnish 7.1,
+# Debian 12's package).
 #
 # Out of the box Varnish asks the backend for gzip only and gunzips for
 # clients that do not accept it, so zstd and br never reach browsers and
