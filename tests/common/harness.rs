@@ -82,7 +82,8 @@ pub fn key_files(keys: &[&[u8]]) -> (tempfile::TempDir, Vec<PathBuf>) {
     (dir, paths)
 }
 
-fn free_port() -> u16 {
+/// A port on 127.0.0.1 nothing listens on now.
+pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
         .expect("bind")
         .local_addr()
