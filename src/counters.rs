@@ -16,7 +16,7 @@ const KEY: &std::ffi::CStr = c"mod_gzip_disk_ng counters";
 static COUNTERS: Counters<{ slot::COUNT }> = Counters::new();
 
 /// Off in a build made with `GZIP_DISK_NG_NO_COUNTERS` set, which
-/// `bench/callgrind.sh --counters` compares with to measure what counting
+/// `bench/counters_cost.sh` compares with to measure what counting
 /// costs a request.
 pub const COUNTING: bool = option_env!("GZIP_DISK_NG_NO_COUNTERS").is_none();
 

@@ -25,6 +25,7 @@ const LOCATIONS: &str = "<Location /server-status>\nSetHandler server-status\n</
 fn options(mpm: Mpm) -> Options {
     Options {
         mpm,
+        dir: "SetHandler gzip-disk-ng\n<FilesMatch \"^r\\.html\\.br$\">\nRequire all denied\n</FilesMatch>".into(),
         modules: vec!["status"],
         server: LOCATIONS.into(),
         ..Options::default()
@@ -32,7 +33,8 @@ fn options(mpm: Mpm) -> Options {
 }
 
 /// The pages: `a.html` with every sibling, `g.html` only as `.gz`,
-/// `plain.html` without siblings, `s.html` with a stale `.gz`.
+/// `plain.html` without siblings, `s.html` with a stale `.gz`, `r.html`
+/// whose `.br` the access rules refuse, `u.html` only as a corrupt `.gz`.
 fn fill(d: &Path) -> usize {
     let a = page(120_000, 1);
     publish(d, "a.html", &a, true, &[".zst", ".br", ".gz"]);
@@ -41,6 +43,9 @@ fn fill(d: &Path) -> usize {
     publish(d, "s.html", &page(20_000, 4), true, &[".gz"]);
     // The original edited after its sibling was made: the sibling is stale.
     set_mtime(&d.join("s.html"), std::time::SystemTime::now());
+    publish(d, "r.html", &page(25_000, 5), true, &[".br"]);
+    publish(d, "u.html", &page(25_000, 6), false, &[".gz"]);
+    corrupt(&d.join("u.html.gz"));
     a.len()
 }
 
@@ -130,6 +135,21 @@ fn one_request(a: &Apache, kind: usize, a_len: u64, etag: &str, e: &mut Expected
             assert_eq!((r.status, r.http_version.as_str()), (200, "HTTP/2"));
             e.response("PrecompressedZstd", body_len(&r), a_len);
         }
+        13 => {
+            let r = a.get("/r.html", Some("br"));
+            assert_eq!(
+                (r.status, r.coding()),
+                (200, None),
+                "refused sibling passed over"
+            );
+            e.response("OriginalIdentity", body_len(&r), body_len(&r));
+            e.add("GzipDiskNgSiblingsPassedOverRefusedBr", 1);
+        }
+        14 => {
+            assert_eq!(a.get("/u.html", None).status, 500);
+            e.response("Error", 0, 0);
+            e.add("GzipDiskNgSiblingsPassedOverUndecodableGzip", 1);
+        }
         _ => {
             let r = a.request("/a.html", &["-X", "POST", "-d", "x=1"]);
             assert_eq!(r.status, 405);
@@ -138,7 +158,7 @@ fn one_request(a: &Apache, kind: usize, a_len: u64, etag: &str, e: &mut Expected
     }
 }
 
-const KINDS: usize = 13;
+const KINDS: usize = 15;
 
 /// `?auto` as a map.
 fn auto(a: &Apache) -> BTreeMap<String, String> {

@@ -370,14 +370,27 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
     }
 
-    /// Sets a request note to the decimal `n`, formatted into the
-    /// request pool by APR.
-    pub fn set_note_number(&self, name: &'static CStr, n: u64) {
-        let n = ffi::apr_off_t::try_from(n).unwrap_or(ffi::apr_off_t::MAX);
-        // SAFETY: a static name and a pool string.
+    /// Adds request notes holding the decimals of up to three numbers,
+    /// written into one request-pool buffer. Added, not set: for notes
+    /// made once per request this skips the search for an earlier value.
+    pub fn add_note_numbers(&self, notes: &[(&'static CStr, u64)]) {
+        const MAX: usize = 3;
+        let mut text = [0u8; 21 * MAX];
+        let mut at = 0;
+        for &(_, n) in notes.iter().take(MAX) {
+            at += write_decimal(n, &mut text[at..at + 21]);
+        }
+        // SAFETY: `at` bytes allocated in the pool and filled in full; each
+        // number was written with its NUL.
         unsafe {
-            let v = ffi::apr_off_t_toa(self.raw().pool, n);
-            ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v)
+            let p = ffi::apr_palloc(self.raw().pool, at) as *mut u8;
+            ptr::copy_nonoverlapping(text.as_ptr(), p, at);
+            let mut start = 0;
+            for &(name, n) in notes.iter().take(MAX) {
+                let v = p.add(start) as *const c_char;
+                ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v);
+                start += decimal_len(n) + 1;
+            }
         }
     }
 
@@ -677,6 +690,23 @@ impl<'r> Request<'r> {
     }
 }
 
+/// How many digits `n` has in decimal.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Writes `n` in decimal and a NUL into `out` (21 bytes hold any u64);
+/// the bytes written.
+fn write_decimal(mut n: u64, out: &mut [u8]) -> usize {
+    let len = decimal_len(n);
+    out[len] = 0;
+    for d in out[..len].iter_mut().rev() {
+        *d = b'0' + (n % 10) as u8;
+        n /= 10;
+    }
+    len + 1
+}
+
 /// Fills `buf` from APR's random source (urandom); false if it failed.
 pub fn random_bytes(buf: &mut [u8]) -> bool {
     // SAFETY: writes exactly buf.len() bytes into buf.
@@ -906,5 +936,20 @@ impl Brigade<'_, '_> {
     pub fn cleanup(&self) {
         // SAFETY: live brigade.
         unsafe { ffi::apr_brigade_cleanup(self.bb.cast()) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimals_are_written_with_their_nul() {
+        for n in [0u64, 7, 10, 99, 100, 120_000, u64::MAX] {
+            let mut out = [0xffu8; 21];
+            let len = write_decimal(n, &mut out);
+            assert_eq!(&out[..len - 1], n.to_string().as_bytes());
+            assert_eq!((out[len - 1], len - 1), (0, decimal_len(n)));
+        }
     }
 }
