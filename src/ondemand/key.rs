@@ -11,8 +11,8 @@
 //! zero-length file at a copy's name marks a version not worth
 //! compressing: no valid stream of any coding is empty.
 
-use crate::coding::Coding;
-use crate::publish::walk::compress_rule;
+use crate::coding::{Coding, DeltaCoding};
+use crate::publish::walk::is_compressed_ext;
 use crate::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -199,18 +199,31 @@ pub const MAX_SIZE: u64 = 64 << 20;
 /// (not a temporary of its own, not a delta, not an already-compressed
 /// format, at least its default `--min-size`) and at most `MAX_SIZE`.
 pub fn compressible(name: &[u8], size: u64) -> bool {
+    if !(DEFAULT_MIN_SIZE..=MAX_SIZE).contains(&size) {
+        return false;
+    }
     let base = match memchr::memrchr(b'/', name) {
         Some(i) => &name[i + 1..],
         None => name,
     };
-    let Ok(base) = std::str::from_utf8(base) else {
-        // The tool refuses names that are not UTF-8 too.
-        return false;
+    // The last extension, found once, decides most names: this runs on
+    // every on-demand request (the test below holds it to `compress_rule`).
+    let ext = match memchr::memrchr(b'.', base) {
+        Some(i) if i > 0 => Some(&base[i + 1..]),
+        _ => None,
     };
-    size <= MAX_SIZE
-        && !base.is_empty()
-        && !crate::publish::atomic::is_temp_name(base)
-        && compress_rule(base, size, DEFAULT_MIN_SIZE).is_none()
+    if ext.is_some_and(is_compressed_ext) {
+        return false;
+    }
+    // The tool refuses names that are not UTF-8 too.
+    if base.is_empty() || !base.is_ascii() && std::str::from_utf8(base).is_err() {
+        return false;
+    }
+    let text = || std::str::from_utf8(base).unwrap_or_default();
+    let temp = base.first() == Some(&b'.') && crate::publish::atomic::is_temp_name(text());
+    let delta = ext.is_some_and(|e| DeltaCoding::ALL.iter().any(|d| d.token().as_bytes() == e))
+        && crate::dictionary::parse_delta_name(text()).is_some();
+    !temp && !delta
 }
 
 #[cfg(test)]
@@ -301,6 +314,46 @@ mod tests {
         assert_eq!((v.inode, v.size), (m.ino(), 5));
         assert_eq!(v.mtime_us, 1_000_000_123_456);
         assert!(v.ctime_us > v.mtime_us);
+    }
+
+    #[test]
+    fn compressible_is_the_publish_tools_rule() {
+        use crate::publish::walk::compress_rule;
+        let delta = format!("page.html.{}.dcz", "ab".repeat(32));
+        let names: [&[u8]; 14] = [
+            b"a.html",
+            b"/x/.hidden",
+            b".html",
+            b"/x/a.PNG",
+            b"a.tar.GZ",
+            b"noext",
+            b"/d.ir/noext",
+            b"a.",
+            b"/x/.a.html.br.tmp0f",
+            b"/x/.a.html.tmpzz",
+            delta.as_bytes(),
+            b"x.dcz",
+            b"a.verylongext",
+            b"caf\xe9.png",
+        ];
+        for n in names {
+            for size in [
+                0,
+                DEFAULT_MIN_SIZE - 1,
+                DEFAULT_MIN_SIZE,
+                MAX_SIZE,
+                MAX_SIZE + 1,
+            ] {
+                let base = n.rsplit(|&b| b == b'/').next().unwrap_or(n);
+                let rule = std::str::from_utf8(base).is_ok_and(|b| {
+                    size <= MAX_SIZE
+                        && !b.is_empty()
+                        && !crate::publish::atomic::is_temp_name(b)
+                        && compress_rule(b, size, DEFAULT_MIN_SIZE).is_none()
+                });
+                assert_eq!(compressible(n, size), rule, "{n:?} {size}");
+            }
+        }
     }
 
     #[test]
