@@ -128,7 +128,7 @@ impl Active {
     /// The copy of `kind` of the file version `v`, as the cache holds it.
     pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> Copy<'r> {
         let mut name = NameBuf::new();
-        let path = req.path_with_suffix(&self.root, key::copy_name(v, kind, &mut name));
+        let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
         match req.stat(path, false) {
             Ok(f) if f.kind() == FileKind::Regular && f.size() == 0 => Copy::NotWorth,
             Ok(f) if f.kind() == FileKind::Regular => Copy::Ready(path),

@@ -109,27 +109,35 @@ impl NameBuf {
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
     }
 
-    fn push(&mut self, s: &[u8]) {
-        let end = (self.len + s.len()).min(NAME_MAX);
-        self.bytes[self.len..end].copy_from_slice(&s[..end - self.len]);
-        self.len = end;
+    /// The name written last, as bytes (ASCII).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
+}
 
-    /// `n` in lower-case hex without leading zeros; `digits` pads to that
-    /// many.
-    fn push_hex(&mut self, n: u64, digits: usize) {
-        // Written straight into the name, a digit per step from the last
-        // significant one: this runs on every on-demand request.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let count = (16 - n.leading_zeros() as usize / 4).max(digits.clamp(1, 16));
-        let end = (self.len + count).min(NAME_MAX);
-        let mut v = n >> (4 * (count - (end - self.len)));
-        for b in self.bytes[self.len..end].iter_mut().rev() {
-            *b = HEX[(v & 0xf) as usize];
-            v >>= 4;
-        }
-        self.len = end;
+/// `n` as sixteen lower-case hex digits, most significant first.
+#[inline]
+fn hex16(n: u64) -> [u8; 16] {
+    let mut out = [0; 16];
+    out[..8].copy_from_slice(&hex8((n >> 32) as u32).to_be_bytes());
+    out[8..].copy_from_slice(&hex8(n as u32).to_be_bytes());
+    out
+}
+
+/// `h` as eight hex digits in the bytes of a `u64`, most significant in
+/// the highest byte: each nibble spread into its own byte, then turned
+/// into its digit, all bytes at once.
+fn hex8(h: u32) -> u64 {
+    const fn bytes(b: u8) -> u64 {
+        u64::from_ne_bytes([b; 8])
     }
+    let mut x = u64::from(h);
+    x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+    x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+    x = (x | (x << 4)) & bytes(0x0f);
+    // 1 in each byte holding 10..=15, which become 'a'..='f'.
+    let letters = ((x + bytes(0x06)) >> 4) & bytes(0x01);
+    x + bytes(b'0') + letters * u64::from(b'a' - b'0' - 10)
 }
 
 /// The fan-out directory of a copy of the file with this inode.
@@ -141,9 +149,19 @@ pub fn fan_out(inode: u64) -> u8 {
 /// cache root) into `buf` and returns it. Times are written as their
 /// 64-bit two's complement, so a time before 1970 still has one name.
 pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
-    buf.len = 0;
-    buf.push_hex(u64::from(fan_out(v.inode)), 2);
-    buf.push(b"/");
+    write_copy_name(v, kind, buf);
+    buf.as_str()
+}
+
+/// `copy_name` as bytes, without checking them again.
+pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
+    // Written in place, each number as a block of sixteen digits of which
+    // the significant ones are kept: this runs on every on-demand request.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let fan = usize::from(fan_out(v.inode));
+    let b = &mut buf.bytes;
+    b[..3].copy_from_slice(&[HEX[fan >> 4], HEX[fan & 0xf], b'/']);
+    let mut at = 3;
     let parts = [
         v.device,
         v.inode,
@@ -151,15 +169,23 @@ pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
         v.mtime_us as u64,
         v.ctime_us as u64,
     ];
-    for (i, n) in parts.into_iter().enumerate() {
-        if i > 0 {
-            buf.push(b"-");
+    for (i, &n) in parts.iter().enumerate() {
+        let count = (16 - n.leading_zeros() as usize / 4).max(1);
+        // At most 3 + 5 * 17 bytes so far, within NAME_MAX.
+        if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<17>()) {
+            dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
+            at += count;
+            dst[count] = if i + 1 < parts.len() { b'-' } else { b'.' };
+            at += 1;
         }
-        buf.push_hex(n, 1);
     }
-    buf.push(b".");
-    buf.push(kind.ext().as_bytes());
-    buf.as_str()
+    let ext = kind.ext().as_bytes();
+    if let Some(dst) = b.get_mut(at..at + ext.len()) {
+        dst.copy_from_slice(ext);
+        at += ext.len();
+    }
+    buf.len = at;
+    buf.as_bytes()
 }
 
 /// The version and kind a copy's file name (without its fan-out
@@ -353,6 +379,25 @@ mod tests {
                 });
                 assert_eq!(compressible(n, size), rule, "{n:?} {size}");
             }
+        }
+    }
+
+    #[test]
+    fn hex_digits_match_the_formatter() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            15,
+            16,
+            0xabc,
+            0x803,
+            u64::MAX,
+            1 << 63,
+            0x0123_4567_89ab_cdef,
+        ] {
+            assert_eq!(hex16(n), *format!("{n:016x}").as_bytes());
         }
     }
 
