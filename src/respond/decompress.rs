@@ -283,7 +283,7 @@ fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Opt
     let path = match cache.find(a.req, &v, Kind::Decoded) {
         Copy::Ready(path) => path,
         Copy::Missing => {
-            cache.queue_decode(s.path, c, v);
+            cache.queue_decode(s.path, c, v, a.req.request_time_secs());
             return None;
         }
         Copy::NotWorth => return None,

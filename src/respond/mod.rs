@@ -148,7 +148,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             return;
         }
         let v = cache::version(&self.req.finfo());
-        if cache.queue_compress(self.filename, v, wanted) {
+        if cache.queue_compress(self.filename, v, wanted, self.req.request_time_secs()) {
             let before = self.req.notes_get(NOTE).unwrap_or_default();
             self.req.set_note_copy(NOTE, &[before, b" queued"]);
         }
