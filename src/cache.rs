@@ -119,21 +119,33 @@ pub fn version(f: &Finfo) -> Version {
 
 /// A copy found in the cache.
 pub enum Copy<'r> {
-    /// The copy, where it is and what it is.
-    Ready(&'r CStr),
-    /// Compressing this version was not worth it.
+    /// The copy, where it is, opened.
+    Ready(&'r CStr, crate::httpd::File<'r>),
+    /// Compressing this version was not worth it, or the copy cannot be
+    /// opened: nothing to send, nothing to ask for.
     NotWorth,
     Missing,
 }
 
 impl Active {
-    /// The copy of `kind` of the file version `v`, as the cache holds it.
+    /// The copy of `kind` of the file version `v`, as the cache holds it,
+    /// opened: one open finds it, where a stat and an open would cost two
+    /// calls per hit.
     pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> Copy<'r> {
         let mut name = NameBuf::new();
         let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
+        let st = match req.open(path) {
+            Ok(f) if f.info().kind() != FileKind::Regular => return Copy::Missing,
+            Ok(f) if f.info().size() == 0 => return Copy::NotWorth,
+            Ok(f) => return Copy::Ready(path, f),
+            Err(st) => st,
+        };
+        if st == libc::ENOENT || st == libc::ENOTDIR {
+            return Copy::Missing;
+        }
+        // Not opened for another reason: missing unless a stat finds it.
         match req.stat(path, false) {
-            Ok(f) if f.kind() == FileKind::Regular && f.size() == 0 => Copy::NotWorth,
-            Ok(f) if f.kind() == FileKind::Regular => Copy::Ready(path),
+            Ok(f) if f.kind() == FileKind::Regular => Copy::NotWorth,
             _ => Copy::Missing,
         }
     }
