@@ -370,14 +370,15 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
     }
 
-    /// Sets a request note to the decimal `n`, formatted into the
-    /// request pool by APR.
-    pub fn set_note_number(&self, name: &'static CStr, n: u64) {
+    /// Adds a request note of the decimal `n`, formatted into the
+    /// request pool by APR, for a note set once per request: added without
+    /// looking for an earlier one to replace.
+    pub fn add_note_number(&self, name: &'static CStr, n: u64) {
         let n = ffi::apr_off_t::try_from(n).unwrap_or(ffi::apr_off_t::MAX);
         // SAFETY: a static name and a pool string.
         unsafe {
             let v = ffi::apr_off_t_toa(self.raw().pool, n);
-            ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v)
+            ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v)
         }
     }
 

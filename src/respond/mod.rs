@@ -133,8 +133,8 @@ impl<'a, 'r> Attempt<'a, 'r> {
         };
         counters::response(o, sent, original);
         if sent > 0 {
-            req.set_note_number(NOTE_ORIGINAL, original);
-            req.set_note_number(NOTE_RATIO, sent * 100 / original.max(1));
+            req.add_note_number(NOTE_ORIGINAL, original);
+            req.add_note_number(NOTE_RATIO, sent * 100 / original.max(1));
         }
     }
 
