@@ -399,6 +399,31 @@ mod tests {
         ] {
             assert_eq!(hex16(n), *format!("{n:016x}").as_bytes());
         }
+        for digits in 0..=16 {
+            let n = if digits == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - 4 * digits)
+            };
+            let v = Version {
+                device: n,
+                inode: n ^ 0x5a,
+                size: n / 3,
+                mtime_us: n as i64,
+                ctime_us: (n >> 1) as i64,
+            };
+            let mut buf = NameBuf::new();
+            let want = format!(
+                "{:02x}/{:x}-{:x}-{:x}-{:x}-{:x}.gz",
+                v.inode & 0xff,
+                v.device,
+                v.inode,
+                v.size,
+                v.mtime_us as u64,
+                v.ctime_us as u64
+            );
+            assert_eq!(copy_name(&v, Kind::Coded(Coding::Gzip), &mut buf), want);
+        }
     }
 
     #[test]
