@@ -16,10 +16,12 @@ use crate::ondemand::compressor::{self, Event, Settings};
 use crate::ondemand::job::{self, CodingSet, Job};
 use crate::ondemand::key::{self, Kind, NameBuf, Version};
 use crate::tally;
-use crate::version_cache::VersionCache;
+use crate::version_cache::FxHasher;
 use std::ffi::{CStr, CString};
 use std::fs::File;
+use std::hash::{Hash, Hasher};
 use std::os::unix::ffi::OsStringExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 /// What the children know of this generation's cache.
@@ -117,55 +119,86 @@ pub fn version(f: &Finfo) -> Version {
 
 /// A copy found in the cache.
 pub enum Copy<'r> {
-    /// The copy, where it is and what it is.
-    Ready(&'r CStr),
-    /// Compressing this version was not worth it.
+    /// The copy, where it is, opened.
+    Ready(&'r CStr, crate::httpd::File<'r>),
+    /// Compressing this version was not worth it, or the copy cannot be
+    /// opened: nothing to send, nothing to ask for.
     NotWorth,
     Missing,
 }
 
 impl Active {
-    /// The copy of `kind` of the file version `v`, as the cache holds it.
+    /// The copy of `kind` of the file version `v`, as the cache holds it,
+    /// opened: one open finds it, where a stat and an open would cost two
+    /// calls per hit.
     pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> Copy<'r> {
         let mut name = NameBuf::new();
-        let path = req.path_with_suffix(&self.root, key::copy_name(v, kind, &mut name));
+        let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
+        let st = match req.open(path) {
+            Ok(f) if f.info().kind() != FileKind::Regular => return Copy::Missing,
+            Ok(f) if f.info().size() == 0 => return Copy::NotWorth,
+            Ok(f) => return Copy::Ready(path, f),
+            Err(st) => st,
+        };
+        if st == libc::ENOENT || st == libc::ENOTDIR {
+            return Copy::Missing;
+        }
+        // Not opened for another reason: missing unless a stat finds it.
         match req.stat(path, false) {
-            Ok(f) if f.kind() == FileKind::Regular && f.size() == 0 => Copy::NotWorth,
-            Ok(f) if f.kind() == FileKind::Regular => Copy::Ready(path),
+            Ok(f) if f.kind() == FileKind::Regular => Copy::NotWorth,
             _ => Copy::Missing,
         }
     }
 
-    /// Asks for the copies of `codings` of the original at `path`.
-    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet) -> bool {
+    /// Asks for the copies of `codings` of the original at `path`, unless
+    /// this process asked for them within the last second (the
+    /// compressor is then at work on them, or dropped them and a later
+    /// request asks again); whether a job was sent.
+    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet, now: i64) -> bool {
+        static ASKED: Lately = Lately::new();
+        let bits = codings.bits();
+        if ASKED.done(&v, bits, now) {
+            return false;
+        }
         let sent = self.send(&Job::Compress {
             path: path.to_bytes(),
             version: v,
             codings,
         });
         queued(sent, codings.len());
+        if sent {
+            ASKED.remember(&v, bits, now);
+        }
         sent
     }
 
-    /// Asks for the decoded copy of the sibling at `path`.
-    pub fn queue_decode(&self, path: &CStr, coding: Coding, v: Version) -> bool {
+    /// Asks for the decoded copy of the sibling at `path`, unless this
+    /// process did within the last second.
+    pub fn queue_decode(&self, path: &CStr, coding: Coding, v: Version, now: i64) -> bool {
+        static ASKED: Lately = Lately::new();
+        if ASKED.done(&v, 1, now) {
+            return false;
+        }
         let sent = self.send(&Job::Decode {
             path: path.to_bytes(),
             coding,
             version: v,
         });
         queued(sent, 1);
+        if sent {
+            ASKED.remember(&v, 1, now);
+        }
         sent
     }
 
     /// Tells the compressor a copy was served, at most once a second per
     /// copy and process, for its least-recently-used eviction.
-    pub fn touch(&self, v: Version, kind: Kind, now_secs: i64) {
-        static SENT: VersionCache<(Version, Kind), i64> = VersionCache::new(4096);
-        if SENT.get(&(v, kind)).is_some_and(|t| now_secs - t < 1) {
+    pub fn touch(&self, v: Version, kind: Kind, now: i64) {
+        static SENT: Lately = Lately::new();
+        if SENT.done(&(v, kind), 1, now) {
             return;
         }
-        SENT.put((v, kind), now_secs);
+        SENT.remember(&(v, kind), 1, now);
         self.send(&Job::Touch { version: v, kind });
     }
 
@@ -179,6 +212,58 @@ impl Active {
             Ok(mut buf) => job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m)),
             Err(_) => false,
         })
+    }
+}
+
+/// What each process did lately, by key (a copy, a file version): a slot
+/// per key's hash holding that hash's high 24 bits, what was done (8
+/// bits) and the second (32 bits), read and written without a lock. A key
+/// replaces another of its slot; two keys alike in slot and those bits
+/// are taken for each other within a second, which costs a touch or a
+/// job at most one second late.
+struct Lately {
+    slots: [AtomicU64; LATELY_SLOTS],
+}
+
+const LATELY_SLOTS: usize = 1024;
+
+impl Lately {
+    const fn new() -> Self {
+        Lately {
+            slots: [const { AtomicU64::new(0) }; LATELY_SLOTS],
+        }
+    }
+
+    /// The key's slot, and the tag its entry carries.
+    fn slot(&self, k: &impl Hash) -> (&AtomicU64, u64) {
+        let mut h = FxHasher::default();
+        k.hash(&mut h);
+        let h = h.finish();
+        (&self.slots[(h as usize) % LATELY_SLOTS], h >> 40)
+    }
+
+    /// Whether all of `bits` were done for `k` in the second `now`.
+    fn done(&self, k: &impl Hash, bits: u8, now: i64) -> bool {
+        let (slot, tag) = self.slot(k);
+        let e = slot.load(Ordering::Relaxed);
+        e >> 40 == tag && (e >> 32) as u8 & bits == bits && e as u32 == now as u32
+    }
+
+    /// Remembers that `bits` were done for `k` in the second `now`, with
+    /// what was done for it earlier in that second.
+    fn remember(&self, k: &impl Hash, bits: u8, now: i64) {
+        let (slot, tag) = self.slot(k);
+        let e = slot.load(Ordering::Relaxed);
+        let earlier = if e >> 40 == tag && e as u32 == now as u32 {
+            (e >> 32) as u8
+        } else {
+            0
+        };
+        let b = u64::from(earlier | bits);
+        slot.store(
+            tag << 40 | b << 32 | u64::from(now as u32),
+            Ordering::Relaxed,
+        );
     }
 }
 
@@ -196,4 +281,27 @@ fn queued(sent: bool, n: usize) {
 /// Whether a file of this name and size is compressed on demand.
 pub fn compressible(name: &CStr, size: u64) -> bool {
     key::compressible(name.to_bytes(), size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lately;
+
+    #[test]
+    fn lately_remembers_for_the_second_and_what_was_done() {
+        let l = Lately::new();
+        assert!(!l.done(&7u64, 1, 100));
+        l.remember(&7u64, 0b001, 100);
+        assert!(l.done(&7u64, 0b001, 100));
+        assert!(!l.done(&7u64, 0b010, 100), "another coding");
+        assert!(!l.done(&8u64, 0b001, 100), "another key");
+        l.remember(&7u64, 0b010, 100);
+        assert!(l.done(&7u64, 0b011, 100), "both, this second");
+        assert!(!l.done(&7u64, 0b001, 101), "a second later");
+        l.remember(&7u64, 0b100, 101);
+        assert!(
+            !l.done(&7u64, 0b001, 101),
+            "the older second's bits are gone"
+        );
+    }
 }

@@ -284,6 +284,12 @@ impl DirConfig {
         }
     }
 
+    /// Whether any setting owns heap memory (a list or a string), which
+    /// dropping the configuration frees.
+    pub fn owns_heap(&self) -> bool {
+        self.encodings.is_some() || self.status_header.is_some() || self.use_as_dictionary.is_some()
+    }
+
     /// Whether on-demand compression is on (default off).
     pub fn on_demand(&self) -> bool {
         self.on_demand.unwrap_or(false)

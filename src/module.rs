@@ -22,6 +22,10 @@ impl httpd::Config for DirConfig {
     fn merge(&self, child: &Self) -> Self {
         DirConfig::merge(self, child)
     }
+
+    fn needs_drop(&self) -> bool {
+        DirConfig::owns_heap(self)
+    }
 }
 
 impl httpd::Config for ServerConfig {

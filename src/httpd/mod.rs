@@ -410,8 +410,8 @@ impl<'r> Request<'r> {
     }
 
     /// `base` + `suffix`, in the request pool.
-    pub fn path_with_suffix(&self, base: &CStr, suffix: &str) -> &'r CStr {
-        let p = self.pool_concat(&[base.to_bytes(), suffix.as_bytes()]);
+    pub fn path_with_suffix(&self, base: &CStr, suffix: impl AsRef<[u8]>) -> &'r CStr {
+        let p = self.pool_concat(&[base.to_bytes(), suffix.as_ref()]);
         // SAFETY: a NUL-terminated pool string.
         unsafe { CStr::from_ptr(p) }
     }

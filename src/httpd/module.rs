@@ -21,6 +21,13 @@ use std::sync::atomic::{AtomicI32, Ordering};
 pub trait Config: Default + 'static {
     /// `self` is the enclosing scope, `child` the inner one.
     fn merge(&self, child: &Self) -> Self;
+
+    /// Whether dropping this value does anything (frees memory it owns).
+    /// A merged value that does not is put in the pool without a cleanup:
+    /// httpd merges per request.
+    fn needs_drop(&self) -> bool {
+        true
+    }
 }
 
 /// Where a hook runs among other modules' hooks.
@@ -483,17 +490,28 @@ fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
         ptr::drop_in_place(data as *mut T);
         0
     }
-    // SAFETY: palloc returns memory aligned for any type (8 bytes) of the
-    // requested size; the cleanup drops it once, before the memory goes.
+    let p = pool_place(pool, value);
+    // SAFETY: the cleanup drops the T pool_place wrote, once, before the
+    // memory goes.
     unsafe {
-        let p = ffi::apr_palloc(pool, std::mem::size_of::<T>().max(1)) as *mut T;
-        ptr::write(p, value);
         ffi::apr_pool_cleanup_register(
             pool,
             p as *const c_void,
             Some(drop_it::<T>),
             Some(ffi::apr_pool_cleanup_null),
         );
+    }
+    p
+}
+
+/// `value` moved into memory of `pool`, never dropped: only for a value
+/// whose drop does nothing (`Config::needs_drop`).
+fn pool_place<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
+    // SAFETY: palloc returns memory aligned for any type (8 bytes) of the
+    // requested size, written once here.
+    unsafe {
+        let p = ffi::apr_palloc(pool, std::mem::size_of::<T>().max(1)) as *mut T;
+        ptr::write(p, value);
         p.cast()
     }
 }
@@ -518,11 +536,20 @@ unsafe extern "C" fn merge_config<T: Config>(
     new: *mut c_void,
 ) -> *mut c_void {
     catch_unwind(AssertUnwindSafe(|| {
-        let empty = T::default();
         // SAFETY: both come from this module's create_*_config (or NULL).
-        let b = unsafe { (base as *const T).as_ref() }.unwrap_or(&empty);
-        let n = unsafe { (new as *const T).as_ref() }.unwrap_or(&empty);
-        pool_box(pool, b.merge(n))
+        let (b, n) = unsafe { ((base as *const T).as_ref(), (new as *const T).as_ref()) };
+        let merged = match (b, n) {
+            (Some(b), Some(n)) => b.merge(n),
+            (b, n) => {
+                let empty = T::default();
+                b.unwrap_or(&empty).merge(n.unwrap_or(&empty))
+            }
+        };
+        if merged.needs_drop() {
+            pool_box(pool, merged)
+        } else {
+            pool_place(pool, merged)
+        }
     }))
     .unwrap_or(ptr::null_mut())
 }

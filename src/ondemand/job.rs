@@ -68,6 +68,11 @@ impl CodingSet {
         self.0 == 0
     }
 
+    /// One bit per member, at the coding's index.
+    pub fn bits(self) -> u8 {
+        self.0
+    }
+
     pub fn len(self) -> usize {
         self.0.count_ones() as usize
     }

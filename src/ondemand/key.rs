@@ -11,8 +11,8 @@
 //! zero-length file at a copy's name marks a version not worth
 //! compressing: no valid stream of any coding is empty.
 
-use crate::coding::Coding;
-use crate::publish::walk::compress_rule;
+use crate::coding::{Coding, DeltaCoding};
+use crate::publish::walk::is_compressed_ext;
 use crate::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -109,27 +109,35 @@ impl NameBuf {
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
     }
 
-    fn push(&mut self, s: &[u8]) {
-        let end = (self.len + s.len()).min(NAME_MAX);
-        self.bytes[self.len..end].copy_from_slice(&s[..end - self.len]);
-        self.len = end;
+    /// The name written last, as bytes (ASCII).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
     }
+}
 
-    /// `n` in lower-case hex without leading zeros; `digits` pads to that
-    /// many.
-    fn push_hex(&mut self, n: u64, digits: usize) {
-        // Written straight into the name, a digit per step from the last
-        // significant one: this runs on every on-demand request.
-        const HEX: &[u8; 16] = b"0123456789abcdef";
-        let count = (16 - n.leading_zeros() as usize / 4).max(digits.clamp(1, 16));
-        let end = (self.len + count).min(NAME_MAX);
-        let mut v = n >> (4 * (count - (end - self.len)));
-        for b in self.bytes[self.len..end].iter_mut().rev() {
-            *b = HEX[(v & 0xf) as usize];
-            v >>= 4;
-        }
-        self.len = end;
+/// `n` as sixteen lower-case hex digits, most significant first.
+#[inline]
+fn hex16(n: u64) -> [u8; 16] {
+    let mut out = [0; 16];
+    out[..8].copy_from_slice(&hex8((n >> 32) as u32).to_be_bytes());
+    out[8..].copy_from_slice(&hex8(n as u32).to_be_bytes());
+    out
+}
+
+/// `h` as eight hex digits in the bytes of a `u64`, most significant in
+/// the highest byte: each nibble spread into its own byte, then turned
+/// into its digit, all bytes at once.
+fn hex8(h: u32) -> u64 {
+    const fn bytes(b: u8) -> u64 {
+        u64::from_ne_bytes([b; 8])
     }
+    let mut x = u64::from(h);
+    x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
+    x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
+    x = (x | (x << 4)) & bytes(0x0f);
+    // 1 in each byte holding 10..=15, which become 'a'..='f'.
+    let letters = ((x + bytes(0x06)) >> 4) & bytes(0x01);
+    x + bytes(b'0') + letters * u64::from(b'a' - b'0' - 10)
 }
 
 /// The fan-out directory of a copy of the file with this inode.
@@ -141,9 +149,19 @@ pub fn fan_out(inode: u64) -> u8 {
 /// cache root) into `buf` and returns it. Times are written as their
 /// 64-bit two's complement, so a time before 1970 still has one name.
 pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
-    buf.len = 0;
-    buf.push_hex(u64::from(fan_out(v.inode)), 2);
-    buf.push(b"/");
+    write_copy_name(v, kind, buf);
+    buf.as_str()
+}
+
+/// `copy_name` as bytes, without checking them again.
+pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
+    // Written in place, each number as a block of sixteen digits of which
+    // the significant ones are kept: this runs on every on-demand request.
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let fan = usize::from(fan_out(v.inode));
+    let b = &mut buf.bytes;
+    b[..3].copy_from_slice(&[HEX[fan >> 4], HEX[fan & 0xf], b'/']);
+    let mut at = 3;
     let parts = [
         v.device,
         v.inode,
@@ -151,15 +169,23 @@ pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
         v.mtime_us as u64,
         v.ctime_us as u64,
     ];
-    for (i, n) in parts.into_iter().enumerate() {
-        if i > 0 {
-            buf.push(b"-");
+    for (i, &n) in parts.iter().enumerate() {
+        let count = (16 - n.leading_zeros() as usize / 4).max(1);
+        // At most 3 + 5 * 17 bytes so far, within NAME_MAX.
+        if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<17>()) {
+            dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
+            at += count;
+            dst[count] = if i + 1 < parts.len() { b'-' } else { b'.' };
+            at += 1;
         }
-        buf.push_hex(n, 1);
     }
-    buf.push(b".");
-    buf.push(kind.ext().as_bytes());
-    buf.as_str()
+    let ext = kind.ext().as_bytes();
+    if let Some(dst) = b.get_mut(at..at + ext.len()) {
+        dst.copy_from_slice(ext);
+        at += ext.len();
+    }
+    buf.len = at;
+    buf.as_bytes()
 }
 
 /// The version and kind a copy's file name (without its fan-out
@@ -199,18 +225,31 @@ pub const MAX_SIZE: u64 = 64 << 20;
 /// (not a temporary of its own, not a delta, not an already-compressed
 /// format, at least its default `--min-size`) and at most `MAX_SIZE`.
 pub fn compressible(name: &[u8], size: u64) -> bool {
+    if !(DEFAULT_MIN_SIZE..=MAX_SIZE).contains(&size) {
+        return false;
+    }
     let base = match memchr::memrchr(b'/', name) {
         Some(i) => &name[i + 1..],
         None => name,
     };
-    let Ok(base) = std::str::from_utf8(base) else {
-        // The tool refuses names that are not UTF-8 too.
-        return false;
+    // The last extension, found once, decides most names: this runs on
+    // every on-demand request (the test below holds it to `compress_rule`).
+    let ext = match memchr::memrchr(b'.', base) {
+        Some(i) if i > 0 => Some(&base[i + 1..]),
+        _ => None,
     };
-    size <= MAX_SIZE
-        && !base.is_empty()
-        && !crate::publish::atomic::is_temp_name(base)
-        && compress_rule(base, size, DEFAULT_MIN_SIZE).is_none()
+    if ext.is_some_and(is_compressed_ext) {
+        return false;
+    }
+    // The tool refuses names that are not UTF-8 too.
+    if base.is_empty() || !base.is_ascii() && std::str::from_utf8(base).is_err() {
+        return false;
+    }
+    let text = || std::str::from_utf8(base).unwrap_or_default();
+    let temp = base.first() == Some(&b'.') && crate::publish::atomic::is_temp_name(text());
+    let delta = ext.is_some_and(|e| DeltaCoding::ALL.iter().any(|d| d.token().as_bytes() == e))
+        && crate::dictionary::parse_delta_name(text()).is_some();
+    !temp && !delta
 }
 
 #[cfg(test)]
@@ -301,6 +340,90 @@ mod tests {
         assert_eq!((v.inode, v.size), (m.ino(), 5));
         assert_eq!(v.mtime_us, 1_000_000_123_456);
         assert!(v.ctime_us > v.mtime_us);
+    }
+
+    #[test]
+    fn compressible_is_the_publish_tools_rule() {
+        use crate::publish::walk::compress_rule;
+        let delta = format!("page.html.{}.dcz", "ab".repeat(32));
+        let names: [&[u8]; 14] = [
+            b"a.html",
+            b"/x/.hidden",
+            b".html",
+            b"/x/a.PNG",
+            b"a.tar.GZ",
+            b"noext",
+            b"/d.ir/noext",
+            b"a.",
+            b"/x/.a.html.br.tmp0f",
+            b"/x/.a.html.tmpzz",
+            delta.as_bytes(),
+            b"x.dcz",
+            b"a.verylongext",
+            b"caf\xe9.png",
+        ];
+        for n in names {
+            for size in [
+                0,
+                DEFAULT_MIN_SIZE - 1,
+                DEFAULT_MIN_SIZE,
+                MAX_SIZE,
+                MAX_SIZE + 1,
+            ] {
+                let base = n.rsplit(|&b| b == b'/').next().unwrap_or(n);
+                let rule = std::str::from_utf8(base).is_ok_and(|b| {
+                    size <= MAX_SIZE
+                        && !b.is_empty()
+                        && !crate::publish::atomic::is_temp_name(b)
+                        && compress_rule(b, size, DEFAULT_MIN_SIZE).is_none()
+                });
+                assert_eq!(compressible(n, size), rule, "{n:?} {size}");
+            }
+        }
+    }
+
+    #[test]
+    fn hex_digits_match_the_formatter() {
+        for n in [
+            0,
+            1,
+            9,
+            10,
+            15,
+            16,
+            0xabc,
+            0x803,
+            u64::MAX,
+            1 << 63,
+            0x0123_4567_89ab_cdef,
+        ] {
+            assert_eq!(hex16(n), *format!("{n:016x}").as_bytes());
+        }
+        for digits in 0..=16 {
+            let n = if digits == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - 4 * digits)
+            };
+            let v = Version {
+                device: n,
+                inode: n ^ 0x5a,
+                size: n / 3,
+                mtime_us: n as i64,
+                ctime_us: (n >> 1) as i64,
+            };
+            let mut buf = NameBuf::new();
+            let want = format!(
+                "{:02x}/{:x}-{:x}-{:x}-{:x}-{:x}.gz",
+                v.inode & 0xff,
+                v.device,
+                v.inode,
+                v.size,
+                v.mtime_us as u64,
+                v.ctime_us as u64
+            );
+            assert_eq!(copy_name(&v, Kind::Coded(Coding::Gzip), &mut buf), want);
+        }
     }
 
     #[test]

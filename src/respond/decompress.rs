@@ -280,18 +280,14 @@ pub(super) fn decompress<'r>(
 fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Option<Status> {
     let cache = a.cache?;
     let v = cache::version(&s.info);
-    let path = match cache.find(a.req, &v, Kind::Decoded) {
-        Copy::Ready(path) => path,
+    let file = match cache.find(a.req, &v, Kind::Decoded) {
+        Copy::Ready(_, file) => file,
         Copy::Missing => {
-            cache.queue_decode(s.path, c, v);
+            cache.queue_decode(s.path, c, v, a.req.request_time_secs());
             return None;
         }
         Copy::NotWorth => return None,
     };
-    let file = a.req.open(path).ok()?;
-    if file.info().kind() != crate::httpd::FileKind::Regular {
-        return None;
-    }
     a.decoding(c);
     cache.touch(v, Kind::Decoded, a.req.request_time_secs());
     let req = a.req;

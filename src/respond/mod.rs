@@ -150,7 +150,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             return;
         }
         let v = cache::version(&self.req.finfo());
-        if cache.queue_compress(self.filename, v, wanted) {
+        if cache.queue_compress(self.filename, v, wanted, self.req.request_time_secs()) {
             let before = self.req.notes_get(NOTE).unwrap_or_default();
             self.req.set_note_copy(NOTE, &[before, b" queued"]);
         }
@@ -158,13 +158,13 @@ impl<'a, 'r> Attempt<'a, 'r> {
 
     /// The cached copy of the original in coding `c`; a missing one is
     /// asked for once the request is answered.
-    fn cached(&self, c: Coding) -> Result<&'r CStr, Skip> {
+    fn cached(&self, c: Coding) -> Result<(&'r CStr, File<'r>), Skip> {
         let cache = self.cache.ok_or(Skip)?;
         let v = cache::version(&self.req.finfo());
         match cache.find(self.req, &v, Kind::Coded(c)) {
-            Copy::Ready(path) => {
+            Copy::Ready(path, file) => {
                 cache.touch(v, Kind::Coded(c), self.req.request_time_secs());
-                Ok(path)
+                Ok((path, file))
             }
             Copy::NotWorth => Err(Skip),
             Copy::Missing => {
@@ -189,9 +189,9 @@ impl<'a, 'r> Attempt<'a, 'r> {
                 send_sibling(self, c, s)
             }
             Candidate::Cached(c) => {
-                let path = self.cached(c)?;
+                let (path, file) = self.cached(c)?;
                 self.vary(true);
-                send_cached(self, c, path)
+                Ok(send_coded(self, c, &file, path, Outcome::Cached(c)))
             }
             Candidate::Original => {
                 self.vary(self.cache.is_some() || self.any_sibling());
@@ -370,16 +370,6 @@ fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Result<S
         return Err(Skip);
     }
     Ok(send_coded(a, c, &file, s.path, Outcome::Precompressed(c)))
-}
-
-/// Sends the on-demand copy of the original in coding `c`, found at
-/// `path`, as a sibling is sent.
-fn send_cached(a: &Attempt<'_, '_>, c: Coding, path: &CStr) -> Result<Status, Skip> {
-    let file = a.req.open(path).map_err(|_| Skip)?;
-    if file.info().kind() != FileKind::Regular || file.info().size() == 0 {
-        return Err(Skip);
-    }
-    Ok(send_coded(a, c, &file, path, Outcome::Cached(c)))
 }
 
 /// Sends `file`, holding the original in coding `c`, as core sends a
