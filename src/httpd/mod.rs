@@ -370,26 +370,20 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
     }
 
-    /// Adds request notes holding the decimals of up to three numbers,
-    /// written into one request-pool buffer. Added, not set: for notes
-    /// made once per request this skips the search for an earlier value.
-    pub fn add_note_numbers(&self, notes: &[(&'static CStr, u64)]) {
-        const MAX: usize = 3;
-        let mut text = [0u8; 21 * MAX];
-        let mut at = 0;
-        for &(_, n) in notes.iter().take(MAX) {
-            at += write_decimal(n, &mut text[at..at + 21]);
-        }
-        // SAFETY: `at` bytes allocated in the pool and filled in full; each
-        // number was written with its NUL.
+    /// Adds request notes holding the decimals of `N` numbers, written
+    /// straight into one request-pool block. Added, not set: for notes made
+    /// once per request this skips the search for an earlier value.
+    pub fn add_note_numbers<const N: usize>(&self, notes: [(&'static CStr, u64); N]) {
+        // SAFETY: a block of N 21-byte slots in the request pool (palloc
+        // aligns to 8), each holding at most 20 digits and their NUL; the
+        // notes point into it and live as long as the pool.
         unsafe {
-            let p = ffi::apr_palloc(self.raw().pool, at) as *mut u8;
-            ptr::copy_nonoverlapping(text.as_ptr(), p, at);
-            let mut start = 0;
-            for &(name, n) in notes.iter().take(MAX) {
-                let v = p.add(start) as *const c_char;
+            let slots = ffi::apr_palloc(self.raw().pool, 21 * N) as *mut [u8; 21];
+            for (i, (name, n)) in notes.into_iter().enumerate() {
+                let slot = &mut *slots.add(i);
+                let first = write_decimal(n, slot);
+                let v = slot.as_ptr().add(first) as *const c_char;
                 ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v);
-                start += decimal_len(n) + 1;
             }
         }
     }
@@ -690,21 +684,19 @@ impl<'r> Request<'r> {
     }
 }
 
-/// How many digits `n` has in decimal.
-fn decimal_len(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
-}
-
-/// Writes `n` in decimal and a NUL into `out` (21 bytes hold any u64);
-/// the bytes written.
-fn write_decimal(mut n: u64, out: &mut [u8]) -> usize {
-    let len = decimal_len(n);
-    out[len] = 0;
-    for d in out[..len].iter_mut().rev() {
-        *d = b'0' + (n % 10) as u8;
+/// Writes `n` in decimal, ending at the slot's last byte, a NUL; where
+/// the digits start.
+fn write_decimal(mut n: u64, slot: &mut [u8; 21]) -> usize {
+    let mut i = 20;
+    slot[i] = 0;
+    loop {
+        i -= 1;
+        slot[i] = b'0' + (n % 10) as u8;
         n /= 10;
+        if n == 0 {
+            return i;
+        }
     }
-    len + 1
 }
 
 /// Fills `buf` from APR's random source (urandom); false if it failed.
@@ -946,10 +938,10 @@ mod tests {
     #[test]
     fn decimals_are_written_with_their_nul() {
         for n in [0u64, 7, 10, 99, 100, 120_000, u64::MAX] {
-            let mut out = [0xffu8; 21];
-            let len = write_decimal(n, &mut out);
-            assert_eq!(&out[..len - 1], n.to_string().as_bytes());
-            assert_eq!((out[len - 1], len - 1), (0, decimal_len(n)));
+            let mut slot = [0xffu8; 21];
+            let first = write_decimal(n, &mut slot);
+            assert_eq!(&slot[first..20], n.to_string().as_bytes());
+            assert_eq!(slot[20], 0);
         }
     }
 }

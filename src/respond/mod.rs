@@ -133,7 +133,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         };
         counters::response(o, sent, original);
         if sent > 0 {
-            req.add_note_numbers(&[
+            req.add_note_numbers([
                 (NOTE_ORIGINAL, original),
                 (NOTE_RATIO, sent * 100 / original.max(1)),
             ]);
