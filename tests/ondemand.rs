@@ -13,7 +13,7 @@ use common::*;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The cache root beside the docroot.
 fn cache_of(a: &Apache) -> PathBuf {
@@ -46,27 +46,6 @@ fn fill(d: &Path, files: &[(&str, &[u8])]) {
     fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
 }
 
-/// Copies in the cache (name, bytes), markers included.
-fn copies(root: &Path) -> Vec<(String, u64)> {
-    let mut out = Vec::new();
-    for sub in fs::read_dir(root).into_iter().flatten().flatten() {
-        for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
-            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-            out.push((f.file_name().to_string_lossy().into_owned(), len));
-        }
-    }
-    out
-}
-
-/// Waits (up to 20 s) until `done` holds.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// What `gzip-disk-ng compress` writes for `data` in `coding`.
 fn published(data: &[u8], suffix: &str) -> Vec<u8> {
     let d = tempfile::tempdir().expect("tempdir");
@@ -79,27 +58,6 @@ fn published(data: &[u8], suffix: &str) -> Vec<u8> {
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     fs::read(d.path().join(format!("page.html{suffix}"))).expect("sibling")
-}
-
-/// The pids of processes named `gdn-compressor` whose parent is `ppid`.
-fn compressors(ppid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let parent = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if comm.trim() == "gdn-compressor" && parent == Some(ppid) {
-            out.push(pid);
-        }
-    }
-    out
 }
 
 fn apache_pid(a: &Apache) -> i32 {

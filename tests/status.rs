@@ -391,46 +391,6 @@ fn log_notes_give_the_original_size_and_the_ratio() {
     a.stop();
 }
 
-/// The compressor processes whose parent is `ppid`.
-fn compressors(ppid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
-        let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
-        let parent = stat
-            .rsplit(')')
-            .next()
-            .and_then(|s| s.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<i32>().ok());
-        if comm.trim() == "gdn-compressor" && parent == Some(ppid) {
-            out.push(pid);
-        }
-    }
-    out
-}
-
-/// Files in the cache and their sizes, markers (empty) included.
-fn cache_files(root: &Path) -> Vec<u64> {
-    let mut out = Vec::new();
-    for sub in fs::read_dir(root).into_iter().flatten().flatten() {
-        for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
-            out.push(f.metadata().map(|m| m.len()).unwrap_or(0));
-        }
-    }
-    out
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 fn num(m: &BTreeMap<String, String>, k: &str) -> u64 {
     m.get(k)
         .and_then(|v| v.parse().ok())
@@ -467,13 +427,13 @@ fn on_demand_counters_match_the_cache_and_the_compressor() {
     let ae = Some("gzip, br, zstd");
     assert_eq!(a.get("/x.html", ae).coding(), None, "a miss");
     assert_eq!(a.get("/noise.html", ae).coding(), None, "a miss");
-    wait_until("the copies", || settled(&auto(&a)));
+    wait_for("the copies", || settled(&auto(&a)));
     let hits = (0..3)
         .filter(|_| a.get("/x.html", ae).coding() == Some("zstd"))
         .count();
     assert_eq!(hits, 3);
     let m = auto(&a);
-    let files = cache_files(&cache);
+    let files: Vec<u64> = copies(&cache).into_iter().map(|(_, n)| n).collect();
     assert_eq!(num(&m, "GzipDiskNgCacheEntries"), files.len() as u64);
     assert_eq!(num(&m, "GzipDiskNgCacheBytes"), files.iter().sum::<u64>());
     let made = files.iter().filter(|&&n| n > 0).count() as u64;
@@ -505,7 +465,7 @@ fn on_demand_counters_match_the_cache_and_the_compressor() {
         .status()
         .unwrap();
     assert!(killed.success());
-    wait_until("a new compressor", || {
+    wait_for("a new compressor", || {
         let m = auto(&a);
         num(&m, "GzipDiskNgCompressorRestarts") == 1
             && compressors(ppid).first().map(|&p| p as u64)

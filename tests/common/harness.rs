@@ -687,3 +687,45 @@ pub fn assert_prints(o: &std::process::Output, want: &str) {
 pub fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// The pids of processes named `gdn-compressor` whose parent is `ppid`.
+pub fn compressors(ppid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let comm = fs::read_to_string(e.path().join("comm")).unwrap_or_default();
+        let stat = fs::read_to_string(e.path().join("stat")).unwrap_or_default();
+        let parent = stat
+            .rsplit(')')
+            .next()
+            .and_then(|s| s.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<i32>().ok());
+        if comm.trim() == "gdn-compressor" && parent == Some(ppid) {
+            out.push(pid);
+        }
+    }
+    out
+}
+
+/// Copies in the cache (name, bytes), markers included.
+pub fn copies(root: &Path) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    for sub in fs::read_dir(root).into_iter().flatten().flatten() {
+        for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
+            let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+            out.push((f.file_name().to_string_lossy().into_owned(), len));
+        }
+    }
+    out
+}
+
+/// Waits (up to 20 s) until `done` holds.
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
