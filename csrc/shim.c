@@ -460,7 +460,8 @@ int gdn_status_is_short(int flags)
 
 /* Anonymous shared memory of `size` bytes in the process pool (so it
  * outlives restarts), found again under `key` by later generations of the
- * configuration; NULL when it cannot be made. `fresh` says it is new. */
+ * configuration; NULL when it cannot be made. `fresh` says it is new (its
+ * user zeroes it). */
 void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fresh)
 {
     apr_pool_t *p = s->process->pool;
@@ -481,7 +482,6 @@ void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fr
         return NULL;
     }
     apr_pool_userdata_set(shm, apr_pstrdup(p, key), NULL, p);
-    memset(apr_shm_baseaddr_get(shm), 0, size);
     *fresh = 1;
     return apr_shm_baseaddr_get(shm);
 }

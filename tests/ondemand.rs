@@ -60,14 +60,6 @@ fn published(data: &[u8], suffix: &str) -> Vec<u8> {
     fs::read(d.path().join(format!("page.html{suffix}"))).expect("sibling")
 }
 
-fn apache_pid(a: &Apache) -> i32 {
-    fs::read_to_string(a.root.path().join("httpd.pid"))
-        .expect("pid file")
-        .trim()
-        .parse()
-        .expect("pid")
-}
-
 const CODINGS: [(&str, &str); 3] = [("zstd", ".zst"), ("br", ".br"), ("gzip", ".gz")];
 
 /// Miss, then hit with the publish tool's exact bytes, for each coding.

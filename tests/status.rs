@@ -445,11 +445,7 @@ fn on_demand_counters_match_the_cache_and_the_compressor() {
     assert_eq!(num(&m, "GzipDiskNgOndemandCopiesDropped"), 0);
     assert_eq!(num(&m, "GzipDiskNgResponsesCachedZstd"), 3);
     assert_ne!(m["GzipDiskNgCompressorCpuSeconds"], "0.000000");
-    let ppid: i32 = fs::read_to_string(a.root.path().join("httpd.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let ppid = apache_pid(&a);
     let first = compressors(ppid);
     assert_eq!(first.len(), 1);
     assert_eq!(num(&m, "GzipDiskNgCompressorPid"), first[0] as u64);

@@ -729,3 +729,12 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
         std::thread::sleep(Duration::from_millis(50));
     }
 }
+
+/// The pid of Apache's parent, from its pid file.
+pub fn apache_pid(a: &Apache) -> i32 {
+    fs::read_to_string(a.root.path().join("httpd.pid"))
+        .expect("pid file")
+        .trim()
+        .parse()
+        .expect("pid")
+}
