@@ -150,13 +150,21 @@ impl Active {
         }
     }
 
+    /// Whether this process asked for the copy of `v` in coding `c` in
+    /// the tick of `now_us` (see `ASK_TICK`): the copy is then still being
+    /// made (or its job was dropped), so a request need not look for it.
+    /// A copy is seen at most a tick after it is made, and a cache the
+    /// compressor cannot write costs a failed open a tick, not a request.
+    pub fn asked_lately(&self, v: &Version, c: Coding, now_us: i64) -> bool {
+        ASKED.done(v, CodingSet::empty().with(c).bits(), now_us >> ASK_TICK)
+    }
+
     /// Asks for the copies of `codings` of the original at `path`, unless
-    /// this process asked for them within the last second (the
+    /// this process asked for them in the tick of `now_us` (the
     /// compressor is then at work on them, or dropped them and a later
     /// request asks again); whether a job was sent.
-    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet, now: i64) -> bool {
-        static ASKED: Lately = Lately::new();
-        let bits = codings.bits();
+    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet, now_us: i64) -> bool {
+        let (bits, now) = (codings.bits(), now_us >> ASK_TICK);
         if ASKED.done(&v, bits, now) {
             return false;
         }
@@ -214,6 +222,14 @@ impl Active {
         })
     }
 }
+
+/// The copies this process asked the compressor for, by tick.
+static ASKED: Lately = Lately::new();
+
+/// A tick of `ASKED`: 2^17 µs, about an eighth of a second. A copy is
+/// found that much after it is made at most; a job is asked for at most
+/// that often per process (the compressor merges repeats).
+const ASK_TICK: u32 = 17;
 
 /// What each process did lately, by key (a copy, a file version): a slot
 /// per key's hash holding that hash's high 24 bits, what was done (8

@@ -357,7 +357,8 @@ fn counts_survive_a_graceful_restart() {
     a.stop();
 }
 
-/// `%{gzip-disk-ng-original}n` and `%{gzip-disk-ng-ratio}n`, beside `%B`.
+/// `%{gzip-disk-ng-original}n` and `%{gzip-disk-ng-ratio}n`, beside `%B`:
+/// set for a body in a content coding only.
 #[test]
 fn log_notes_give_the_original_size_and_the_ratio() {
     let mut a_len = 0;
@@ -372,7 +373,7 @@ fn log_notes_give_the_original_size_and_the_ratio() {
             br.body.len() as u64 * 100 / a_len,
             br.body.len()
         ),
-        format!("{0} 100 {0}", plain.body.len()),
+        format!("- - {} GET /plain.html", plain.body.len()),
         "- - 0 HEAD".to_owned(),
     ];
     let deadline = Instant::now() + Duration::from_secs(5);

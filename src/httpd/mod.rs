@@ -362,6 +362,11 @@ impl<'r> Request<'r> {
         self.raw().request_time / 1_000_000
     }
 
+    /// When the request began, in microseconds since the epoch.
+    pub fn request_time_us(&self) -> i64 {
+        self.raw().request_time
+    }
+
     /// Sets a request note to the concatenation of `parts`, copied into
     /// the request pool.
     pub fn set_note_copy(&self, name: &'static CStr, parts: &[&[u8]]) {

@@ -228,13 +228,15 @@ pub fn compressible(name: &[u8], size: u64) -> bool {
     if !(DEFAULT_MIN_SIZE..=MAX_SIZE).contains(&size) {
         return false;
     }
-    let base = match memchr::memrchr(b'/', name) {
+    // Plain loops: on a path this short they cost less than memrchr's
+    // set-up.
+    let base = match name.iter().rposition(|&b| b == b'/') {
         Some(i) => &name[i + 1..],
         None => name,
     };
     // The last extension, found once, decides most names: this runs on
     // every on-demand request (the test below holds it to `compress_rule`).
-    let ext = match memchr::memrchr(b'.', base) {
+    let ext = match base.iter().rposition(|&b| b == b'.') {
         Some(i) if i > 0 => Some(&base[i + 1..]),
         _ => None,
     };

@@ -112,9 +112,10 @@ impl<'a, 'r> Attempt<'a, 'r> {
 
     /// Counts the response once the handler passed it: the body bytes
     /// the filters sent and, for a whole body in a content coding, the
-    /// original's size in their place; also as request notes for the
-    /// access log. An error the handler returns has its body made later,
-    /// by Apache: counted without bytes.
+    /// original's size in their place. A body in a content coding also
+    /// gets them as request notes for the access log, as mod_deflate
+    /// notes only what it compressed. An error the handler returns has
+    /// its body made later, by Apache: counted without bytes.
     fn count(&self, st: Status) {
         if !counters::COUNTING {
             return;
@@ -132,7 +133,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             _ => sent,
         };
         counters::response(o, sent, original);
-        if sent > 0 {
+        if sent > 0 && o.is_coded() {
             req.add_note_numbers([
                 (NOTE_ORIGINAL, original),
                 (NOTE_RATIO, sent * 100 / original.max(1)),
@@ -150,7 +151,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             return;
         }
         let v = cache::version(&self.req.finfo());
-        if cache.queue_compress(self.filename, v, wanted, self.req.request_time_secs()) {
+        if cache.queue_compress(self.filename, v, wanted, self.req.request_time_us()) {
             let before = self.req.notes_get(NOTE).unwrap_or_default();
             self.req.set_note_copy(NOTE, &[before, b" queued"]);
         }
@@ -161,6 +162,10 @@ impl<'a, 'r> Attempt<'a, 'r> {
     fn cached(&self, c: Coding) -> Result<(&'r CStr, File<'r>), Skip> {
         let cache = self.cache.ok_or(Skip)?;
         let v = cache::version(&self.req.finfo());
+        if cache.asked_lately(&v, c, self.req.request_time_us()) {
+            self.wanted.set(self.wanted.get().with(c));
+            return Err(Skip);
+        }
         match cache.find(self.req, &v, Kind::Coded(c)) {
             Copy::Ready(path, file) => {
                 cache.touch(v, Kind::Coded(c), self.req.request_time_secs());
