@@ -101,6 +101,9 @@ pub enum Mpm {
 
 /// A running Apache; stopped by its PID on drop.
 pub struct Apache {
+    /// Declared before `root` so that, dropped after the server stops, it
+    /// unmounts before the temp dir is removed.
+    mounted: Option<Mounted>,
     pub root: tempfile::TempDir,
     pub port: u16,
     pub docroot: PathBuf,
@@ -120,6 +123,17 @@ pub struct Options {
     /// Replaces the line loading the built module (e.g. an `Include` of an
     /// installed `.load` file).
     pub load: Option<String>,
+    /// A small tmpfs on a directory of the ServerRoot, made by `fill`
+    /// (e.g. a cache root that fills up), seen by Apache from its start.
+    pub tmpfs: Option<Tmpfs>,
+}
+
+/// A tmpfs of `size` (as mount's `size=` takes it, e.g. "96k"), open to
+/// all, on `dir` (relative to the ServerRoot).
+#[derive(Clone, Copy, Debug)]
+pub struct Tmpfs {
+    pub dir: &'static str,
+    pub size: &'static str,
 }
 
 impl Default for Options {
@@ -131,6 +145,7 @@ impl Default for Options {
             modules: vec![],
             log_level: "info gzip_disk_ng:debug",
             load: None,
+            tmpfs: None,
         }
     }
 }
@@ -153,6 +168,7 @@ impl Apache {
         fs::create_dir(&docroot).expect("docroot");
         fs::set_permissions(&docroot, fs::Permissions::from_mode(0o755)).expect("chmod");
         fill(&docroot);
+        let (mounted, launcher) = Self::launcher(root.path(), opts.tmpfs);
         let mut last_err = String::new();
         for _ in 0..5 {
             let port = free_port();
@@ -160,7 +176,7 @@ impl Apache {
             let conf_path = root.path().join("httpd.conf");
             fs::write(&conf_path, conf).expect("conf");
             let _ = fs::remove_file(root.path().join("error.log"));
-            let out = Command::new(APACHE)
+            let out = launcher()
                 .arg("-d")
                 .arg(root.path())
                 .arg("-f")
@@ -178,6 +194,7 @@ impl Apache {
                 continue;
             }
             let mut a = Apache {
+                mounted,
                 root,
                 port,
                 docroot,
@@ -191,6 +208,33 @@ impl Apache {
             return Self::start_failed(&last_err);
         }
         Self::start_failed(&last_err)
+    }
+
+    /// What runs `apache2` (its arguments follow), and the tmpfs mounted
+    /// for it, if any. As root the tmpfs is mounted here, for all to see,
+    /// until the server has stopped. A normal user may not mount, so then
+    /// Apache runs in a user and mount namespace of its own holding the
+    /// mount, which goes when Apache's processes have all exited.
+    fn launcher(root: &Path, tmpfs: Option<Tmpfs>) -> (Option<Mounted>, impl Fn() -> Command) {
+        let dir = tmpfs.map(|t| (root.join(t.dir), t.size));
+        let as_root = is_root();
+        let mounted = match &dir {
+            Some((dir, size)) if as_root => Some(Mounted::tmpfs(dir, size)),
+            Some((dir, _)) => {
+                assert_user_namespaces(dir);
+                None
+            }
+            None => None,
+        };
+        // The user's own ids, as the namespace maps them back for Apache.
+        let meta = fs::metadata(root).expect("server root");
+        use std::os::unix::fs::MetadataExt;
+        let ids = (meta.uid(), meta.gid());
+        let launcher = move || match &dir {
+            Some((dir, size)) if !as_root => in_namespace_with_tmpfs(dir, size, ids),
+            _ => Command::new(APACHE),
+        };
+        (mounted, launcher)
     }
 
     fn start_failed(err: &str) -> Apache {
@@ -386,6 +430,82 @@ impl Drop for Apache {
     fn drop(&mut self) {
         self.stop();
     }
+}
+
+/// A tmpfs mounted (as root) by `mount`, unmounted on drop.
+struct Mounted(PathBuf);
+
+impl Mounted {
+    fn tmpfs(dir: &Path, size: &str) -> Mounted {
+        let st = Command::new("mount")
+            .args([
+                "-t",
+                "tmpfs",
+                "-o",
+                &format!("size={size},mode=0777"),
+                "tmpfs",
+            ])
+            .arg(dir)
+            .status()
+            .expect("run mount");
+        assert!(st.success(), "mount a tmpfs on {}", dir.display());
+        Mounted(dir.to_owned())
+    }
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}
+
+/// `apache2` (its arguments to follow) under `unshare`, in a user and
+/// mount namespace where a tmpfs of `size` is on `dir`. The mount needs
+/// root in the first namespace; Apache itself runs in a nested one as the
+/// user's own `ids` again, since as root it would switch to a `User`,
+/// which a normal user cannot, and refuses to serve as root. The mount
+/// made in the first namespace is the one the nested one sees.
+fn in_namespace_with_tmpfs(dir: &Path, size: &str, (uid, gid): (u32, u32)) -> Command {
+    // The paths and ids go as arguments, never spliced into the script.
+    let script = r#"dir=$1 size=$2 uid=$3 gid=$4; shift 4
+mount -t tmpfs -o "size=$size,mode=0777" tmpfs "$dir" &&
+exec unshare --user --map-user="$uid" --map-group="$gid" "$@""#;
+    let mut c = Command::new("unshare");
+    c.args([
+        "--user",
+        "--map-root-user",
+        "--mount",
+        "sh",
+        "-c",
+        script,
+        "sh",
+    ])
+    .arg(dir)
+    .arg(size)
+    .arg(uid.to_string())
+    .arg(gid.to_string())
+    .arg(APACHE);
+    c
+}
+
+/// Panics, saying why, unless this user may mount a tmpfs on `dir` in a
+/// user and mount namespace of its own (the probe's mount goes with it).
+fn assert_user_namespaces(dir: &Path) {
+    let out = Command::new("unshare")
+        .args(["--user", "--map-root-user", "--mount"])
+        .args(["mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs"])
+        .arg(dir)
+        .output();
+    let why = match out {
+        Ok(o) if o.status.success() => return,
+        Ok(o) => stderr(&o),
+        Err(e) => e.to_string(),
+    };
+    panic!(
+        "a tmpfs on {} needs root, or, for a normal user, unprivileged user \
+         namespaces (`unshare -Urm`), which failed here: {why}",
+        dir.display()
+    );
 }
 
 /// A response as curl saw it.
