@@ -418,6 +418,9 @@ fn restarts_reuse_the_cache() {
         );
         assert!(r.decoded() == data);
     }
+    // The old compressor is gone, its lock with it, before the new starts.
+    let standby = a.module_log_about("in use by another Apache's compressor");
+    assert!(standby.is_empty(), "{standby:#?}");
     a.assert_no_crash();
 }
 
@@ -551,4 +554,73 @@ fn noise_page(i: usize) -> Vec<u8> {
     let mut v = page(40_000, 60 + i as u64);
     v.extend_from_slice(&noise(60_000, 70 + i as u64));
     v
+}
+
+/// Names of the cache's copies made from the file at `p` (its inode is
+/// the second field of a copy's name).
+fn copies_of(cache: &Path, p: &Path) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    let ino = format!("{:x}", fs::metadata(p).expect("original").ino());
+    copies(cache)
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name.split('-').nth(1) == Some(ino.as_str()))
+        .collect()
+}
+
+#[test]
+fn two_instances_share_a_cache_root_one_compressor_at_a_time() {
+    let (one, two) = (page(60_000, 31), page(50_000, 32));
+    let mut a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("one.html", &one), ("two.html", &two)])
+    });
+    wait_for("the first compressor's start", || {
+        !a.module_log_about("gdn-compressor: cache ").is_empty()
+    });
+    let cache = cache_of(&a);
+    let opts = Options {
+        server: format!("GzipDiskNgCacheRoot {}", cache.display()),
+        ..on_demand(Mpm::Event)
+    };
+    // The same files (same inodes, so the same versions) in another docroot.
+    let b = Apache::start(opts, |d| {
+        for name in ["one.html", "two.html"] {
+            fs::hard_link(a.docroot.join(name), d.join(name)).expect("link");
+        }
+    });
+    let standby = || b.module_log_about("in use by another Apache's compressor");
+    wait_for("the second's warning", || !standby().is_empty());
+    wait_for("the first's copy", || {
+        a.get("/one.html", Some("zstd")).coding() == Some("zstd")
+    });
+    assert!(a.last_access_ends_with("zstd cached"), "{}", a.access_log());
+    let r = b.get("/one.html", Some("zstd"));
+    assert_eq!(
+        r.coding(),
+        Some("zstd"),
+        "the first's copy, served by the second"
+    );
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
+    assert!(r.decoded() == one);
+    assert!(b.last_access_ends_with("zstd cached"), "{}", b.access_log());
+    // The second asks for a copy; its compressor drops the job.
+    assert_eq!(b.get("/two.html", Some("br")).coding(), None);
+    wait_for("the second's drop", || {
+        !b.module_log_about("job dropped: another").is_empty()
+    });
+    assert_eq!(
+        copies_of(&cache, &b.docroot.join("two.html")),
+        Vec::<String>::new()
+    );
+    a.stop();
+    wait_for("the takeover", || {
+        !b.module_log_about("took it over").is_empty()
+    });
+    wait_for("the second's copy", || {
+        b.get("/two.html", Some("br")).coding() == Some("br")
+    });
+    assert!(b.last_access_ends_with("br cached"), "{}", b.access_log());
+    assert_eq!(standby().len(), 1, "{:#?}", b.module_log());
+    a.assert_no_crash();
+    b.assert_no_crash();
 }

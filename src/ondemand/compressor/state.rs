@@ -27,6 +27,9 @@ pub(super) struct State {
     failing: bool,
     /// Copies evicted since `holding` last said.
     evicted: u64,
+    /// This compressor owns the root (`owner`): false while another
+    /// Apache's compressor does, and this one takes no job.
+    owner: bool,
 }
 
 /// The copy of `key`'s path under `root`.
@@ -48,11 +51,8 @@ impl State {
     /// evicted.
     pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
         let mut state = State {
-            index: Index::default(),
-            pending: HashSet::new(),
-            failed: HashSet::new(),
-            failing: false,
-            evicted: 0,
+            owner: true,
+            ..State::standby()
         };
         let mut found = Vec::new();
         let mut leftovers = 0;
@@ -74,6 +74,24 @@ impl State {
             ),
         );
         state
+    }
+
+    /// The state while another compressor owns the root: nothing
+    /// indexed, scanned or removed, no job taken.
+    pub(super) fn standby() -> State {
+        State {
+            index: Index::default(),
+            pending: HashSet::new(),
+            failed: HashSet::new(),
+            failing: false,
+            evicted: 0,
+            owner: false,
+        }
+    }
+
+    /// Whether this compressor owns the root and takes jobs.
+    pub(super) fn owner(&self) -> bool {
+        self.owner
     }
 
     /// Takes `key` on: false when it is pending, failed before, or done
@@ -178,6 +196,8 @@ impl State {
 
 /// Indexes the fan-out directories under `root` into `found`, removing
 /// leftover temporaries (counted in `leftovers`) in them and in `root`.
+/// Anything else (the lock file `owner::LOCK_NAME`, files an admin put
+/// there) is left alone and not counted.
 fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
     for entry in fs::read_dir(root)? {
         let entry = entry?;

@@ -308,6 +308,10 @@ fn leftovers_are_removed_at_start() {
     assert!(left.iter().all(|l| !l.exists()));
     assert!(foreign.exists() && made.exists());
     assert_eq!(lines.count(Level::Info, "3 entries"), 1);
+    assert!(
+        cache.join(super::owner::LOCK_NAME).exists(),
+        "kept, not counted"
+    );
     assert_eq!(
         lines.count(Level::Info, "2 leftover temporaries removed"),
         1
@@ -360,4 +364,124 @@ fn the_warning_comes_again_after_a_recovery() {
     assert_eq!(lines.count(Level::Notice, "written again"), 1);
     state.cache_failed(&s, &e, &log);
     assert_eq!(lines.count(Level::Warn, ""), 2);
+}
+
+/// Events of a run, to count what it dropped.
+#[derive(Default)]
+struct Events(Mutex<Vec<super::Event>>);
+
+impl Events {
+    fn tally(&self) -> impl Fn(super::Event) + Sync + '_ {
+        |e| self.0.lock().unwrap().push(e)
+    }
+    fn dropped(&self) -> u64 {
+        let events = self.0.lock().unwrap();
+        events
+            .iter()
+            .map(|e| match e {
+                super::Event::Copies(crate::tally::Job::Dropped, n) => *n,
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+/// Waits (up to 20 s) until `done` holds.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A run on `s` in a thread, reading jobs from a socket until the
+/// returned end is dropped; started once its start is logged.
+fn running<'a>(
+    scope: &'a std::thread::Scope<'a, '_>,
+    s: &'a Settings,
+    lines: &'a Lines,
+    events: &'a Events,
+) -> std::os::unix::net::UnixStream {
+    let (tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+    let before = lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use");
+    scope.spawn(move || run(s, rx, &lines.log(), &events.tally()));
+    wait_until("the run's start", || {
+        lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use") > before
+    });
+    tx
+}
+
+/// A leftover temporary in a fan-out directory of `cache`.
+fn leftover(s: &Settings, p: &Path) -> PathBuf {
+    let made = copy(s, p, Kind::Coded(Coding::Gzip));
+    let dir = made.parent().unwrap();
+    fs::create_dir_all(dir).unwrap();
+    let name = made.file_name().unwrap().to_str().unwrap();
+    let left = dir.join(format!(".{name}.tmp1f"));
+    fs::write(&left, b"partial").unwrap();
+    left
+}
+
+#[test]
+fn a_second_run_on_a_held_root_makes_nothing_and_warns_once() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "e.html", 9000, 8);
+    let s = settings(&cache);
+    let (first, second) = (Lines::default(), Lines::default());
+    let events = Events::default();
+    std::thread::scope(|scope| {
+        let tx = running(scope, &s, &first, &events);
+        let left = leftover(&s, &p);
+        let mut stream = compress_job(&p, all());
+        stream.extend(compress_job(&p, CodingSet::empty().with(Coding::Br)));
+        let second_events = Events::default();
+        run(
+            &s,
+            Cursor::new(stream),
+            &second.log(),
+            &second_events.tally(),
+        );
+        assert_eq!(second.count(Level::Warn, ""), 1);
+        let root = cache.display().to_string();
+        assert_eq!(second.count(Level::Warn, &root), 1);
+        assert_eq!(second.count(Level::Warn, "makes none"), 1);
+        assert_eq!(second_events.dropped(), 4);
+        assert!(left.exists(), "a standby cleans nothing");
+        for c in Coding::ALL {
+            assert!(!copy(&s, &p, Kind::Coded(c)).exists(), "{c:?}");
+        }
+        drop(tx);
+    });
+    assert_eq!(first.count(Level::Warn, ""), 0);
+}
+
+#[test]
+fn the_second_run_takes_over_once_the_first_ends() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "f.html", 9000, 9);
+    let s = settings(&cache);
+    let (first, second) = (Lines::default(), Lines::default());
+    let (first_events, second_events) = (Events::default(), Events::default());
+    std::thread::scope(|scope| {
+        let tx = running(scope, &s, &first, &first_events);
+        let mut jobs = running(scope, &s, &second, &second_events);
+        assert_eq!(second.count(Level::Warn, "in use"), 1);
+        let left = leftover(&s, &p);
+        drop(tx);
+        wait_until("the takeover", || {
+            second.count(Level::Notice, "took it over") == 1
+        });
+        assert!(!left.exists(), "a taken-over root is cleaned");
+        jobs.write_all(&compress_job(&p, all())).unwrap();
+        wait_until("the copies", || {
+            Coding::ALL
+                .iter()
+                .all(|&c| copy(&s, &p, Kind::Coded(c)).exists())
+        });
+        drop(jobs);
+    });
+    assert_eq!(second.count(Level::Warn, ""), 1);
+    assert_eq!(second_events.dropped(), 0);
+    assert!(cache.join(super::owner::LOCK_NAME).exists());
 }
