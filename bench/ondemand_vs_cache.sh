@@ -66,7 +66,12 @@ DocumentRoot $D
 </Directory>
 CONF
 } >"$WORK/httpd.conf"
-/usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
+# PIN=1: Apache on CPU 0 and wrk (one thread) on CPU 1, so each request's
+# cost to the server, not the client sharing its CPUs, sets the rate, as
+# where clients are other machines.
+SERVER_CPU=() CLIENT=(wrk -t2)
+if [ "${PIN:-0}" = 1 ]; then SERVER_CPU=(taskset -c 0) CLIENT=(taskset -c 1 wrk -t1); fi
+"${SERVER_CPU[@]}" /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
 apache_wait "$PORT"
 URL="http://127.0.0.1:$PORT"
 BROWSER="gzip, deflate, br, zstd"
@@ -88,12 +93,12 @@ for p in $PAGES; do
 done
 
 rate() { # path accept-encoding -> requests per second
-    wrk -t2 -c8 -d"${DURATION}s" -H "Accept-Encoding: $2" "$URL$1" |
+    "${CLIENT[@]}" -c8 -d"${DURATION}s" -H "Accept-Encoding: $2" "$URL$1" |
         awk '/^Requests\/sec/ { print $2 }'
 }
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-echo "date: $(date -u +%F); wrk -c8, median of $ROUNDS interleaved rounds of ${DURATION} s"
+echo "date: $(date -u +%F); ${CLIENT[*]} -c8, median of $ROUNDS interleaved rounds of ${DURATION} s${SERVER_CPU[*]:+, Apache under ${SERVER_CPU[*]}}"
 printf '%-18s %-10s %12s %12s %7s %10s %10s %7s\n' page client "on-demand/s" "stock/s" ratio \
     "on-demand B" "stock B" "fewer"
 for p in $PAGES; do

@@ -75,6 +75,11 @@ CONF
     done
     echo "LoadModule gzip_disk_ng_module $MODULE_SO"
     echo "TypesConfig /etc/mime.types"
+    # ALLOW_OVERRIDE=None measures as Debian's apache2.conf serves: no
+    # .htaccess looked for in each directory of a request's path.
+    if [ -n "${ALLOW_OVERRIDE:-}" ]; then
+        printf '<Directory />\n    AllowOverride %s\n</Directory>\n' "$ALLOW_OVERRIDE"
+    fi
 }
 
 # Puts PAGE and/or its siblings into the case directory DOCS/CASE, each
