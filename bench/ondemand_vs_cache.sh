@@ -128,3 +128,25 @@ for p in $PAGES; do
             "$(echo "$a / $b" | bc -l)" "$ba" "$ca" "$bb" "$cb" "$(echo "100 * (1 - $ba / $bb)" | bc -l)"
     done
 done
+
+# CALLGRIND=1: the instructions of steady requests (keep-alive) of each,
+# Apache -X under callgrind (see bench/callgrind_lib.sh).
+[ "${CALLGRIND:-0}" = 1 ] || exit 0
+apache_stop "$WORK"
+sleep 1
+mkdir -m 1777 -p "$WORK/out"
+source "$(dirname "$0")/callgrind_lib.sh"
+N="${N:-200}"
+echo
+echo "callgrind, instructions per steady request (mean of $N, keep-alive)"
+for p in $PAGES; do
+    n="$(basename "$p")"
+    for client in br-only gzip; do
+        ae=gzip
+        [ "$client" = br-only ] && ae="gzip, deflate, br"
+        a=$(measure "/ondemand/$n" "$ae") || exit 1
+        b=$(measure "/stock/$n" "$ae") || exit 1
+        printf '%-18s %-10s on-demand %8d  stock %8d  ratio %.2f\n' "$n" "$client" "$a" "$b" \
+            "$(echo "$a / $b" | bc -l)"
+    done
+done
