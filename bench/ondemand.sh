@@ -99,3 +99,21 @@ printf '  every page cached after %.1f s\n' "$elapsed"
 printf '  compressor: %.1f CPU seconds, peak RSS %d kB\n' "$cpu" "$hwm"
 printf '  cache %d bytes; gzip-disk-ng compress on the same pages %d bytes (%.4f)\n' \
     "$cache_bytes" "$pub_bytes" "$(echo "$cache_bytes / $pub_bytes" | bc -l)"
+
+# The compressor's memory follows the largest file it compresses (brotli
+# quality 11's window and match finder): one large page, the manual's
+# pages one after another (about 6 MB), asked for in each coding.
+big="$D/first/manual-all.html"
+find "$MANUAL" -name '*.html' -print0 | sort -z | xargs -0 cat >"$big"
+chmod a+r "$big"
+t0=$(now)
+for c in zstd br gzip; do
+    for i in $(seq 1201); do
+        [ "$(coding_of /first/manual-all.html "$c")" = "$c" ] && break
+        [ "$i" -le 1200 ] || { echo "manual-all.html: no $c copy after 60 s" >&2; exit 1; }
+        sleep 0.05
+    done
+done
+echo
+printf 'one %d-byte page: cached in all three codings after %.1f s, compressor peak RSS %d kB\n' \
+    "$(stat -c %s "$big")" "$(echo "$(now) - $t0" | bc -l)" "$(awk '/VmHWM/ { print $2 }' "/proc/$(compressor)/status")"

@@ -31,22 +31,25 @@ for i in $(seq 0 255); do printf 'x' >"$WORK/blocked/$(printf '%02x' "$i")"; don
 chmod -R a+rX "$WORK"
 mkdir -m 1777 "$WORK/out"
 PORT="${PORT:-18491}"
-conf() { # cache root -> an Apache configuration
+conf() { # cache root, log format -> an Apache configuration
     apache_conf_head "$WORK" "$PORT" event
     echo "LogFormat \"%U %{gzip-disk-ng}n\" note"
-    echo "CustomLog $WORK/access.log note"
+    # Measured with the combined log, as bench/callgrind.sh --whole is.
+    echo "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %O \\\"%{Referer}i\\\" \\\"%{User-Agent}i\\\"\" combined"
+    echo "CustomLog $WORK/access.log $2"
     echo "GzipDiskNgCacheRoot $1"
     printf 'DocumentRoot %s\n<Directory %s>\n    Require all granted\n</Directory>\n' "$D" "$D"
     printf '<Directory %s>\n    SetHandler default-handler\n</Directory>\n' "$D/core"
     for c in mod modonlygz; do conf_handler "$D/$c"; done
     for c in modcache modmiss modcopy; do conf_handler "$D/$c" "GzipDiskNgOnDemand On"; done
 }
-conf "$WORK/cache" >"$WORK/httpd.conf"
-conf "$WORK/blocked" >"$WORK/httpd-miss.conf"
+conf "$WORK/cache" note >"$WORK/httpd-warm.conf"
+conf "$WORK/cache" combined >"$WORK/httpd.conf"
+conf "$WORK/blocked" combined >"$WORK/httpd-miss.conf"
 source "$(dirname "$0")/callgrind_lib.sh"
 
 # The copies made once, outside callgrind.
-/usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
+/usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd-warm.conf" -k start
 apache_wait "$PORT"
 for p in $PAGES; do
     n="$(basename "$p")"
