@@ -624,3 +624,60 @@ fn two_instances_share_a_cache_root_one_compressor_at_a_time() {
     a.assert_no_crash();
     b.assert_no_crash();
 }
+
+/// Fresh siblings are the admin's choice and come first; a coding without
+/// one is cached; a stale sibling gives way to the cache; a copy's ETag
+/// is the one its sibling had (FileETag MTime Size, Apache's default).
+#[test]
+fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag() {
+    let data = page(80_000, 41);
+    let br = published(&data, ".br");
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("s.html", &data), ("s.html.br", &br)]);
+        // As the publish tool (and gzip -k) leave it: the original's mtime.
+        let mtime = fs::metadata(d.join("s.html")).and_then(|m| m.modified());
+        set_mtime(&d.join("s.html.br"), mtime.expect("mtime"));
+    });
+    let original = a.docroot.join("s.html");
+    for _ in 0..3 {
+        let r = a.get("/s.html", Some("br"));
+        assert_eq!((r.status, r.coding()), (200, Some("br")));
+        assert!(r.body == br);
+        assert!(
+            a.last_access_ends_with("br precompressed"),
+            "{}",
+            a.access_log()
+        );
+    }
+    let sibling_etag = a
+        .get("/s.html", Some("br"))
+        .header("ETag")
+        .map(str::to_owned);
+    // gzip has no sibling: it is cached, br is not.
+    wait_for("gzip copy", || {
+        a.get("/s.html", Some("gzip")).coding() == Some("gzip")
+    });
+    assert!(a.last_access_ends_with("gzip cached"));
+    let kinds: Vec<String> = copies_of(&cache_of(&a), &original);
+    assert!(kinds.iter().all(|n| !n.ends_with(".br")), "{kinds:?}");
+    // Older than its original: never served, the cache serves br instead.
+    set_mtime(
+        &a.docroot.join("s.html.br"),
+        std::time::SystemTime::now() - Duration::from_secs(3600),
+    );
+    let r = a.get("/s.html", Some("br"));
+    assert!(r.decoded() == data);
+    assert_ne!(
+        r.header("Mod-Gzip-Disk-Ng"),
+        Some(":-)"),
+        "the stale sibling was sent"
+    );
+    wait_for("br copy", || {
+        a.get("/s.html", Some("br")).coding() == Some("br")
+    });
+    let r = a.get("/s.html", Some("br"));
+    assert!(a.last_access_ends_with("br cached"), "{}", a.access_log());
+    assert!(r.body == br, "the copy is the publish tool's bytes");
+    assert_eq!(r.header("ETag").map(str::to_owned), sibling_etag);
+    a.assert_no_crash();
+}
