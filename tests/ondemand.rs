@@ -2,10 +2,12 @@
 //! and queues the file; the compressor (its own process, supervised by
 //! Apache's parent) writes what `gzip-disk-ng compress` writes into the
 //! cache; later requests are served from there as a sibling is, under
-//! event, worker and prefork, HTTP/1.1 and h2c. Decoded copies for a
-//! sibling without its original; a republished original is a new version;
-//! files that are not compressed; the compressor killed and restarted; the
-//! channel without a name; `apache2 -t` on bad cache roots.
+//! event, worker and prefork, HTTP/1.1 and h2c. Fresh siblings first, a
+//! stale one giving way to a copy; decoded copies for a sibling without
+//! its original; a republished original is a new version; files that are
+//! not compressed; the compressor killed and restarted; the channel
+//! without a name; `apache2 -t` on bad cache roots; unwritable and full
+//! caches; two instances on one cache root.
 
 mod common;
 
