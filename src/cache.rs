@@ -233,10 +233,10 @@ const ASK_TICK: u32 = 17;
 
 /// What each process did lately, by key (a copy, a file version): a slot
 /// per key's hash holding that hash's high 24 bits, what was done (8
-/// bits) and the second (32 bits), read and written without a lock. A key
-/// replaces another of its slot; two keys alike in slot and those bits
-/// are taken for each other within a second, which costs a touch or a
-/// job at most one second late.
+/// bits) and the second or tick (32 bits), read and written without a
+/// lock. A key replaces another of its slot; two keys alike in slot and
+/// those bits are taken for each other within a second (or tick), which
+/// costs a touch, a job or a look for a copy at most that much late.
 struct Lately {
     slots: [AtomicU64; LATELY_SLOTS],
 }
