@@ -284,6 +284,25 @@ impl DirConfig {
         }
     }
 
+    /// Whether the scope sets nothing at all (merging it changes nothing).
+    pub fn is_unset(&self) -> bool {
+        // Named field by field, so a new setting cannot be left out.
+        let DirConfig {
+            encodings,
+            decompress,
+            status_header,
+            jitter,
+            use_as_dictionary,
+            on_demand,
+        } = self;
+        encodings.is_none()
+            && decompress.is_none()
+            && status_header.is_none()
+            && jitter.is_none()
+            && use_as_dictionary.is_none()
+            && on_demand.is_none()
+    }
+
     /// Whether any setting owns heap memory (a list or a string), which
     /// dropping the configuration frees.
     pub fn owns_heap(&self) -> bool {
@@ -444,6 +463,45 @@ mod tests {
         assert_eq!(m.status_header(), None);
         let back = inner.merge(&DirConfig::default());
         assert_eq!(back, inner);
+    }
+
+    /// An unset scope is skipped by the merge: merging with it must give
+    /// the other side, either way round.
+    #[test]
+    fn an_unset_scope_merges_to_the_other() {
+        let unset = DirConfig::default();
+        assert!(unset.is_unset());
+        let each = [
+            DirConfig {
+                encodings: Some(vec![Coding::Br]),
+                ..Default::default()
+            },
+            DirConfig {
+                decompress: Some(true),
+                ..Default::default()
+            },
+            DirConfig {
+                status_header: Some(StatusHeader::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                jitter: Some(JitterSetting::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                use_as_dictionary: Some(UseAsDictionary::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                on_demand: Some(false),
+                ..Default::default()
+            },
+        ];
+        for c in each {
+            assert!(!c.is_unset(), "{c:?}");
+            assert_eq!(unset.merge(&c), c);
+            assert_eq!(c.merge(&unset), c);
+        }
     }
 
     #[test]

@@ -26,6 +26,10 @@ impl httpd::Config for DirConfig {
     fn needs_drop(&self) -> bool {
         DirConfig::owns_heap(self)
     }
+
+    fn is_unset(&self) -> bool {
+        DirConfig::is_unset(self)
+    }
 }
 
 impl httpd::Config for ServerConfig {

@@ -28,6 +28,13 @@ pub trait Config: Default + 'static {
     fn needs_drop(&self) -> bool {
         true
     }
+
+    /// Whether this scope sets nothing, so merging it with another gives
+    /// that other unchanged: httpd merges per request, and the merge then
+    /// hands back the other's pointer instead of a copy.
+    fn is_unset(&self) -> bool {
+        false
+    }
 }
 
 /// Where a hook runs among other modules' hooks.
@@ -539,6 +546,10 @@ unsafe extern "C" fn merge_config<T: Config>(
         // SAFETY: both come from this module's create_*_config (or NULL).
         let (b, n) = unsafe { ((base as *const T).as_ref(), (new as *const T).as_ref()) };
         let merged = match (b, n) {
+            // Configurations are read-only once parsed: either may stand
+            // for the merge.
+            (Some(_), Some(n)) if n.is_unset() => return base,
+            (Some(b), Some(_)) if b.is_unset() => return new,
             (Some(b), Some(n)) => b.merge(n),
             (b, n) => {
                 let empty = T::default();

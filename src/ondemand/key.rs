@@ -173,7 +173,12 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
         let count = (16 - n.leading_zeros() as usize / 4).max(1);
         // At most 3 + 5 * 17 bytes so far, within NAME_MAX.
         if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<17>()) {
-            dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
+            if count <= 8 {
+                // Most devices, inodes and sizes: half the digits to make.
+                dst[..8].copy_from_slice(&hex8((n as u32) << (4 * (8 - count))).to_be_bytes());
+            } else {
+                dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
+            }
             at += count;
             dst[count] = if i + 1 < parts.len() { b'-' } else { b'.' };
             at += 1;
@@ -228,23 +233,26 @@ pub fn compressible(name: &[u8], size: u64) -> bool {
     if !(DEFAULT_MIN_SIZE..=MAX_SIZE).contains(&size) {
         return false;
     }
-    // Plain loops: on a path this short they cost less than memrchr's
-    // set-up.
-    let base = match name.iter().rposition(|&b| b == b'/') {
-        Some(i) => &name[i + 1..],
-        None => name,
-    };
-    // The last extension, found once, decides most names: this runs on
-    // every on-demand request (the test below holds it to `compress_rule`).
-    let ext = match base.iter().rposition(|&b| b == b'.') {
-        Some(i) if i > 0 => Some(&base[i + 1..]),
-        _ => None,
-    };
+    // One pass back from the end finds the base name, its last dot and
+    // whether it is all ASCII: this runs on every on-demand request.
+    let (mut start, mut dot, mut bits) = (0, None, 0u8);
+    for (i, &b) in name.iter().enumerate().rev() {
+        if b == b'/' {
+            start = i + 1;
+            break;
+        }
+        if b == b'.' && dot.is_none() {
+            dot = Some(i);
+        }
+        bits |= b;
+    }
+    let base = &name[start..];
+    let ext = dot.filter(|&i| i > start).map(|i| &name[i + 1..]);
     if ext.is_some_and(is_compressed_ext) {
         return false;
     }
     // The tool refuses names that are not UTF-8 too.
-    if base.is_empty() || !base.is_ascii() && std::str::from_utf8(base).is_err() {
+    if base.is_empty() || bits >= 0x80 && std::str::from_utf8(base).is_err() {
         return false;
     }
     let text = || std::str::from_utf8(base).unwrap_or_default();

@@ -5,7 +5,6 @@ use super::atomic::is_temp_name;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::LazyLock;
 
 /// Extensions of formats that are already compressed: recompressing them
 /// costs time and saves nothing.
@@ -212,32 +211,59 @@ pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> 
     }
 }
 
-/// `COMPRESSED_EXTENSIONS`, each packed into a `u64`, sorted: the module
-/// asks `is_compressed_ext` on every on-demand request, where walking the
-/// list cost a thousand instructions and a hash set a few hundred.
-static COMPRESSED: LazyLock<Vec<u64>> = LazyLock::new(|| {
-    let mut v: Vec<u64> = COMPRESSED_EXTENSIONS
-        .iter()
-        .filter_map(|e| packed_ext(e.as_bytes()))
-        .collect();
-    v.sort_unstable();
+/// `COMPRESSED_EXTENSIONS`, each packed into a `u64`, sorted, built at
+/// compile time: the module asks `is_compressed_ext` on every on-demand
+/// request, where walking the list cost a thousand instructions.
+static COMPRESSED: [u64; COMPRESSED_EXTENSIONS.len()] = {
+    let mut v = [0u64; COMPRESSED_EXTENSIONS.len()];
+    let mut i = 0;
+    while i < v.len() {
+        let ext = COMPRESSED_EXTENSIONS[i].as_bytes();
+        assert!(ext.len() <= 8, "an extension longer than eight bytes");
+        let mut low = [0u8; 8];
+        let mut j = 0;
+        while j < ext.len() {
+            low[j] = ext[j].to_ascii_lowercase();
+            j += 1;
+        }
+        // Insertion sort, as const evaluation allows.
+        let k = u64::from_le_bytes(low);
+        let mut at = i;
+        while at > 0 && v[at - 1] > k {
+            v[at] = v[at - 1];
+            at -= 1;
+        }
+        v[at] = k;
+        i += 1;
+    }
     v
-});
+};
 
 /// An extension of at most eight bytes, none NUL, lower-cased into the
 /// bytes of a `u64`.
 fn packed_ext(ext: &[u8]) -> Option<u64> {
     let mut low = [0u8; 8];
-    if ext.len() > low.len() {
+    low.get_mut(..ext.len())?.copy_from_slice(ext);
+    let k = u64::from_le_bytes(low);
+    // A NUL would pack like a shorter name; none of its bytes may be 0.
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
+    let used = if ext.len() == 8 {
+        u64::MAX
+    } else {
+        (1u64 << (8 * ext.len())) - 1
+    };
+    let padded = k | !used;
+    if padded.wrapping_sub(ONES) & !padded & HIGHS != 0 {
         return None;
     }
-    for (l, &b) in low.iter_mut().zip(ext) {
-        if b == 0 {
-            return None;
-        }
-        *l = b.to_ascii_lowercase();
-    }
-    Some(u64::from_le_bytes(low))
+    // 'A'..='Z' gain 0x20, all bytes at once: a byte is upper case when
+    // adding 0x3f carries it past 0x7f (from 'A') and adding 0x25 does
+    // not (up to 'Z'); bytes over 0x7f never count.
+    let low7 = k & !HIGHS;
+    let upper = (low7 + u64::from_ne_bytes([0x3f; 8])) & !(low7 + u64::from_ne_bytes([0x25; 8]));
+    let upper = upper & !k & HIGHS;
+    Some(k | (upper >> 2))
 }
 
 /// True when the name's extension is an already-compressed format.
@@ -258,6 +284,35 @@ pub fn is_compressed_ext(ext: &[u8]) -> bool {
 mod tests {
     use super::*;
     use std::fs;
+
+    /// The word-at-a-time packing against the plain one, byte by byte.
+    #[test]
+    fn packed_ext_lowers_ascii_and_refuses_nul() {
+        fn plain(ext: &[u8]) -> Option<u64> {
+            let mut low = [0u8; 8];
+            if ext.len() > 8 || ext.contains(&0) {
+                return None;
+            }
+            for (l, &b) in low.iter_mut().zip(ext) {
+                *l = b.to_ascii_lowercase();
+            }
+            Some(u64::from_le_bytes(low))
+        }
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                assert_eq!(packed_ext(&[a, b]), plain(&[a, b]), "{a} {b}");
+                assert_eq!(
+                    packed_ext(&[b'X', a, 0x7f, b, b'z', b'@']),
+                    plain(&[b'X', a, 0x7f, b, b'z', b'@'])
+                );
+            }
+            let eight = [a, b'A', b'Z', b'[', a, 0xc1, b'`', a];
+            assert_eq!(packed_ext(&eight), plain(&eight), "{a}");
+        }
+        assert_eq!(packed_ext(b""), plain(b""));
+        assert_eq!(packed_ext(b"ninebytes"), None);
+        assert!(COMPRESSED.windows(2).all(|w| w[0] < w[1]));
+    }
 
     #[test]
     fn compressed_extensions() {
