@@ -227,5 +227,11 @@ mod tests {
         assert!(in_store(Path::new("docs/.gzip-disk-ng")));
         assert!(!in_store(Path::new("/docs/.gzip-disk-ng.html")));
         assert!(!in_store(Path::new("/docs/x.gzip-disk-ng")));
+        assert!(in_store(Path::new(".gzip-disk-ng")));
+        assert!(in_store(Path::new("/a.b/..c/.gzip-disk-ng/x.y")));
+        assert!(!in_store(Path::new("/a/..gzip-disk-ng/x")));
+        assert!(!in_store(Path::new("/a/.gzip-disk/x")));
+        assert!(!in_store(Path::new("/a/.gzip-disk-ngx/.")));
+        assert!(!in_store(Path::new("")));
     }
 }

@@ -116,7 +116,7 @@ impl NameBuf {
 }
 
 /// `n` as sixteen lower-case hex digits, most significant first.
-#[inline]
+#[inline(always)]
 fn hex16(n: u64) -> [u8; 16] {
     let mut out = [0; 16];
     out[..8].copy_from_slice(&hex8((n >> 32) as u32).to_be_bytes());
@@ -127,6 +127,7 @@ fn hex16(n: u64) -> [u8; 16] {
 /// `h` as eight hex digits in the bytes of a `u64`, most significant in
 /// the highest byte: each nibble spread into its own byte, then turned
 /// into its digit, all bytes at once.
+#[inline(always)]
 fn hex8(h: u32) -> u64 {
     const fn bytes(b: u8) -> u64 {
         u64::from_ne_bytes([b; 8])
@@ -155,42 +156,49 @@ pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
 
 /// `copy_name` as bytes, without checking them again.
 pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
-    // Written in place, each number as a block of sixteen digits of which
-    // the significant ones are kept: this runs on every on-demand request.
+    // Written in place, each number as a block of digits of which the
+    // significant ones are kept: this runs on every on-demand request.
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let fan = usize::from(fan_out(v.inode));
     let b = &mut buf.bytes;
     b[..3].copy_from_slice(&[HEX[fan >> 4], HEX[fan & 0xf], b'/']);
-    let mut at = 3;
-    let parts = [
-        v.device,
-        v.inode,
-        v.size,
-        v.mtime_us as u64,
-        v.ctime_us as u64,
-    ];
-    for (i, &n) in parts.iter().enumerate() {
-        let count = (16 - n.leading_zeros() as usize / 4).max(1);
-        // At most 3 + 5 * 17 bytes so far, within NAME_MAX.
-        if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<17>()) {
-            if count <= 8 {
-                // Most devices, inodes and sizes: half the digits to make.
-                dst[..8].copy_from_slice(&hex8((n as u32) << (4 * (8 - count))).to_be_bytes());
-            } else {
-                dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
-            }
-            at += count;
-            dst[count] = if i + 1 < parts.len() { b'-' } else { b'.' };
-            at += 1;
-        }
-    }
-    let ext = kind.ext().as_bytes();
-    if let Some(dst) = b.get_mut(at..at + ext.len()) {
-        dst.copy_from_slice(ext);
-        at += ext.len();
+    let mut at = put_hex(b, 3, v.device, b'-');
+    at = put_hex(b, at, v.inode, b'-');
+    at = put_hex(b, at, v.size, b'-');
+    at = put_hex(b, at, v.mtime_us as u64, b'-');
+    at = put_hex(b, at, v.ctime_us as u64, b'.');
+    // The extension as one 4-byte store.
+    let (four, len) = match kind {
+        Kind::Coded(Coding::Zstd) => (*b"zst\0", 3),
+        Kind::Coded(Coding::Br) => (*b"br\0\0", 2),
+        Kind::Coded(Coding::Gzip) => (*b"gz\0\0", 2),
+        Kind::Decoded => (*b"id\0\0", 2),
+    };
+    if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<4>()) {
+        *dst = four;
+        at += len;
     }
     buf.len = at;
     buf.as_bytes()
+}
+
+/// Writes `n`'s significant hex digits and `sep` at `at` in `b`; where
+/// the next part goes. Five parts take at most 3 + 5 * 17 bytes, well
+/// within `NAME_MAX`.
+#[inline(always)]
+fn put_hex(b: &mut [u8; NAME_MAX], at: usize, n: u64, sep: u8) -> usize {
+    let count = (16 - n.leading_zeros() as usize / 4).max(1);
+    let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<17>()) else {
+        return at;
+    };
+    if count <= 8 {
+        // Most devices, inodes and sizes: half the digits to make.
+        dst[..8].copy_from_slice(&hex8((n as u32) << (4 * (8 - count))).to_be_bytes());
+    } else {
+        dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
+    }
+    dst[count] = sep;
+    at + count + 1
 }
 
 /// The version and kind a copy's file name (without its fan-out
