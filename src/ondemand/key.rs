@@ -57,12 +57,33 @@ pub enum Kind {
 
 impl Kind {
     /// The copy name's extension.
-    pub fn ext(self) -> &'static str {
+    pub const fn ext(self) -> &'static str {
         match self {
             Kind::Coded(Coding::Zstd) => "zst",
             Kind::Coded(Coding::Br) => "br",
             Kind::Coded(Coding::Gzip) => "gz",
             Kind::Decoded => "id",
+        }
+    }
+
+    /// `ext` in four bytes (NUL-padded) and its length: a name ends with
+    /// one store, made at compile time from `ext`.
+    fn ext4(self) -> ([u8; 4], usize) {
+        const fn pad(k: Kind) -> ([u8; 4], usize) {
+            let e = k.ext().as_bytes();
+            let mut four = [0; 4];
+            let mut i = 0;
+            while i < e.len() {
+                four[i] = e[i];
+                i += 1;
+            }
+            (four, e.len())
+        }
+        match self {
+            Kind::Coded(Coding::Zstd) => const { pad(Kind::Coded(Coding::Zstd)) },
+            Kind::Coded(Coding::Br) => const { pad(Kind::Coded(Coding::Br)) },
+            Kind::Coded(Coding::Gzip) => const { pad(Kind::Coded(Coding::Gzip)) },
+            Kind::Decoded => const { pad(Kind::Decoded) },
         }
     }
 
@@ -167,13 +188,7 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
     at = put_hex(b, at, v.size, b'-');
     at = put_hex(b, at, v.mtime_us as u64, b'-');
     at = put_hex(b, at, v.ctime_us as u64, b'.');
-    // The extension as one 4-byte store.
-    let (four, len) = match kind {
-        Kind::Coded(Coding::Zstd) => (*b"zst\0", 3),
-        Kind::Coded(Coding::Br) => (*b"br\0\0", 2),
-        Kind::Coded(Coding::Gzip) => (*b"gz\0\0", 2),
-        Kind::Decoded => (*b"id\0\0", 2),
-    };
+    let (four, len) = kind.ext4();
     if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<4>()) {
         *dst = four;
         at += len;
