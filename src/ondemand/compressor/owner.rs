@@ -11,7 +11,8 @@ use super::{Level, Log};
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io;
 use std::path::Path;
-use std::time::Duration;
+use std::thread;
+use std::time::{Duration, Instant};
 
 /// The lock file in the cache root. Neither a fan-out directory's name
 /// (two hex digits) nor a temporary's (`.<copy name>.tmp<hex>`), so the
@@ -22,6 +23,13 @@ pub(super) const LOCK_NAME: &str = "compressor.lock";
 /// again: a stopped owner is followed within seconds, and a try is one
 /// system call.
 pub(super) const RETRY: Duration = Duration::from_secs(5);
+
+/// How long a start waits for a lock that is being let go before it
+/// takes the root as another's. The lock goes with the last descriptor
+/// of its open file: an owner that is exiting still holds it for a
+/// moment, and so does a child forked from the process that held it
+/// until its `exec` closes the copy.
+const GRACE: Duration = Duration::from_secs(1);
 
 /// What became of the lock at start.
 pub(super) enum Taken {
@@ -34,14 +42,22 @@ pub(super) enum Taken {
     Busy(File),
 }
 
-/// Tries to own `root`. A lock file that cannot be opened or locked is
+/// Tries to own `root`, for up to `GRACE` while the lock is held. A lock file that cannot be opened or locked is
 /// told at `Debug` and taken as owned: the cache then behaves as it did
 /// for a single instance, and an unwritable root warns on its own.
 pub(super) fn take(root: &Path, log: Log<'_>) -> Taken {
-    let locked = open(root).and_then(|file| match file.try_lock() {
-        Ok(()) => Ok(Taken::Owned(Some(file))),
-        Err(TryLockError::WouldBlock) => Ok(Taken::Busy(file)),
-        Err(TryLockError::Error(e)) => Err(e),
+    let locked = open(root).and_then(|file| {
+        let deadline = Instant::now() + GRACE;
+        loop {
+            match file.try_lock() {
+                Ok(()) => return Ok(Taken::Owned(Some(file))),
+                Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                    thread::sleep(GRACE / 50);
+                }
+                Err(TryLockError::WouldBlock) => return Ok(Taken::Busy(file)),
+                Err(TryLockError::Error(e)) => return Err(e),
+            }
+        }
     });
     locked.unwrap_or_else(|e| {
         let path = root.join(LOCK_NAME);
