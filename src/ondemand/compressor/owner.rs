@@ -42,9 +42,10 @@ pub(super) enum Taken {
     Busy(File),
 }
 
-/// Tries to own `root`, for up to `GRACE` while the lock is held. A lock file that cannot be opened or locked is
-/// told at `Debug` and taken as owned: the cache then behaves as it did
-/// for a single instance, and an unwritable root warns on its own.
+/// Tries to own `root`, for up to `GRACE` while the lock is held. A lock
+/// file that cannot be opened or locked is told at `Debug` and taken as
+/// owned: the cache then behaves as it did for a single instance, and an
+/// unwritable root warns on its own.
 pub(super) fn take(root: &Path, log: Log<'_>) -> Taken {
     let locked = open(root).and_then(|file| {
         let deadline = Instant::now() + GRACE;
