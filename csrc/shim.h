@@ -15,9 +15,16 @@ int gdn_sendfile_enabled(request_rec *r);
 void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len);
 void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
-void gdn_scan_config(apr_pool_t *p);
+
+/* Whether a sibling name of a request's file would be served (access.c). */
+void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server);
+const char *gdn_short_answer_refused(const request_rec *r);
+const char *gdn_server_refusal(const server_rec *s);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
-int gdn_sibling_status(request_rec *r, const char *suffix);
+int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
+                    apr_finfo_t *found);
+int gdn_in_sibling_check(const request_rec *r);
+void gdn_register_sibling_hooks(void);
 
 void gdn_log_s(const server_rec *s, int module_index, int level,
                apr_status_t status, const char *msg);

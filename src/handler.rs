@@ -156,6 +156,7 @@ pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Stat
         return st;
     }
     if !req.is_subrequest()
+        || req.is_sibling_check()
         || !req.handler_is(HANDLER)
         || req.finfo().kind() != FileKind::Missing
         || req.rejects_path_info()

@@ -6,7 +6,7 @@
 use crate::coding::{Coding, DeltaCoding};
 use crate::counters;
 use crate::dictionary;
-use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, Status, SymlinkPolicy};
+use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
 use crate::tally::Reason;
 use crate::variant::FileMeta;
 use crate::version_cache::VersionCache;
@@ -25,10 +25,24 @@ pub fn meta(f: &Finfo) -> FileMeta {
 pub struct Sibling<'r> {
     pub path: &'r CStr,
     pub info: Finfo,
+    /// How it was judged, which says how its open is checked.
+    pub judged: Judged,
+}
+
+/// How a sibling was judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// By sections and `Options` alone.
+    Short,
+    /// By Apache's own lookup of its URI, which found `info`; `link`: the
+    /// name was a symlink just before.
+    Asked { link: bool },
 }
 
 /// What is at `path` as Apache would serve it under that name: the file
 /// itself, or a symlink's target where `Options` allow following it.
+/// Used only where the configuration keeps `Options` in `<Directory>`
+/// (csrc/access.c), so the merged options are the directory walk's.
 pub fn resolve(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
     let link = req.stat(path, true).ok()?;
     if link.kind() != FileKind::Symlink {
@@ -62,48 +76,64 @@ pub fn opened_as_allowed(req: &Request<'_>, path: &CStr, opened: &Finfo) -> bool
     }
     let ok = resolve(req, path).is_some_and(|now| now.same_file(opened));
     if !ok {
-        req.log_with(Level::Info, 0, || {
-            format!(
-                "{} changed into a symlink while being opened; refused",
-                path.to_string_lossy()
-            )
-        });
+        log_swapped(req, path);
     }
     ok
 }
 
-/// Stats one candidate path; only regular files (or symlinks to them
-/// that `Options` allow) count.
-fn stat_sibling<'r>(req: &Request<'r>, path: &'r CStr) -> Option<Sibling<'r>> {
-    let info = resolve(req, path)?;
-    if info.kind() != FileKind::Regular {
-        req.log_with(Level::Debug, 0, || {
-            format!("ignoring {}: not a regular file", path.to_string_lossy())
-        });
-        return None;
-    }
-    Some(Sibling { path, info })
-}
-
-/// Whether Apache would serve a request for the sibling's own name in
-/// this context. Asked of httpd (a file subrequest) only when its
-/// sections or authorization could answer differently than they did for
-/// the request's own file.
-fn permitted(req: &Request<'_>, s: &Sibling<'_>, suffix: &CStr) -> bool {
-    if !req.sibling_rules_may_differ(suffix) {
-        return true;
-    }
-    let status = req.sibling_status(suffix);
-    if status == Status::HTTP_OK {
-        return true;
-    }
-    req.log_with(Level::Debug, 0, || {
+fn log_swapped(req: &Request<'_>, path: &CStr) {
+    req.log_with(Level::Info, 0, || {
         format!(
-            "sibling refused by the access rules for its own name (status {status}): {}",
-            s.path.to_string_lossy()
+            "{} changed while being opened; refused",
+            path.to_string_lossy()
         )
     });
-    false
+}
+
+/// Why a sibling name gives nothing to serve.
+enum NotServed {
+    /// No such file, or not one Apache would send (a directory, a link
+    /// `Options` refuse).
+    Absent,
+    /// A file Apache's rules refuse under its own URI.
+    Refused,
+}
+
+/// A sibling of the request's file at `path` (the file's name plus
+/// `suffix`), as Apache would serve it under its own URI: a regular file
+/// (or a symlink to one that `Options` allow) that its rules permit.
+/// Judged by sections alone where the configuration allows it (one stat),
+/// else asked of Apache once the name exists (a subrequest).
+fn stat_sibling<'r>(
+    req: &Request<'r>,
+    path: &'r CStr,
+    suffix: &CStr,
+) -> Result<Sibling<'r>, NotServed> {
+    if !req.sibling_rules_may_differ(suffix) {
+        let info = resolve(req, path).ok_or(NotServed::Absent)?;
+        if info.kind() != FileKind::Regular {
+            req.log_with(Level::Debug, 0, || {
+                format!("ignoring {}: not a regular file", path.to_string_lossy())
+            });
+            return Err(NotServed::Absent);
+        }
+        let judged = Judged::Short;
+        return Ok(Sibling { path, info, judged });
+    }
+    let before = req.stat(path, true).map_err(|_| NotServed::Absent)?;
+    let info = req.ask_sibling(path, suffix).map_err(|status| {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "sibling refused by the access rules for its own name (status {status}): {}",
+                path.to_string_lossy()
+            )
+        });
+        NotServed::Refused
+    })?;
+    let judged = Judged::Asked {
+        link: before.kind() == FileKind::Symlink,
+    };
+    Ok(Sibling { path, info, judged })
 }
 
 /// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
@@ -113,12 +143,14 @@ pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sib
         .iter()
         .zip(c.c_suffixes())
         .find_map(|(suffix, c_suffix)| {
-            let s = stat_sibling(req, req.path_with_suffix(base, suffix))?;
-            if permitted(req, &s, c_suffix) {
-                return Some(s);
+            match stat_sibling(req, req.path_with_suffix(base, suffix), c_suffix) {
+                Ok(s) => Some(s),
+                Err(NotServed::Refused) => {
+                    counters::passed_over(Reason::Refused, c);
+                    None
+                }
+                Err(NotServed::Absent) => None,
             }
-            counters::passed_over(Reason::Refused, c);
-            None
         })
 }
 
@@ -132,11 +164,10 @@ pub fn find_delta<'r>(
 ) -> Option<Sibling<'r>> {
     let suffix = dictionary::DeltaSuffix::new(hash, d);
     let path = req.path_with_suffix(base, suffix.as_str());
-    let s = stat_sibling(req, path)?;
     // The suffix as a C string: the tail of the path just built.
     let c_suffix = &path.to_bytes_with_nul()[base.to_bytes().len()..];
     let c_suffix = CStr::from_bytes_with_nul(c_suffix).ok()?;
-    permitted(req, &s, c_suffix).then_some(s)
+    stat_sibling(req, path, c_suffix).ok()
 }
 
 /// What a request knows of one coding's sibling.
@@ -226,12 +257,31 @@ pub enum Refused {
 
 /// Opens `path` for sending, as core does, and checks that what was
 /// opened is what `Options` allow under that name: the one open every
-/// responder uses.
+/// responder uses for the request's own file.
 pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, Refused> {
     let f = req.open(path).map_err(Refused::Unreadable)?;
     if opened_as_allowed(req, path, f.info()) {
         Ok(f)
     } else {
+        Err(Refused::Swapped)
+    }
+}
+
+/// Opens a sibling for sending: judged by sections, what `Options` allow
+/// under its name; asked of Apache, the very file Apache found, reached
+/// as it was (a name that was no symlink must still be none, so a link
+/// swapped in and out around Apache's own stat and lstat is refused).
+pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, Refused> {
+    let Judged::Asked { link } = s.judged else {
+        return open_as_allowed(req, s.path);
+    };
+    let f = req.open(s.path).map_err(Refused::Unreadable)?;
+    let same = f.info().same_file(&s.info)
+        && (link || req.stat(s.path, true).is_ok_and(|now| now.same_file(f.info())));
+    if same {
+        Ok(f)
+    } else {
+        log_swapped(req, s.path);
         Err(Refused::Swapped)
     }
 }
@@ -248,7 +298,7 @@ pub fn open_or_skip<'r>(
     if gone.has(c) {
         return Err(Skip);
     }
-    open_as_allowed(req, s.path).map_err(|why| {
+    open_sibling(req, s).map_err(|why| {
         gone.add(c);
         if let Refused::Unreadable(st) = why {
             req.log(

@@ -164,10 +164,10 @@ impl httpd::Module for GzipDiskNg {
     }
 
     /// Reads the parsed configuration once per (re)start, before the
-    /// children fork: whether any `Require` may look at the file name,
-    /// and the start-up padding key.
+    /// children fork: whether siblings' names may be judged by sections
+    /// alone or are asked of Apache, and the start-up padding key.
     fn post_config(ctx: &PostConfig<'_>) {
-        ctx.temp().scan_require_providers();
+        ctx.scan_sibling_rules();
         make_startup_secret();
         // Before the compressor forks: it counts too.
         counters::attach(ctx);

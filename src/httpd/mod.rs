@@ -18,7 +18,7 @@ use std::ptr;
 
 pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
 pub use module::{
-    Args, Command, Config, Directive, Hook, Module, Order, Pool, PostConfig, Scope, Takes,
+    Args, Command, Config, Directive, Hook, Module, Order, PostConfig, Scope, Takes,
 };
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
@@ -428,27 +428,45 @@ impl<'r> Request<'r> {
         }
     }
 
-    /// Whether Apache's access rules (`<Files>`, `<FilesMatch>`,
-    /// `<Location>`, `<If>`, `Require`) could treat `filename + suffix`
-    /// differently from the request's own file. False means a request for
-    /// the sibling would meet exactly the sections this one met, which is
-    /// when httpd itself reuses a request's authorization for a subrequest.
+    /// Whether Apache's rules could treat `filename + suffix` differently
+    /// from the request's own file. False only where the configuration
+    /// was read as one whose sections alone tell names apart (see
+    /// csrc/access.c) and those sections match both names alike.
     pub fn sibling_rules_may_differ(&self, suffix: &CStr) -> bool {
         // SAFETY: live request with a filename (checked by the caller's
         // lookup); the shim allocates from the request pool.
         unsafe { ffi::gdn_sibling_rules_may_differ(self.r, suffix.as_ptr()) != 0 }
     }
 
-    /// The status a file subrequest for `filename + suffix` ends with
-    /// (200 when Apache would serve it), as mod_negotiation asks for its
-    /// variants.
-    pub fn sibling_status(&self, suffix: &CStr) -> Status {
-        if self.filename().is_none() {
-            return Status::FORBIDDEN;
+    /// Why this request's server asks Apache about every sibling: the
+    /// first thing in its configuration outside the list the short
+    /// answer needs; `None` where sections alone decide.
+    pub fn short_answer_refused(&self) -> Option<&'r CStr> {
+        // SAFETY: live request; the text lives in the configuration pool.
+        let p = unsafe { ffi::gdn_short_answer_refused(self.r) };
+        // SAFETY: NUL-terminated when not NULL.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+    }
+
+    /// Asks Apache (a GET subrequest for the sibling's URI, built as httpd
+    /// builds one) whether it would serve `path`, the request's file plus
+    /// `suffix`: the file it found there, or the status it refused with.
+    pub fn ask_sibling(&self, path: &CStr, suffix: &CStr) -> Result<Finfo, Status> {
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: live request; the subrequest is destroyed by the shim
+        // before it returns, and `raw` is copied out of it.
+        let st = unsafe { ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw) };
+        if st == ffi::HTTP_OK as c_int {
+            Ok(Finfo { raw })
+        } else {
+            Err(Status(st))
         }
-        // SAFETY: live request with a filename; the subrequest is
-        // destroyed by the shim before it returns.
-        Status(unsafe { ffi::gdn_sibling_status(self.r, suffix.as_ptr()) })
+    }
+
+    /// Whether this is the subrequest that asks Apache about a sibling.
+    pub fn is_sibling_check(&self) -> bool {
+        // SAFETY: live request.
+        unsafe { ffi::gdn_in_sibling_check(self.r) != 0 }
     }
 
     /// Whether `Options` allow following symlinks here: `Always`,

@@ -129,36 +129,19 @@ pub trait Module: Sized + 'static {
     fn status(_req: &Request<'_>, _short: bool) {}
 }
 
-/// What the configuration hooks get: the pools and the main server.
+/// What the configuration hooks get: the configuration pool and the main
+/// server.
 pub struct PostConfig<'p> {
     pconf: *mut ffi::apr_pool_t,
-    ptemp: *mut ffi::apr_pool_t,
     s: *mut ffi::server_rec,
     _life: PhantomData<&'p ffi::apr_pool_t>,
 }
 
 impl PostConfig<'_> {
-    fn new(
-        pconf: *mut ffi::apr_pool_t,
-        ptemp: *mut ffi::apr_pool_t,
-        s: *mut ffi::server_rec,
-    ) -> Self {
+    fn new(pconf: *mut ffi::apr_pool_t, s: *mut ffi::server_rec) -> Self {
         PostConfig {
             pconf,
-            ptemp,
             s,
-            _life: PhantomData,
-        }
-    }
-
-    /// The temporary pool, cleared once the configuration is done.
-    pub fn temp(&self) -> Pool<'_> {
-        Pool {
-            raw: if self.ptemp.is_null() {
-                self.pconf
-            } else {
-                self.ptemp
-            },
             _life: PhantomData,
         }
     }
@@ -190,6 +173,35 @@ impl PostConfig<'_> {
         super::helper::ServerLog::new(self.s)
     }
 
+    /// Reads the configuration once for what decides whether a sibling's
+    /// name would be served (see `Request::sibling_rules_may_differ`).
+    /// Says, once per start, which servers ask Apache about every sibling
+    /// and why.
+    pub fn scan_sibling_rules(&self) {
+        // SAFETY: httpd's configuration tree and hooks are complete at
+        // post_config; the scan reads them and allocates from pconf.
+        unsafe { ffi::gdn_scan_config(self.pconf, self.s) }
+        if self.dry_run() {
+            return;
+        }
+        let mut s = self.s;
+        while !s.is_null() {
+            // SAFETY: the server list is configuration, complete here; the
+            // refusal is a pconf string or NULL.
+            let why = unsafe { ffi::gdn_server_refusal(s) };
+            if !why.is_null() {
+                // SAFETY: as above.
+                let why = unsafe { CStr::from_ptr(why) }.to_string_lossy();
+                super::helper::ServerLog::new(s).log(
+                    Level::Info,
+                    &format!("siblings' names are asked of Apache (a subrequest each): {why}"),
+                );
+            }
+            // SAFETY: as above.
+            s = unsafe { (*s).next };
+        }
+    }
+
     /// The `DocumentRoot` of the main server and of every virtual host.
     pub fn document_roots(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
@@ -206,22 +218,6 @@ impl PostConfig<'_> {
             s = unsafe { (*s).next };
         }
         out
-    }
-}
-
-/// An APR pool, borrowed for a callback.
-pub struct Pool<'p> {
-    raw: *mut ffi::apr_pool_t,
-    _life: PhantomData<&'p ffi::apr_pool_t>,
-}
-
-impl Pool<'_> {
-    /// Scans the configuration tree for `Require` providers that may look
-    /// at the file name (see `Request::sibling_rules_may_differ`).
-    pub fn scan_require_providers(&self) {
-        // SAFETY: httpd's configuration tree is complete at post_config; the
-        // scan only reads it and allocates from this pool.
-        unsafe { ffi::gdn_scan_config(self.raw) }
     }
 }
 
@@ -567,6 +563,8 @@ unsafe extern "C" fn merge_config<T: Config>(
 
 unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
     INDEX.store(M::record().index(), Ordering::Relaxed);
+    // SAFETY: called by httpd during hook registration.
+    unsafe { ffi::gdn_register_sibling_hooks() };
     let _ = catch_unwind(|| {
         for hook in M::HOOKS {
             // SAFETY: called by httpd during hook registration.
@@ -606,10 +604,10 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
 unsafe extern "C" fn post_config<M: Module>(
     pconf: *mut ffi::apr_pool_t,
     _plog: *mut ffi::apr_pool_t,
-    ptemp: *mut ffi::apr_pool_t,
+    _ptemp: *mut ffi::apr_pool_t,
     s: *mut ffi::server_rec,
 ) -> c_int {
-    let ctx = PostConfig::new(pconf, ptemp, s);
+    let ctx = PostConfig::new(pconf, s);
     let _ = catch_unwind(AssertUnwindSafe(|| M::post_config(&ctx)));
     ffi::OK as c_int
 }
@@ -617,10 +615,10 @@ unsafe extern "C" fn post_config<M: Module>(
 unsafe extern "C" fn check_config<M: Module>(
     pconf: *mut ffi::apr_pool_t,
     _plog: *mut ffi::apr_pool_t,
-    ptemp: *mut ffi::apr_pool_t,
+    _ptemp: *mut ffi::apr_pool_t,
     s: *mut ffi::server_rec,
 ) -> c_int {
-    let ctx = PostConfig::new(pconf, ptemp, s);
+    let ctx = PostConfig::new(pconf, s);
     let r = catch_unwind(AssertUnwindSafe(|| M::check_config(&ctx)))
         .unwrap_or_else(|_| Err("internal error checking the configuration".into()));
     match r {

@@ -409,7 +409,7 @@ fn send_coded(a: &Attempt<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, o: O
 /// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
 fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: &Sibling<'r>) -> Result<Status, Skip> {
     let req = a.req;
-    let file = lookup::open_as_allowed(req, s.path).map_err(|why| {
+    let file = lookup::open_sibling(req, s).map_err(|why| {
         if let Refused::Unreadable(st) = why {
             req.log(
                 Level::Debug,

@@ -1,0 +1,609 @@
+/* Whether Apache would serve another file name of a request's directory
+ * (a sibling: page.html.gz beside page.html) to this request's client.
+ *
+ * The exact answer is Apache's own: a GET subrequest for the sibling's
+ * URI, built as httpd builds a URI (escaped, slashes merged as
+ * configured, path info left out), which runs translate_name, the
+ * directory walk (symlink options as <Directory> and .htaccess set them),
+ * the location walk, <If>, access, authentication and fixups. A sibling
+ * is served only when that subrequest ends in 200 on that very file.
+ *
+ * The subrequest costs a request walk, so a configuration is checked once,
+ * when it is read, against a list of what it may contain for a shorter
+ * answer to be provably the same: then only the <Files>, <FilesMatch>,
+ * <Location> and <LocationMatch> sections are compared for the two names
+ * (and <If> or .htaccess still send the request to Apache). Anything not
+ * on the list (a directive, an override, a module hooking the request's
+ * translation, access or fixups) makes every sibling of that server a
+ * subrequest: the list fails closed. */
+#include "httpd.h"
+#include "http_config.h"
+#include "http_core.h"
+#include "http_log.h"
+#include "http_protocol.h"
+#include "http_request.h"
+#include "apr_fnmatch.h"
+#include "apr_hash.h"
+#include "apr_hooks.h"
+#include "apr_strings.h"
+#include "shim.h"
+#include <pthread.h>
+#include <string.h>
+#include <strings.h>
+
+/* ---- What a configuration may contain for the short answer ---- */
+
+/* Modules whose request hooks (translate, storage, environment, access,
+ * authentication, types, fixups) treat two names of one directory alike
+ * unless a directive refused below says otherwise. */
+static const char *const known_modules[] = {
+    "core.c", "http_core.c", "mod_so.c", "mod_unixd.c", "mod_log_config.c",
+    "mod_logio.c", "mod_version.c", "mod_watchdog.c", "mod_access_compat.c",
+    "mod_alias.c", "mod_auth_basic.c", "mod_authn_core.c", "mod_authn_file.c",
+    "mod_authz_core.c", "mod_authz_host.c", "mod_authz_user.c",
+    "mod_authz_groupfile.c", "mod_autoindex.c", "mod_deflate.c",
+    "mod_brotli.c", "mod_dir.c", "mod_env.c", "mod_filter.c", "mod_headers.c",
+    "mod_expires.c", "mod_mime.c", "mod_negotiation.c", "mod_reqtimeout.c",
+    "mod_setenvif.c", "mod_status.c", "mod_rewrite.c", "mod_ssl.c",
+    "mod_http2.c", "event.c", "worker.c", "prefork.c", "mod_gzip_disk_ng.c",
+    NULL
+};
+
+/* Directives that cannot make Apache judge one name of a directory
+ * differently from another. */
+static const char *const blind_directives[] = {
+    "AcceptFilter", "AcceptPathInfo", "AccessFileName", "AddCharset",
+    "AddDefaultCharset", "AddDescription", "AddEncoding", "AddHandler",
+    "AddIcon", "AddIconByEncoding", "AddIconByType", "AddInputFilter",
+    "AddLanguage", "AddOutputFilter", "AddOutputFilterByType", "AddType",
+    "AllowEncodedSlashes", "AuthBasicAuthoritative", "AuthBasicProvider",
+    "AuthGroupFile", "AuthMerging", "AuthName", "AuthType", "AuthUserFile",
+    "AuthzSendForbiddenOnFailure", "BrowserMatch", "BrowserMatchNoCase",
+    "BufferedLogs", "CacheNegotiatedDocs", "CustomLog", "DefaultIcon",
+    "DefaultLanguage", "DefaultRuntimeDir", "DefaultType", "Define",
+    "DirectoryIndex", "DirectoryIndexRedirect", "DirectorySlash",
+    "DocumentRoot", "EnableMMAP", "EnableSendfile", "ErrorDocument",
+    "ErrorLog", "ErrorLogFormat", "ExpiresActive", "ExpiresByType",
+    "ExpiresDefault", "ExtendedStatus", "FallbackResource", "FileETag",
+    "FilterChain", "FilterDeclare", "FilterProtocol", "FilterProvider",
+    "FilterTrace", "ForceLanguagePriority", "ForceType",
+    "GracefulShutdownTimeout", "Group", "Header", "HeaderName",
+    "HostnameLookups", "HttpProtocolOptions", "Include", "IncludeOptional",
+    "IndexHeadInsert", "IndexIgnore", "IndexIgnoreReset", "IndexOptions",
+    "IndexOrderDefault", "IndexStyleSheet", "KeepAlive", "KeepAliveTimeout",
+    "LanguagePriority", "LimitInternalRecursion", "LimitRequestBody",
+    "LimitRequestFields", "LimitRequestFieldSize", "LimitRequestLine",
+    "LimitXMLRequestBody", "Listen", "ListenBacklog", "LoadFile",
+    "LoadModule", "LogFormat", "LogIOTrackTTFB", "LogLevel",
+    "MaxConnectionsPerChild", "MaxKeepAliveRequests", "MaxRequestWorkers",
+    "MaxRequestsPerChild", "MaxSpareServers", "MaxSpareThreads",
+    "MimeMagicFile", "MinSpareServers", "MinSpareThreads", "MultiviewsMatch",
+    "Mutex", "PassEnv", "PidFile", "Protocols", "ProtocolsHonorOrder",
+    "ProxyStatus", "ReadBufferSize", "ReadmeName", "ReceiveBufferSize",
+    "RemoveCharset", "RemoveEncoding", "RemoveHandler", "RemoveInputFilter",
+    "RemoveLanguage", "RemoveOutputFilter", "RemoveType", "RequestHeader",
+    "RequestReadTimeout", "Satisfy", "Order", "ScoreBoardFile",
+    "SendBufferSize", "ServerAdmin", "ServerAlias", "ServerLimit",
+    "ServerName", "ServerRoot", "ServerSignature", "ServerTokens", "SetEnv",
+    "SetHandler", "SetInputFilter", "SetOutputFilter", "SSLCACertificateFile",
+    "SSLCACertificatePath", "SSLCertificateChainFile", "SSLCertificateFile",
+    "SSLCertificateKeyFile", "SSLCipherSuite", "SSLCompression", "SSLEngine",
+    "SSLHonorCipherOrder", "SSLOptions", "SSLPassPhraseDialog",
+    "SSLProtocol", "SSLRandomSeed", "SSLRequireSSL", "SSLSessionCache",
+    "SSLSessionCacheTimeout", "SSLSessionTickets", "SSLStaplingCache",
+    "SSLUseStapling", "StartServers", "StartThreads", "ThreadLimit",
+    "ThreadsPerChild", "ThreadStackSize", "Timeout", "TraceEnable",
+    "TransferLog", "TypesConfig", "UnDefine", "UnsetEnv", "UseCanonicalName",
+    "UseCanonicalPhysicalPort", "User", "H2Direct", "H2Push", "H2Upgrade",
+    "H2MaxSessionStreams", "H2WindowSize", "H2StreamMaxMemSize",
+    NULL
+};
+
+/* Sections whose contents are judged as if written around them: they
+ * apply alike to both names, or the request compares them per name. */
+static const char *const sections[] = {
+    "<IfModule", "<IfDefine", "<IfVersion", "<IfFile", "<IfDirective",
+    "<IfSection", "<VirtualHost", "<Directory", "<DirectoryMatch", "<Files",
+    "<FilesMatch", "<Location", "<LocationMatch", "<Limit", "<LimitExcept",
+    "<RequireAll", "<RequireAny", "<RequireNone", "<If", "<ElseIf", "<Else",
+    NULL
+};
+
+/* Require providers whose answer cannot depend on the file name. `env`
+ * is one while no SetEnvIf tests the request's URI (refused below). */
+static const char *const blind_providers[] = {
+    "all", "env", "ip", "host", "forward-dns", "local", "method", "user",
+    "group", "valid-user", "dbd-group", "dbd-login", "dbd-logout",
+    "dbm-group", "ldap-user", "ldap-group", "ldap-dn", "ldap-attribute",
+    "ldap-filter", "ldap-search", NULL
+};
+
+/* SetEnvIf attributes that do not depend on the name asked for: the
+ * request's headers, and these. */
+static const char *const blind_attributes[] = {
+    "Remote_Host", "Remote_Addr", "Server_Addr", "Request_Method",
+    "Request_Protocol", NULL
+};
+
+static int listed(const char *const *list, const char *word)
+{
+    for (; *list; list++) {
+        if (!strcasecmp(*list, word)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static const char *first_word(apr_pool_t *p, const char *args)
+{
+    return args ? ap_getword_conf(p, &args) : "";
+}
+
+static int is_directory_section(const ap_directive_t *d)
+{
+    return d && !strcasecmp(d->directive, "<Directory") && d->args
+           && d->args[0] != '~';
+}
+
+/* Why directive `d` (outside the list, or on it with arguments that may
+ * tell the names apart) rules the short answer out; NULL when it cannot. */
+static const char *directive_refusal(apr_pool_t *p, const ap_directive_t *d)
+{
+    const char *name = d->directive, *w = first_word(p, d->args);
+    if (!strncasecmp(name, "GzipDiskNg", 10) || listed(blind_directives, name)
+        || listed(sections, name)) {
+        return NULL;
+    }
+    if (!strcasecmp(name, "Require")) {
+        if (!strcasecmp(w, "not")) {
+            const char *rest = d->args;
+            ap_getword_conf(p, &rest);
+            w = first_word(p, rest);
+        }
+        return listed(blind_providers, w) ? NULL : "a Require provider that may read the file";
+    }
+    if (!strcasecmp(name, "Allow") || !strcasecmp(name, "Deny")) {
+        return NULL;
+    }
+    if (!strcasecmp(name, "Options")) {
+        const ap_directive_t *up = d->parent;
+        return (!up || !strcasecmp(up->directive, "<VirtualHost")
+                || is_directory_section(up))
+                   ? NULL
+                   : "Options outside <Directory>";
+    }
+    if (!strcasecmp(name, "AllowOverride") || !strcasecmp(name, "AllowOverrideList")) {
+        return !strcasecmp(w, "None") ? NULL : "an override beyond None";
+    }
+    if (!strcasecmp(name, "MergeSlashes")) {
+        return !strcasecmp(w, "Off") ? "MergeSlashes Off" : NULL;
+    }
+    if (!strcasecmp(name, "RewriteEngine")) {
+        return !strcasecmp(w, "Off") ? NULL : "RewriteEngine On";
+    }
+    if (!strcasecmp(name, "Alias") || !strcasecmp(name, "ScriptAlias")) {
+        /* A directory's alias maps both names alike; a file's does not. */
+        return (*w && w[strlen(w) - 1] == '/') ? NULL : "an Alias of a single name";
+    }
+    if (!strcasecmp(name, "SetEnvIf") || !strcasecmp(name, "SetEnvIfNoCase")) {
+        /* A header or one of these; a regex may name variables too. */
+        return (!strcasecmp(w, "Request_URI")
+                || (!listed(blind_attributes, w)
+                    && w[strspn(w, "-_ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "abcdefghijklmnopqrstuvwxyz0123456789")]))
+                   ? "a SetEnvIf that tests the URI"
+                   : NULL;
+    }
+    return "a directive outside the list";
+}
+
+struct scan {
+    apr_pool_t *p;
+    const char *global;     /* a refusal outside every <VirtualHost> */
+    apr_hash_t *vhosts;     /* "file:line" of a <VirtualHost> -> refusal */
+};
+
+static const char *where(apr_pool_t *p, const ap_directive_t *d, const char *why)
+{
+    return apr_psprintf(p, "%s (%s at %s:%d)", why, d->directive,
+                        d->filename ? d->filename : "?", d->line_num);
+}
+
+static void scan_tree(struct scan *sc, const ap_directive_t *d,
+                      const char *vhost_key)
+{
+    for (; d; d = d->next) {
+        const char *key = vhost_key;
+        const char *why;
+        if (!strcasecmp(d->directive, "<VirtualHost")) {
+            key = apr_psprintf(sc->p, "%s:%d", d->filename, d->line_num);
+        }
+        why = directive_refusal(sc->p, d);
+        if (why) {
+            const char *said = where(sc->p, d, why);
+            if (!key && !sc->global) {
+                sc->global = said;
+            }
+            else if (key && !apr_hash_get(sc->vhosts, key, APR_HASH_KEY_STRING)) {
+                apr_hash_set(sc->vhosts, key, APR_HASH_KEY_STRING, said);
+            }
+        }
+        if (d->first_child) {
+            scan_tree(sc, d->first_child, key);
+        }
+    }
+}
+
+/* The layout every hook's registration entry shares (apr_hooks.h's
+ * APR_DECLARE_EXTERNAL_HOOK). */
+typedef struct {
+    void (*fn)(void);
+    const char *name;
+    const char *const *before;
+    const char *const *after;
+    int order;
+} hook_link;
+
+static const char *unknown_hook(apr_pool_t *p, const char *hook,
+                                apr_array_header_t *links)
+{
+    int i;
+    for (i = 0; links && i < links->nelts; i++) {
+        const char *m = ((hook_link *)links->elts)[i].name;
+        if (!m || !listed(known_modules, m)) {
+            return apr_psprintf(p, "%s hooks %s", m ? m : "a module", hook);
+        }
+    }
+    return NULL;
+}
+
+static const char *hooks_refusal(apr_pool_t *p)
+{
+    const struct {
+        const char *name;
+        apr_array_header_t *(*get)(void);
+    } hooks[] = {
+        {"post_read_request", ap_hook_get_post_read_request},
+        {"pre_translate_name", ap_hook_get_pre_translate_name},
+        {"translate_name", ap_hook_get_translate_name},
+        {"map_to_storage", ap_hook_get_map_to_storage},
+        {"post_perdir_config", ap_hook_get_post_perdir_config},
+        {"header_parser", ap_hook_get_header_parser},
+        {"access_checker", ap_hook_get_access_checker},
+        {"access_checker_ex", ap_hook_get_access_checker_ex},
+        {"check_user_id", ap_hook_get_check_user_id},
+        {"auth_checker", ap_hook_get_auth_checker},
+        {"type_checker", ap_hook_get_type_checker},
+        {"fixups", ap_hook_get_fixups},
+    };
+    size_t i;
+    for (i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+        const char *why = unknown_hook(p, hooks[i].name, hooks[i].get());
+        if (why) {
+            return why;
+        }
+    }
+    return NULL;
+}
+
+/* ---- Verdicts, per server ---- */
+
+static const char *global_refusal = "the configuration not read yet";
+static apr_hash_t *server_refusal; /* server_rec* -> refusal */
+
+/* mod_setenvif's environment rules (its header_parser hook), run for a
+ * sibling's subrequest, which httpd gives the parent's environment. */
+typedef int (*request_fn)(request_rec *r);
+static request_fn setenvif_rules;
+
+static request_fn header_parser_of(const char *module)
+{
+    apr_array_header_t *links = ap_hook_get_header_parser();
+    int i;
+    for (i = 0; links && i < links->nelts; i++) {
+        ap_LINK_header_parser_t *l = &((ap_LINK_header_parser_t *)links->elts)[i];
+        if (l->szName && !strcmp(l->szName, module)) {
+            return l->pFunc;
+        }
+    }
+    return NULL;
+}
+
+void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
+{
+    struct scan sc = {pconf, NULL, apr_hash_make(pconf)};
+    server_rec *s;
+    scan_tree(&sc, ap_conftree, NULL);
+    if (!sc.global) {
+        sc.global = hooks_refusal(pconf);
+    }
+    global_refusal = sc.global;
+    server_refusal = apr_hash_make(pconf);
+    for (s = main_server; s; s = s->next) {
+        const char *key = s->defn_name
+            ? apr_psprintf(pconf, "%s:%d", s->defn_name, s->defn_line_number)
+            : NULL;
+        const char *why = key ? apr_hash_get(sc.vhosts, key, APR_HASH_KEY_STRING) : NULL;
+        if (why) {
+            apr_hash_set(server_refusal, s, sizeof(s), why);
+        }
+    }
+    setenvif_rules = header_parser_of("mod_setenvif.c");
+}
+
+const char *gdn_server_refusal(const server_rec *s)
+{
+    if (global_refusal) {
+        return global_refusal;
+    }
+    if (!server_refusal || !apr_hash_count(server_refusal)) {
+        return NULL;
+    }
+    return apr_hash_get(server_refusal, &s, sizeof(s));
+}
+
+const char *gdn_short_answer_refused(const request_rec *r)
+{
+    return gdn_server_refusal(r->server);
+}
+
+/* ---- The sibling's URI, as httpd would have it ---- */
+
+/* The decoded path of the request's file as its URI names it: r->uri
+ * without the path info after the file. NULL when they disagree. */
+static const char *file_uri(request_rec *r, apr_size_t *len)
+{
+    apr_size_t ul, pl;
+    if (!r->uri || r->uri[0] != '/') {
+        return NULL;
+    }
+    ul = strlen(r->uri);
+    pl = r->path_info ? strlen(r->path_info) : 0;
+    if (pl > ul || (pl && strcmp(r->uri + ul - pl, r->path_info))) {
+        return NULL;
+    }
+    *len = ul - pl;
+    return r->uri;
+}
+
+/* ---- The short answer: sections compared for both names ---- */
+
+/* Regex results per process, remembered by content: the compiled regex,
+ * its pattern and the name tried (one lock: requests move between worker
+ * threads). A section parsed from .htaccess lives in a request pool whose
+ * memory is reused, so a hit also requires the same pattern text. Saves
+ * the two pcre2 runs per section and request (Debian's own
+ * <FilesMatch "^\.ht"> is in every site's configuration). */
+#define MEMO_SLOTS 64
+#define MEMO_PAT 64
+#define MEMO_NAME 128
+struct regex_memo {
+    const ap_regex_t *r;
+    int matches;
+    char pat[MEMO_PAT];
+    char name[MEMO_NAME];
+};
+static struct regex_memo regex_memo[MEMO_SLOTS];
+static pthread_mutex_t regex_memo_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int regex_matches(const core_dir_config *e, const char *name,
+                         size_t nl)
+{
+    apr_uint32_t h = (apr_uint32_t)nl * 2654435761u;
+    struct regex_memo *m;
+    int hit, matches;
+    if (nl >= 4) {
+        apr_uint32_t last;
+        memcpy(&last, name + nl - 4, 4);
+        h ^= last * 2246822519u;
+    }
+    h ^= (apr_uint32_t)((apr_uintptr_t)e->r >> 4);
+    m = &regex_memo[(h ^ (h >> 15)) % MEMO_SLOTS];
+    pthread_mutex_lock(&regex_memo_lock);
+    hit = m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d);
+    matches = m->matches;
+    pthread_mutex_unlock(&regex_memo_lock);
+    if (hit) {
+        return matches;
+    }
+    matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
+    if (nl < MEMO_NAME && strlen(e->d) < MEMO_PAT) {
+        pthread_mutex_lock(&regex_memo_lock);
+        m->r = e->r;
+        m->matches = matches;
+        strcpy(m->pat, e->d);
+        memcpy(m->name, name, nl + 1);
+        pthread_mutex_unlock(&regex_memo_lock);
+    }
+    return matches;
+}
+
+static int section_matches(const core_dir_config *e, const char *name,
+                           size_t nl, int prefix)
+{
+    size_t len;
+    if (e->r) {
+        return regex_matches(e, name, nl);
+    }
+    if (e->d_is_fnmatch) {
+        return apr_fnmatch(e->d, name, APR_FNM_PATHNAME) == APR_SUCCESS;
+    }
+    if (!prefix) {
+        return strcmp(e->d, name) == 0;
+    }
+    /* <Location>: a path prefix ending at a segment boundary. */
+    len = strlen(e->d);
+    return strncmp(e->d, name, len) == 0
+           && (len == 0 || e->d[len - 1] == '/' || name[len] == '/'
+               || name[len] == '\0');
+}
+
+static int sections_differ(const apr_array_header_t *secs, const char *a,
+                           size_t al, const char *b, size_t bl, int prefix)
+{
+    int i;
+    if (!secs) {
+        return 0;
+    }
+    for (i = 0; i < secs->nelts; i++) {
+        const core_dir_config *e =
+            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
+        if (section_matches(e, a, al, prefix)
+            != section_matches(e, b, bl, prefix)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    core_server_config *s =
+        ap_get_core_module_config(r->server->module_config);
+    const char *base, *uri;
+    char sib[256];
+    size_t bl, sl, ul = 0;
+    int files = d->sec_file && d->sec_file->nelts;
+    int locs = s->sec_url && s->sec_url->nelts;
+    if (gdn_short_answer_refused(r) || (d->sec_if && d->sec_if->nelts)
+        || (d->override & OR_AUTHCFG)
+        || (d->override_list && !apr_is_empty_table(d->override_list))) {
+        return 1;
+    }
+    if (!files && !locs) {
+        return 0;
+    }
+    base = strrchr(r->filename, '/');
+    base = base ? base + 1 : r->filename;
+    bl = strlen(base);
+    sl = strlen(suffix);
+    if (bl + sl >= sizeof(sib)) {
+        return 1;
+    }
+    memcpy(sib, base, bl);
+    memcpy(sib + bl, suffix, sl + 1);
+    if (files && sections_differ(d->sec_file, base, bl, sib, bl + sl, 0)) {
+        return 1;
+    }
+    if (!locs) {
+        return 0;
+    }
+    uri = file_uri(r, &ul);
+    if (!uri) {
+        return 1;
+    }
+    return sections_differ(s->sec_url, apr_pstrndup(r->pool, uri, ul), ul,
+                           apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
+                                       suffix, NULL),
+                           ul + sl, 1);
+}
+
+/* ---- The exact answer: a subrequest for the sibling's URI ---- */
+
+/* The request whose sibling is being asked for, on this thread: its
+ * subrequest gets the environment a request of its own would have. */
+static __thread request_rec *asking;
+
+#define ENV_NOTE "gdn-env-before-rules"
+
+/* post_read_request, first of all: the environment before any rule set
+ * anything from this request's URI. Kept only where siblings are asked
+ * of Apache and mod_setenvif may set variables from the name. */
+static int keep_first_env(request_rec *r)
+{
+    if (setenvif_rules && gdn_short_answer_refused(r)) {
+        apr_pool_userdata_setn(apr_table_copy(r->pool, r->subprocess_env),
+                               ENV_NOTE, NULL, r->pool);
+    }
+    return DECLINED;
+}
+
+static int is_sibling_check(const request_rec *r)
+{
+    return asking && r->main == asking;
+}
+
+/* pre_translate_name of a sibling's subrequest: the environment a direct
+ * request for it would have, with mod_setenvif's server-wide rules
+ * (post_read_request, which subrequests never run) applied to its URI. */
+static int sibling_env_server(request_rec *r)
+{
+    const request_rec *top = r->main;
+    void *env = NULL;
+    if (!is_sibling_check(r) || !setenvif_rules) {
+        return DECLINED;
+    }
+    while (top->main) {
+        top = top->main;
+    }
+    for (; top && !env; top = top->prev) {
+        apr_pool_userdata_get(&env, ENV_NOTE, top->pool);
+    }
+    r->subprocess_env = env ? apr_table_copy(r->pool, env)
+                            : apr_table_make(r->pool, 4);
+    setenvif_rules(r);
+    return DECLINED;
+}
+
+/* post_perdir_config of a sibling's subrequest: mod_setenvif's
+ * per-directory rules (header_parser, main requests only) for its name. */
+static int sibling_env_dir(request_rec *r)
+{
+    if (is_sibling_check(r) && setenvif_rules) {
+        setenvif_rules(r);
+    }
+    return OK;
+}
+
+void gdn_register_sibling_hooks(void)
+{
+    ap_hook_post_read_request(keep_first_env, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_pre_translate_name(sibling_env_server, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_post_perdir_config(sibling_env_dir, NULL, NULL, APR_HOOK_REALLY_FIRST);
+}
+
+int gdn_in_sibling_check(const request_rec *r)
+{
+    return is_sibling_check(r);
+}
+
+int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
+                    apr_finfo_t *found)
+{
+    ap_conf_vector_t *own = r->per_dir_config;
+    request_rec *rr, *was = asking;
+    const char *uri;
+    apr_size_t ul = 0;
+    int status;
+    uri = file_uri(r, &ul);
+    if (!uri) {
+        return HTTP_FORBIDDEN;
+    }
+    uri = ap_escape_uri(r->pool,
+                        apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
+                                    suffix, NULL));
+    /* httpd skips authorization for a subrequest whose configuration is
+     * its parent's (same pointer), but the sibling's own rules must run:
+     * an equal copy under another pointer makes them. */
+    r->per_dir_config =
+        ap_merge_per_dir_configs(r->pool, own, ap_create_request_config(r->pool));
+    asking = r;
+    rr = ap_sub_req_lookup_uri(uri, r, NULL);
+    asking = was;
+    r->per_dir_config = own;
+    status = rr->status;
+    if (status == HTTP_OK
+        && (!rr->filename || strcmp(rr->filename, path)
+            || rr->finfo.filetype != APR_REG
+            || (rr->path_info && *rr->path_info))) {
+        /* The URI names another file (a rewrite, an alias of one name). */
+        status = HTTP_FORBIDDEN;
+    }
+    if (status == HTTP_OK) {
+        *found = rr->finfo;
+    }
+    ap_destroy_sub_req(rr);
+    return status;
+}
