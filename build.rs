@@ -64,7 +64,10 @@ fn main() {
         .collect();
 
     let mut cc = cc::Build::new();
-    cc.file("csrc/shim.c").file("csrc/access.c").include("csrc").warnings(true);
+    cc.file("csrc/shim.c")
+        .file("csrc/access.c")
+        .include("csrc")
+        .warnings(true);
     for dir in &includes {
         cc.include(dir);
     }

@@ -277,7 +277,10 @@ pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, 
     };
     let f = req.open(s.path).map_err(Refused::Unreadable)?;
     let same = f.info().same_file(&s.info)
-        && (link || req.stat(s.path, true).is_ok_and(|now| now.same_file(f.info())));
+        && (link
+            || req
+                .stat(s.path, true)
+                .is_ok_and(|now| now.same_file(f.info())));
     if same {
         Ok(f)
     } else {

@@ -56,10 +56,7 @@ fn start(case: &Case<'_>, path: Path_, forced: bool, fill: impl FnOnce(&Path)) -
         },
         fill,
     );
-    let asked = a
-        .module_log()
-        .iter()
-        .any(|l| l.contains("asked of Apache"));
+    let asked = a.module_log().iter().any(|l| l.contains("asked of Apache"));
     assert_eq!(asked, path == Path_::Asked, "{:?}", a.module_log());
     a
 }
@@ -95,8 +92,13 @@ fn agree(a: &Apache, uri: &str, sibling_uri: &str, extra: &[&str]) {
                 r.status
             );
         }
-        assert!(a.module_log().iter().any(|l| l.contains("refused")
-            || l.contains("not allowed")), "{:?}", a.module_log());
+        assert!(
+            a.module_log()
+                .iter()
+                .any(|l| l.contains("refused") || l.contains("not allowed")),
+            "{:?}",
+            a.module_log()
+        );
     }
     a.assert_no_crash();
 }
@@ -127,7 +129,12 @@ fn secret_pages(docroot: &Path, dir: &str) {
 
 fn pages_agree(a: &Apache, dir: &str) {
     for page in ["x.html", "only.html"] {
-        agree(a, &format!("/{dir}/{page}"), &format!("/{dir}/{page}.gz"), &[]);
+        agree(
+            a,
+            &format!("/{dir}/{page}"),
+            &format!("/{dir}/{page}.gz"),
+            &[],
+        );
     }
 }
 
@@ -205,7 +212,12 @@ fn rules_applied_at_translate_time_are_asked() {
         dir: "",
         modules: vec!["rewrite"],
     };
-    both_ways(case, true, |d| secret_pages(d, "dir"), |a| pages_agree(a, "dir"));
+    both_ways(
+        case,
+        true,
+        |d| secret_pages(d, "dir"),
+        |a| pages_agree(a, "dir"),
+    );
 }
 
 #[test]
@@ -251,9 +263,10 @@ fn sibling_uris_are_built_as_apache_builds_them() {
     };
     // Path info and a `?` in a name: the sibling's URI is the file's.
     let shapes = Case {
-        server: "<Location /info/x.html.gz>\nRequire all denied\n</Location>\n\
+        server:
+            "<Location /info/x.html.gz>\nRequire all denied\n</Location>\n\
                  <LocationMatch \"^/q/a\\?b\\.html\\.gz$\">\nRequire all denied\n</LocationMatch>\n"
-            .into(),
+                .into(),
         dir: "AcceptPathInfo On",
         modules: vec![],
     };

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Instructions per whole request on Debian's default site configuration:
+# the modules of /etc/apache2/mods-enabled with their .conf files, the
+# apache2.conf lines that shape a request (<Directory /> with
+# FollowSymLinks and AllowOverride None, <FilesMatch "^\.ht">), and the
+# combined access log. Cases, each on PAGES (core.html, 314 KB, and
+# mod_dir.html, 24 KB):
+#   core     core's handler serving the .gz bytes
+#   mod      the module, precompressed gzip, judging the sibling's name by
+#            sections alone (the configuration is on its list)
+#   asked    the same with one line off the list (a subrequest per sibling)
+# Prints instructions per request and the ratios to core.
+#   bench/debian_access.sh          MODULE_SO=... to measure another build
+source "$(dirname "$0")/../scripts/lib.sh"
+ensure_packages apache2-doc valgrind
+build
+MANUAL=/usr/share/doc/apache2-doc/manual/en/mod
+PAGES="${PAGES:-$MANUAL/core.html $MANUAL/mod_dir.html}"
+FEW="${FEW:-50}"
+MANY="${MANY:-250}"
+WORK="$(mktemp -d /tmp/gzip-disk-ng-deb.XXXXXX)"
+chmod 755 "$WORK"
+trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
+D="$WORK/docs"
+for p in $PAGES; do
+    bench_case "$D" mod "$p" "" .gz
+    bench_case "$D" core "$p" .gz
+done
+chmod -R a+rX "$WORK"
+mkdir -m 1777 "$WORK/out"
+PORT="${PORT:-18494}"
+
+# Debian's apache2.conf, less what concerns no request (timeouts, the
+# error log's format), with the enabled modules and sites' lines.
+debian_conf() { # extra lines
+    cat <<CONF
+ServerRoot $WORK
+DefaultRuntimeDir $WORK
+PidFile $WORK/httpd.pid
+ErrorLog $WORK/error.log
+LogLevel warn gzip_disk_ng:info
+Listen 127.0.0.1:$PORT
+ServerName localhost
+$([ "$(id -u)" -eq 0 ] && printf 'User nobody\nGroup nogroup')
+IncludeOptional /etc/apache2/mods-enabled/*.load
+IncludeOptional /etc/apache2/mods-enabled/*.conf
+LoadModule gzip_disk_ng_module $MODULE_SO
+<Directory />
+    Options FollowSymLinks
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory $D>
+    Options Indexes FollowSymLinks
+    AllowOverride None
+    Require all granted
+</Directory>
+AccessFileName .htaccess
+<FilesMatch "^\.ht">
+    Require all denied
+</FilesMatch>
+LogFormat "%h %l %u %t \"%r\" %>s %O \"%{Referer}i\" \"%{User-Agent}i\"" combined
+CustomLog $WORK/access.log combined
+DocumentRoot $D
+<Directory $D/core>
+    SetHandler default-handler
+</Directory>
+<Directory $D/mod>
+    SetHandler gzip-disk-ng
+</Directory>
+$1
+CONF
+}
+
+debian_conf "" >"$WORK/httpd.conf"
+# Options in <Files> is off the list: every sibling is asked of Apache.
+debian_conf $'<Files "*.never">\n    Options -Indexes\n</Files>' >"$WORK/asked.conf"
+
+source "$(dirname "$0")/callgrind_lib.sh"
+
+echo "callgrind, Debian's default configuration, instructions per whole request: (Ir($MANY) - Ir($FEW)) / $((MANY - FEW))"
+for p in $PAGES; do
+    n="$(basename "$p")"
+    core=$(whole "/core/$n.gz" "gzip" "") || exit 1
+    mod=$(CONF="$WORK/httpd.conf" whole "/mod/$n" "gzip" "gzip") || exit 1
+    ! grep -q "asked of Apache" "$WORK/error.log" || { echo "Debian's configuration is not on the list" >&2; exit 1; }
+    asked=$(CONF="$WORK/asked.conf" whole "/mod/$n" "gzip" "gzip") || exit 1
+    grep -q "asked of Apache" "$WORK/error.log" || { echo "the asked case did not ask" >&2; exit 1; }
+    : >"$WORK/error.log"
+    awk -v n="$n" -v c="$core" -v m="$mod" -v a="$asked" 'BEGIN {
+        printf "%s: core %d, module %d (%.3fx core), asked %d (%.3fx core)\n", n, c, m, m / c, a, a / c }'
+done
