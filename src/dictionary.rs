@@ -1,5 +1,5 @@
 //! Compression dictionary transport (RFC 9842): the `dcz` and `dcb` delta
-//! formats, the names deltas have on disk and the dictionary store's place.
+//! formats, the names deltas have on disk and the old in-tree store's name.
 //!
 //! A delta of `page.html` against a dictionary lives beside it as
 //! `page.html.<64 lowercase hex SHA-256 of the dictionary>.dcz` (or
@@ -20,12 +20,13 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
-/// The hidden directory at the top of a published tree that holds earlier
-/// versions kept as dictionaries. Never served: the module refuses every
-/// request with a path component of this name.
+/// The hidden directory at the top of a published tree where releases
+/// before the state directory kept earlier versions (the publish tool
+/// moves it out). Never served: the module refuses every request with a
+/// path component of this name, or that resolves into one.
 pub const STORE_DIR: &str = ".gzip-disk-ng";
 
-/// Under `STORE_DIR`: `versions/<path relative to the tree>/<hex>.zst`,
+/// Under a store: `versions/<path relative to the tree>/<hex>.zst`,
 /// one zstd-compressed earlier version per file, named by its SHA-256.
 pub const VERSIONS_DIR: &str = "versions";
 

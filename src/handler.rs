@@ -5,12 +5,12 @@
 use crate::cache;
 use crate::coding::Coding;
 use crate::config::{DirConfig, Settings};
-use crate::dictionary;
-use crate::httpd::{self, FileKind, Level, Request, Status};
+use crate::httpd::{self, FileKind, Request, Status};
 use crate::lookup;
 use crate::negotiate::{self, Accepted};
 use crate::respond::Attempt;
 use crate::status;
+use crate::store_guard;
 use crate::variant::{self, Inputs, Method};
 use std::ffi::CStr;
 
@@ -152,7 +152,7 @@ pub fn insert_error_filter(req: &Request<'_>) {
 /// mod_dir accepts it as a DirectoryIndex candidate. Main requests need no
 /// help (the handler copes with a missing file), so they pay nothing here.
 pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Status {
-    if let Some(st) = refuse_store(req) {
+    if let Some(st) = store_guard::refuse_request(req) {
         return st;
     }
     if !req.is_subrequest()
@@ -175,21 +175,4 @@ pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Stat
         req.set_note(NOTE_SIBLING_FINFO, c"1");
     }
     Status::DECLINED
-}
-
-/// The publish tool's dictionary store holds earlier versions of files
-/// that were replaced, perhaps because they must no longer be served:
-/// refused whatever the handler, as the module's own files.
-fn refuse_store(req: &Request<'_>) -> Option<Status> {
-    let filename = req.filename()?;
-    if !dictionary::in_store_bytes(filename.to_bytes()) {
-        return None;
-    }
-    req.log_with(Level::Info, 0, || {
-        format!(
-            "request into the dictionary store refused: {}",
-            filename.to_string_lossy()
-        )
-    });
-    Some(Status::NOT_FOUND)
 }

@@ -27,6 +27,7 @@ pub mod ondemand;
 pub mod publish;
 mod respond;
 mod status;
+mod store_guard;
 pub mod tally;
 #[cfg(test)]
 mod test_util;

@@ -67,7 +67,7 @@ pub fn resolve(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
         });
         return None;
     }
-    Some(target)
+    (!crate::store_guard::link_refused(req, path)).then_some(target)
 }
 
 /// Whether an opened file is the one `Options` allow under `path`. Where

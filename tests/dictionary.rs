@@ -9,6 +9,7 @@ use common::*;
 use mod_gzip_disk_ng::dictionary::{delta_file_name, hash, DeltaCoding};
 use sha2::{Digest, Sha256};
 use std::fs;
+use std::os::unix::fs::symlink;
 use std::path::Path;
 use std::process::Command;
 
@@ -313,5 +314,103 @@ fn use_as_dictionary_and_the_store() {
         assert!(!r.body.windows(7).any(|w| w == b"earlier"), "{path}");
     }
     assert!(a.error_log().contains("dictionary store refused"));
+    a.assert_no_crash();
+}
+
+/// The earlier version an old release of the publish tool kept in the
+/// tree, and what its stored file is called there.
+struct OldStore {
+    secret: Vec<u8>,
+    hex: String,
+}
+
+/// Lays out an in-tree store holding an earlier version of `x.html`, and
+/// symlinks into it: a directory link, a file link, and the current
+/// page's zstd and gzip siblings. Controls beside them take the same
+/// shapes without the store: a hash-named file behind a directory link,
+/// and a sibling linked elsewhere.
+fn old_store_with_links(d: &Path) -> OldStore {
+    let mut secret = page(6000, 9);
+    secret.extend_from_slice(b"WITHDRAWN earlier version");
+    let hex = mod_gzip_disk_ng::dictionary::to_hex(&hash(&secret));
+    let stored_bytes = zstd::encode_all(&secret[..], 19).unwrap();
+    publish(d, "x.html", &page(6000, 10), true, &[]);
+    publish(d, "y.html", &page(6000, 11), true, &[]);
+    let t = mtime(&d.join("x.html"));
+    let versions = d.join(".gzip-disk-ng/versions/x.html");
+    fs::create_dir_all(&versions).unwrap();
+    let stored = versions.join(format!("{hex}.zst"));
+    fs::write(&stored, &stored_bytes).unwrap();
+    set_mtime(&stored, t); // As new as the page: not stale as a sibling.
+    symlink(d.join(".gzip-disk-ng"), d.join("link")).unwrap();
+    symlink(&stored, d.join("old.html")).unwrap();
+    symlink(&stored, d.join("x.html.zst")).unwrap();
+    symlink(&stored, d.join("x.html.gz")).unwrap();
+    fs::create_dir(d.join("plain")).unwrap();
+    put(&d.join("plain"), &format!("{hex}.zst"), &stored_bytes);
+    symlink(d.join("plain"), d.join("plainlink")).unwrap();
+    let y_zst = d.join("plain/y.zst");
+    fs::write(&y_zst, zstd::encode_all(&page(6000, 11)[..], 19).unwrap()).unwrap();
+    set_mtime(&y_zst, t);
+    symlink(&y_zst, d.join("y.html.zst")).unwrap();
+    OldStore { secret, hex }
+}
+
+/// Lines of the module's log refusing `path` (a docroot-relative path).
+fn refusals(a: &Apache, path: &str) -> usize {
+    let full = format!("refused: {}/{path}", a.docroot.display());
+    a.module_log_about(&full)
+        .iter()
+        .filter(|l| l.contains(&format!("{full} ")) || l.ends_with(&full))
+        .count()
+}
+
+#[test]
+fn the_old_in_tree_store_is_never_served_through_symlinks() {
+    let mut s = None;
+    let a = Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng\nOptions FollowSymLinks".into(),
+            ..Default::default()
+        },
+        |d| s = Some(old_store_with_links(d)),
+    );
+    let OldStore { secret, hex } = s.unwrap();
+    let leaks = |r: &Response| {
+        let body = decode_body(r.header("Content-Encoding"), &r.body).unwrap_or_default();
+        body.windows(9).any(|w| w == b"WITHDRAWN") || r.body.windows(9).any(|w| w == b"WITHDRAWN")
+    };
+    // Controls: the same shapes outside the store are served.
+    let r = a.get(&format!("/plainlink/{hex}.zst"), None);
+    assert_eq!(r.status, 200, "a hash-named file behind a directory link");
+    assert_eq!(zstd::decode_all(&r.body[..]).unwrap(), secret);
+    let r = a.get("/y.html", Some("zstd"));
+    assert_eq!(r.coding(), Some("zstd"), "a sibling linked elsewhere");
+
+    let direct = a.get(&format!("/.gzip-disk-ng/versions/x.html/{hex}.zst"), None);
+    assert_eq!(direct.status, 404);
+    // (a) A directory link: the stored file, and its name without `.zst`
+    // (which the module would answer from the `.zst` as a sibling).
+    let via_dir = [
+        format!("link/versions/x.html/{hex}.zst"),
+        format!("link/versions/x.html/{hex}"),
+    ];
+    for (path, ae) in via_dir.iter().zip([None, Some("zstd")]) {
+        let r = a.get(&format!("/{path}"), ae);
+        assert_eq!(r.status, direct.status, "{path}");
+        assert!(!leaks(&r), "{path}");
+        assert_eq!(refusals(&a, path), 1, "{path}: {:?}", a.module_log());
+    }
+    // (b) A file link, whatever the client accepts.
+    let r = a.get("/old.html", None);
+    assert_eq!((r.status, leaks(&r)), (404, false));
+    assert_eq!(refusals(&a, "old.html"), 1);
+    // (c) Siblings linked into the store give way to the original.
+    let r = a.get("/x.html", Some("zstd, gzip"));
+    assert_eq!((r.status, r.coding()), (200, None));
+    assert!(r.body == page(6000, 10) && !leaks(&r));
+    for sib in ["x.html.zst", "x.html.gz"] {
+        assert_eq!(refusals(&a, sib), 1, "{sib}: {:?}", a.module_log());
+    }
     a.assert_no_crash();
 }

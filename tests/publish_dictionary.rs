@@ -4,8 +4,9 @@
 
 mod common;
 
-use common::{page, set_mtime, zstd_cli_decode_with};
+use common::{decode_body, page, set_mtime, store_of, test_state_dir, zstd_cli_decode_with};
 use mod_gzip_disk_ng::dictionary::{self, DeltaCoding, Hash, STORE_DIR};
+use mod_gzip_disk_ng::publish::state::STATE_ENV;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,7 +15,13 @@ use std::time::{Duration, SystemTime};
 const BIN: &str = env!("CARGO_BIN_EXE_gzip-disk-ng");
 
 fn run(args: &[&str], paths: &[&Path]) -> Output {
+    run_with_state(test_state_dir(), args, paths)
+}
+
+/// `run` with the state directory `state`.
+fn run_with_state(state: &Path, args: &[&str], paths: &[&Path]) -> Output {
     let out = Command::new(BIN)
+        .env(STATE_ENV, state)
         .args(args)
         .arg("--plain")
         .args(paths)
@@ -76,7 +83,7 @@ fn deltas_of(original: &Path) -> Vec<Hash> {
 }
 
 fn stored_versions(tree: &Path, rel: &str) -> usize {
-    fs::read_dir(tree.join(STORE_DIR).join("versions").join(rel))
+    fs::read_dir(store_of(tree).join("versions").join(rel))
         .map(|d| d.count())
         .unwrap_or(0)
 }
@@ -173,13 +180,10 @@ fn previous_version_is_recovered_from_a_sibling_made_without_deltas() {
         stdout(&o)
     );
     // Recovered from the .gz sibling, stored with that version's mtime.
-    let stored = site
-        .join(STORE_DIR)
-        .join("versions/index.html")
-        .join(format!(
-            "{}.zst",
-            dictionary::to_hex(&dictionary::hash(&version(1)))
-        ));
+    let stored = store_of(site).join("versions/index.html").join(format!(
+        "{}.zst",
+        dictionary::to_hex(&dictionary::hash(&version(1)))
+    ));
     let content = zstd::decode_all(fs::File::open(&stored).unwrap()).unwrap();
     assert!(content == version(1));
     let gz_mtime = fs::metadata(site.join("index.html.gz"))
@@ -423,4 +427,208 @@ fn no_dcb_past_brotlis_window() {
         DeltaCoding::Dcb,
     );
     assert!(!dcb.exists());
+}
+
+/// Files under `tree` (links not followed) whose content, raw or decoded
+/// as zstd, gzip or brotli, is one of `earlier`.
+fn holding_earlier_versions(tree: &Path, earlier: &[Vec<u8>]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in walkdir::WalkDir::new(tree) {
+        let e = e.unwrap();
+        if !e.file_type().is_file() {
+            continue;
+        }
+        let raw = fs::read(e.path()).unwrap();
+        let decoded = ["zstd", "gzip", "br"]
+            .into_iter()
+            .filter_map(|c| decode_body(Some(c), &raw).ok());
+        if std::iter::once(raw.clone())
+            .chain(decoded)
+            .any(|c| earlier.contains(&c))
+        {
+            out.push(e.path().to_path_buf());
+        }
+    }
+    out
+}
+
+fn hashes(versions: &[u64]) -> Vec<Hash> {
+    let mut v: Vec<Hash> = versions
+        .iter()
+        .map(|&n| dictionary::hash(&version(n)))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_store_lies_outside_the_tree_in_the_state_directory() {
+    let d = tempfile::tempdir().unwrap();
+    let (site, state) = (d.path().join("site"), d.path().join("state"));
+    let app = site.join("app.js");
+    let k2 = ["compress", "--delta-versions", "2"];
+    for (n, age) in [(1, 3000), (2, 2000)] {
+        put(&app, &version(n), age);
+        assert!(run_with_state(&state, &k2, &[&site]).status.success());
+    }
+    assert_eq!(deltas_of(&app), hashes(&[1]));
+    assert!(!site.join(STORE_DIR).exists());
+    assert!(holding_earlier_versions(&site, &[version(1)]).is_empty());
+    let stores: Vec<PathBuf> = fs::read_dir(&state)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(stores.len(), 1, "one store for one tree: {stores:?}");
+    let name = stores[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.contains("site-"), "named after the tree: {name}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs::metadata(&stores[0]).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "{mode:o}");
+    assert_eq!(
+        holding_earlier_versions(&stores[0], &[version(1)]).len(),
+        1,
+        "the earlier version is kept in the state directory"
+    );
+    let v = run_with_state(&state, &["verify"], &[&site]);
+    assert!(v.status.success(), "{}", stdout(&v));
+}
+
+#[test]
+fn without_a_state_variable_a_user_store_is_under_xdg_state_home() {
+    if common::is_root() {
+        return common::skip("as root the default is /var/lib/gzip-disk-ng, not written by tests");
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (site, xdg) = (d.path().join("site"), d.path().join("xdg"));
+    let app = site.join("app.js");
+    for (n, age) in [(1, 3000), (2, 2000)] {
+        put(&app, &version(n), age);
+        let o = Command::new(BIN)
+            .env_remove(STATE_ENV)
+            .env("XDG_STATE_HOME", &xdg)
+            .args(["compress", "-q", "--delta-versions", "1"])
+            .arg(&site)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+    }
+    assert_eq!(deltas_of(&app), hashes(&[1]));
+    let found = holding_earlier_versions(&xdg.join("gzip-disk-ng"), &[version(1)]);
+    assert_eq!(found.len(), 1, "{found:?}");
+}
+
+#[test]
+fn store_option_names_the_store() {
+    let d = tempfile::tempdir().unwrap();
+    let (site, state, mine) = (
+        d.path().join("site"),
+        d.path().join("state"),
+        d.path().join("mine"),
+    );
+    let app = site.join("app.js");
+    let mine_s = mine.to_str().unwrap();
+    let args = ["compress", "--delta-versions", "2", "--store", mine_s];
+    for (n, age) in [(1, 3000), (2, 2000)] {
+        put(&app, &version(n), age);
+        assert!(run_with_state(&state, &args, &[&site]).status.success());
+    }
+    assert_eq!(deltas_of(&app), hashes(&[1]));
+    assert!(!state.exists(), "the state directory is not used");
+    assert_eq!(
+        fs::read_dir(mine.join("versions/app.js")).unwrap().count(),
+        1
+    );
+    let v = run_with_state(&state, &["verify", "--store", mine_s], &[&site]);
+    assert!(v.status.success(), "{}", stdout(&v));
+    let v = run_with_state(&state, &["verify"], &[&site]);
+    assert!(
+        !v.status.success(),
+        "without --store the dictionary is not found"
+    );
+    assert!(
+        stdout(&v).contains("not found")
+            || String::from_utf8_lossy(&v.stderr).contains("not found")
+    );
+    let inside = site.join("store");
+    let o = run_with_state(
+        &state,
+        &[
+            "compress",
+            "--delta-versions",
+            "2",
+            "--store",
+            inside.to_str().unwrap(),
+        ],
+        &[&site],
+    );
+    assert_eq!(
+        o.status.code(),
+        Some(2),
+        "a store inside the tree is refused"
+    );
+    assert!(!inside.exists());
+}
+
+#[test]
+fn an_in_tree_store_is_moved_out_and_its_versions_still_used() {
+    let d = tempfile::tempdir().unwrap();
+    let (site, state, old) = (
+        d.path().join("site"),
+        d.path().join("state"),
+        d.path().join("old"),
+    );
+    let app = site.join("js/app.js");
+    // What an older release left: the store of v1 and v2 inside the tree.
+    let args = [
+        "compress",
+        "--delta-versions",
+        "2",
+        "--store",
+        old.to_str().unwrap(),
+    ];
+    for (n, age) in [(1, 3000), (2, 2000)] {
+        put(&app, &version(n), age);
+        assert!(run_with_state(&state, &args, &[&site]).status.success());
+    }
+    fs::rename(&old, site.join(STORE_DIR)).unwrap();
+    assert_eq!(holding_earlier_versions(&site, &[version(1)]).len(), 1);
+
+    put(&app, &version(3), 1000);
+    let o = run_with_state(&state, &["compress", "--delta-versions", "2"], &[&site]);
+    assert!(o.status.success(), "{}", stdout(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let moved: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("moved the dictionary store"))
+        .collect();
+    assert_eq!(moved.len(), 1, "{err}");
+    assert!(!site.join(STORE_DIR).exists());
+    // v1 was only in the moved store; v2 came from the stale siblings.
+    assert_eq!(deltas_of(&app), hashes(&[1, 2]));
+    zstd_cli_decodes(
+        &delta(&app, &version(1), DeltaCoding::Dcz),
+        &version(1),
+        &version(3),
+    );
+    let earlier = [version(1), version(2)];
+    let left = holding_earlier_versions(&site, &earlier);
+    assert!(
+        left.is_empty(),
+        "earlier versions left in the tree: {left:?}"
+    );
+    let store = fs::read_dir(&state)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert_eq!(holding_earlier_versions(&store, &earlier).len(), 2);
+    let v = run_with_state(&state, &["verify"], &[&site]);
+    assert!(v.status.success(), "{}", stdout(&v));
+    let again = run_with_state(&state, &["compress", "--delta-versions", "2"], &[&site]);
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("moved"));
 }

@@ -94,6 +94,7 @@ fn compress(a: CompressArgs) -> Result<bool, String> {
         remove_originals: a.remove_originals,
         report: report(&a.common),
         deltas: delta_options(&a),
+        store: a.store.store.clone(),
     };
     if o.codings.is_empty() {
         return Err("no coding selected".into());
@@ -113,6 +114,7 @@ fn run(cli: Cli) -> Result<bool, String> {
                 a.common.follow_symlinks,
                 report(&a.common),
                 &a.dictionary,
+                a.store.store.as_deref(),
             );
             println!("{s}");
             Ok(s.clean())

@@ -148,8 +148,9 @@ pub struct CompressArgs {
     /// Delete each original once every sibling decodes back to it byte for byte.
     #[arg(long)]
     pub remove_originals: bool,
-    /// Keep the last K versions of each file (in DIR/.gzip-disk-ng) and
-    /// write a delta (RFC 9842) of the current version against each.
+    /// Keep the last K versions of each file (in the dictionary store, see
+    /// --store) and write a delta (RFC 9842) of the current version
+    /// against each.
     #[arg(long, value_name = "K")]
     pub delta_versions: Option<usize>,
     /// Versioned names (assets/app.*.js, repeatable): a member gets
@@ -163,7 +164,22 @@ pub struct CompressArgs {
     #[arg(long)]
     pub no_dcb: bool,
     #[command(flatten)]
+    pub store: StoreArg,
+    #[command(flatten)]
     pub common: Common,
+}
+
+/// Where the dictionary store lies, for the commands that use it.
+#[derive(Args)]
+pub struct StoreArg {
+    /// The dictionary store (earlier versions kept for deltas) of the one
+    /// tree given; it must lie outside the tree. Default: one store per
+    /// tree under $GZIP_DISK_NG_STATE, else /var/lib/gzip-disk-ng for
+    /// root, else $XDG_STATE_HOME/gzip-disk-ng or
+    /// ~/.local/state/gzip-disk-ng. A store an older release kept in
+    /// TREE/.gzip-disk-ng is moved there.
+    #[arg(long, value_name = "DIR")]
+    pub store: Option<PathBuf>,
 }
 
 /// `verify`'s arguments.
@@ -176,6 +192,8 @@ pub struct VerifyArgs {
     /// (repeatable).
     #[arg(long, value_name = "FILE")]
     pub dictionary: Vec<PathBuf>,
+    #[command(flatten)]
+    pub store: StoreArg,
     #[command(flatten)]
     pub common: Common,
 }

@@ -21,6 +21,7 @@ mod options;
 mod original;
 mod progress;
 mod sibling;
+pub mod state;
 pub mod store;
 mod summary;
 pub mod train;
@@ -84,8 +85,13 @@ pub fn make_copy(
 /// Runs `compress` over `paths`.
 pub fn compress(paths: &[PathBuf], opts: &CompressOptions) -> Result<CompressSummary, String> {
     let start = Instant::now();
+    let stores = if opts.deltas.active() || state::any_old_store(paths) {
+        state::stores(paths, opts.store.as_deref(), opts.dry_run)?
+    } else {
+        Vec::new()
+    };
     let (files, mut summary) = files_to_compress(paths, opts)?;
-    let plan = delta::Plan::new(paths, &files, &opts.deltas)?;
+    let plan = delta::Plan::new(stores, &files, &opts.deltas)?;
     let progress = Progress::new(opts.report, files.len() as u64);
     let results: Vec<FileResult> = files
         .par_iter()

@@ -39,6 +39,9 @@ pub struct CompressOptions {
     pub report: Report,
     /// Deltas (RFC 9842) to make.
     pub deltas: DeltaOptions,
+    /// The dictionary store (`--store`); by default one per tree in the
+    /// state directory (`publish::state`).
+    pub store: Option<PathBuf>,
 }
 
 impl Default for CompressOptions {
@@ -56,6 +59,7 @@ impl Default for CompressOptions {
             remove_originals: false,
             report: Report::Auto,
             deltas: DeltaOptions::default(),
+            store: None,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The dictionary store: earlier versions of files, kept so that deltas of
-//! the current version can be made against them, in one hidden directory
-//! at the top of the published tree (`dictionary::STORE_DIR`).
+//! the current version can be made against them, in a directory outside
+//! the published tree (`publish::state` chooses it), since a server of the
+//! tree must never hand them out.
 //!
 //! Layout under it:
 //! - `versions/<path relative to the tree>/<hex SHA-256>.zst`: one earlier
@@ -11,13 +12,13 @@
 //!   so `verify` can find it from a delta's hash.
 
 use super::atomic::TempFile;
-use crate::dictionary::{self, Hash, STORE_DIR, VERSIONS_DIR};
+use crate::dictionary::{self, Hash, VERSIONS_DIR};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-/// Where file dictionaries are catalogued, under `STORE_DIR`.
+/// Where file dictionaries are catalogued, under the store.
 const CATALOGUE_DIR: &str = "dictionaries";
 
 /// zstd level of stored versions: read back rarely, kept long.
@@ -32,6 +33,8 @@ pub const DELTA_INPUT_MAX: u64 = 128 << 20;
 pub struct Store {
     /// The tree's top directory.
     tree: PathBuf,
+    /// The store's own directory, created (private) on the first write.
+    dir: PathBuf,
 }
 
 /// One stored version of a file.
@@ -43,11 +46,17 @@ pub struct Version {
 }
 
 impl Store {
-    /// The store of the tree whose top directory is `tree`.
-    pub fn of_tree(tree: &Path) -> Store {
+    /// The store at `dir` of the tree whose top directory is `tree`.
+    pub fn at(tree: &Path, dir: PathBuf) -> Store {
         Store {
             tree: tree.to_path_buf(),
+            dir,
         }
+    }
+
+    /// The store's directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     /// The tree's top directory.
@@ -63,7 +72,7 @@ impl Store {
     }
 
     fn versions_dir(&self, rel: &Path) -> PathBuf {
-        self.tree.join(STORE_DIR).join(VERSIONS_DIR).join(rel)
+        self.dir.join(VERSIONS_DIR).join(rel)
     }
 
     /// The stored versions of the file at `rel`, newest first.
@@ -97,6 +106,7 @@ impl Store {
         if path.is_file() {
             return Ok(false);
         }
+        super::state::create_private(&self.dir)?;
         fs::create_dir_all(&dir)?;
         let mut tmp = TempFile::new(&path)?;
         let mut e = zstd::stream::write::Encoder::new(&mut tmp, STORE_LEVEL)?;
@@ -128,6 +138,7 @@ impl Store {
         if fs::read(&path).is_ok_and(|old| old == rel.as_bytes()) {
             return Ok(());
         }
+        super::state::create_private(&self.dir)?;
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir)?;
         }
@@ -137,10 +148,7 @@ impl Store {
     }
 
     fn catalogue_path(&self, hash: &Hash) -> PathBuf {
-        self.tree
-            .join(STORE_DIR)
-            .join(CATALOGUE_DIR)
-            .join(dictionary::to_hex(hash))
+        self.dir.join(CATALOGUE_DIR).join(dictionary::to_hex(hash))
     }
 
     /// The dictionary with hash `hash` that deltas of the file at `rel`
@@ -191,12 +199,13 @@ pub fn read_limited(path: &Path) -> io::Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
     use std::time::Duration;
 
     #[test]
     fn versions_are_added_listed_newest_first_and_pruned() {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::of_tree(d.path());
+        let s = Store::at(d.path(), d.path().join("state/store"));
         let rel = Path::new("docs/a.html");
         let f = d.path().join("like");
         let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
@@ -218,7 +227,9 @@ mod tests {
         assert_eq!(load_version(&v[0].path).unwrap(), b"version 3");
         assert!(v[0]
             .path
-            .starts_with(d.path().join(".gzip-disk-ng/versions/docs/a.html")));
+            .starts_with(d.path().join("state/store/versions/docs/a.html")));
+        let mode = fs::metadata(s.dir()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o700, "{mode:o}");
         assert_eq!(s.prune(rel, 2).unwrap(), 2);
         let v = s.versions(rel);
         assert_eq!(v.len(), 2);
@@ -238,7 +249,7 @@ mod tests {
     #[test]
     fn catalogued_files_are_found_while_unchanged() {
         let d = tempfile::tempdir().unwrap();
-        let s = Store::of_tree(d.path());
+        let s = Store::at(d.path(), d.path().join("store"));
         let dict = d.path().join("dictionary.dat");
         fs::write(&dict, b"shared words").unwrap();
         let h = dictionary::hash(b"shared words");

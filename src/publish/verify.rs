@@ -5,9 +5,10 @@
 //! its original.
 
 use super::check;
-use super::delta::{codec, tree_of};
+use super::delta::codec;
 use super::freshness::mtime;
 use super::progress::{Progress, Report};
+use super::state;
 use super::store::{self, Store};
 use super::summary::VerifySummary;
 use super::walk::{Filter, Found};
@@ -40,23 +41,25 @@ struct Sibling {
 
 /// Runs `verify` over `paths`.
 pub fn verify(paths: &[PathBuf], follow_symlinks: bool, report: Report) -> VerifySummary {
-    verify_with_dictionaries(paths, follow_symlinks, report, &[])
+    verify_with_dictionaries(paths, follow_symlinks, report, &[], None)
 }
 
 /// Runs `verify` over `paths`; deltas may also use the dictionaries in
-/// `extra` besides those of the trees' stores.
+/// `extra` besides those of the trees' stores (`store`, else each tree's
+/// in the state directory).
 pub fn verify_with_dictionaries(
     paths: &[PathBuf],
     follow_symlinks: bool,
     report: Report,
     extra: &[PathBuf],
+    store: Option<&Path>,
 ) -> VerifySummary {
     let start = Instant::now();
     let mut summary = VerifySummary::default();
-    let dicts = match Dictionaries::new(paths, extra) {
+    let dicts = match Dictionaries::new(paths, extra, store) {
         Ok(d) => d,
         Err(why) => {
-            Progress::errors_only().problem(Path::new("--dictionary"), &why);
+            Progress::errors_only().problem(Path::new("dictionaries"), &why);
             summary.errors += 1;
             return summary;
         }
@@ -171,14 +174,18 @@ struct Dictionaries {
 }
 
 impl Dictionaries {
-    fn new(paths: &[PathBuf], extra: &[PathBuf]) -> Result<Dictionaries, String> {
+    fn new(
+        paths: &[PathBuf],
+        extra: &[PathBuf],
+        store: Option<&Path>,
+    ) -> Result<Dictionaries, String> {
         let mut by_hash = HashMap::new();
         for p in extra {
             let b = store::read_limited(p).map_err(|e| format!("{}: {e}", p.display()))?;
             by_hash.insert(dictionary::hash(&b), b);
         }
         Ok(Dictionaries {
-            trees: paths.iter().map(|p| Store::of_tree(&tree_of(p))).collect(),
+            trees: state::stores(paths, store, false)?,
             extra: by_hash,
         })
     }

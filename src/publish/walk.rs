@@ -144,8 +144,9 @@ impl Filter {
                 .sort_by_file_name()
                 .into_iter()
                 .filter_entry(|e| {
-                    // Prune excluded directories, and the dictionary
-                    // store, without entering them.
+                    // Prune excluded directories, and an in-tree store
+                    // an older release left (a dry run leaves it),
+                    // without entering them.
                     e.depth() == 0
                         || !e.file_type().is_dir()
                         || !(e.file_name() == crate::dictionary::STORE_DIR

@@ -782,11 +782,30 @@ pub fn proc_status_kb(pid: &str, field: &str) -> Option<u64> {
 /// The publish tool built alongside this test binary.
 pub const PUBLISH_TOOL: &str = env!("CARGO_BIN_EXE_gzip-disk-ng");
 
-/// Runs the publish tool with `args`.
+/// The state directory every publish run of this test process uses, so
+/// none writes to the real one; each tree gets a store of its own there.
+pub fn test_state_dir() -> &'static Path {
+    static DIR: std::sync::LazyLock<tempfile::TempDir> = std::sync::LazyLock::new(|| {
+        tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).expect("state dir")
+    });
+    DIR.path()
+}
+
+/// The store the publish tool keeps for `tree` under `test_state_dir`.
+pub fn store_of(tree: &Path) -> PathBuf {
+    let canonical = fs::canonicalize(tree).expect("tree");
+    test_state_dir().join(mod_gzip_disk_ng::publish::state::store_name(&canonical))
+}
+
+/// Runs the publish tool with `args`, its state under `test_state_dir`.
 pub fn publish_tool<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
     args: I,
 ) -> std::process::Output {
     Command::new(PUBLISH_TOOL)
+        .env(
+            mod_gzip_disk_ng::publish::state::STATE_ENV,
+            test_state_dir(),
+        )
         .args(args)
         .output()
         .expect("run gzip-disk-ng")

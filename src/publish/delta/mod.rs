@@ -5,7 +5,7 @@
 //!
 //! Three sources of dictionaries, in any mix:
 //! - earlier versions of the same path (`--delta-versions K`), kept in the
-//!   tree's store and recovered from the `.zst`/`.gz`/`.br` sibling of a
+//!   tree's store (outside the tree, `publish::state`) and recovered from the `.zst`/`.gz`/`.br` sibling of a
 //!   file that changed since its siblings were made;
 //! - older members of a group of versioned names (`--delta-group GLOB`);
 //! - one site dictionary (`--dictionary FILE`).
@@ -84,17 +84,16 @@ pub(super) fn tree_of(arg: &Path) -> PathBuf {
 }
 
 impl Plan {
-    /// The plan for `files`, found under the arguments `paths`; `None`
-    /// when no delta is asked for.
+    /// The plan for `files`, found in the trees of `trees`; `None` when no
+    /// delta is asked for.
     pub(super) fn new(
-        paths: &[PathBuf],
+        mut trees: Vec<Store>,
         files: &[(PathBuf, u64)],
         opts: &DeltaOptions,
     ) -> Result<Option<Plan>, String> {
         if !opts.active() {
             return Ok(None);
         }
-        let mut trees: Vec<Store> = paths.iter().map(|p| Store::of_tree(&tree_of(p))).collect();
         // Deepest first, so a file belongs to the innermost tree given.
         trees.sort_by_key(|s| std::cmp::Reverse(s.tree().components().count()));
         let site = match &opts.dictionary {
@@ -238,6 +237,15 @@ fn dedup(dicts: Vec<Dict>) -> Vec<Dict> {
 mod tests {
     use super::*;
 
+    /// Stores of the trees of `paths`, never written by these tests.
+    fn stores(paths: &[PathBuf]) -> Vec<Store> {
+        let nowhere = PathBuf::from("/nonexistent/gzip-disk-ng-store");
+        paths
+            .iter()
+            .map(|p| Store::at(&tree_of(p), nowhere.clone()))
+            .collect()
+    }
+
     #[test]
     fn a_file_belongs_to_the_innermost_tree_given() {
         let d = tempfile::tempdir().unwrap();
@@ -252,16 +260,16 @@ mod tests {
             ..Default::default()
         };
         let files = [(f.clone(), 1)];
-        let plan = Plan::new(&[top.clone(), sub.clone()], &files, &opts)
+        let plan = Plan::new(stores(&[top.clone(), sub.clone()]), &files, &opts)
             .unwrap()
             .unwrap();
         let (store, rel) = plan.store_of(&f).unwrap();
         assert_eq!((store.tree(), rel), (sub.as_path(), Path::new("app.js")));
-        let plan = Plan::new(std::slice::from_ref(&top), &files, &opts)
+        let plan = Plan::new(stores(std::slice::from_ref(&top)), &files, &opts)
             .unwrap()
             .unwrap();
         assert_eq!(plan.store_of(&f).unwrap().1, Path::new("assets/app.js"));
-        assert!(Store::of_tree(Path::new(""))
+        assert!(Store::at(Path::new(""), PathBuf::new())
             .relative(Path::new("app.js"))
             .is_some());
     }
@@ -290,7 +298,7 @@ mod tests {
             group_depth: 2,
             ..Default::default()
         };
-        let plan = Plan::new(&[d.path().to_path_buf()], &files, &opts)
+        let plan = Plan::new(stores(&[d.path().to_path_buf()]), &files, &opts)
             .unwrap()
             .unwrap();
         let older = |n: &str| {
@@ -310,6 +318,6 @@ mod tests {
             groups: vec!["app.[.js".into()],
             ..Default::default()
         };
-        assert!(Plan::new(&[d.path().to_path_buf()], &files, &bad).is_err());
+        assert!(Plan::new(stores(&[d.path().to_path_buf()]), &files, &bad).is_err());
     }
 }
