@@ -58,13 +58,16 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// A file version: device, inode, mtime (microseconds) and size. Two
-/// equal versions are the same bytes as far as a static server can tell.
+/// A file version: device, inode, mtime, ctime (microseconds) and size.
+/// Two equal versions are the same bytes as far as a static server can
+/// tell; the ctime tells apart an in-place rewrite that kept the size
+/// and put the mtime back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FileVersion {
     pub device: u64,
     pub inode: u64,
     pub mtime: i64,
+    pub ctime: i64,
     pub size: u64,
 }
 
@@ -133,6 +136,7 @@ impl Finfo {
             device: u64::from(self.raw.device),
             inode: u64::from(self.raw.inode),
             mtime: self.raw.mtime,
+            ctime: self.raw.ctime,
             size: self.size(),
         }
     }
