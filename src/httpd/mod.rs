@@ -714,11 +714,10 @@ pub fn random_bytes(buf: &mut [u8]) -> bool {
     unsafe { ffi::apr_generate_random_bytes(buf.as_mut_ptr(), buf.len()) == 0 }
 }
 
-/// Four bytes from APR's random source (urandom).
-pub fn random_u32() -> u32 {
+/// Four bytes from APR's random source (urandom); `None` if it failed.
+pub fn random_u32() -> Option<u32> {
     let mut b = [0u8; 4];
-    random_bytes(&mut b);
-    u32::from_le_bytes(b)
+    random_bytes(&mut b).then(|| u32::from_le_bytes(b))
 }
 
 /// An open APR file in the request pool.
