@@ -170,9 +170,32 @@ pub fn split_header(delta: &[u8]) -> Option<(DeltaCoding, Hash, &[u8])> {
     Some((coding, h, payload))
 }
 
+/// Whether a delta's first bytes `head` are the `coding` header naming
+/// the dictionary `h`: a file named for one dictionary may hold a delta
+/// against another (copied, renamed), which a client would decode to
+/// garbage or reject.
+pub fn header_names(coding: DeltaCoding, h: &Hash, head: &[u8]) -> bool {
+    matches!(split_header(head), Some((c, found, _)) if c == coding && found == *h)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_header_names_its_dictionary_and_coding_only() {
+        let (h, other) = (hash(b"dictionary"), hash(b"another"));
+        for c in DeltaCoding::ALL {
+            let mut d = header(c, &h);
+            d.extend_from_slice(b"payload");
+            assert!(header_names(c, &h, &d));
+            assert!(header_names(c, &h, &d[..c.header_len()]));
+            assert!(!header_names(c, &other, &d), "another dictionary");
+            assert!(!header_names(c, &h, &d[..c.header_len() - 1]), "short");
+        }
+        let z = header(DeltaCoding::Dcz, &h);
+        assert!(!header_names(DeltaCoding::Dcb, &h, &z), "another coding");
+    }
 
     #[test]
     fn header_bytes_follow_the_rfc() {

@@ -1,7 +1,7 @@
 //! What inspecting a sibling found, remembered per file version (device,
-//! inode, mtime, size), so the precompressed path pays a lookup rather than
-//! reads, and decompression can declare a length learned from an earlier
-//! complete decode of the same file.
+//! inode, mtime, ctime, size), so the precompressed path pays a lookup
+//! rather than reads, and decompression can declare a length learned from
+//! an earlier complete decode of the same file.
 
 use crate::coding::Coding;
 use crate::decode::Facts;
@@ -57,6 +57,7 @@ mod tests {
             device,
             inode,
             mtime,
+            ctime: mtime,
             size,
         }
     }
@@ -72,6 +73,9 @@ mod tests {
         put(k, Some(f));
         assert_eq!(get(&k), Some(Some(f)));
         assert_eq!(get(&(v(1, 2, 3, 5), Coding::Gzip)), None);
+        // Rewritten in place: same size and mtime, a later ctime.
+        let rewritten = FileVersion { ctime: 9, ..k.0 };
+        assert_eq!(get(&(rewritten, Coding::Gzip)), None);
         assert_eq!(get(&(v(1, 2, 3, 4), Coding::Zstd)), None);
         learn_len(&k, 777);
         assert_eq!(get(&k).flatten().and_then(|f| f.declared_len), Some(777));

@@ -98,6 +98,20 @@ pub fn random_len(max: u32, random: u32) -> u32 {
     1 + random % max.max(1)
 }
 
+/// Padding length for when the random source fails mid-run: the HMAC
+/// under `secret` (itself from the random source, at start) of a value
+/// never repeated in the process (`nonce`), so as unpredictable as the
+/// key, never a fixed or absent padding.
+pub fn drawn_len(max: u32, secret: &Secret, nonce: [u64; 3]) -> u32 {
+    let mut m = secret.mac.clone();
+    m.update(b"random length");
+    for n in nonce {
+        m.update(&n.to_le_bytes());
+    }
+    let d = m.finalize().into_bytes();
+    random_len(max, u32::from_le_bytes([d[0], d[1], d[2], d[3]]))
+}
+
 /// `n` bytes of ASCII padding.
 pub fn padding(n: usize) -> Vec<u8> {
     PAD.iter().copied().cycle().take(n).collect()

@@ -11,7 +11,7 @@ use crate::httpd::{
 use crate::jitter::Secret;
 use crate::status;
 use std::ffi::CStr;
-use std::sync::OnceLock;
+use std::sync::{PoisonError, RwLock};
 
 /// The module, as `LoadModule gzip_disk_ng_module …` names it.
 pub struct GzipDiskNg;
@@ -166,12 +166,16 @@ impl httpd::Module for GzipDiskNg {
     /// Reads the parsed configuration once per (re)start, before the
     /// children fork: whether siblings' names may be judged by sections
     /// alone or are asked of Apache, and the start-up padding key.
-    fn post_config(ctx: &PostConfig<'_>) {
+    fn post_config(ctx: &PostConfig<'_>) -> Result<(), String> {
         ctx.scan_sibling_rules();
-        make_startup_secret();
+        let secret = make_startup_secret(httpd::random_bytes)?;
+        *STARTUP_SECRET
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::leak(Box::new(secret)));
         // Before the compressor forks: it counts too.
         counters::attach(ctx);
         cache::start(ctx, ctx.server_config::<GzipDiskNg>());
+        Ok(())
     }
 
     fn status(req: &Request<'_>, short: bool) {
@@ -272,26 +276,59 @@ fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
 fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.jitter_key.as_ref())
-        .or_else(|| STARTUP_SECRET.get())
+        .or_else(|| startup_secret())
 }
 
 /// The padding key of servers without `GzipDiskNgJitterKey`: random,
-/// made after the configuration is read, in the parent before the
-/// children fork, so every child pads alike. A restart makes a new one.
-static STARTUP_SECRET: OnceLock<Secret> = OnceLock::new();
+/// made each time the configuration is read, in the parent before the
+/// children fork, so every child pads alike and a restart (graceful or
+/// not) makes a new one. Records are leaked (a few hundred bytes per
+/// restart) so requests hold plain references.
+static STARTUP_SECRET: RwLock<Option<&'static Secret>> = RwLock::new(None);
 
-fn make_startup_secret() {
-    STARTUP_SECRET.get_or_init(|| {
-        let mut key = [0u8; 32];
-        if !httpd::random_bytes(&mut key) {
-            // Without a random source, a key nobody chose still differs
-            // from server to server and start to start.
-            let t = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap_or_default();
-            key[..16].copy_from_slice(&t.as_nanos().to_le_bytes());
-            key[16..20].copy_from_slice(&std::process::id().to_le_bytes());
-        }
-        Secret::new(&key)
-    });
+fn startup_secret() -> Option<&'static Secret> {
+    *STARTUP_SECRET
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A start-up key from `random`, or why there is none: a key made of
+/// anything else (time, pid) could be guessed, and padding keyed by it
+/// would hide nothing, so the server does not start.
+fn make_startup_secret(random: impl FnOnce(&mut [u8]) -> bool) -> Result<Secret, String> {
+    let mut key = [0u8; 32];
+    if !random(&mut key) {
+        return Err(
+            "mod_gzip_disk_ng: the random source (APR, /dev/urandom) failed: \
+                    no key for jitter padding; not starting"
+                .into(),
+        );
+    }
+    Ok(Secret::new(&key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::make_startup_secret;
+
+    #[test]
+    fn a_failed_random_source_refuses_to_start() {
+        let e = make_startup_secret(|_| false).unwrap_err();
+        assert!(
+            e.starts_with("mod_gzip_disk_ng:") && e.contains("random"),
+            "{e}"
+        );
+        let bytes = |fill: u8| {
+            move |b: &mut [u8]| {
+                b.fill(fill);
+                true
+            }
+        };
+        let (a, b) = (make_startup_secret(bytes(1)), make_startup_secret(bytes(2)));
+        assert_ne!(
+            a.unwrap().id(),
+            b.unwrap().id(),
+            "the key is the random bytes"
+        );
+    }
 }

@@ -1,6 +1,7 @@
 //! The one kind of per-process memory the module keeps: answers that cost
 //! a read or a decode, remembered per file version (device, inode, mtime,
-//! size), so a changed file is simply a new key. Bounded: the map is
+//! ctime, size), so a changed file, even one rewritten in place with its
+//! old size and mtime, is simply a new key. Bounded: the map is
 //! emptied when full, so memory stays bounded and a republished tree
 //! re-learns its answers once.
 

@@ -3,7 +3,8 @@
 //! length is learned, zstd frames without a content size), siblings
 //! corrupted far into the stream failing the transfer over HTTP/1.1 and
 //! h2c, and which sibling is decoded: zstd, then gzip, then brotli, with a
-//! zstd window over 128 KiB giving way to gzip (read from the log note).
+//! zstd window over 128 KiB giving way to gzip (read from the log note);
+//! a sibling rewritten in place with its old size and mtime re-inspected.
 
 mod common;
 
@@ -167,5 +168,59 @@ fn decode_order_is_zstd_gzip_brotli_and_wide_zstd_gives_way_to_gzip() {
     // Brotli's own decoder is what answered, checked against the original.
     let br = std::fs::read(a.docroot.join("b.html.br")).unwrap();
     assert!(decode_all(Coding::Br, &br).unwrap() == wide);
+    a.assert_no_crash();
+}
+
+/// Contents of another length than `a` whose gzip stream (same header)
+/// is as long as `a`'s: found by growing it a byte at a time.
+fn same_gzip_length(a: &[u8], seed: u64) -> Vec<u8> {
+    let want = gzip(a).len();
+    (1..20_000)
+        .map(|k| page(a.len() + k, seed))
+        .find(|b| gzip(b).len() == want)
+        .expect("a longer page of the same gzip length")
+}
+
+#[test]
+fn a_gzip_sibling_rewritten_in_place_with_its_old_size_and_mtime_is_a_new_version() {
+    let old = page(90_000, 41);
+    let new = same_gzip_length(&old, 42);
+    let (g_old, g_new) = (gzip(&old), gzip(&new));
+    let a = Apache::start(one_child(), |d| put(d, "page.html.gz", &g_old));
+    let p = a.docroot.join("page.html.gz");
+    // Decoded twice: the second answer declares the length learned.
+    for _ in 0..2 {
+        let r = a.get("/page.html", None);
+        assert_eq!((r.status, r.exit), (200, 0));
+        assert!(r.body == old);
+    }
+    assert_eq!(
+        a.get("/page.html", None).header("Content-Length"),
+        Some(old.len().to_string().as_str())
+    );
+    let (ino, t) = {
+        use std::os::unix::fs::MetadataExt;
+        (std::fs::metadata(&p).unwrap().ino(), mtime(&p))
+    };
+    // Rewritten in place (same inode, size), the mtime put back; only
+    // the ctime moves.
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    {
+        use std::io::Write;
+        let mut f = std::fs::File::options().write(true).open(&p).unwrap();
+        f.write_all(&g_new).unwrap();
+    }
+    set_mtime(&p, t);
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(&p).unwrap();
+    assert_eq!((m.ino(), m.len(), mtime(&p)), (ino, g_old.len() as u64, t));
+    for _ in 0..2 {
+        let r = a.get("/page.html", None);
+        assert_eq!((r.status, r.exit), (200, 0), "transfer cut");
+        assert!(r.body == new, "{} bytes, want {}", r.body.len(), new.len());
+        if let Some(n) = r.header("Content-Length") {
+            assert_eq!(n, new.len().to_string());
+        }
+    }
     a.assert_no_crash();
 }

@@ -1,7 +1,8 @@
 //! Dictionary transport (RFC 9842) as the module serves it, against a real
 //! Apache: a delta made beside the original is sent, zero-copy, to a client
 //! that announces the dictionary and names `dcz`; every other request gets
-//! the normal negotiation.
+//! the normal negotiation, as does one whose delta's header names
+//! another dictionary.
 
 mod common;
 
@@ -412,5 +413,36 @@ fn the_old_in_tree_store_is_never_served_through_symlinks() {
     for sib in ["x.html.zst", "x.html.gz"] {
         assert_eq!(refusals(&a, sib), 1, "{sib}: {:?}", a.module_log());
     }
+/// A `.dcz` whose header names another dictionary than its file name (a
+/// delta against v0 renamed for v1) is not sent to a client holding v1:
+/// it gets the normal negotiation, and one warning says why.
+#[test]
+fn a_delta_whose_header_names_another_dictionary_is_not_sent() {
+    let mut s = None;
+    let v0 = page(60_000, 7);
+    let a = Apache::start(one_child(), |d| {
+        let site = site(d);
+        let p = d.join(delta_name("app.js", &site.v1, DeltaCoding::Dcz));
+        let t = mtime(&p);
+        fs::write(&p, dcz(d, &v0, &site.v2)).unwrap();
+        set_mtime(&p, t);
+        s = Some(site);
+    });
+    let s = s.unwrap();
+    for _ in 0..3 {
+        let r = with_dictionary(&a, "/app.js", &s.v1, AE, &[]);
+        assert_eq!(r.status, 200);
+        assert_eq!(
+            r.header("Content-Encoding"),
+            Some("br"),
+            "the negotiated sibling"
+        );
+        assert_eq!(r.decoded(), s.v2);
+    }
+    // A client holding v0 asks by v0's hash: no file is named for it.
+    let r = with_dictionary(&a, "/app.js", &v0, AE, &[]);
+    assert_eq!(r.header("Content-Encoding"), Some("br"));
+    let warned = a.module_log_about("does not name the dictionary");
+    assert_eq!(warned.len(), 1, "{warned:#?}");
     a.assert_no_crash();
 }

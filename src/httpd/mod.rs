@@ -56,13 +56,16 @@ impl std::fmt::Display for Status {
     }
 }
 
-/// A file version: device, inode, mtime (microseconds) and size. Two
-/// equal versions are the same bytes as far as a static server can tell.
+/// A file version: device, inode, mtime, ctime (microseconds) and size.
+/// Two equal versions are the same bytes as far as a static server can
+/// tell; the ctime tells apart an in-place rewrite that kept the size
+/// and put the mtime back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct FileVersion {
     pub device: u64,
     pub inode: u64,
     pub mtime: i64,
+    pub ctime: i64,
     pub size: u64,
 }
 
@@ -131,6 +134,7 @@ impl Finfo {
             device: u64::from(self.raw.device),
             inode: u64::from(self.raw.inode),
             mtime: self.raw.mtime,
+            ctime: self.raw.ctime,
             size: self.size(),
         }
     }
@@ -726,11 +730,10 @@ pub fn random_bytes(buf: &mut [u8]) -> bool {
     unsafe { ffi::apr_generate_random_bytes(buf.as_mut_ptr(), buf.len()) == 0 }
 }
 
-/// Four bytes from APR's random source (urandom).
-pub fn random_u32() -> u32 {
+/// Four bytes from APR's random source (urandom); `None` if it failed.
+pub fn random_u32() -> Option<u32> {
     let mut b = [0u8; 4];
-    random_bytes(&mut b);
-    u32::from_le_bytes(b)
+    random_bytes(&mut b).then(|| u32::from_le_bytes(b))
 }
 
 /// An open APR file in the request pool, which closes it: copies are the

@@ -117,8 +117,11 @@ pub trait Module: Sized + 'static {
         Status::DECLINED
     }
     fn insert_error_filter(_req: &Request<'_>) {}
-    /// After the configuration is read, in the parent, before children fork.
-    fn post_config(_ctx: &PostConfig<'_>) {}
+    /// After the configuration is read, in the parent, before children
+    /// fork: an error stops the server with the message logged.
+    fn post_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
+        Ok(())
+    }
     /// After the configuration is read, also under `apache2 -t`: an error
     /// stops the server (or fails the test) with the message logged.
     fn check_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
@@ -608,8 +611,13 @@ unsafe extern "C" fn post_config<M: Module>(
     s: *mut ffi::server_rec,
 ) -> c_int {
     let ctx = PostConfig::new(pconf, s);
-    let _ = catch_unwind(AssertUnwindSafe(|| M::post_config(&ctx)));
-    ffi::OK as c_int
+    match catch_unwind(AssertUnwindSafe(|| M::post_config(&ctx))) {
+        Ok(Err(msg)) => {
+            ctx.log().log(Level::Err, &msg);
+            Status::INTERNAL_SERVER_ERROR.code()
+        }
+        _ => ffi::OK as c_int,
+    }
 }
 
 unsafe extern "C" fn check_config<M: Module>(

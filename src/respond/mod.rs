@@ -4,6 +4,7 @@
 //! next is tried. `Vary` is set here, in one place.
 
 mod decompress;
+mod delta;
 mod padding;
 
 use crate::cache::{self, Copy};
@@ -422,6 +423,10 @@ fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: &Sibling<'r>) -> Resul
     let info = *file.info();
     if info.kind() != FileKind::Regular {
         return Err(Skip);
+    }
+    match &a.dictionary {
+        Some(h) if delta::names(req, d, h, &file, s.path) => {}
+        _ => return Err(Skip),
     }
     let size = info.size();
     req.set_content_encoding(d.c_token());

@@ -90,7 +90,7 @@ fn jitter_len(
     j: Jitter,
 ) -> Result<u32, jitter::NoJitter> {
     let hashed = match j.length {
-        JitterLength::Random => return Ok(jitter::random_len(j.max, httpd::random_u32())),
+        JitterLength::Random => return random_len(req, secret, j.max),
         JitterLength::Keyed { hashed } => hashed,
     };
     let secret = secret.ok_or(jitter::NoJitter::NoKey)?;
@@ -111,6 +111,36 @@ fn jitter_len(
     let p = jitter::keyed_len(j.max, secret, size, head, tail);
     JITTER_CACHE.put(key, p);
     Ok(p)
+}
+
+/// A padding length drawn per response from APR's random source or,
+/// should it fail, from the key (`jitter::drawn_len`, with an error line
+/// once per process): never a fixed length.
+fn random_len(
+    req: &Request<'_>,
+    secret: Option<&Secret>,
+    max: u32,
+) -> Result<u32, jitter::NoJitter> {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static DRAWN: AtomicU64 = AtomicU64::new(0);
+    if let Some(r) = httpd::random_u32() {
+        return Ok(jitter::random_len(max, r));
+    }
+    let secret = secret.ok_or(jitter::NoJitter::NoKey)?;
+    let n = DRAWN.fetch_add(1, Ordering::Relaxed);
+    if n == 0 {
+        req.log(
+            Level::Err,
+            0,
+            "the random source failed: padding lengths are drawn from the jitter key",
+        );
+    }
+    let nonce = [
+        u64::from(std::process::id()),
+        n,
+        req.request_time_us() as u64,
+    ];
+    Ok(jitter::drawn_len(max, secret, nonce))
 }
 
 /// Whether padding may go before this brotli file's final empty last

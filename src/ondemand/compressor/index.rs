@@ -77,30 +77,19 @@ impl Index {
         Some(e.size)
     }
 
-    /// Forgets the least recently used entries, never `keep`, until the
-    /// copies fit `max_size` bytes and `MAX_ENTRIES`; returns them, for
-    /// their files to be removed.
-    pub(super) fn evict(&mut self, max_size: u64, keep: Option<&Key>) -> Vec<Key> {
+    /// Forgets the least recently used entries until the copies fit
+    /// `max_size` bytes and `MAX_ENTRIES`; returns them, for their files
+    /// to be removed.
+    pub(super) fn evict(&mut self, max_size: u64) -> Vec<Key> {
         let mut gone = Vec::new();
-        let mut kept = None;
         while self.total > max_size || self.entries.len() > MAX_ENTRIES {
             let Some((_, key)) = self.order.pop_first() else {
                 break;
             };
-            if Some(&key) == keep {
-                kept = Some(key);
-                continue;
-            }
             if let Some(e) = self.entries.remove(&key) {
                 self.total -= e.size;
             }
             gone.push(key);
-        }
-        if let Some(key) = kept {
-            // Back at its place: it was the most recently used anyway.
-            if let Some(e) = self.entries.get(&key) {
-                self.order.insert(e.tick, key);
-            }
         }
         gone
     }
@@ -132,16 +121,19 @@ mod tests {
         assert!(ix.touch(&key(1)));
         assert!(!ix.touch(&key(7)));
         assert_eq!(ix.total(), 400);
-        assert_eq!(ix.evict(250, None), [key(2), key(3)]);
+        assert_eq!(ix.evict(250), [key(2), key(3)]);
         assert_eq!((ix.total(), ix.len()), (200, 3));
-        // The one just made stays even when it alone is too large.
-        ix.insert(key(5), 1000);
-        assert_eq!(ix.evict(250, Some(&key(5))), [key(4), key(9), key(1)]);
-        assert_eq!((ix.total(), ix.len()), (1000, 1));
+        // The one just made counts: older ones go until it fits.
+        ix.insert(key(5), 200);
+        assert_eq!(ix.evict(250), [key(4), key(9), key(1)]);
+        assert_eq!((ix.total(), ix.len()), (200, 1));
         assert!(ix.contains(&key(5)));
         ix.insert(key(6), 10);
-        assert_eq!(ix.evict(250, None), [key(5)]);
+        assert_eq!(ix.evict(250), []);
+        ix.insert(key(7), 100);
+        assert_eq!(ix.evict(250), [key(5)]);
         assert_eq!(ix.remove(&key(6)), Some(10));
+        assert_eq!(ix.remove(&key(7)), Some(100));
         assert_eq!((ix.total(), ix.len()), (0, 0));
     }
 
@@ -151,7 +143,7 @@ mod tests {
         for n in 0..MAX_ENTRIES as u64 + 3 {
             ix.insert(key(n), 0);
         }
-        assert_eq!(ix.evict(u64::MAX, None), [key(0), key(1), key(2)]);
+        assert_eq!(ix.evict(u64::MAX), [key(0), key(1), key(2)]);
         assert_eq!(ix.len(), MAX_ENTRIES);
     }
 }

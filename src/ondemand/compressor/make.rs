@@ -113,8 +113,9 @@ impl Ctx<'_> {
                 self.copies(Job::Merged, 1);
                 continue;
             };
-            self.state().made(self.settings, key, size, self.log);
-            self.copies(if size == 0 { Job::NotWorth } else { Job::Done }, 1);
+            let kept = self.state().made(self.settings, key, size, self.log);
+            let done = size > 0 && kept;
+            self.copies(if done { Job::Done } else { Job::NotWorth }, 1);
             (self.log)(
                 Level::Debug,
                 &format!("{}: {} copy of {size} bytes", path.display(), c.token()),
@@ -165,8 +166,8 @@ impl Ctx<'_> {
         let key = (version, Kind::Decoded);
         match self.decode_sibling(path, coding, &version) {
             Ok(Some(size)) => {
-                self.state().made(self.settings, key, size, self.log);
-                self.copies(Job::Done, 1);
+                let kept = self.state().made(self.settings, key, size, self.log);
+                self.copies(if kept { Job::Done } else { Job::NotWorth }, 1);
             }
             Ok(None) => self.copies(Job::Merged, 1),
             Err(problem) => {

@@ -63,7 +63,7 @@ impl State {
         for f in found {
             state.index.insert(f.key, f.size);
         }
-        let evicted = state.evict(settings, None, log);
+        let evicted = state.evict(settings, log);
         log(
             Level::Info,
             &format!(
@@ -125,14 +125,34 @@ impl State {
 
     /// A copy (or marker) of `size` bytes was made at `key`'s name:
     /// indexed as the most recently used, its atime set to now so a later
-    /// start sees it so, and older ones evicted beyond the limit.
-    pub(super) fn made(&mut self, settings: &Settings, key: Key, size: u64, log: Log<'_>) {
+    /// start sees it so, and older ones evicted until the cache, the new
+    /// copy included, fits the limit. A copy larger than the whole limit
+    /// is replaced by a marker (so it is not made again); false then.
+    pub(super) fn made(&mut self, settings: &Settings, key: Key, size: u64, log: Log<'_>) -> bool {
         self.cache_ok(log);
         let path = copy_path(&settings.root, &key);
+        let kept = size <= settings.max_size;
+        if !kept {
+            log(
+                Level::Info,
+                &format!(
+                    "{}: {size} bytes, larger than the cache's {} byte limit: not kept",
+                    path.display(),
+                    settings.max_size
+                ),
+            );
+            // Removed first: a child serving the copy keeps its own inode.
+            let marked = fs::remove_file(&path).and_then(|()| fs::File::create(&path));
+            if let Err(e) = marked {
+                self.cache_failed(settings, &e, log);
+                return false;
+            }
+        }
         let now = fs::FileTimes::new().set_accessed(SystemTime::now());
         let _ = fs::File::open(&path).and_then(|f| f.set_times(now));
-        self.index.insert(key, size);
-        self.evict(settings, Some(&key), log);
+        self.index.insert(key, if kept { size } else { 0 });
+        self.evict(settings, log);
+        kept
     }
 
     /// A copy was served: the most recently used now, on disk too.
@@ -152,9 +172,9 @@ impl State {
         (self.index.len() as u64, self.index.total(), evicted)
     }
 
-    /// Evicts beyond the limits, never `keep`; how many went.
-    fn evict(&mut self, settings: &Settings, keep: Option<&Key>, log: Log<'_>) -> usize {
-        let gone = self.index.evict(settings.max_size, keep);
+    /// Evicts beyond the limits, least recently used first; how many went.
+    fn evict(&mut self, settings: &Settings, log: Log<'_>) -> usize {
+        let gone = self.index.evict(settings.max_size);
         self.evicted += gone.len() as u64;
         for key in &gone {
             let path = copy_path(&settings.root, key);

@@ -285,6 +285,47 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     assert!(!copy(&s, &files[0], Kind::Coded(Coding::Gzip)).exists());
 }
 
+/// Bytes of every file under `root` (copies, markers, the lock).
+fn bytes_under(root: &Path) -> u64 {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|e| e.unwrap().metadata().unwrap())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job() {
+    let (_d, docs, cache) = tree();
+    let gzip = CodingSet::empty().with(Coding::Gzip);
+    let small = page_file(&docs, "small.html", 6000, 3);
+    let large = page_file(&docs, "large.html", 200_000, 4);
+    let size = |p: &Path| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64;
+    let mut s = settings(&cache);
+    s.workers = 1;
+    s.max_size = size(&small) * 3 / 2;
+    assert!(
+        size(&large) > s.max_size,
+        "the large page's copy must exceed the limit"
+    );
+    let lines = Lines::default();
+    run_over(&s, compress_job(&small, gzip), &lines);
+    assert!(bytes_under(&cache) <= s.max_size);
+    run_over(&s, compress_job(&large, gzip), &lines);
+    assert!(
+        bytes_under(&cache) <= s.max_size,
+        "{} > {}",
+        bytes_under(&cache),
+        s.max_size
+    );
+    // A marker stands in for it, so it is not made again per request.
+    let marker = copy(&s, &large, Kind::Coded(Coding::Gzip));
+    assert_eq!(fs::metadata(&marker).unwrap().len(), 0);
+    assert_eq!(lines.count(Level::Info, "not kept"), 1);
+    assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
+}
+
 #[test]
 fn leftovers_are_removed_at_start() {
     let (_d, docs, cache) = tree();
