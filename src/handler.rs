@@ -150,7 +150,8 @@ pub fn insert_error_filter(req: &Request<'_>) {
 /// Late fixup: when this module will handle an index subrequest whose file
 /// is missing but a sibling exists, make the sibling's stat visible so
 /// mod_dir accepts it as a DirectoryIndex candidate. Main requests need no
-/// help (the handler copes with a missing file), so they pay nothing here.
+/// help (the handler copes with a missing file), so they pay nothing here
+/// beyond the refusal of the old in-tree dictionary store (`store_guard`).
 pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Status {
     if let Some(st) = store_guard::refuse_request(req) {
         return st;

@@ -20,6 +20,7 @@ pub fn refuse_request(req: &Request<'_>) -> Option<Status> {
     let resolved = if dictionary::in_store_bytes(bytes) {
         None
     } else if may_resolve_elsewhere(req, filename, req.finfo().kind()) {
+        // Resolved only where a symlink may lead into a store (see there).
         Some(in_store_resolved(Path::new(OsStr::from_bytes(bytes)))?)
     } else {
         return None;
