@@ -413,6 +413,9 @@ fn the_old_in_tree_store_is_never_served_through_symlinks() {
     for sib in ["x.html.zst", "x.html.gz"] {
         assert_eq!(refusals(&a, sib), 1, "{sib}: {:?}", a.module_log());
     }
+    a.assert_no_crash();
+}
+
 /// A `.dcz` whose header names another dictionary than its file name (a
 /// delta against v0 renamed for v1) is not sent to a client holding v1:
 /// it gets the normal negotiation, and one warning says why.
