@@ -87,6 +87,7 @@ fn main() {
         .allowlist_type("(request_rec|module|command_rec|cmd_parms|etag_rec)")
         .allowlist_var("(AP|APR|APLOG|HTTP|M|OK|DECLINED|DONE|MODULE|OPT|ACCESS|RSRC|OR|ENABLE)_.*")
         .allowlist_var("(OK|DECLINED|DONE)")
+        .allowlist_var("ap_unixd_config")
         .layout_tests(false)
         .derive_default(true)
         .generate_comments(false);

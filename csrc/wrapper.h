@@ -12,4 +12,5 @@
 #include "apr_tables.h"
 #include "apr_file_io.h"
 #include "apr_file_info.h"
+#include "unixd.h"
 #include "shim.h"

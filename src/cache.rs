@@ -29,6 +29,9 @@ pub struct Active {
     /// The cache root, ending in `/`.
     root: CString,
     channel: Channel,
+    /// The uid copies are made as (the compressor runs as `User`): a
+    /// copy owned by anyone else was planted, not made.
+    uid: u32,
 }
 
 /// Set in the parent by `start`, before the children fork; a restart
@@ -55,6 +58,18 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let Some(root) = sc.cache_root.clone() else {
         return;
     };
+    let uid = crate::httpd::server_uid();
+    if let Some(why) = crate::ondemand::root::refusal(&root, uid) {
+        if !ctx.dry_run() {
+            let msg = format!(
+                "GzipDiskNgCacheRoot {} {why}: another user could plant copies there; \
+                 on-demand compression is off (siblings and originals are still served)",
+                root.display()
+            );
+            ctx.log().log(Level::Warn, &msg);
+        }
+        return;
+    }
     let settings = Settings {
         root: root.clone(),
         max_size: sc.cache_max_size(),
@@ -69,7 +84,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let mut r = root.into_os_string().into_vec();
     r.push(b'/');
     let Ok(root) = CString::new(r) else { return };
-    let record: &'static Active = Box::leak(Box::new(Active { root, channel }));
+    let record: &'static Active = Box::leak(Box::new(Active { root, channel, uid }));
     *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = Some(record);
 }
 
@@ -130,12 +145,17 @@ pub enum Copy<'r> {
 impl Active {
     /// The copy of `kind` of the file version `v`, as the cache holds it,
     /// opened: one open finds it, where a stat and an open would cost two
-    /// calls per hit.
+    /// calls per hit. Only a regular file the compressor's user owns,
+    /// opened without following a symlink, is a copy: anything else at
+    /// its name was planted, and counts as not worth compressing (the
+    /// original or a sibling is served, and no job asked for).
     pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> Copy<'r> {
         let mut name = NameBuf::new();
         let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
-        let st = match req.open(path) {
-            Ok(f) if f.info().kind() != FileKind::Regular => return Copy::Missing,
+        let st = match req.open_nofollow(path) {
+            Ok(f) if f.info().kind() != FileKind::Regular || f.info().user() != self.uid => {
+                return Copy::NotWorth
+            }
             Ok(f) if f.info().size() == 0 => return Copy::NotWorth,
             Ok(f) => return Copy::Ready(path, f),
             Err(st) => st,
@@ -143,9 +163,10 @@ impl Active {
         if st == libc::ENOENT || st == libc::ENOTDIR {
             return Copy::Missing;
         }
-        // Not opened for another reason: missing unless a stat finds it.
-        match req.stat(path, false) {
-            Ok(f) if f.kind() == FileKind::Regular => Copy::NotWorth,
+        // Not opened for another reason (a symlink: ELOOP): missing unless
+        // something is there.
+        match req.stat(path, true) {
+            Ok(f) if f.kind() != FileKind::Missing => Copy::NotWorth,
             _ => Copy::Missing,
         }
     }

@@ -7,11 +7,14 @@
 //! its original; a republished original is a new version; files that are
 //! not compressed; the compressor killed and restarted; the channel
 //! without a name; `apache2 -t` on bad cache roots; unwritable and full
-//! caches; two instances on one cache root.
+//! caches; two instances on one cache root; planted copies and roots
+//! others can write; the size limit after each job.
 
 mod common;
 
 use common::*;
+use mod_gzip_disk_ng::coding::Coding;
+use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf, Version};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -43,9 +46,7 @@ fn fill(d: &Path, files: &[(&str, &[u8])]) {
             std::time::SystemTime::now() - Duration::from_secs(100),
         );
     }
-    let c = d.join("../cache");
-    fs::create_dir(&c).expect("cache root");
-    fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
+    make_cache_root(&d.join("../cache"));
 }
 
 /// What `gzip-disk-ng compress` writes for `data` in `coding`.
@@ -681,5 +682,102 @@ fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag()
     assert!(a.last_access_ends_with("br cached"), "{}", a.access_log());
     assert!(r.body == br, "the copy is the publish tool's bytes");
     assert_eq!(r.header("ETag").map(str::to_owned), sibling_etag);
+    a.assert_no_crash();
+}
+
+/// The copy name of `kind` for the file at `p`, under the cache root.
+fn copy_at(cache: &Path, p: &Path, kind: Kind) -> PathBuf {
+    let v = Version::of(&fs::metadata(p).expect("original"));
+    cache.join(copy_name(&v, kind, &mut NameBuf::new()))
+}
+
+/// What another local user could plant at a copy's name is never served:
+/// a symlink (to a valid gzip stream the server can read) and, as root,
+/// a regular file owned by another uid. The original is served instead.
+#[test]
+fn planted_copies_are_not_served() {
+    let (one, two) = (page(40_000, 51), page(40_000, 52));
+    let planted = gzip(b"planted content, not the page");
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("one.html", &one), ("two.html", &two)]);
+        let cache = d.join("../cache");
+        let target = d.join("../planted.gz");
+        fs::write(&target, &planted).expect("planted target");
+        let link = copy_at(&cache, &d.join("one.html"), Kind::Coded(Coding::Gzip));
+        fs::create_dir_all(link.parent().unwrap()).expect("fan-out");
+        std::os::unix::fs::symlink(&target, &link).expect("symlink");
+        if is_root() {
+            let file = copy_at(&cache, &d.join("two.html"), Kind::Coded(Coding::Gzip));
+            fs::create_dir_all(file.parent().unwrap()).expect("fan-out");
+            fs::write(&file, &planted).expect("planted file");
+            std::os::unix::fs::chown(&file, Some(4242), Some(4242)).expect("chown");
+        }
+    });
+    for _ in 0..8 {
+        for (p, data) in [("/one.html", &one), ("/two.html", &two)] {
+            let r = a.get(p, Some("gzip"));
+            assert_eq!(r.status, 200);
+            assert!(r.decoded() == *data, "{p}: a planted copy was served");
+        }
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    a.assert_no_crash();
+}
+
+/// A cache root others could write gives one warning naming it, no
+/// compressor and no copies; the site is served as without the cache.
+#[test]
+fn a_root_others_can_write_turns_on_demand_off_with_one_warning() {
+    let data = page(40_000, 53);
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("page.html", &data)]);
+        fs::set_permissions(d.join("../cache"), fs::Permissions::from_mode(0o777)).expect("chmod");
+    });
+    for _ in 0..5 {
+        let r = a.get("/page.html", Some("gzip"));
+        assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
+        assert!(r.body == data);
+        std::thread::sleep(Duration::from_millis(150));
+    }
+    let warned = a.module_log_about("another user could plant copies there");
+    assert_eq!(warned.len(), 1, "{warned:#?}");
+    assert!(
+        warned[0].contains(&cache_of(&a).display().to_string()) && warned[0].contains("writable")
+    );
+    assert!(compressors(apache_pid(&a)).is_empty());
+    assert!(copies(&cache_of(&a)).is_empty());
+    a.assert_no_crash();
+}
+
+/// `GzipDiskNgCacheMaxSize 128K`: a page whose copy alone is larger
+/// leaves no copy of it, and smaller pages keep the total under the limit
+/// after each job.
+#[test]
+fn the_cache_limit_holds_after_each_job_the_new_copy_included() {
+    let mut big = page(600_000, 54);
+    big.extend_from_slice(&noise(600_000, 55));
+    let small: Vec<Vec<u8>> = (0..5).map(|i| page(100_000, 56 + i)).collect();
+    let names: Vec<String> = (0..5).map(|i| format!("s{i}.html")).collect();
+    let mut files: Vec<(&str, &[u8])> = vec![("big.html", &big)];
+    files.extend(
+        names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(small.iter().map(|d| d.as_slice())),
+    );
+    let mut opts = on_demand(Mpm::Event);
+    opts.server += "\nGzipDiskNgCacheMaxSize 128K";
+    let a = Apache::start(opts, |d| fill(d, &files));
+    let total = || copies(&cache_of(&a)).iter().map(|(_, n)| n).sum::<u64>();
+    a.get("/big.html", Some("gzip"));
+    wait_for("the big page's job", || {
+        !a.module_log_about("not kept").is_empty()
+    });
+    assert!(total() <= 128 << 10, "cache holds {}", total());
+    for n in &names {
+        let p = format!("/{n}");
+        wait_for(n, || a.get(&p, Some("zstd, br, gzip")).coding().is_some());
+        assert!(total() <= 128 << 10, "after {n}: cache holds {}", total());
+    }
     a.assert_no_crash();
 }

@@ -419,10 +419,7 @@ fn on_demand_counters_match_the_cache_and_the_compressor() {
     let mut a = Apache::start(opts, |d| {
         put(d, "x.html", &data);
         put(d, "noise.html", &noise);
-        let c = d.join("../cache");
-        fs::create_dir(&c).expect("cache root");
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
+        make_cache_root(&d.join("../cache"));
     });
     let cache = a.root.path().join("cache");
     let ae = Some("gzip, br, zstd");
@@ -504,10 +501,7 @@ fn chromium_renders_the_status_section() {
     };
     let mut a = Apache::start(opts, |d| {
         a_len = fill(d) as u64;
-        let c = d.join("../cache");
-        fs::create_dir(&c).expect("cache root");
-        use std::os::unix::fs::PermissionsExt;
-        fs::set_permissions(&c, fs::Permissions::from_mode(0o777)).expect("chmod");
+        make_cache_root(&d.join("../cache"));
     });
     // A day's traffic in small: browsers, gzip-only clients, none.
     for round in 0..3 {

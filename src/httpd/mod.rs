@@ -515,6 +515,56 @@ impl<'r> Request<'r> {
         })
     }
 
+    /// Opens a file as `open` does, but not through a symlink at its last
+    /// component (O_NOFOLLOW: ELOOP there), for files in a directory
+    /// whose entries another user might have planted. APR 1 has no such
+    /// flag: the descriptor is opened here, handed to APR, and closed
+    /// with the request pool.
+    pub fn open_nofollow(&self, path: &CStr) -> Result<File<'r>, apr_status_t> {
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+        // SAFETY: a NUL-terminated path.
+        let os = unsafe { libc::open(path.as_ptr(), flags) };
+        if os < 0 {
+            return Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        let pool = self.raw().pool;
+        // SAFETY: the descriptor is closed by this cleanup, whatever follows.
+        unsafe {
+            ffi::apr_pool_cleanup_register(
+                pool,
+                os as isize as *mut c_void,
+                Some(close_fd),
+                Some(ffi::apr_pool_cleanup_null),
+            )
+        };
+        // SAFETY: live request.
+        let sendfile = unsafe { ffi::gdn_sendfile_enabled(self.r) } != 0;
+        let mut aflags = (ffi::APR_FOPEN_READ | ffi::APR_FOPEN_BINARY) as i32;
+        if sendfile {
+            aflags |= ffi::APR_FOPEN_SENDFILE_ENABLED as i32;
+        }
+        let mut fd: *mut ffi::apr_file_t = ptr::null_mut();
+        let mut osfd: c_int = os;
+        // SAFETY: wraps the open descriptor in a pool-allocated apr_file_t.
+        let st = unsafe { ffi::apr_os_file_put(&mut fd, &mut osfd, aflags, pool) };
+        if st != 0 || fd.is_null() {
+            return Err(st);
+        }
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: fd wraps an open descriptor.
+        let st = unsafe { ffi::apr_file_info_get(&mut raw, ffi::APR_FINFO_MIN as i32, fd) };
+        if st != 0 && st != ffi::APR_INCOMPLETE as apr_status_t {
+            return Err(st);
+        }
+        Ok(File {
+            fd,
+            info: Finfo { raw },
+            _life: PhantomData,
+        })
+    }
+
     /// `ap_update_mtime` + `ap_set_last_modified` for a served file.
     pub fn set_last_modified(&self, f: &Finfo) {
         // SAFETY: live request.
@@ -722,6 +772,26 @@ fn write_decimal(mut n: u64, slot: &mut [u8; 21]) -> usize {
             return i;
         }
     }
+}
+
+/// Pool cleanup closing a descriptor `open_nofollow` opened.
+unsafe extern "C" fn close_fd(data: *mut c_void) -> apr_status_t {
+    // SAFETY: the descriptor registered with this cleanup, closed once.
+    unsafe { libc::close(data as isize as c_int) };
+    0
+}
+
+/// The uid Apache's children (and helpers) run as: `User` when started
+/// as root, else the user that started it.
+pub fn server_uid() -> u32 {
+    // SAFETY: plain libc call.
+    let euid = unsafe { libc::geteuid() };
+    if euid != 0 {
+        return euid;
+    }
+    // SAFETY: set by mod_unixd while the configuration is read, only read
+    // after.
+    unsafe { ffi::ap_unixd_config.user_id }
 }
 
 /// Fills `buf` from APR's random source (urandom); false if it failed.

@@ -13,8 +13,10 @@
 //! - `key`: what names a copy (version and kind), without allocating,
 //!   and which files are compressed on demand;
 //! - `job`: the jobs children send and their wire format;
-//! - `compressor`: the process that makes the copies.
+//! - `compressor`: the process that makes the copies;
+//! - `root`: whether a cache root only the server's user can write.
 
 pub mod compressor;
 pub mod job;
 pub mod key;
+pub mod root;

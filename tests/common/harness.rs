@@ -56,6 +56,28 @@ pub fn is_root() -> bool {
     fs::metadata(&p).expect("meta").uid() == 0
 }
 
+/// The uid Apache's children run as in these tests: `nobody` (`User
+/// nobody`) as root, else this user.
+pub fn server_uid() -> u32 {
+    // SAFETY: plain libc calls; getpwnam's record is read at once.
+    unsafe {
+        if libc::geteuid() != 0 {
+            return libc::geteuid();
+        }
+        let pw = libc::getpwnam(c"nobody".as_ptr());
+        assert!(!pw.is_null(), "no user nobody");
+        (*pw).pw_uid
+    }
+}
+
+/// Makes an on-demand cache root only the server's user can write (mode
+/// 0755, owned by it), as the module requires.
+pub fn make_cache_root(p: &Path) {
+    fs::create_dir(p).expect("cache root");
+    fs::set_permissions(p, fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::chown(p, Some(server_uid()), None).expect("chown");
+}
+
 /// A directory the server's user can read, removed on drop.
 pub fn world_readable_tempdir() -> tempfile::TempDir {
     let d = tempfile::Builder::new()
@@ -442,7 +464,7 @@ impl Mounted {
                 "-t",
                 "tmpfs",
                 "-o",
-                &format!("size={size},mode=0777"),
+                &format!("size={size},mode=0755,uid={}", server_uid()),
                 "tmpfs",
             ])
             .arg(dir)
@@ -468,7 +490,7 @@ impl Drop for Mounted {
 fn in_namespace_with_tmpfs(dir: &Path, size: &str, (uid, gid): (u32, u32)) -> Command {
     // The paths and ids go as arguments, never spliced into the script.
     let script = r#"dir=$1 size=$2 uid=$3 gid=$4; shift 4
-mount -t tmpfs -o "size=$size,mode=0777" tmpfs "$dir" &&
+mount -t tmpfs -o "size=$size,mode=0755" tmpfs "$dir" &&
 exec unshare --user --map-user="$uid" --map-group="$gid" "$@""#;
     let mut c = Command::new("unshare");
     c.args([

@@ -278,10 +278,12 @@ fn publish_problem(path: &Path, c: Coding, e: PublishError) -> Problem {
     }
 }
 
-/// Creates the fan-out directory `target` goes in, if needed.
+/// Creates the fan-out directory `target` goes in, if needed: 0755 at
+/// most, whatever the umask, as the start-up check of the root wants.
 fn make_dir(target: &Path) -> Result<(), Problem> {
+    use std::os::unix::fs::DirBuilderExt;
     let dir = target.parent().unwrap_or(Path::new("."));
-    match fs::create_dir(dir) {
+    match fs::DirBuilder::new().mode(0o755).create(dir) {
         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(Problem::Cache(e)),
         _ => Ok(()),
     }
