@@ -246,7 +246,7 @@ fn file_etag_is_honoured() {
 
 fn details_server() -> (Apache, Vec<u8>) {
     let data = page(30_000, 9);
-    let a = Apache::start(Options::default(), |d| {
+    let a = Apache::start(one_child(), |d| {
         publish(d, "br.html", &data, false, &[".br"]);
         // Past the first decoded chunk (64 KiB): length unknown until decoded.
         publish(d, "bigbr.html", &page(200_000, 9), false, &[".br"]);
