@@ -499,22 +499,37 @@ fn the_store_lies_outside_the_tree_in_the_state_directory() {
 
 #[test]
 fn without_a_state_variable_a_user_store_is_under_xdg_state_home() {
-    if common::is_root() {
-        return common::skip("as root the default is /var/lib/gzip-disk-ng, not written by tests");
-    }
+    // As root, the tool runs as `nobody` (root's default is
+    // /var/lib/gzip-disk-ng, which tests never write).
+    let root = common::is_root();
     let d = tempfile::tempdir().unwrap();
     let (site, xdg) = (d.path().join("site"), d.path().join("xdg"));
     let app = site.join("app.js");
+    if root {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(d.path(), fs::Permissions::from_mode(0o755)).unwrap();
+        for dir in [&site, &xdg] {
+            fs::create_dir_all(dir).unwrap();
+            std::os::unix::fs::chown(dir, Some(65534), Some(65534)).unwrap();
+        }
+    }
     for (n, age) in [(1, 3000), (2, 2000)] {
         put(&app, &version(n), age);
-        let o = Command::new(BIN)
+        let mut cmd = if root {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid=65534", "--regid=65534", "--clear-groups", BIN]);
+            c
+        } else {
+            Command::new(BIN)
+        };
+        let o = cmd
             .env_remove(STATE_ENV)
             .env("XDG_STATE_HOME", &xdg)
             .args(["compress", "-q", "--delta-versions", "1"])
             .arg(&site)
             .output()
             .unwrap();
-        assert!(o.status.success());
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     }
     assert_eq!(deltas_of(&app), hashes(&[1]));
     let found = holding_earlier_versions(&xdg.join("gzip-disk-ng"), &[version(1)]);
