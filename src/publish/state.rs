@@ -53,7 +53,7 @@ pub fn state_root() -> Result<PathBuf, String> {
 }
 
 /// Whether the tool runs as root: `/proc/self` belongs to the effective
-/// user (read without `unsafe`).
+/// user (read with std alone).
 fn is_root() -> bool {
     fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
