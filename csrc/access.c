@@ -326,7 +326,10 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
             : NULL;
         const char *why = key ? apr_hash_get(sc.vhosts, key, APR_HASH_KEY_STRING) : NULL;
         if (why) {
-            apr_hash_set(server_refusal, s, sizeof(s), why);
+            /* Keyed by the record's address, kept in pconf as the hash is. */
+            server_rec **k = apr_palloc(pconf, sizeof(*k));
+            *k = s;
+            apr_hash_set(server_refusal, k, sizeof(*k), why);
         }
     }
     setenvif_rules = header_parser_of("mod_setenvif.c");

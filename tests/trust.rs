@@ -306,3 +306,22 @@ fn debian_default_configuration_takes_the_short_answer() {
     assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.decoded(), page(3_000, 5));
 }
+
+#[test]
+fn a_rule_in_one_virtual_host_makes_that_host_ask() {
+    // The only rule off the list is inside a <VirtualHost>: requests to it
+    // ask Apache, and the rewrite there refuses the sibling.
+    let case = Case {
+        server: "<VirtualHost *>\nDocumentRoot {docroot}\nRewriteEngine On\n\
+                 RewriteRule \"^/dir/.*\\.gz$\" - [F]\n</VirtualHost>\n"
+            .into(),
+        dir: "",
+        modules: vec!["rewrite"],
+    };
+    both_ways(
+        case,
+        true,
+        |d| secret_pages(d, "dir"),
+        |a| pages_agree(a, "dir"),
+    );
+}

@@ -187,12 +187,14 @@ impl PostConfig<'_> {
         if self.dry_run() {
             return;
         }
-        let mut s = self.s;
+        let (mut s, mut said) = (self.s, ptr::null());
         while !s.is_null() {
             // SAFETY: the server list is configuration, complete here; the
-            // refusal is a pconf string or NULL.
+            // refusal is a pconf string or NULL (one string for a refusal
+            // outside every <VirtualHost>, said once).
             let why = unsafe { ffi::gdn_server_refusal(s) };
-            if !why.is_null() {
+            if !why.is_null() && why != said {
+                said = why;
                 // SAFETY: as above.
                 let why = unsafe { CStr::from_ptr(why) }.to_string_lossy();
                 super::helper::ServerLog::new(s).log(
