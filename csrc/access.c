@@ -140,6 +140,19 @@ static const char *first_word(apr_pool_t *p, const char *args)
     return args ? ap_getword_conf(p, &args) : "";
 }
 
+/* The section `d` is in, looking through <IfModule>, <IfDefine> and the
+ * other conditional sections (which hold what applies, where they
+ * apply, as if written around them). */
+static const ap_directive_t *enclosing(const ap_directive_t *d)
+{
+    const ap_directive_t *up = d->parent;
+    while (up && !strncasecmp(up->directive, "<If", 3)
+           && strcasecmp(up->directive, "<If")) {
+        up = up->parent;
+    }
+    return up;
+}
+
 static int is_directory_section(const ap_directive_t *d)
 {
     return d && !strcasecmp(d->directive, "<Directory") && d->args
@@ -167,7 +180,7 @@ static const char *directive_refusal(apr_pool_t *p, const ap_directive_t *d)
         return NULL;
     }
     if (!strcasecmp(name, "Options")) {
-        const ap_directive_t *up = d->parent;
+        const ap_directive_t *up = enclosing(d);
         return (!up || !strcasecmp(up->directive, "<VirtualHost")
                 || is_directory_section(up))
                    ? NULL

@@ -296,7 +296,8 @@ fn debian_default_configuration_takes_the_short_answer() {
                  BrowserMatch \"Mozilla/2\" nokeepalive\n\
                  <Directory />\nOptions FollowSymLinks\nAllowOverride None\nRequire all denied\n</Directory>\n"
             .into(),
-        dir: "Options Indexes FollowSymLinks\nAllowOverride None",
+        dir: "<IfModule mod_autoindex.c>\nOptions Indexes FollowSymLinks\n</IfModule>\n\
+              AllowOverride None",
         modules: vec!["setenvif", "alias", "dir", "autoindex", "negotiation", "env"],
     };
     let a = start(&case, Path_::Short, false, |d| {
