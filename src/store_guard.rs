@@ -4,13 +4,21 @@
 //! request names it or reaches it through a symlink.
 
 use crate::dictionary;
-use crate::httpd::{FileKind, Level, Request, Status, SymlinkPolicy};
+use crate::httpd::{FileKind, FileVersion, Level, Request, Status};
+use crate::version_cache::VersionCache;
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// Length of a hash in hex, as the store names every file it holds.
 const HASH_HEX: usize = 2 * dictionary::HASH_LEN;
+
+/// Whether a file or directory version lies in a store, by where its
+/// path resolves: a fact of the version (a directory has one parent, the
+/// tool never hard-links a stored file, and a move changes the ctime), so
+/// it is resolved once per process, not checked with an `lstat` on every
+/// request (a syscall saved on each request the server answers).
+static IN_STORE: VersionCache<FileVersion, bool> = VersionCache::new(16_384);
 
 /// The request's file, by its name or resolved, lies in a store: 404,
 /// whatever the handler, with one info line.
@@ -19,30 +27,37 @@ pub fn refuse_request(req: &Request<'_>) -> Option<Status> {
     let bytes = filename.to_bytes();
     let resolved = if dictionary::in_store_bytes(bytes) {
         None
-    } else if may_resolve_elsewhere(req, filename, req.finfo().kind()) {
-        // Resolved only where a symlink may lead into a store (see there).
-        Some(in_store_resolved(Path::new(OsStr::from_bytes(bytes)))?)
     } else {
-        return None;
+        Some(resolves_into_store(
+            req,
+            Path::new(OsStr::from_bytes(bytes)),
+        )?)
     };
     log_refusal(req, filename, resolved.as_deref());
     Some(Status::NOT_FOUND)
 }
 
-/// Whether resolving `filename` could find a store its text does not
-/// name. Stored files are named by a 64-hex hash and only a symlink leads
-/// elsewhere than the text says, so a path that neither ends in a hash
-/// name, is a directory, nor (where `Options` let Apache follow it) ends
-/// in a symlink cannot resolve into one: the rest pay no resolution.
-fn may_resolve_elsewhere(req: &Request<'_>, filename: &CStr, kind: FileKind) -> bool {
-    let bytes = filename.to_bytes();
-    let name = bytes.rsplit(|&b| b == b'/').next().unwrap_or(bytes);
-    kind == FileKind::Directory
-        || has_hash_run(name)
-        || (req.symlink_policy() != SymlinkPolicy::Never
-            && req
-                .stat(filename, true)
-                .is_ok_and(|l| l.kind() == FileKind::Symlink))
+/// Where the request's file resolves, when that is inside a store. A
+/// missing file (the module may answer it from a sibling) is resolved
+/// only when its name is a stored file's, a 64-hex hash: every file a
+/// store holds is named so.
+fn resolves_into_store(req: &Request<'_>, path: &Path) -> Option<PathBuf> {
+    let info = req.finfo();
+    match info.kind() {
+        FileKind::Regular | FileKind::Directory => {
+            let v = info.version();
+            if IN_STORE.get(&v) == Some(false) {
+                return None;
+            }
+            let real = in_store_resolved(path);
+            IN_STORE.put(v, real.is_some());
+            real
+        }
+        _ => {
+            let name = path.file_name()?.as_bytes();
+            has_hash_run(name).then(|| in_store_resolved(path))?
+        }
+    }
 }
 
 /// A sibling or delta at `path` whose lstat showed a symlink `Options`
