@@ -45,7 +45,9 @@ apr_status_t gdn_open_for_send(request_rec *r, const char *path,
                                apr_file_t **fd)
 {
     core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
-    return apr_file_open(fd, path, APR_READ | APR_BINARY
+    /* Non-blocking: a FIFO planted under a file's name must not hold a
+     * worker (a regular file's reads never wait). */
+    return apr_file_open(fd, path, APR_READ | APR_BINARY | APR_FOPEN_NONBLOCK
 #if APR_HAS_SENDFILE
                          | AP_SENDFILE_ENABLED(d->enable_sendfile)
 #endif

@@ -27,6 +27,9 @@ pub struct Sibling<'r> {
     pub info: Finfo,
     /// How it was judged, which says how its open is checked.
     pub judged: Judged,
+    /// Already opened by the lookup: where symlinks are followed, opening
+    /// is the stat (one `open` and one `fstat`, an `lstat` fewer).
+    pub opened: Option<File<'r>>,
 }
 
 /// How a sibling was judged.
@@ -110,6 +113,9 @@ fn stat_sibling<'r>(
     suffix: &CStr,
 ) -> Result<Sibling<'r>, NotServed> {
     if !req.sibling_rules_may_differ(suffix) {
+        if req.symlink_policy() == SymlinkPolicy::Always {
+            return open_followed(req, path);
+        }
         let info = resolve(req, path).ok_or(NotServed::Absent)?;
         if info.kind() != FileKind::Regular {
             req.log_with(Level::Debug, 0, || {
@@ -117,8 +123,13 @@ fn stat_sibling<'r>(
             });
             return Err(NotServed::Absent);
         }
-        let judged = Judged::Short;
-        return Ok(Sibling { path, info, judged });
+        let (judged, opened) = (Judged::Short, None);
+        return Ok(Sibling {
+            path,
+            info,
+            judged,
+            opened,
+        });
     }
     let before = req.stat(path, true).map_err(|_| NotServed::Absent)?;
     let info = req.ask_sibling(path, suffix).map_err(|status| {
@@ -133,7 +144,36 @@ fn stat_sibling<'r>(
     let judged = Judged::Asked {
         link: before.kind() == FileKind::Symlink,
     };
-    Ok(Sibling { path, info, judged })
+    let opened = None;
+    Ok(Sibling {
+        path,
+        info,
+        judged,
+        opened,
+    })
+}
+
+/// A sibling where `Options` follow every symlink (and sections decide):
+/// opened as core opens a file, its `fstat` the lookup's answer; one in
+/// an old in-tree store (reached through a link) is passed over.
+fn open_followed<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, NotServed> {
+    let f = req.open(path).map_err(|_| NotServed::Absent)?;
+    let info = *f.info();
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!("ignoring {}: not a regular file", path.to_string_lossy())
+        });
+        return Err(NotServed::Absent);
+    }
+    if crate::store_guard::opened_refused(req, path, info.version()) {
+        return Err(NotServed::Absent);
+    }
+    Ok(Sibling {
+        path,
+        info,
+        judged: Judged::Short,
+        opened: Some(f),
+    })
 }
 
 /// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
@@ -272,6 +312,9 @@ pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, R
 /// as it was (a name that was no symlink must still be none, so a link
 /// swapped in and out around Apache's own stat and lstat is refused).
 pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, Refused> {
+    if let Some(f) = s.opened {
+        return Ok(f);
+    }
     let Judged::Asked { link } = s.judged else {
         return open_as_allowed(req, s.path);
     };

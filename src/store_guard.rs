@@ -44,20 +44,33 @@ pub fn refuse_request(req: &Request<'_>) -> Option<Status> {
 fn resolves_into_store(req: &Request<'_>, path: &Path) -> Option<PathBuf> {
     let info = req.finfo();
     match info.kind() {
-        FileKind::Regular | FileKind::Directory => {
-            let v = info.version();
-            if IN_STORE.get(&v) == Some(false) {
-                return None;
-            }
-            let real = in_store_resolved(path);
-            IN_STORE.put(v, real.is_some());
-            real
-        }
+        FileKind::Regular | FileKind::Directory => version_in_store(path, info.version()),
         _ => {
             let name = path.file_name()?.as_bytes();
             has_hash_run(name).then(|| in_store_resolved(path))?
         }
     }
+}
+
+/// Where `path`, whose file is version `v`, resolves, when that is inside
+/// a store: resolved the first time this process meets `v`.
+fn version_in_store(path: &Path, v: FileVersion) -> Option<PathBuf> {
+    if IN_STORE.get(&v) == Some(false) {
+        return None;
+    }
+    let real = in_store_resolved(path);
+    IN_STORE.put(v, real.is_some());
+    real
+}
+
+/// A sibling or delta opened at `path` (following symlinks), version `v`:
+/// refused (with one info line) when it lies in a store.
+pub fn opened_refused(req: &Request<'_>, path: &CStr, v: FileVersion) -> bool {
+    let Some(real) = version_in_store(Path::new(OsStr::from_bytes(path.to_bytes())), v) else {
+        return false;
+    };
+    log_refusal(req, path, Some(&real));
+    true
 }
 
 /// A sibling or delta at `path` whose lstat showed a symlink `Options`

@@ -326,3 +326,32 @@ fn a_rule_in_one_virtual_host_makes_that_host_ask() {
         |a| pages_agree(a, "dir"),
     );
 }
+
+#[test]
+fn a_fifo_at_a_siblings_name_holds_no_worker() {
+    // Where symlinks are followed the sibling is opened to be looked up:
+    // a FIFO there (no writer) must give way at once, not block.
+    let a = Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng\nOptions FollowSymLinks".into(),
+            ..one_child()
+        },
+        |d| {
+            put(d, "x.html", b"the original page\n");
+            let fifo = d.join("x.html.gz");
+            let made = std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap();
+            assert!(made.success());
+        },
+    );
+    let started = std::time::Instant::now();
+    for _ in 0..20 {
+        let r = a.request("/x.html", &["-m", "5", "-H", "Accept-Encoding: gzip"]);
+        assert_eq!((r.status, r.coding()), (200, None));
+        assert_eq!(r.body, b"the original page\n");
+    }
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    a.assert_no_crash();
+}

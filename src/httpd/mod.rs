@@ -806,7 +806,9 @@ pub fn random_u32() -> Option<u32> {
     random_bytes(&mut b).then(|| u32::from_le_bytes(b))
 }
 
-/// An open APR file in the request pool.
+/// An open APR file in the request pool, which closes it: copies are the
+/// same descriptor.
+#[derive(Clone, Copy)]
 pub struct File<'r> {
     fd: *mut ffi::apr_file_t,
     info: Finfo,
