@@ -557,8 +557,12 @@ static int sibling_env_server(request_rec *r)
     for (; top && !env; top = top->prev) {
         apr_pool_userdata_get(&env, ENV_NOTE, top->pool);
     }
-    r->subprocess_env = env ? apr_table_copy(r->pool, env)
-                            : apr_table_make(r->pool, 4);
+    /* Without a kept environment (a server whose rules set nothing from
+     * the name, asking because sections differ), the parent's, which
+     * httpd copied, is the one a direct request would have. */
+    if (env) {
+        r->subprocess_env = apr_table_copy(r->pool, env);
+    }
     setenvif_rules(r);
     return DECLINED;
 }
