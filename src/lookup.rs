@@ -157,7 +157,17 @@ fn stat_sibling<'r>(
 /// opened as core opens a file, its `fstat` the lookup's answer; one in
 /// an old in-tree store (reached through a link) is passed over.
 fn open_followed<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, NotServed> {
-    let f = req.open(path).map_err(|_| NotServed::Absent)?;
+    let f = req.open(path).map_err(|st| {
+        // Missing is the common case; anything else is worth a line.
+        if st != libc::ENOENT && st != libc::ENOTDIR {
+            let msg = format!(
+                "cannot open sibling, trying next: {}",
+                path.to_string_lossy()
+            );
+            req.log(Level::Debug, st, &msg);
+        }
+        NotServed::Absent
+    })?;
     let info = *f.info();
     if info.kind() != FileKind::Regular {
         req.log_with(Level::Debug, 0, || {
