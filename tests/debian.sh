@@ -74,16 +74,24 @@ unmapped() {
 
 WAS_RUNNING=false
 if running; then WAS_RUNNING=true; fi
+# Under systemd, Apache is started and stopped as its unit, so that the
+# package's restart (invoke-rc.d: systemctl) restarts the Apache that runs.
+SYSTEMD=false
+if [ -d /run/systemd/system ]; then SYSTEMD=true; fi
+start_apache() { if $SYSTEMD; then systemctl start apache2; else apache2ctl start; fi; }
+stop_apache() {
+    if $SYSTEMD; then systemctl stop apache2; else apache2ctl stop; fi
+    for _ in $(seq 50); do running || break; sleep 0.2; done
+}
 
 cleanup() {
     dpkg --purge "$NAME" >/dev/null 2>&1 || true
     rm -rf "${OURS[@]}"
     find /var/lib/apache2 \( -name 'gzip_disk_ng' -o -name 'gzip-disk-ng' \) -delete
     if $WAS_RUNNING; then
-        if running; then apache2ctl restart >/dev/null 2>&1 || true; else apache2ctl start >/dev/null 2>&1 || true; fi
+        if running; then apache2ctl restart >/dev/null 2>&1 || true; else start_apache >/dev/null 2>&1 || true; fi
     elif running; then
-        apache2ctl stop >/dev/null 2>&1 || true
-        for _ in $(seq 50); do running || break; sleep 0.2; done
+        stop_apache >/dev/null 2>&1 || true
     fi
 }
 
@@ -96,6 +104,7 @@ if ! $WAS_RUNNING && ss -Hltn 'sport = :80' | grep -q .; then
 fi
 trap 'cleanup; rm -rf "$W"' EXIT
 state >"$W/before"
+if ! $WAS_RUNNING; then start_apache >"$W/out" 2>&1 || fail "the system's Apache does not start"; fi
 
 # The page's blocks, one file each, named by their step.
 mkdir "$W/steps"
