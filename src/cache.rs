@@ -59,14 +59,10 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         return;
     };
     let uid = crate::httpd::server_uid();
-    if let Some(why) = crate::ondemand::root::refusal(&root, uid) {
+    if let Some(why) = unusable(&root) {
+        // The first pass said it already (check_config), on the console.
         if !ctx.dry_run() {
-            let msg = format!(
-                "GzipDiskNgCacheRoot {} {why}: another user could plant copies there; \
-                 on-demand compression is off (siblings and originals are still served)",
-                root.display()
-            );
-            ctx.log().log(Level::Warn, &msg);
+            ctx.log().log(Level::Warn, &why);
         }
         return;
     }
@@ -86,6 +82,13 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let Ok(root) = CString::new(r) else { return };
     let record: &'static Active = Box::leak(Box::new(Active { root, channel, uid }));
     *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = Some(record);
+}
+
+/// Why on-demand compression cannot use the cache root `root` for the
+/// server's user, naming the directive and the remedy; `None` if it can.
+pub fn unusable(root: &std::path::Path) -> Option<String> {
+    let (uid, name) = (crate::httpd::server_uid(), crate::httpd::server_user_name());
+    crate::ondemand::root::unusable(root, uid, &name)
 }
 
 /// The compressor process: jobs from the channel until every sender is

@@ -111,11 +111,13 @@ pub fn parse_workers(arg: &str) -> Result<usize, String> {
         .ok_or_else(|| format!("GzipDiskNgCompressorWorkers: '{arg}' is not a number from 1 to 64"))
 }
 
-/// `GzipDiskNgCacheRoot DIR`: an existing directory (Apache's `User`
-/// must be able to write it; the compressor says so if it cannot).
+/// `GzipDiskNgCacheRoot DIR`: a directory, canonical. A missing one is
+/// taken as it is written: check_config warns, naming the remedy, and
+/// on-demand compression stays off (see `ondemand::root::unusable`).
 pub fn check_cache_root(dir: &Path) -> Result<PathBuf, String> {
     let shown = dir.display();
     match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir.to_path_buf()),
         Err(e) => Err(format!("GzipDiskNgCacheRoot: {shown}: {e}")),
         Ok(m) if !m.is_dir() => Err(format!("GzipDiskNgCacheRoot: {shown} is not a directory")),
         Ok(_) => {
@@ -620,8 +622,9 @@ mod tests {
         assert!(parse_workers("0").is_err() && parse_workers("65").is_err());
         let d = tempfile::tempdir().unwrap();
         let root = check_cache_root(d.path()).unwrap();
-        let missing = check_cache_root(&d.path().join("missing")).unwrap_err();
-        assert!(missing.contains("GzipDiskNgCacheRoot") && missing.contains("missing"));
+        // Missing: taken as written; check_config warns (root::unusable).
+        let missing = d.path().join("missing");
+        assert_eq!(check_cache_root(&missing), Ok(missing.clone()));
         std::fs::write(d.path().join("file"), b"x").unwrap();
         assert!(check_cache_root(&d.path().join("file"))
             .unwrap_err()

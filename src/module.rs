@@ -182,15 +182,25 @@ impl httpd::Module for GzipDiskNg {
         status::section(req, short)
     }
 
-    /// The on-demand cache must not be served (also under `apache2 -t`).
+    /// The on-demand cache must not be served (also under `apache2 -t`);
+    /// a root the server's user cannot use is a warning, on the console
+    /// in the first pass (`apache2 -t`, `apache2ctl start`), as Apache
+    /// warns of a missing `DocumentRoot`: the rest of the site still
+    /// starts.
     fn check_config(ctx: &PostConfig<'_>) -> Result<(), String> {
-        match ctx
+        let Some(root) = ctx
             .server_config::<GzipDiskNg>()
             .and_then(|c| c.cache_root.as_ref())
-        {
-            Some(root) => config::check_cache_root_served(root, &ctx.document_roots()),
-            None => Ok(()),
+        else {
+            return Ok(());
+        };
+        config::check_cache_root_served(root, &ctx.document_roots())?;
+        if ctx.dry_run() {
+            if let Some(why) = cache::unusable(root) {
+                ctx.log().log(httpd::Level::Warn, &why);
+            }
         }
+        Ok(())
     }
 }
 

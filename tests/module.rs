@@ -3,6 +3,8 @@
 //! behaviours (sibling choice, decompression, Range, 304, HEAD) under
 //! mpm_event, mpm_worker and mpm_prefork over HTTP/1.1 and h2c; jitter,
 //! stale siblings and the no-gzip/no-brotli/no-zstd variables over h2c.
+//! The docs' and the package's configuration snippets, guarded by
+//! `<IfModule>`, pass `apache2 -t` without the module.
 
 mod common;
 
@@ -708,4 +710,64 @@ fn h2c_jitter_conditionals_head_stale_and_env_vars() {
         assert_eq!(r.decoded(), page(300_000, 1), "{env}");
     }
     a.assert_no_crash();
+}
+
+/// The Apache snippets of the README and docs/ that use the module, and
+/// the package's confs: each is inside `<IfModule gzip_disk_ng_module>`,
+/// so a configuration copied from them still passes `apache2 -t` once the
+/// module is gone (`a2dismod`, `dpkg -r`); the package's confs also pass
+/// with it loaded.
+#[test]
+fn doc_snippets_and_shipped_confs_pass_configtest_without_the_module() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let uses = |t: &str| {
+        t.contains("GzipDiskNg")
+            || t.contains("SetHandler gzip-disk-ng")
+            || t.contains("H=gzip-disk-ng")
+    };
+    let mut docs = vec![root.join("README.md")];
+    docs.extend(
+        fs::read_dir(root.join("docs"))
+            .expect("docs")
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "md")),
+    );
+    let mut snippets = Vec::new();
+    for doc in &docs {
+        let text = fs::read_to_string(doc).expect("read doc");
+        let mut block: Option<Vec<&str>> = None;
+        for line in text.lines() {
+            match (&mut block, line.trim()) {
+                (None, "```apache") => block = Some(Vec::new()),
+                (Some(b), "```") => {
+                    let s = b.join("\n");
+                    if uses(&s) {
+                        snippets.push((doc.display().to_string(), s));
+                    }
+                    block = None;
+                }
+                (Some(b), _) => b.push(line),
+                (None, _) => {}
+            }
+        }
+    }
+    assert!(snippets.len() >= 10, "found {} snippets", snippets.len());
+    for conf in [
+        "apache-conf/gzip_disk_ng.conf",
+        "apache-conf/conf-available/gzip-disk-ng.conf",
+    ] {
+        let text = fs::read_to_string(root.join(conf)).expect("conf");
+        let (ok, said) = configtest(&text);
+        assert!(ok, "{conf} with the module: {said}");
+        snippets.push((conf.to_string(), text));
+    }
+    for (from, s) in &snippets {
+        assert!(
+            s.contains("<IfModule gzip_disk_ng_module>"),
+            "{from}: not guarded:\n{s}"
+        );
+        let (ok, said) = configtest_with("", s, &[]);
+        assert!(ok, "{from}: without the module:\n{s}\n{said}");
+    }
 }

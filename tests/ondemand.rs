@@ -6,7 +6,8 @@
 //! stale one giving way to a copy; decoded copies for a sibling without
 //! its original; a republished original is a new version; files that are
 //! not compressed; the compressor killed and restarted; the channel
-//! without a name; `apache2 -t` on bad cache roots; unwritable and full
+//! without a name; `apache2 -t` on bad cache roots, and its warning when
+//! the server's user cannot use one; unwritable and full
 //! caches; two instances on one cache root; planted copies and roots
 //! others can write; the size limit after each job.
 
@@ -285,17 +286,13 @@ fn the_job_channel_has_no_name_anyone_could_open() {
 }
 
 #[test]
-fn configtest_refuses_a_missing_plain_or_served_cache_root() {
+fn configtest_refuses_a_plain_or_served_cache_root() {
     let d = world_readable_tempdir();
     let file = d.path().join("file");
     fs::write(&file, b"x").expect("write");
     let docs = d.path().join("docs");
     fs::create_dir_all(docs.join("cache")).expect("mkdir");
     for (lines, says) in [
-        (
-            format!("GzipDiskNgCacheRoot {}/missing", d.path().display()),
-            "GzipDiskNgCacheRoot",
-        ),
         (
             format!("GzipDiskNgCacheRoot {}", file.display()),
             "not a directory",
@@ -308,25 +305,69 @@ fn configtest_refuses_a_missing_plain_or_served_cache_root() {
             ),
             "inside DocumentRoot",
         ),
+        (
+            format!(
+                "DocumentRoot {}\nGzipDiskNgCacheRoot {}/docs/../docs/cache",
+                docs.display(),
+                d.path().display()
+            ),
+            "inside DocumentRoot",
+        ),
     ] {
         let (ok, text) = configtest(&lines);
         assert!(!ok && text.contains(says), "{lines}: {text}");
     }
-    let (ok, text) = configtest(&format!(
-        "DocumentRoot {}\nGzipDiskNgCacheRoot {}\nGzipDiskNgCacheMaxSize 64M\nGzipDiskNgCompressorWorkers 2",
-        docs.display(),
-        d.path().display().to_string() + "/docs/../cache-outside"
-    ));
-    assert!(!ok && text.contains("GzipDiskNgCacheRoot"), "{text}");
-    fs::create_dir(d.path().join("cache-outside")).expect("mkdir");
-    let (ok, text) = configtest(&format!(
-        "DocumentRoot {}\nGzipDiskNgCacheRoot {}/cache-outside\nGzipDiskNgCacheMaxSize 64M",
-        docs.display(),
-        d.path().display()
-    ));
-    assert!(ok, "{text}");
     let (ok, text) = configtest("GzipDiskNgCacheMaxSize 12Q");
     assert!(!ok && text.contains("GzipDiskNgCacheMaxSize"), "{text}");
+}
+
+/// `apache2 -t` as an admin runs it: `User` set (as root; otherwise the
+/// server runs as this user), and a cache root that is missing, or that
+/// the server's user cannot write, passes with a warning naming the
+/// directive and the remedy; one made for the server's user passes quietly.
+#[test]
+fn configtest_warns_when_the_server_user_cannot_use_the_cache_root() {
+    let d = world_readable_tempdir();
+    let docs = d.path().join("docs");
+    fs::create_dir(&docs).expect("mkdir");
+    let user = if is_root() {
+        "nobody".to_string()
+    } else {
+        server_uid().to_string()
+    };
+    let root = d.path().join("cache");
+    let shown = root.display().to_string();
+    let lines = format!(
+        "User nobody\nGroup nogroup\nDocumentRoot {}\nGzipDiskNgCacheRoot {shown}\n\
+         GzipDiskNgCacheMaxSize 64M\nGzipDiskNgCompressorWorkers 2\nGzipDiskNgOnDemand On",
+        docs.display()
+    );
+    let warned = |what: &str, remedy: &str| {
+        let (ok, text) = configtest(&lines);
+        assert!(ok && text.contains("Syntax OK"), "{what}: {text}");
+        let warning = format!("GzipDiskNgCacheRoot {shown} {what}");
+        assert!(
+            text.contains(&warning)
+                && text.contains(remedy)
+                && text.contains("[gzip_disk_ng:warn]"),
+            "{what}: {text}"
+        );
+    };
+    warned(
+        "does not exist",
+        &format!("install -d -o {user} -m 0750 {shown}"),
+    );
+    // mkdir as the admin (root), or a root the user made read-only.
+    fs::create_dir(&root).expect("mkdir");
+    fs::set_permissions(&root, fs::Permissions::from_mode(0o555)).expect("chmod");
+    warned(
+        &format!("cannot be written by User {user}"),
+        &format!("chown {user} {shown}"),
+    );
+    fs::remove_dir(&root).expect("rmdir");
+    make_cache_root(&root);
+    let (ok, text) = configtest(&lines);
+    assert!(ok && !text.contains("GzipDiskNgCacheRoot"), "{text}");
 }
 
 #[test]

@@ -794,6 +794,25 @@ pub fn server_uid() -> u32 {
     unsafe { ffi::ap_unixd_config.user_id }
 }
 
+/// How an admin names `server_uid()`: `User` as configured when started
+/// as root (e.g. `www-data`), else the uid as a number.
+pub fn server_user_name() -> String {
+    // SAFETY: plain libc call.
+    if unsafe { libc::geteuid() } != 0 {
+        return server_uid().to_string();
+    }
+    // SAFETY: set by mod_unixd while the configuration is read (a static
+    // default or a pconf string), only read after.
+    let name = unsafe { ffi::ap_unixd_config.user_name };
+    if name.is_null() {
+        return server_uid().to_string();
+    }
+    // SAFETY: as above; NUL-terminated.
+    unsafe { CStr::from_ptr(name) }
+        .to_string_lossy()
+        .into_owned()
+}
+
 /// Fills `buf` from APR's random source (urandom); false if it failed.
 pub fn random_bytes(buf: &mut [u8]) -> bool {
     // SAFETY: writes exactly buf.len() bytes into buf.

@@ -6,6 +6,38 @@ use std::fs::{self, Metadata};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
 
+/// Why on-demand compression cannot use the cache root `root` for the
+/// server's user (`uid`, named `user` as `User` names it), as a whole
+/// message naming the directive and the remedy, or `None` when it can:
+/// the root exists, only `uid` and root can write it (`refusal`), and
+/// `uid` can.
+pub fn unusable(root: &Path, uid: u32, user: &str) -> Option<String> {
+    let shown = root.display();
+    let off = "on-demand compression is off (siblings and originals are still served)";
+    if fs::metadata(root).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound) {
+        return Some(format!(
+            "GzipDiskNgCacheRoot {shown} does not exist: {off}; \
+             create it for User {user}: install -d -o {user} -m 0750 {shown}"
+        ));
+    }
+    if let Some(why) = refusal(root, uid) {
+        return Some(format!(
+            "GzipDiskNgCacheRoot {shown} {why}: another user could plant copies there; {off}; \
+             let only User {user} write it: chown {user} {shown} && chmod 0750 {shown}"
+        ));
+    }
+    let m = fs::metadata(root).ok()?;
+    let writable = uid == 0 || (m.uid() == uid && m.mode() & 0o300 == 0o300);
+    (!writable).then(|| {
+        format!(
+            "GzipDiskNgCacheRoot {shown} cannot be written by User {user} (owner uid {}, \
+             mode {:04o}): {off}; run: chown {user} {shown} && chmod 0750 {shown}",
+            m.uid(),
+            m.mode() & 0o7777
+        )
+    })
+}
+
 /// Why `root` is refused for the server user `uid`, or `None` when only
 /// `uid` and root can write it and its fan-out directories: each owned by
 /// one of them, neither group- nor other-writable, and no symlink owned
@@ -56,7 +88,7 @@ fn writable_by_others(m: &Metadata, uid: u32) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::refusal;
+    use super::{refusal, unusable};
     use std::fs;
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
@@ -99,5 +131,43 @@ mod tests {
         std::os::unix::fs::symlink(&root, &link).unwrap();
         assert_eq!(refusal(&link, me), None);
         assert!(refusal(&d.path().join("missing"), me).is_some());
+    }
+
+    #[test]
+    fn an_unusable_root_is_named_with_its_remedy() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("cache");
+        let shown = root.display().to_string();
+        let why = unusable(&root, 33, "www-data").expect("missing");
+        assert!(why.starts_with(&format!("GzipDiskNgCacheRoot {shown} does not exist")));
+        assert!(
+            why.contains(&format!("install -d -o www-data -m 0750 {shown}")),
+            "{why}"
+        );
+        fs::create_dir(&root).unwrap();
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o755)).unwrap();
+        let me = fs::metadata(&root).unwrap().uid();
+        assert_eq!(unusable(&root, me, "me"), None);
+        // Owned by the server's user but read-only to it; or owned by
+        // root (when these tests run as root) and another User.
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o555)).unwrap();
+        if me != 0 {
+            let why = unusable(&root, me, "me").expect("read-only");
+            assert!(
+                why.contains("cannot be written by User me") && why.contains("mode 0555"),
+                "{why}"
+            );
+            assert!(why.contains(&format!("chown me {shown}")), "{why}");
+        } else {
+            let why = unusable(&root, 33, "www-data").expect("root's");
+            assert!(why.contains("cannot be written by User www-data"), "{why}");
+            assert!(why.contains(&format!("chown www-data {shown}")), "{why}");
+        }
+        fs::set_permissions(&root, fs::Permissions::from_mode(0o777)).unwrap();
+        let why = unusable(&root, me, "me").expect("writable by all");
+        assert!(
+            why.contains("another user could plant") && why.contains("GzipDiskNgCacheRoot"),
+            "{why}"
+        );
     }
 }
