@@ -1,5 +1,6 @@
 //! The publish tool behind `gzip-disk-ng`: makes `.zst`, `.br` and `.gz`
-//! siblings next to originals (`compress`) and checks them (`verify`).
+//! siblings next to originals (`compress`), checks them (`verify`) and
+//! removes them again (`clean`).
 //!
 //! Files are processed in parallel (rayon) and every coding of a file is a
 //! task of its own, so one big file does not hold a core per coding back.
@@ -11,6 +12,7 @@
 pub mod atomic;
 pub(crate) mod brotli_ending;
 pub mod check;
+mod clean;
 pub mod cli;
 mod delta;
 pub mod encode;
@@ -29,13 +31,14 @@ mod verify;
 pub mod walk;
 mod worker;
 
+pub use clean::{clean, CleanOptions};
 pub use delta::{DeltaLevels, DeltaResult};
 pub use error::{PublishError, Removal};
 pub use freshness::ABANDONED_AFTER;
 pub use lifecycle::{Outcome, Sizes};
 pub use options::{CompressOptions, DeltaOptions, DEFAULT_MIN_SIZE};
 pub use progress::Report;
-pub use summary::{CodingTotals, CompressSummary, DeltaTotals, VerifySummary};
+pub use summary::{CleanSummary, CodingTotals, CompressSummary, DeltaTotals, Kept, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
 
 use crate::coding::Coding;
