@@ -81,8 +81,9 @@ pub fn clean(paths: &[PathBuf], opts: &CleanOptions) -> Result<CleanSummary, Str
         .files
         .par_iter()
         .map(|s| {
+            progress.file_started(&s.path);
             let v = settle(s, &dicts, opts.dry_run);
-            progress.file_done(&s.path);
+            progress.file_done();
             v
         })
         .collect();

@@ -80,6 +80,7 @@ pub fn verify_with_dictionaries(
     let verdicts: Vec<Verdict> = sibs
         .par_iter()
         .map(|s| {
+            progress.file_started(&s.path);
             let v = match s.kind {
                 Kind::Sibling(c) => verify_sibling(c, &s.path, &s.original),
                 Kind::Delta(c, h) => verify_delta(c, &h, &s.path, &s.original, &dicts),
@@ -89,7 +90,7 @@ pub fn verify_with_dictionaries(
                 Verdict::Stale => progress.problem(&s.path, "stale: older than its original"),
                 Verdict::Bad(why) => progress.problem(&s.path, why),
             }
-            progress.file_done(&s.path);
+            progress.file_done();
             v
         })
         .collect();
@@ -136,6 +137,11 @@ pub(super) fn made_under(paths: &[PathBuf], follow_symlinks: bool) -> Made {
         }
     }
     made
+}
+
+/// The original of the sibling or delta `path` names, if it names one.
+pub(super) fn original_named(path: &Path) -> Option<PathBuf> {
+    sibling_named(path.to_path_buf()).map(|s| s.original)
 }
 
 /// The sibling or delta `path` names, if it names one.
