@@ -15,6 +15,7 @@ pub mod config;
 mod counters;
 pub mod decode;
 pub mod dictionary;
+pub mod directives;
 pub mod facts_cache;
 #[doc(hidden)]
 pub mod handler;

@@ -4,10 +4,9 @@
 use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::counters;
+use crate::directives::DIRECTIVES;
 use crate::handler;
-use crate::httpd::{
-    self, Args, Command, Directive, Hook, Order, PostConfig, Request, Scope, Status, Takes,
-};
+use crate::httpd::{self, Args, Command, Directive, Hook, Order, PostConfig, Request, Status};
 use crate::jitter::Secret;
 use crate::status;
 use std::ffi::CStr;
@@ -38,69 +37,18 @@ impl httpd::Config for ServerConfig {
     }
 }
 
-static COMMANDS: [Command; 11] = [
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgEncodings",
-        Takes::List,
-        Scope::DirectoryFileInfo,
-        c"Codings served from siblings, in server preference order: zstd br gzip",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgDecompress",
-        Takes::Flag,
-        Scope::DirectoryFileInfo,
-        c"On|Off: decompress for clients that accept no sibling (default On)",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgStatusHeader",
-        Takes::One,
-        Scope::DirectoryFileInfo,
-        c"On|Off|<header-name>: the marker response header (default On)",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgJitter",
-        Takes::List,
-        Scope::DirectoryFileInfo,
-        c"Off | <max-bytes> [<buffer-bytes>] [paranoid]",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgJitterKey",
-        Takes::One,
-        Scope::Server,
-        c"<file>: the secret keying jitter lengths (server config, virtual host)",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgUseAsDictionary",
-        Takes::List,
-        Scope::DirectoryFileInfo,
-        c"Off | <match pattern>|self [<id>]: offer responses as compression dictionaries",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgOnDemand",
-        Takes::Flag,
-        Scope::DirectoryFileInfo,
-        c"On|Off: compress files without siblings into the cache, in the background (default Off)",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgCacheRoot",
-        Takes::One,
-        Scope::Server,
-        c"<directory>: where on-demand copies live (outside every DocumentRoot)",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgCacheMaxSize",
-        Takes::One,
-        Scope::Server,
-        c"<size>[K|M|G]: total size of on-demand copies kept (default 1G)",
-    ),
-    Command::new::<GzipDiskNg>(
-        c"GzipDiskNgCompressorWorkers",
-        Takes::One,
-        Scope::Server,
-        c"<n>: compression threads of the on-demand compressor (default 1)",
-    ),
-    Command::END,
-];
+/// httpd's command table, made from the one directive table the manual
+/// pages and docs are made from too.
+static COMMANDS: [Command; DIRECTIVES.len() + 1] = {
+    let mut table = [Command::END; DIRECTIVES.len() + 1];
+    let mut i = 0;
+    while i < DIRECTIVES.len() {
+        let d = &DIRECTIVES[i];
+        table[i] = Command::new::<GzipDiskNg>(d.name, d.takes, d.scope, d.help);
+        i += 1;
+    }
+    table
+};
 
 impl httpd::Module for GzipDiskNg {
     type Dir = DirConfig;

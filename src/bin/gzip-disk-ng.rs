@@ -9,7 +9,7 @@ use mod_gzip_disk_ng::coding::Coding;
 use mod_gzip_disk_ng::dictionary::DeltaCoding;
 use mod_gzip_disk_ng::publish::cli::{self, Cli, Cmd, Common, CompressArgs};
 use mod_gzip_disk_ng::publish::{
-    self, encode::Levels, CompressOptions, DeltaLevels, DeltaOptions, Report,
+    self, encode::Levels, CleanOptions, CompressOptions, DeltaLevels, DeltaOptions, Report,
 };
 use std::process::ExitCode;
 
@@ -113,11 +113,24 @@ fn run(cli: Cli) -> Result<bool, String> {
                 &a.paths,
                 a.common.follow_symlinks,
                 report(&a.common),
-                &a.dictionary,
-                a.store.store.as_deref(),
+                &a.dicts.dictionary,
+                a.dicts.store.store.as_deref(),
             );
             println!("{s}");
             Ok(s.clean())
+        }
+        Cmd::Clean(a) => {
+            threads(a.common.jobs)?;
+            let o = CleanOptions {
+                follow_symlinks: a.common.follow_symlinks,
+                dry_run: a.dry_run,
+                report: report(&a.common),
+                dictionaries: a.dicts.dictionary,
+                store: a.dicts.store.store,
+            };
+            let s = publish::clean(&a.paths, &o)?;
+            println!("{s}");
+            Ok(s.errors == 0)
         }
         Cmd::Train(a) => {
             let t = publish::train::train(&a.dir, &a.out, a.size, &a.include, &a.exclude)?;

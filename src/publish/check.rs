@@ -3,6 +3,8 @@
 
 use crate::coding::Coding;
 use crate::decode::{inspect, DecodeError, Decoder};
+use crate::dictionary::Hash;
+use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
@@ -98,6 +100,16 @@ pub fn decodes(coding: Coding, sibling: &Path) -> Result<u64, String> {
     open_decoder(coding, sibling)?
         .copy_to(&mut io::sink())
         .map_err(|e| format!("does not decode: {e}"))
+}
+
+/// Decodes a sibling to the end; returns the SHA-256 of what it decodes
+/// to, the hash a stored version of it is named by.
+pub fn decoded_hash(coding: Coding, sibling: &Path) -> Result<Hash, String> {
+    let mut h = Sha256::new();
+    open_decoder(coding, sibling)?
+        .copy_to(&mut h)
+        .map_err(|e| format!("does not decode: {e}"))?;
+    Ok(h.finalize().into())
 }
 
 /// Decodes a sibling and compares it byte for byte with `original`.

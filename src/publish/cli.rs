@@ -50,6 +50,16 @@ browsers accept (no zstd window over 8 MiB, no large-window brotli). Deltas must
 decode against their dictionary. Problems are reported with their path and make \
 the exit status 1.")]
     Verify(VerifyArgs),
+    /// Remove what compress wrote: siblings and deltas that decode to their
+    /// original, and the dictionary store.
+    #[command(long_about = "Removes what compress wrote under the given paths, and \
+nothing else: each .zst, .br and .gz sibling and each dcz and dcb delta whose original \
+exists and which decodes to it byte for byte (or to an earlier version of it that the \
+dictionary store keeps), the temporaries of interrupted runs, then the tree's \
+dictionary store. A .gz with no original, one that decodes to something else, a \
+symlink, stay; so does a dictionary written by train. Run it with --dry-run first: \
+it lists what would go.")]
+    Clean(CleanArgs),
     /// Build a site dictionary (raw content, for dcz/dcb deltas) from pages.
     #[command(long_about = "Builds a site dictionary from the pages under DIR: raw \
 content shared by many pages, for compress --dictionary to make dcz (zstd) and \
@@ -188,12 +198,35 @@ pub struct VerifyArgs {
     /// Files and directories to check.
     #[arg(required = true, value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// A dictionary outside the checked trees that deltas may use
-    /// (repeatable).
+    #[command(flatten)]
+    pub dicts: DeltaDictionaries,
+    #[command(flatten)]
+    pub common: Common,
+}
+
+/// Where the dictionaries of deltas are found, for the commands that
+/// decode them.
+#[derive(Args)]
+pub struct DeltaDictionaries {
+    /// A dictionary outside the trees that deltas may use (compress
+    /// --dictionary; repeatable).
     #[arg(long, value_name = "FILE")]
     pub dictionary: Vec<PathBuf>,
     #[command(flatten)]
     pub store: StoreArg,
+}
+
+/// `clean`'s arguments.
+#[derive(Args)]
+pub struct CleanArgs {
+    /// Trees (or files) to clean.
+    #[arg(required = true, value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// List what would be removed without removing anything.
+    #[arg(short = 'n', long)]
+    pub dry_run: bool,
+    #[command(flatten)]
+    pub dicts: DeltaDictionaries,
     #[command(flatten)]
     pub common: Common,
 }

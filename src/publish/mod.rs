@@ -1,5 +1,6 @@
 //! The publish tool behind `gzip-disk-ng`: makes `.zst`, `.br` and `.gz`
-//! siblings next to originals (`compress`) and checks them (`verify`).
+//! siblings next to originals (`compress`), checks them (`verify`) and
+//! removes them again (`clean`).
 //!
 //! Files are processed in parallel (rayon) and every coding of a file is a
 //! task of its own, so one big file does not hold a core per coding back.
@@ -11,6 +12,7 @@
 pub mod atomic;
 pub(crate) mod brotli_ending;
 pub mod check;
+mod clean;
 pub mod cli;
 mod delta;
 pub mod encode;
@@ -29,13 +31,14 @@ mod verify;
 pub mod walk;
 mod worker;
 
+pub use clean::{clean, CleanOptions};
 pub use delta::{DeltaLevels, DeltaResult};
 pub use error::{PublishError, Removal};
 pub use freshness::ABANDONED_AFTER;
 pub use lifecycle::{Outcome, Sizes};
 pub use options::{CompressOptions, DeltaOptions, DEFAULT_MIN_SIZE};
 pub use progress::Report;
-pub use summary::{CodingTotals, CompressSummary, DeltaTotals, VerifySummary};
+pub use summary::{CleanSummary, CodingTotals, CompressSummary, DeltaTotals, Kept, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
 
 use crate::coding::Coding;
@@ -45,6 +48,7 @@ use original::Original;
 use progress::Progress;
 use rayon::prelude::*;
 use sibling::SiblingJob;
+use std::collections::HashSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -107,7 +111,8 @@ pub fn compress(paths: &[PathBuf], opts: &CompressOptions) -> Result<CompressSum
 
 /// Walks `paths` for the files to compress (path and size), largest first,
 /// with a summary that already counts the files skipped, the walk's errors
-/// and the leftover temporaries of killed runs, which it removes.
+/// and the leftover temporaries of killed runs, which it removes; siblings
+/// and deltas beside their originals are not files to it.
 fn files_to_compress(
     paths: &[PathBuf],
     opts: &CompressOptions,
@@ -117,14 +122,20 @@ fn files_to_compress(
     filter.min_size = opts.min_size;
     filter.compress_rules = true;
     let found = filter.walk(paths);
+    let seen: HashSet<PathBuf> = found.iter().map(|f| f.path().to_path_buf()).collect();
+    let mut files = Vec::new();
+    let problems = Progress::errors_only();
     let mut summary = CompressSummary {
-        files_seen: found.len() as u64,
         dry_run: opts.dry_run,
         ..Default::default()
     };
-    let mut files = Vec::new();
-    let problems = Progress::errors_only();
     for f in found {
+        // Siblings and deltas beside their originals are this tool's
+        // output, not files: the summary counts originals only.
+        if verify::original_named(f.path()).is_some_and(|o| seen.contains(&o)) {
+            continue;
+        }
+        summary.files_seen += 1;
         match f {
             Found::File(path, len) => files.push((path, len)),
             Found::Skipped(tmp, SkipReason::Temporary) if !opts.dry_run && is_abandoned(&tmp) => {

@@ -5,6 +5,20 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
 
+/// Characters of a path the bar shows: what is left of 100 columns after
+/// its time, bar and counts.
+const MESSAGE_ROOM: usize = 40;
+
+/// The last `room` characters of `s`, `…` first when it was cut.
+fn tail(s: &str, room: usize) -> String {
+    let n = s.chars().count();
+    if n <= room {
+        return s.to_owned();
+    }
+    let kept: String = s.chars().skip(n - room + 1).collect();
+    format!("…{kept}")
+}
+
 /// How much to tell while working.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Report {
@@ -72,10 +86,18 @@ impl Progress {
         }
     }
 
-    /// Advances the bar past `path`.
-    pub(super) fn file_done(&self, path: &Path) {
+    /// Shows `path` on the bar as the file being worked on: its tail, the
+    /// file's name and its nearest directories (the bar's room cuts a
+    /// message's end, which would leave the tree's top, the same for all).
+    pub(super) fn file_started(&self, path: &Path) {
         if let Some(b) = &self.bar {
-            b.set_message(path.display().to_string());
+            b.set_message(tail(&path.display().to_string(), MESSAGE_ROOM));
+        }
+    }
+
+    /// Advances the bar past a file.
+    pub(super) fn file_done(&self) {
+        if let Some(b) = &self.bar {
             b.inc(1);
         }
     }
@@ -85,5 +107,18 @@ impl Progress {
         if let Some(b) = &self.bar {
             b.finish_and_clear();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bar_shows_a_path_s_tail() {
+        assert_eq!(tail("/srv/a.html", 40), "/srv/a.html");
+        let t = tail("/usr/share/doc/apache2-doc/manual/mod/mod_deflate.html", 20);
+        assert_eq!(t, "…od/mod_deflate.html");
+        assert_eq!(t.chars().count(), 20);
     }
 }

@@ -124,6 +124,43 @@ pub fn stores(
     explicit: Option<&Path>,
     dry_run: bool,
 ) -> Result<Vec<Store>, String> {
+    store_dirs(paths, explicit)?
+        .into_iter()
+        .map(|(tree, dir)| open(&tree, dir, dry_run))
+        .collect()
+}
+
+/// The stores of the trees `paths` publish, where they lie now, moving
+/// none: each is read from the in-tree store an older release left, if
+/// there is one, and both places are named (`clean` removes them).
+pub fn stores_in_place(
+    paths: &[PathBuf],
+    explicit: Option<&Path>,
+) -> Result<Vec<(Store, Vec<PathBuf>)>, String> {
+    let mut out = Vec::new();
+    for (tree, dir) in store_dirs(paths, explicit)? {
+        let old = tree.join(STORE_DIR);
+        let is_old_store = fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir());
+        let read = if is_old_store {
+            old.clone()
+        } else {
+            dir.clone()
+        };
+        let places = [dir, old]
+            .into_iter()
+            .filter(|d| fs::symlink_metadata(d).is_ok_and(|m| m.is_dir()))
+            .collect();
+        out.push((Store::at(&tree, read), places));
+    }
+    Ok(out)
+}
+
+/// Each tree `paths` publish, once, with its store's directory, which
+/// must lie outside every one of them.
+fn store_dirs(
+    paths: &[PathBuf],
+    explicit: Option<&Path>,
+) -> Result<Vec<(PathBuf, PathBuf)>, String> {
     let mut trees: Vec<(PathBuf, PathBuf)> = Vec::new();
     for p in paths {
         let tree = tree_of(p);
@@ -150,7 +187,7 @@ pub fn stores(
                 t.display()
             ));
         }
-        out.push(open(tree, dir, dry_run)?);
+        out.push((tree.clone(), dir));
     }
     Ok(out)
 }

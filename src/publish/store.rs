@@ -147,6 +147,15 @@ impl Store {
         tmp.commit(&path, &fs::metadata(file)?)
     }
 
+    /// Whether the store names the dictionary with hash `hash` for the
+    /// file at `rel`: a stored version of it, or a catalogued file.
+    pub fn records(&self, rel: &Path, hash: &Hash) -> bool {
+        let stored = self
+            .versions_dir(rel)
+            .join(format!("{}.zst", dictionary::to_hex(hash)));
+        stored.is_file() || self.catalogue_path(hash).is_file()
+    }
+
     fn catalogue_path(&self, hash: &Hash) -> PathBuf {
         self.dir.join(CATALOGUE_DIR).join(dictionary::to_hex(hash))
     }

@@ -1,4 +1,5 @@
-//! The end-of-run summaries of `compress` and `verify`, and how they print.
+//! The end-of-run summaries of `compress`, `verify` and `clean`, and how
+//! they print.
 
 use super::lifecycle::Outcome;
 use super::walk::SkipReason;
@@ -246,6 +247,81 @@ impl fmt::Display for VerifySummary {
             self.errors,
             self.elapsed.as_secs_f64()
         )
+    }
+}
+
+/// Why `clean` left a file named like a sibling or a delta.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Kept {
+    /// Its original does not exist: it may be the only copy.
+    NoOriginal,
+    /// Not what `compress` makes of its original: another name, content
+    /// or kind of file.
+    NotMade,
+}
+
+impl fmt::Display for Kept {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Kept::NoOriginal => "no original",
+            Kept::NotMade => "not made by gzip-disk-ng from its original",
+        })
+    }
+}
+
+/// The end-of-run summary of `clean`.
+#[derive(Clone, Debug, Default)]
+pub struct CleanSummary {
+    /// Siblings removed (or to remove, in a dry run), and their bytes.
+    pub siblings: u64,
+    pub sibling_bytes: u64,
+    /// Deltas removed (or to remove), and their bytes.
+    pub deltas: u64,
+    pub delta_bytes: u64,
+    /// Files named like siblings or deltas that stay, by reason.
+    pub kept: BTreeMap<Kept, u64>,
+    /// Temporaries of interrupted runs removed.
+    pub temporaries: u64,
+    /// Dictionary stores removed.
+    pub stores: Vec<std::path::PathBuf>,
+    /// Problems reported (path and reason each); what they concern stays.
+    pub errors: u64,
+    pub dry_run: bool,
+    pub elapsed: Duration,
+}
+
+impl CleanSummary {
+    /// Counts one sibling (or delta) of `bytes` that went.
+    pub(super) fn count_gone(&mut self, delta: bool, bytes: u64) {
+        if delta {
+            self.deltas += 1;
+            self.delta_bytes += bytes;
+        } else {
+            self.siblings += 1;
+            self.sibling_bytes += bytes;
+        }
+    }
+}
+
+impl fmt::Display for CleanSummary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let gone = if self.dry_run { "to remove" } else { "removed" };
+        let kept: u64 = self.kept.values().sum();
+        writeln!(
+            f,
+            "siblings {gone}: {} ({} bytes), deltas {gone}: {} ({} bytes), kept: {kept}, errors: {}",
+            self.siblings, self.sibling_bytes, self.deltas, self.delta_bytes, self.errors
+        )?;
+        for (why, n) in &self.kept {
+            writeln!(f, "  kept, {why}: {n}")?;
+        }
+        if self.temporaries > 0 {
+            writeln!(f, "leftover temporaries {gone}: {}", self.temporaries)?;
+        }
+        for s in &self.stores {
+            writeln!(f, "dictionary store {gone}: {}", s.display())?;
+        }
+        write!(f, "time: {:.3} s", self.elapsed.as_secs_f64())
     }
 }
 

@@ -11,7 +11,7 @@ use super::progress::{Progress, Report};
 use super::state;
 use super::store::{self, Store};
 use super::summary::VerifySummary;
-use super::walk::{Filter, Found};
+use super::walk::{Filter, Found, SkipReason};
 use crate::coding::Coding;
 use crate::dictionary::{self, DeltaCoding, Hash};
 use rayon::prelude::*;
@@ -27,16 +27,27 @@ enum Verdict {
 }
 
 /// What a sibling or delta found by the walk is.
-enum Kind {
+pub(super) enum Kind {
     Sibling(Coding),
     Delta(DeltaCoding, Hash),
 }
 
 /// A sibling or delta found by the walk: its path, kind and original's path.
-struct Sibling {
-    path: PathBuf,
-    kind: Kind,
-    original: PathBuf,
+pub(super) struct Sibling {
+    pub(super) path: PathBuf,
+    pub(super) kind: Kind,
+    pub(super) original: PathBuf,
+}
+
+/// What a walk found that `compress` makes.
+#[derive(Default)]
+pub(super) struct Made {
+    /// Siblings and deltas, by their names.
+    pub(super) files: Vec<Sibling>,
+    /// Temporaries of interrupted runs.
+    pub(super) temporaries: Vec<PathBuf>,
+    /// What could not be examined, and why.
+    pub(super) errors: Vec<(PathBuf, String)>,
 }
 
 /// Runs `verify` over `paths`.
@@ -69,6 +80,7 @@ pub fn verify_with_dictionaries(
     let verdicts: Vec<Verdict> = sibs
         .par_iter()
         .map(|s| {
+            progress.file_started(&s.path);
             let v = match s.kind {
                 Kind::Sibling(c) => verify_sibling(c, &s.path, &s.original),
                 Kind::Delta(c, h) => verify_delta(c, &h, &s.path, &s.original, &dicts),
@@ -78,7 +90,7 @@ pub fn verify_with_dictionaries(
                 Verdict::Stale => progress.problem(&s.path, "stale: older than its original"),
                 Verdict::Bad(why) => progress.problem(&s.path, why),
             }
-            progress.file_done(&s.path);
+            progress.file_done();
             v
         })
         .collect();
@@ -102,39 +114,54 @@ fn siblings_under(
     follow_symlinks: bool,
     summary: &mut VerifySummary,
 ) -> Vec<Sibling> {
+    let made = made_under(paths, follow_symlinks);
+    let problems = Progress::errors_only();
+    for (path, why) in &made.errors {
+        problems.problem(path, why);
+        summary.errors += 1;
+    }
+    made.files
+}
+
+/// Every sibling and delta below `paths` by its name, and the temporaries.
+pub(super) fn made_under(paths: &[PathBuf], follow_symlinks: bool) -> Made {
     let mut filter = Filter::default();
     filter.follow_symlinks = follow_symlinks;
-    let problems = Progress::errors_only();
-    let mut sibs = Vec::new();
+    let mut made = Made::default();
     for found in filter.walk(paths) {
         match found {
-            Found::File(path, _) => {
-                if let Some((coding, original)) = check::sibling_of(&path) {
-                    sibs.push(Sibling {
-                        path,
-                        kind: Kind::Sibling(coding),
-                        original,
-                    });
-                } else if let Some((name, hash, coding)) = path
-                    .file_name()
-                    .and_then(|n| n.to_str())
-                    .and_then(dictionary::parse_delta_name)
-                {
-                    sibs.push(Sibling {
-                        original: path.with_file_name(name),
-                        kind: Kind::Delta(coding, hash),
-                        path,
-                    });
-                }
-            }
+            Found::File(path, _) => made.files.extend(sibling_named(path)),
+            Found::Skipped(path, SkipReason::Temporary) => made.temporaries.push(path),
             Found::Skipped(..) => {}
-            Found::Error(path, why) => {
-                problems.problem(&path, &why);
-                summary.errors += 1;
-            }
+            Found::Error(path, why) => made.errors.push((path, why)),
         }
     }
-    sibs
+    made
+}
+
+/// The original of the sibling or delta `path` names, if it names one.
+pub(super) fn original_named(path: &Path) -> Option<PathBuf> {
+    sibling_named(path.to_path_buf()).map(|s| s.original)
+}
+
+/// The sibling or delta `path` names, if it names one.
+fn sibling_named(path: PathBuf) -> Option<Sibling> {
+    if let Some((coding, original)) = check::sibling_of(&path) {
+        return Some(Sibling {
+            path,
+            kind: Kind::Sibling(coding),
+            original,
+        });
+    }
+    let (name, hash, coding) = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(dictionary::parse_delta_name)?;
+    Some(Sibling {
+        original: path.with_file_name(name),
+        kind: Kind::Delta(coding, hash),
+        path,
+    })
 }
 
 fn verify_sibling(coding: Coding, sib: &Path, orig: &Path) -> Verdict {
@@ -168,7 +195,7 @@ fn verify_sibling(coding: Coding, sib: &Path, orig: &Path) -> Verdict {
 
 /// Where deltas' dictionaries are looked up: the stores of the checked
 /// trees, then the dictionaries given on the command line.
-struct Dictionaries {
+pub(super) struct Dictionaries {
     trees: Vec<Store>,
     extra: HashMap<Hash, Vec<u8>>,
 }
@@ -179,15 +206,31 @@ impl Dictionaries {
         extra: &[PathBuf],
         store: Option<&Path>,
     ) -> Result<Dictionaries, String> {
+        Dictionaries::with_stores(state::stores(paths, store, false)?, extra)
+    }
+
+    /// The dictionaries of `trees`, then those of `extra`.
+    pub(super) fn with_stores(
+        trees: Vec<Store>,
+        extra: &[PathBuf],
+    ) -> Result<Dictionaries, String> {
         let mut by_hash = HashMap::new();
         for p in extra {
             let b = store::read_limited(p).map_err(|e| format!("{}: {e}", p.display()))?;
             by_hash.insert(dictionary::hash(&b), b);
         }
         Ok(Dictionaries {
-            trees: state::stores(paths, store, false)?,
+            trees,
             extra: by_hash,
         })
+    }
+
+    /// Whether a store of the checked trees names the dictionary with
+    /// hash `hash` for `original` (`Store::records`).
+    pub(super) fn recorded(&self, original: &Path, hash: &Hash) -> bool {
+        self.trees
+            .iter()
+            .any(|s| s.relative(original).is_some_and(|rel| s.records(rel, hash)))
     }
 
     /// The dictionary with `hash` that deltas of `original` may use.
@@ -212,28 +255,9 @@ fn verify_delta(
     orig: &Path,
     dicts: &Dictionaries,
 ) -> Verdict {
-    let delta = match store::read_limited(path) {
+    let decoded = match decode_delta(coding, hash, path, orig, dicts) {
         Ok(d) => d,
-        Err(e) => return Verdict::Bad(format!("cannot read: {e}")),
-    };
-    match dictionary::split_header(&delta) {
-        Some((c, h, _)) if c == coding && h == *hash => {}
-        Some(_) => return Verdict::Bad("header does not match the file name".into()),
-        None => return Verdict::Bad(format!("no {} header", coding.token())),
-    }
-    let dict = match dicts.find(orig, hash) {
-        Ok(Some(d)) => d,
-        Ok(None) => {
-            return Verdict::Bad(format!(
-                "dictionary {} not found (not stored, catalogued or given)",
-                dictionary::to_hex(hash)
-            ))
-        }
-        Err(e) => return Verdict::Bad(format!("cannot read its dictionary: {e}")),
-    };
-    let decoded = match codec::decode(&dict, &delta) {
-        Ok(d) => d,
-        Err(e) => return Verdict::Bad(e.to_string()),
+        Err(why) => return Verdict::Bad(why),
     };
     let (Ok(meta), Ok(orig_meta)) = (fs::metadata(path), fs::metadata(orig)) else {
         return Verdict::Ok;
@@ -246,4 +270,33 @@ fn verify_delta(
         Ok(_) => Verdict::Bad("decodes to different content than its original".into()),
         Err(e) => Verdict::Bad(format!("cannot read original: {e}")),
     }
+}
+
+/// What the delta at `path` of `orig` decodes to, once its header names
+/// the dictionary its name does (`coding`, `hash`) and that dictionary is
+/// found in `dicts`.
+pub(super) fn decode_delta(
+    coding: DeltaCoding,
+    hash: &Hash,
+    path: &Path,
+    orig: &Path,
+    dicts: &Dictionaries,
+) -> Result<Vec<u8>, String> {
+    let delta = store::read_limited(path).map_err(|e| format!("cannot read: {e}"))?;
+    match dictionary::split_header(&delta) {
+        Some((c, h, _)) if c == coding && h == *hash => {}
+        Some(_) => return Err("header does not match the file name".into()),
+        None => return Err(format!("no {} header", coding.token())),
+    }
+    let dict = match dicts.find(orig, hash) {
+        Ok(Some(d)) => d,
+        Ok(None) => {
+            return Err(format!(
+                "dictionary {} not found (not stored, catalogued or given)",
+                dictionary::to_hex(hash)
+            ))
+        }
+        Err(e) => return Err(format!("cannot read its dictionary: {e}")),
+    };
+    codec::decode(&dict, &delta).map_err(|e| e.to_string())
 }

@@ -64,6 +64,15 @@ pub enum Found {
     Error(PathBuf, String),
 }
 
+impl Found {
+    /// The path found.
+    pub fn path(&self) -> &Path {
+        match self {
+            Found::File(p, _) | Found::Skipped(p, _) | Found::Error(p, _) => p,
+        }
+    }
+}
+
 /// What to walk and what to leave out.
 #[derive(Debug, Default)]
 pub struct Filter {

@@ -38,6 +38,7 @@ pub(super) fn compress_file(
     plan: Option<&Plan>,
     progress: &Progress,
 ) -> FileResult {
+    progress.file_started(path);
     let mut work = Work {
         path,
         opts,
@@ -52,7 +53,7 @@ pub(super) fn compress_file(
     if !work.told.is_empty() {
         progress.file_line(&format!("{}: {}", path.display(), work.told.join(", ")));
     }
-    progress.file_done(path);
+    progress.file_done();
     work.result
 }
 
