@@ -10,7 +10,7 @@ use std::fmt::Write;
 /// and, as browsers take it, inside mod_status's page.
 pub const STYLE: &str = "table.gdn{border-collapse:collapse;margin-bottom:1em}\
 table.gdn th,table.gdn td{border:1px solid #999;padding:4px 8px}\
-table.gdn td.n{text-align:right}table.gdn th{background:#eee}";
+table.gdn td.n{text-align:right;white-space:nowrap}table.gdn td:first-child{white-space:nowrap}table.gdn th{background:#eee}";
 
 /// A byte count as people read it.
 pub fn bytes(n: u64) -> String {
@@ -121,41 +121,53 @@ pub fn figures(s: &Snapshot, now_secs: u64) -> String {
     out
 }
 
-/// One row's uncompressed, saved and ratio cells: `-` where no body of
-/// the row has a known size.
+/// One row's uncompressed, saved and ratio cells, over the bodies whose
+/// size is known: `-` where none is.
 fn size_cells(t: &Totals) -> [String; 3] {
     if !t.any_known() {
         return ["-".into(), "-".into(), "-".into()];
     }
-    let mut original = bytes(t.original);
-    if t.unknown > 0 {
-        let _ = write!(original, " and {} sent of unknown size", bytes(t.unknown));
-    }
     [
-        original,
+        bytes(t.original),
         bytes(t.saved()),
         percent(t.known_sent(), t.original),
     ]
 }
 
 fn savings_table(s: &Snapshot, out: &mut String) {
+    // Sent bytes of unknown size get a column where there are any.
+    let unknown = s.totals().unknown > 0;
     out.push_str(
         "<h3>Bytes by coding sent</h3>\n<table class=\"gdn\">\n\
-         <tr><th>Content-Encoding and outcome</th><th>Responses</th><th>Sent</th>\
-         <th>Uncompressed</th><th>Saved</th><th>Sent / uncompressed</th></tr>\n",
+         <tr><th>Content-Encoding and outcome</th><th>Responses</th><th>Sent</th>",
     );
+    if unknown {
+        out.push_str("<th>Of unknown size</th>");
+    }
+    out.push_str("<th>Uncompressed</th><th>Saved</th><th>Sent / uncompressed</th></tr>\n");
     for (label, o) in byte_rows() {
         let t = s.sum(&[o]);
         if t.responses == 0 {
             continue;
         }
+        let _ = write!(
+            out,
+            "<tr><td>{label}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
+            t.responses,
+            bytes(t.sent),
+        );
+        if unknown {
+            let shown = if t.unknown > 0 {
+                bytes(t.unknown)
+            } else {
+                String::new()
+            };
+            let _ = write!(out, "<td class=\"n\">{shown}</td>");
+        }
         let [original, saved, ratio] = size_cells(&t);
         let _ = writeln!(
             out,
-            "<tr><td>{label}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>\
-             <td class=\"n\">{original}</td><td class=\"n\">{saved}</td><td class=\"n\">{ratio}</td></tr>",
-            t.responses,
-            bytes(t.sent),
+            "<td class=\"n\">{original}</td><td class=\"n\">{saved}</td><td class=\"n\">{ratio}</td></tr>"
         );
     }
     out.push_str("</table>\n");

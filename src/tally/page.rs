@@ -4,7 +4,7 @@
 //! self-contained HTML document: no script, no external asset.
 
 use super::html::{self, bytes, percent};
-use super::{Outcome, Snapshot};
+use super::{Outcome, Snapshot, Totals};
 use std::fmt::Write;
 
 /// The page.
@@ -26,35 +26,44 @@ pub fn page(s: &Snapshot, now_secs: u64) -> String {
     out
 }
 
-/// One bar pair of the chart.
+/// One bar pair of the chart: a row's label and totals.
 struct Bar {
     label: String,
-    sent: u64,
-    /// `None`: no body of the row has a known size.
-    original: Option<u64>,
-    /// Some bodies of the row have no known size: `original` counts
-    /// theirs as sent, so it is a lower bound.
-    partial: bool,
+    t: Totals,
 }
 
 fn bars(s: &Snapshot) -> Vec<Bar> {
     html::byte_rows()
         .into_iter()
-        .filter_map(|(label, o): (String, Outcome)| {
-            let t = s.sum(&[o]);
-            (t.sent > 0).then(|| Bar {
-                label,
-                sent: t.sent,
-                original: t.any_known().then_some(t.original + t.unknown),
-                partial: t.unknown > 0,
-            })
+        .map(|(label, o): (String, Outcome)| Bar {
+            label,
+            t: s.sum(&[o]),
         })
+        .filter(|b| b.t.sent > 0)
         .collect()
 }
 
-const LABEL_W: u64 = 230;
-const BAR_W: u64 = 400;
-const TEXT_W: u64 = 330;
+/// The figures beside a bar pair: sent of uncompressed, over the bodies
+/// whose size is known, and what was sent of unknown size.
+fn figures(t: &Totals) -> String {
+    if !t.any_known() {
+        return format!("{} (uncompressed size unknown)", bytes(t.sent));
+    }
+    let mut f = format!(
+        "{} of {} ({})",
+        bytes(t.known_sent()),
+        bytes(t.original),
+        percent(t.known_sent(), t.original)
+    );
+    if t.unknown > 0 {
+        let _ = write!(f, "; {} more, size unknown", bytes(t.unknown));
+    }
+    f
+}
+
+const LABEL_W: u64 = 210;
+const BAR_W: u64 = 320;
+const TEXT_W: u64 = 420;
 const ROW_H: u64 = 40;
 const TOP: u64 = 36;
 
@@ -68,7 +77,7 @@ pub fn chart(s: &Snapshot) -> String {
     }
     let max = bars
         .iter()
-        .map(|b| b.sent.max(b.original.unwrap_or(0)))
+        .map(|b| b.t.sent.max(b.t.original))
         .max()
         .unwrap_or(1)
         .max(1);
@@ -77,9 +86,10 @@ pub fn chart(s: &Snapshot) -> String {
     let scale = |n: u64| (n as f64 * BAR_W as f64 / max as f64).max(1.0);
     let mut out = format!(
         "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" \
-         viewBox=\"0 0 {width} {height}\" role=\"img\" aria-labelledby=\"gdn-chart-title\" \
-         font-family=\"sans-serif\" font-size=\"13\">\n\
-         <title id=\"gdn-chart-title\">Bytes sent against uncompressed, by coding and outcome</title>\n\
+         viewBox=\"0 0 {width} {height}\" role=\"img\" \
+         aria-label=\"Bytes sent against uncompressed, by coding and outcome\" \
+         style=\"font-family:sans-serif;font-size:13px;max-width:100%;height:auto\">\n\
+         <title>Bytes sent against uncompressed, by coding and outcome</title>\n\
          <rect x=\"{LABEL_W}\" y=\"6\" width=\"14\" height=\"10\" fill=\"#9ecae1\"/>\
          <text x=\"{}\" y=\"15\">uncompressed</text>\
          <rect x=\"{}\" y=\"6\" width=\"14\" height=\"10\" fill=\"#08519c\"/>\
@@ -90,39 +100,35 @@ pub fn chart(s: &Snapshot) -> String {
     );
     for (i, b) in bars.iter().enumerate() {
         let y = TOP + ROW_H * i as u64;
-        let _ = write!(
+        let _ = writeln!(
             out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\n",
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
             LABEL_W - 10,
             y + 21,
             b.label
         );
-        let figures = match b.original {
-            Some(o) => {
-                let _ = write!(
-                    out,
-                    "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#9ecae1\"/>\n",
-                    y + 2,
-                    scale(o)
-                );
-                let least = if b.partial { "at least " } else { "" };
-                format!(
-                    "{} of {least}{} ({})",
-                    bytes(b.sent),
-                    bytes(o),
-                    percent(b.sent, o)
-                )
-            }
-            None => format!("{} (uncompressed size unknown)", bytes(b.sent)),
+        // Known sizes only: the uncompressed bar against what those
+        // bodies sent; a row of unknown size has the sent bar alone.
+        let sent = if b.t.any_known() {
+            let _ = writeln!(
+                out,
+                "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#9ecae1\"/>",
+                y + 2,
+                scale(b.t.original)
+            );
+            b.t.known_sent()
+        } else {
+            b.t.sent
         };
         let _ = write!(
             out,
             "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#08519c\"/>\n\
-             <text x=\"{}\" y=\"{}\">{figures}</text>\n",
+             <text x=\"{}\" y=\"{}\">{}</text>\n",
             y + 18,
-            scale(b.sent),
+            scale(sent),
             LABEL_W + BAR_W + 10,
             y + 21,
+            figures(&b.t),
         );
     }
     out.push_str("</svg>\n");
