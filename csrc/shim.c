@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -134,31 +135,51 @@ struct gdn_helper {
     apr_proc_t *proc;
 };
 
-/* What `ps -ef` shows of the helper: /proc/PID/cmdline is the argv area
- * the process started with, so, as postgres and httpd's own children on
- * some systems do, that area is overwritten in place (the forked copy
- * only: the parent's stays as it was) with "<program>: <name>", or the
- * name alone where that does not fit, padded with NULs (the kernel then
- * reads no further). The program's short name points into the area, so
- * it is copied first. */
+/* Where the kernel keeps the process's argv strings, the area
+ * /proc/PID/cmdline shows: fields 48 and 49 of /proc/self/stat
+ * (arg_start, arg_end). httpd's own argv array is no guide: the MPM
+ * rewrites it with copies. */
+static int helper_argv_area(char **start, size_t *room)
+{
+    char buf[2048], *p;
+    unsigned long long from = 0, to = 0;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field;
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    /* After ") " comes field 3; arg_start is field 48. */
+    for (field = 2; p != NULL && field < 48; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (p == NULL || sscanf(p + 1, "%llu %llu", &from, &to) != 2 || to <= from) {
+        return 0;
+    }
+    *start = (char *)(uintptr_t)from;
+    *room = (size_t)(to - from);
+    return 1;
+}
+
+/* What `ps -ef` shows of the helper: as postgres does, the argv area is
+ * overwritten in place (in this forked process only: the parent's stays
+ * as it was) with "<program>: <name>", or the name alone where that does
+ * not fit, padded with NULs (the kernel then reads no further). The
+ * program's short name points into the area, so it is copied first. */
 static void helper_set_title(const gdn_helper *h)
 {
     const process_rec *p = h->s->process;
-    char title[256];
-    char *start, *end;
+    char title[256], *start;
     size_t room, len;
-    int i;
-    if (p == NULL || p->argc < 1 || p->argv == NULL || p->argv[0] == NULL) {
+    if (!helper_argv_area(&start, &room)) {
         return;
     }
-    start = (char *)p->argv[0];
-    end = start + strlen(start) + 1;
-    for (i = 1; i < p->argc && p->argv[i] == end; i++) {
-        end += strlen(end) + 1;
-    }
-    room = (size_t)(end - start);
     len = (size_t)snprintf(title, sizeof(title), "%s: %s",
-                           p->short_name ? p->short_name : "httpd", h->name);
+                           p && p->short_name ? p->short_name : "httpd", h->name);
     if (len >= room || len >= sizeof(title)) {
         len = (size_t)snprintf(title, sizeof(title), "%s", h->name);
     }
@@ -187,6 +208,7 @@ static void helper_in_child(gdn_helper *h)
     apr_signal(SIGPIPE, SIG_IGN);
     ap_close_listeners();
     close(h->fds[1]);
+    helper_set_title(h);
     if (ap_run_drop_privileges(h->pconf, h->s) != OK) {
         _exit(HELPER_STARTUP_ERROR);
     }
@@ -194,7 +216,6 @@ static void helper_in_child(gdn_helper *h)
         /* A lower priority is a courtesy, not a condition. */
     }
     prctl(PR_SET_NAME, h->name, 0, 0, 0);
-    helper_set_title(h);
     h->main(h->fds[0], h->s, h->arg);
     _exit(0);
 }
