@@ -14,8 +14,10 @@
 #include "apr_shm.h"
 #include "shim.h"
 #include <errno.h>
+#include <stdio.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -115,9 +117,16 @@ int gdn_config_dry_run(void)
 
 #define HELPER_STARTUP_ERROR 254
 
+/* A line of the error log with the module's tag, as ap_log_error under
+ * APLOG_USE_MODULE would write it. */
+#define HELPER_LOG(h, level, status, ...)                                   \
+    ap_log_error_(__FILE__, __LINE__, (h)->module_index, (level), (status), \
+                  (h)->s, __VA_ARGS__)
+
 struct gdn_helper {
     apr_pool_t *pconf;
     server_rec *s;
+    int module_index; /* for the module's tag on every line logged */
     const char *name;
     int nice;
     gdn_helper_main main;
@@ -125,6 +134,61 @@ struct gdn_helper {
     int fds[2]; /* [0] the helper's end, [1] the children's */
     apr_proc_t *proc;
 };
+
+/* Where the kernel keeps the process's argv strings, the area
+ * /proc/PID/cmdline shows: fields 48 and 49 of /proc/self/stat
+ * (arg_start, arg_end). httpd's own argv array is no guide: the MPM
+ * rewrites it with copies. */
+static int helper_argv_area(char **start, size_t *room)
+{
+    char buf[2048], *p;
+    unsigned long long from = 0, to = 0;
+    int fd = open("/proc/self/stat", O_RDONLY | O_CLOEXEC), field;
+    ssize_t n = fd < 0 ? -1 : read(fd, buf, sizeof(buf) - 1);
+    if (fd >= 0) {
+        close(fd);
+    }
+    if (n <= 0) {
+        return 0;
+    }
+    buf[n] = '\0';
+    p = strrchr(buf, ')');
+    /* After ") " comes field 3; arg_start is field 48. */
+    for (field = 2; p != NULL && field < 48; field++) {
+        p = strchr(p + 1, ' ');
+    }
+    if (p == NULL || sscanf(p + 1, "%llu %llu", &from, &to) != 2 || to <= from) {
+        return 0;
+    }
+    *start = (char *)(uintptr_t)from;
+    *room = (size_t)(to - from);
+    return 1;
+}
+
+/* What `ps -ef` shows of the helper: as postgres does, the argv area is
+ * overwritten in place (in this forked process only: the parent's stays
+ * as it was) with "<program>: <name>", or the name alone where that does
+ * not fit, padded with NULs (the kernel then reads no further). The
+ * program's short name points into the area, so it is copied first. */
+static void helper_set_title(const gdn_helper *h)
+{
+    const process_rec *p = h->s->process;
+    char title[256], *start;
+    size_t room, len;
+    if (!helper_argv_area(&start, &room)) {
+        return;
+    }
+    len = (size_t)snprintf(title, sizeof(title), "%s: %s",
+                           p && p->short_name ? p->short_name : "httpd", h->name);
+    if (len >= room || len >= sizeof(title)) {
+        len = (size_t)snprintf(title, sizeof(title), "%s", h->name);
+    }
+    if (len >= room) {
+        len = room - 1;
+    }
+    memset(start, 0, room);
+    memcpy(start, title, len);
+}
 
 static apr_status_t helper_close_channel(void *data)
 {
@@ -144,6 +208,7 @@ static void helper_in_child(gdn_helper *h)
     apr_signal(SIGPIPE, SIG_IGN);
     ap_close_listeners();
     close(h->fds[1]);
+    helper_set_title(h);
     if (ap_run_drop_privileges(h->pconf, h->s) != OK) {
         _exit(HELPER_STARTUP_ERROR);
     }
@@ -165,14 +230,13 @@ static apr_status_t helper_fork(gdn_helper *h)
         helper_in_child(h);
     }
     if (rv != APR_INPARENT) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, h->s, "%s: cannot fork", h->name);
+        HELPER_LOG(h, APLOG_ERR, rv, "%s: cannot fork", h->name);
         return rv;
     }
     apr_pool_note_subprocess(h->pconf, proc, APR_KILL_AFTER_TIMEOUT);
     apr_proc_other_child_register(proc, helper_maint, h, NULL, h->pconf);
     h->proc = proc;
-    ap_log_error(APLOG_MARK, APLOG_NOTICE, 0, h->s, "%s started (pid %d)", h->name,
-                 (int)proc->pid);
+    HELPER_LOG(h, APLOG_NOTICE, 0, "%s started (pid %d)", h->name, (int)proc->pid);
     return APR_SUCCESS;
 }
 
@@ -189,13 +253,12 @@ static void helper_maint(int reason, void *data, int status)
             break;
         }
         if (status == HELPER_STARTUP_ERROR) {
-            ap_log_error(APLOG_MARK, APLOG_CRIT, 0, h->s,
-                         "%s could not start (privileges); not restarted", h->name);
+            HELPER_LOG(h, APLOG_CRIT, 0, "%s could not start (privileges); not restarted",
+                       h->name);
             break;
         }
-        ap_log_error(APLOG_MARK, APLOG_ERR, 0, h->s,
-                     "%s (pid %d) died (status %d); restarting", h->name,
-                     (int)h->proc->pid, status);
+        HELPER_LOG(h, APLOG_ERR, 0, "%s (pid %d) died (status %d); restarting", h->name,
+                   (int)h->proc->pid, status);
         helper_fork(h);
         break;
     case APR_OC_REASON_RESTART:
@@ -207,18 +270,20 @@ static void helper_maint(int reason, void *data, int status)
     }
 }
 
-gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, const char *name,
-                             int nice, gdn_helper_main main, void *arg)
+gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, int module_index,
+                             const char *name, int nice, gdn_helper_main main,
+                             void *arg)
 {
     gdn_helper *h = apr_pcalloc(pconf, sizeof(*h));
     h->pconf = pconf;
     h->s = s;
+    h->module_index = module_index;
     h->name = apr_pstrdup(pconf, name);
     h->nice = nice;
     h->main = main;
     h->arg = arg;
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, h->fds) != 0) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, errno, s, "%s: cannot make its channel", name);
+        HELPER_LOG(h, APLOG_ERR, errno, "%s: cannot make its channel", name);
         return NULL;
     }
     apr_pool_cleanup_register(pconf, h, helper_close_channel, apr_pool_cleanup_null);
@@ -255,7 +320,8 @@ int gdn_status_is_short(int flags)
  * outlives restarts), found again under `key` by later generations of the
  * configuration; NULL when it cannot be made. `fresh` says it is new (its
  * user zeroes it). */
-void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fresh)
+void *gdn_shared_memory(server_rec *s, int module_index, const char *key, apr_size_t size,
+                        int *fresh)
 {
     apr_pool_t *p = s->process->pool;
     apr_shm_t *shm = NULL;
@@ -271,7 +337,8 @@ void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fr
     }
     rv = apr_shm_create(&shm, size, NULL, p);
     if (rv != APR_SUCCESS) {
-        ap_log_error(APLOG_MARK, APLOG_ERR, rv, s, "cannot create shared memory for %s", key);
+        ap_log_error_(__FILE__, __LINE__, module_index, APLOG_ERR, rv, s,
+                      "cannot create shared memory for %s", key);
         return NULL;
     }
     apr_pool_userdata_set(shm, apr_pstrdup(p, key), NULL, p);

@@ -37,8 +37,9 @@ int gdn_config_dry_run(void);
  * private message channel; children send on the other end. */
 typedef void (*gdn_helper_main)(int fd, server_rec *s, void *arg);
 typedef struct gdn_helper gdn_helper;
-gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, const char *name,
-                             int nice, gdn_helper_main main, void *arg);
+gdn_helper *gdn_helper_start(apr_pool_t *pconf, server_rec *s, int module_index,
+                             const char *name, int nice, gdn_helper_main main,
+                             void *arg);
 int gdn_helper_channel(const gdn_helper *h);
 int gdn_helper_pid(const gdn_helper *h);
 
@@ -46,5 +47,6 @@ int gdn_helper_pid(const gdn_helper *h);
 typedef int (*gdn_status_fn)(request_rec *r, int flags);
 void gdn_hook_status(gdn_status_fn fn, int order);
 int gdn_status_is_short(int flags);
-void *gdn_shared_memory(server_rec *s, const char *key, apr_size_t size, int *fresh);
+void *gdn_shared_memory(server_rec *s, int module_index, const char *key, apr_size_t size,
+                        int *fresh);
 #endif

@@ -7,7 +7,7 @@
 use crate::coding::Coding;
 use crate::httpd::shm::{self, Counters};
 use crate::httpd::PostConfig;
-use crate::tally::{self, slot, Job, Outcome, Reason, Snapshot};
+use crate::tally::{self, slot, Counted, Job, Reason, Snapshot};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Where the segment hangs on the process pool.
@@ -63,12 +63,16 @@ fn get(i: usize) -> u64 {
 }
 
 /// One response: what it was, the body bytes it sent, and what they
-/// would have been uncompressed.
+/// would have been uncompressed (where known).
 #[inline]
-pub fn response(o: Outcome, sent: u64, original: u64) {
+pub fn response(c: Counted) {
+    let o = c.outcome;
     add(slot::responses(o), 1);
-    add(slot::sent_bytes(o), sent);
-    add(slot::original_bytes(o), original);
+    add(slot::sent_bytes(o), c.sent);
+    match c.uncompressed {
+        Some(n) => add(slot::original_bytes(o), n),
+        None => add(slot::unknown_size_bytes(o), c.sent),
+    }
 }
 
 /// A sibling not used, and why.

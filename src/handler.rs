@@ -28,6 +28,9 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         if req.handler_is(status::METRICS_HANDLER) {
             return status::metrics(req);
         }
+        if req.handler_is(status::PAGE_HANDLER) {
+            return status::page(req);
+        }
         return Status::DECLINED;
     }
     let Some(filename) = req.filename() else {

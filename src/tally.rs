@@ -2,12 +2,17 @@
 //! counters: responses by outcome and coding with the bytes they carried
 //! and would have carried uncompressed, siblings passed over and why, the
 //! CPU decoding took, and the on-demand compressor's work. Pure: the
-//! counters are read into a [`Snapshot`], which `render` shows as
-//! mod_status's section, its `?auto` lines and Prometheus metrics.
+//! counters are read into a [`Snapshot`], which `html` shows as
+//! mod_status's section, `page` as the module's own status page, and
+//! `render` as `?auto` lines and Prometheus metrics.
 
+mod html;
+mod page;
 mod render;
 
-pub use render::{auto, html, prometheus};
+pub use html::section as html;
+pub use page::page;
+pub use render::{auto, prometheus};
 
 use crate::coding::{Coding, DeltaCoding};
 
@@ -24,6 +29,9 @@ pub enum Outcome {
     Decoded(Coding),
     /// A sibling's decoded copy from the on-demand cache.
     DecodedCopy(Coding),
+    /// The original, or a sibling decoded, that an output filter
+    /// (mod_deflate, mod_brotli) compressed on its way out.
+    OnTheFly(Coding),
     /// The original file.
     Original,
     /// 406: no acceptable coding, decompression off.
@@ -36,7 +44,7 @@ pub enum Outcome {
 }
 
 /// The response outcomes, as the counters index them.
-pub const OUTCOMES: usize = 19;
+pub const OUTCOMES: usize = 22;
 
 impl Outcome {
     /// Every outcome, in counter order.
@@ -55,6 +63,9 @@ impl Outcome {
         Outcome::DecodedCopy(Coding::Zstd),
         Outcome::DecodedCopy(Coding::Br),
         Outcome::DecodedCopy(Coding::Gzip),
+        Outcome::OnTheFly(Coding::Zstd),
+        Outcome::OnTheFly(Coding::Br),
+        Outcome::OnTheFly(Coding::Gzip),
         Outcome::Original,
         Outcome::NotAcceptable,
         Outcome::NotFound,
@@ -70,11 +81,12 @@ impl Outcome {
             Outcome::Cached(c) => 5 + c.index(),
             Outcome::Decoded(c) => 8 + c.index(),
             Outcome::DecodedCopy(c) => 11 + c.index(),
-            Outcome::Original => 14,
-            Outcome::NotAcceptable => 15,
-            Outcome::NotFound => 16,
-            Outcome::Error => 17,
-            Outcome::Other => 18,
+            Outcome::OnTheFly(c) => 14 + c.index(),
+            Outcome::Original => 17,
+            Outcome::NotAcceptable => 18,
+            Outcome::NotFound => 19,
+            Outcome::Error => 20,
+            Outcome::Other => 21,
         }
     }
 
@@ -86,6 +98,7 @@ impl Outcome {
             Outcome::Cached(_) => "cached",
             Outcome::Decoded(_) => "decoded",
             Outcome::DecodedCopy(_) => "decoded_copy",
+            Outcome::OnTheFly(_) => "on_the_fly",
             Outcome::Original => "original",
             Outcome::NotAcceptable => "not_acceptable",
             Outcome::NotFound => "not_found",
@@ -100,6 +113,7 @@ impl Outcome {
         match self {
             Outcome::Precompressed(c)
             | Outcome::Cached(c)
+            | Outcome::OnTheFly(c)
             | Outcome::Decoded(c)
             | Outcome::DecodedCopy(c) => Some(c.token()),
             Outcome::Delta(d) => Some(d.token()),
@@ -113,8 +127,68 @@ impl Outcome {
     pub fn is_coded(self) -> bool {
         matches!(
             self,
-            Outcome::Precompressed(_) | Outcome::Delta(_) | Outcome::Cached(_)
+            Outcome::Precompressed(_)
+                | Outcome::Delta(_)
+                | Outcome::Cached(_)
+                | Outcome::OnTheFly(_)
         )
+    }
+
+    /// The coding the body went out in, as `Content-Encoding` names it.
+    pub fn coding_sent(self) -> Option<&'static str> {
+        match self {
+            Outcome::Decoded(_) | Outcome::DecodedCopy(_) => Some("identity"),
+            o => o.coding(),
+        }
+    }
+}
+
+/// A response of the handler as the counters take it, once its filters
+/// ran.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counted {
+    pub outcome: Outcome,
+    pub sent: u64,
+    /// The body's size uncompressed; `None` where it is not known (a
+    /// sibling without its original).
+    pub uncompressed: Option<u64>,
+}
+
+/// What the handler's response counts as. `o` is what the handler sent,
+/// `passed` the whole body's length it passed (`u64::MAX` unknown),
+/// `encoding` the `Content-Encoding` the response went out with (a
+/// filter such as mod_deflate may have added one), `sent` the body bytes
+/// the filters sent, `whole` whether that is a whole 200 body (not a
+/// range, HEAD, 304 or error), `original` the original file's size.
+pub fn settle(
+    o: Outcome,
+    passed: u64,
+    encoding: Option<&[u8]>,
+    sent: u64,
+    whole: bool,
+    original: Option<u64>,
+) -> Counted {
+    let filtered = encoding
+        .and_then(|e| e.rsplit(|&b| b == b',').next())
+        .and_then(|t| std::str::from_utf8(t).ok())
+        .and_then(|t| Coding::from_token(t.trim()));
+    let outcome = match (o, filtered) {
+        (Outcome::Original | Outcome::Decoded(_) | Outcome::DecodedCopy(_), Some(c)) => {
+            Outcome::OnTheFly(c)
+        }
+        _ => o,
+    };
+    let known = passed != u64::MAX;
+    let uncompressed = match outcome {
+        _ if sent == 0 => Some(0),
+        Outcome::OnTheFly(_) => (whole && known).then_some(passed),
+        x if x.is_coded() && whole && sent == passed => original,
+        _ => Some(sent),
+    };
+    Counted {
+        outcome,
+        sent,
+        uncompressed,
     }
 }
 
@@ -221,20 +295,25 @@ pub mod slot {
     pub fn sent_bytes(o: Outcome) -> usize {
         OUTCOMES + o.index()
     }
+    /// Uncompressed bytes, of the responses whose size is known.
     pub fn original_bytes(o: Outcome) -> usize {
         2 * OUTCOMES + o.index()
     }
+    /// Sent bytes of the responses whose uncompressed size is not known.
+    pub fn unknown_size_bytes(o: Outcome) -> usize {
+        3 * OUTCOMES + o.index()
+    }
     /// Microseconds of CPU spent decoding siblings of this coding.
     pub fn decode_cpu_us(c: Coding) -> usize {
-        3 * OUTCOMES + c.index()
+        4 * OUTCOMES + c.index()
     }
     pub fn passed_over(r: Reason, c: Coding) -> usize {
-        3 * OUTCOMES + 3 + r.index() * 3 + c.index()
+        4 * OUTCOMES + 3 + r.index() * 3 + c.index()
     }
     pub fn job(j: Job) -> usize {
-        3 * OUTCOMES + 15 + j.index()
+        4 * OUTCOMES + 15 + j.index()
     }
-    const BASE: usize = 3 * OUTCOMES + 21;
+    const BASE: usize = 4 * OUTCOMES + 21;
     /// Microseconds of CPU the compressor processes used.
     pub const COMPRESSOR_CPU_US: usize = BASE;
     pub const COMPRESSOR_STARTS: usize = BASE + 1;
@@ -280,15 +359,52 @@ impl Snapshot {
         self.get(slot::original_bytes(o))
     }
 
-    /// Totals over every outcome: (responses, sent, original).
-    pub fn totals(&self) -> (u64, u64, u64) {
-        Outcome::ALL.iter().fold((0, 0, 0), |(n, s, o), &x| {
-            (
-                n + self.responses(x),
-                s + self.sent(x),
-                o + self.original(x),
-            )
+    pub fn unknown(&self, o: Outcome) -> u64 {
+        self.get(slot::unknown_size_bytes(o))
+    }
+
+    /// Totals over `outcomes`.
+    pub fn sum(&self, outcomes: &[Outcome]) -> Totals {
+        outcomes.iter().fold(Totals::default(), |t, &x| Totals {
+            responses: t.responses + self.responses(x),
+            sent: t.sent + self.sent(x),
+            original: t.original + self.original(x),
+            unknown: t.unknown + self.unknown(x),
         })
+    }
+
+    /// Totals over every outcome.
+    pub fn totals(&self) -> Totals {
+        self.sum(&Outcome::ALL)
+    }
+}
+
+/// Responses and their bytes, summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub responses: u64,
+    pub sent: u64,
+    /// Uncompressed, of the bodies whose size is known.
+    pub original: u64,
+    /// Sent, of the bodies whose uncompressed size is not known.
+    pub unknown: u64,
+}
+
+impl Totals {
+    /// Sent, of the bodies whose uncompressed size is known.
+    pub fn known_sent(&self) -> u64 {
+        self.sent.saturating_sub(self.unknown)
+    }
+
+    /// What compression saved, over the bodies of known size.
+    pub fn saved(&self) -> u64 {
+        self.original.saturating_sub(self.known_sent())
+    }
+
+    /// Whether any body of these has a known size (else, there being
+    /// bodies, the uncompressed size shows as unknown).
+    pub fn any_known(&self) -> bool {
+        self.unknown == 0 || self.known_sent() > 0
     }
 }
 
@@ -313,9 +429,27 @@ pub fn layout() -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    /// Counters of a few responses, for the renderers' tests.
+    pub(crate) fn sample() -> Snapshot {
+        let mut values = [0u64; slot::COUNT];
+        let o = Outcome::Precompressed(Coding::Br);
+        values[slot::responses(o)] = 3;
+        values[slot::sent_bytes(o)] = 300;
+        values[slot::original_bytes(o)] = 1000;
+        values[slot::decode_cpu_us(Coding::Gzip)] = 1_500_000;
+        values[slot::passed_over(Reason::Stale, Coding::Zstd)] = 2;
+        values[slot::COMPRESSOR_STARTS] = 1;
+        values[slot::CACHE_ENTRIES] = 1;
+        values[slot::job(Job::Done)] = 1;
+        Snapshot {
+            values,
+            on_demand: true,
+        }
+    }
 
     #[test]
     fn every_slot_is_distinct_and_in_range() {
@@ -326,6 +460,7 @@ mod tests {
                 slot::responses(o),
                 slot::sent_bytes(o),
                 slot::original_bytes(o),
+                slot::unknown_size_bytes(o),
             ]);
         }
         for c in Coding::ALL {
@@ -352,6 +487,54 @@ mod tests {
             assert!(seen.insert(*i), "slot {i} used twice");
         }
         assert_eq!(all.len(), slot::COUNT, "every slot is used");
+    }
+
+    #[test]
+    fn a_filter_coding_makes_it_on_the_fly_with_the_size_passed() {
+        let gz = Some(&b"gzip"[..]);
+        let c = settle(Outcome::Original, 1000, gz, 300, true, Some(1000));
+        assert_eq!(c.outcome, Outcome::OnTheFly(Coding::Gzip));
+        assert_eq!(c.uncompressed, Some(1000));
+        let d = settle(
+            Outcome::Decoded(Coding::Br),
+            800,
+            Some(b"br"),
+            200,
+            true,
+            None,
+        );
+        assert_eq!(
+            (d.outcome, d.uncompressed),
+            (Outcome::OnTheFly(Coding::Br), Some(800))
+        );
+        let unknown = settle(Outcome::Decoded(Coding::Br), u64::MAX, gz, 200, true, None);
+        assert_eq!(unknown.uncompressed, None);
+        let own = settle(
+            Outcome::Precompressed(Coding::Br),
+            300,
+            Some(b"br"),
+            300,
+            true,
+            None,
+        );
+        assert_eq!(own.outcome, Outcome::Precompressed(Coding::Br));
+        assert_eq!(own.uncompressed, None, "a sibling without its original");
+        let range = settle(
+            Outcome::Precompressed(Coding::Gzip),
+            300,
+            gz,
+            100,
+            false,
+            Some(1000),
+        );
+        assert_eq!(range.uncompressed, Some(100));
+        let head = settle(Outcome::Original, 1000, gz, 0, false, Some(1000));
+        assert_eq!(head.uncompressed, Some(0));
+        let plain = settle(Outcome::Original, 1000, None, 1000, true, Some(1000));
+        assert_eq!(
+            (plain.outcome, plain.uncompressed),
+            (Outcome::Original, Some(1000))
+        );
     }
 
     #[test]

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 
 const LOCATIONS: &str = "<Location /server-status>\nSetHandler server-status\n</Location>\n\
                          <Location /metrics>\nSetHandler gzip-disk-ng-metrics\n</Location>\n\
+                         <Location /gzip-disk-ng-status>\nSetHandler gzip-disk-ng-status\n</Location>\n\
                          LogFormat \"%P:%{tid}P %{gzip-disk-ng-original}n %{gzip-disk-ng-ratio}n %B %r\" pids\n\
                          CustomLog {docroot}/../pids.log pids\n";
 
@@ -68,6 +69,17 @@ impl Expected {
         self.add("GzipDiskNgSentBytes", sent);
         self.add("GzipDiskNgOriginalBytes", original);
         self.add("GzipDiskNgSavedBytes", original - sent);
+    }
+
+    /// One response whose size uncompressed is not known: its bytes are
+    /// counted apart, and it saves nothing that can be told.
+    fn unknown(&mut self, outcome: &str, sent: u64) {
+        self.add(&format!("GzipDiskNgResponses{outcome}"), 1);
+        self.add(&format!("GzipDiskNgSentBytes{outcome}"), sent);
+        self.add(&format!("GzipDiskNgUnknownSizeSentBytes{outcome}"), sent);
+        self.add("GzipDiskNgResponses", 1);
+        self.add("GzipDiskNgSentBytes", sent);
+        self.add("GzipDiskNgUnknownSizeSentBytes", sent);
     }
 }
 
@@ -145,6 +157,11 @@ fn one_request(a: &Apache, kind: usize, a_len: u64, etag: &str, e: &mut Expected
             e.response("OriginalIdentity", body_len(&r), body_len(&r));
             e.add("GzipDiskNgSiblingsPassedOverRefusedBr", 1);
         }
+        12 => {
+            let r = a.get("/g.html", Some("gzip"));
+            assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+            e.unknown("PrecompressedGzip", body_len(&r));
+        }
         14 => {
             assert_eq!(a.get("/u.html", None).status, 500);
             e.response("Error", 0, 0);
@@ -158,7 +175,7 @@ fn one_request(a: &Apache, kind: usize, a_len: u64, etag: &str, e: &mut Expected
     }
 }
 
-const KINDS: usize = 15;
+const KINDS: usize = 16;
 
 /// `?auto` as a map.
 fn auto(a: &Apache) -> BTreeMap<String, String> {
@@ -179,6 +196,7 @@ fn assert_counts(got: &BTreeMap<String, String>, e: &Expected) {
         "GzipDiskNgSentBytes",
         "GzipDiskNgOriginalBytes",
         "GzipDiskNgSavedBytes",
+        "GzipDiskNgUnknownSizeSentBytes",
         "GzipDiskNgSiblingsPassedOver",
     ];
     let mut checked = 0;
@@ -266,21 +284,11 @@ fn check_metrics(a: &Apache) {
         .unwrap_or("")
         .starts_with("text/plain; version=0.0.4"));
     let text = String::from_utf8(r.body).expect("utf-8");
-    let mut child = Command::new("promtool")
-        .args(["check", "metrics"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("promtool (scripts/test installs prometheus)");
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = piped(
+        Command::new("promtool").args(["check", "metrics"]),
+        &text,
+        "promtool (scripts/test installs prometheus)",
+    );
     assert!(
         out.status.success(),
         "promtool: {}{}\n{text}",
@@ -484,23 +492,392 @@ fn under_concurrent_load_the_totals_match_the_clients_count() {
     a.stop();
 }
 
-/// The status page as an admin sees it, rendered by headless Chromium
-/// to a PNG (kept at target/status-section.png for the docs).
-#[test]
-fn chromium_renders_the_status_section() {
-    const CHROMIUM: &str = "/usr/bin/chromium";
-    if !Path::new(CHROMIUM).exists() {
-        skip("chromium not installed (scripts/test installs it)");
-        return;
+/// Options for a server whose responses mod_brotli and mod_deflate
+/// compress where the module sent the original or decoded a sibling.
+fn filtered() -> Options {
+    Options {
+        modules: vec!["status", "filter", "deflate", "brotli"],
+        dir: "SetHandler gzip-disk-ng\nSetOutputFilter BROTLI_COMPRESS;DEFLATE".into(),
+        ..options(Mpm::Event)
     }
-    let mut a_len = 0;
+}
+
+/// `plain.html` without siblings, `b.html` only as `.br`, `g.html` only
+/// as `.gz`; their sizes uncompressed.
+fn fill_filtered(d: &Path) -> (u64, u64) {
+    let plain = page(30_000, 3);
+    let b = page(40_000, 9);
+    put(d, "plain.html", &plain);
+    publish(d, "b.html", &b, false, &[".br"]);
+    publish(d, "g.html", &page(20_000, 2), false, &[".gz"]);
+    (plain.len() as u64, b.len() as u64)
+}
+
+/// The access log's lines (after the pid), once `n` are there.
+fn log_lines(a: &Apache, n: usize) -> Vec<String> {
+    let mut lines = Vec::new();
+    wait_for("the access log", || {
+        let log = fs::read_to_string(a.root.path().join("pids.log")).unwrap_or_default();
+        lines = log
+            .lines()
+            .filter_map(|l| l.split_once(' ').map(|x| x.1.to_owned()))
+            .collect();
+        lines.len() >= n
+    });
+    lines
+}
+
+/// What mod_deflate and mod_brotli compress of the handler's responses
+/// counts in the coding it went out in, with the size the handler passed
+/// as uncompressed; a sibling without its original counts as of unknown
+/// size, and its log notes are absent rather than a ratio of 100.
+#[test]
+fn filtered_bodies_count_in_the_coding_they_went_out_in() {
+    let mut sizes = (0, 0);
+    let mut a = Apache::start(filtered(), |d| sizes = fill_filtered(d));
+    let (plain, b) = sizes;
+    let mut e = Expected::default();
+    let checks: [(&str, &str, &str, u64); 3] = [
+        ("/plain.html", "gzip", "OnTheFlyGzip", plain),
+        ("/plain.html", "br", "OnTheFlyBr", plain),
+        ("/b.html", "gzip", "OnTheFlyGzip", b),
+    ];
+    for (path, ae, key, size) in checks {
+        let r = a.get(path, Some(ae));
+        assert_eq!((r.status, r.coding()), (200, Some(ae)), "{path} {ae}");
+        assert_eq!(r.decoded().len() as u64, size, "{path} {ae}");
+        assert!((r.body.len() as u64) < size / 2, "{path} {ae} compressed");
+        e.response(key, r.body.len() as u64, size);
+    }
+    let g = a.get("/g.html", Some("gzip"));
+    assert_eq!(g.coding(), Some("gzip"));
+    e.unknown("PrecompressedGzip", g.body.len() as u64);
+    let identity = a.get("/plain.html", None);
+    assert_eq!(identity.coding(), None);
+    e.response("OriginalIdentity", plain, plain);
+    assert_counts(&auto(&a), &e);
+    let lines = log_lines(&a, 5);
+    let first = a.get("/plain.html", Some("gzip")).body.len() as u64;
+    assert!(
+        lines[0].starts_with(&format!(
+            "{plain} {} {first} GET /plain.html",
+            first * 100 / plain
+        )),
+        "{lines:?}"
+    );
+    assert!(
+        lines[3].starts_with(&format!("- - {} GET /g.html", g.body.len())),
+        "{lines:?}"
+    );
+    a.stop();
+}
+
+/// What `cmd` gives for `input` on its standard input.
+fn piped(cmd: &mut Command, input: &str, what: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect(what);
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(input.as_bytes()).expect("write");
+    drop(stdin);
+    child.wait_with_output().expect("wait")
+}
+
+/// `tidy`'s verdict on an HTML document: its warnings and errors.
+fn tidy(html: &str) -> String {
+    let out = piped(
+        Command::new("tidy").args(["-q", "-e", "--show-warnings", "yes", "--gnu-emacs", "yes"]),
+        html,
+        "tidy (scripts/test installs it)",
+    );
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The module's own page: the figures first (the same as mod_status's
+/// section), then the chart; valid HTML, no script or external asset,
+/// HEAD, `?auto` equal to mod_status's lines, 405 for POST.
+#[test]
+fn the_status_page_shows_the_figures_then_a_chart() {
+    let mut sizes = (0, 0);
+    let mut a = Apache::start(filtered(), |d| sizes = fill_filtered(d));
+    for (path, ae) in [
+        ("/plain.html", "gzip"),
+        ("/b.html", "gzip"),
+        ("/g.html", "gzip"),
+    ] {
+        assert_eq!(a.get(path, Some(ae)).status, 200);
+    }
+    let r = a.get("/gzip-disk-ng-status", None);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Type"), Some("text/html; charset=utf-8"));
+    assert_eq!(r.header("Cache-Control"), Some("no-store"));
+    let html = String::from_utf8(r.body).expect("utf-8");
+    let verdict = tidy(&html);
+    assert!(verdict.trim().is_empty(), "tidy: {verdict}\n{html}");
+    let figures = html.find("<h3>Bytes by coding sent</h3>").expect("figures");
+    let chart = html.find("<svg").expect("chart");
+    assert!(figures < chart && html[..figures].contains("saved"));
+    for never in ["<script", "src=", "href=", "url(", "@import"] {
+        assert!(!html.contains(never), "{never} in the page");
+    }
+    let row = |label: &str| {
+        html.lines()
+            .find(|l| l.starts_with(&format!("<tr><td>{label}</td>")))
+            .unwrap_or_else(|| panic!("no row {label}:\n{html}"))
+            .to_owned()
+    };
+    assert!(row("gzip on the fly").contains("<td class=\"n\">2</td>"));
+    assert!(row("gzip precompressed")
+        .ends_with("<td class=\"n\">-</td><td class=\"n\">-</td><td class=\"n\">-</td></tr>"));
+    assert!(
+        html.contains("gzip on the fly</text>")
+            && html.contains("(uncompressed size unknown)</text>")
+    );
+    let status = String::from_utf8_lossy(&a.get("/server-status", None).body).into_owned();
+    let section = &status[status
+        .find("<h3>Bytes by coding sent</h3>")
+        .expect("section")..];
+    let mine = &html[figures..chart];
+    let tables = |t: &str| t[..t.rfind("</table>").expect("tables")].to_owned();
+    assert_eq!(tables(mine), tables(section), "the same figures");
+    let head = raw_request(&a, "HEAD", "/gzip-disk-ng-status", &[]);
+    assert_eq!((head.status, head.after_head.len()), (200, 0));
+    assert_eq!(
+        head.header("Content-Type"),
+        Some("text/html; charset=utf-8")
+    );
+    let length = head
+        .header("Content-Length")
+        .and_then(|n| n.parse::<usize>().ok());
+    assert!(
+        length.is_some_and(|n| n.abs_diff(html.len()) < 10),
+        "{length:?}"
+    );
+    let auto_page = String::from_utf8(a.get("/gzip-disk-ng-status?auto", None).body).unwrap();
+    let ours: BTreeMap<String, String> = auto(&a)
+        .into_iter()
+        .filter(|(k, _)| k.starts_with("GzipDiskNg"))
+        .collect();
+    let page_keys: BTreeMap<String, String> = auto_page
+        .lines()
+        .filter_map(|l| l.split_once(": "))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    assert_eq!(page_keys, ours);
+    let post = a.request("/gzip-disk-ng-status", &["-X", "POST", "-d", "x"]);
+    assert_eq!(post.status, 405);
+    a.stop();
+}
+
+/// The compressor as an admin looks for it: every line about it in the
+/// error log carries the module's tag, and `ps -ef` shows its name, while
+/// the parent's command line stays as it was.
+#[test]
+fn the_compressor_is_tagged_in_the_log_and_named_in_ps() {
     let opts = Options {
         dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
         server: format!("{LOCATIONS}GzipDiskNgCacheRoot {{docroot}}/../cache\n"),
         ..options(Mpm::Event)
     };
     let mut a = Apache::start(opts, |d| {
+        put(d, "x.html", &page(80_000, 7));
+        make_cache_root(&d.join("../cache"));
+    });
+    let ppid = apache_pid(&a);
+    let mut pid = 0;
+    wait_for("the compressor", || {
+        pid = compressors(ppid).first().copied().unwrap_or(0);
+        pid > 0
+    });
+    assert_eq!(a.get("/x.html", Some("gzip")).status, 200);
+    wait_for("the copies", || settled(&auto(&a)));
+    let cmdline = |p: i32| {
+        let raw = fs::read(format!("/proc/{p}/cmdline")).unwrap_or_default();
+        String::from_utf8_lossy(&raw)
+            .replace('\0', " ")
+            .trim()
+            .to_owned()
+    };
+    assert_eq!(cmdline(pid), "apache2: gdn-compressor");
+    let parent = cmdline(ppid);
+    assert!(
+        parent.contains(APACHE) && !parent.contains("gdn-compressor"),
+        "{parent}"
+    );
+    let ps = Command::new("ps").arg("-ef").output().expect("ps");
+    let found: Vec<String> = String::from_utf8_lossy(&ps.stdout)
+        .lines()
+        .filter(|l| l.contains("gdn-compressor"))
+        .map(str::to_owned)
+        .collect();
+    assert!(
+        found
+            .iter()
+            .any(|l| l.split_whitespace().nth(1) == Some(&pid.to_string())),
+        "ps -ef | grep gdn-compressor: {found:?}"
+    );
+    Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    wait_for("a new compressor", || {
+        compressors(ppid).first().is_some_and(|&p| p != pid)
+    });
+    let log = a.error_log();
+    let about: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("gdn-compressor") || l.contains(&format!("[pid {pid}")))
+        .collect();
+    assert!(
+        about.iter().any(|l| l.contains("gdn-compressor started")),
+        "{log}"
+    );
+    assert!(about.iter().any(|l| l.contains("died")), "{log}");
+    let untagged: Vec<&&str> = about
+        .iter()
+        .filter(|l| !l.contains("[gzip_disk_ng:"))
+        .collect();
+    assert!(
+        untagged.is_empty(),
+        "lines without the module's tag: {untagged:?}"
+    );
+    a.stop();
+}
+
+/// The pixels of an 8-bit RGB or RGBA, non-interlaced PNG (what Chromium
+/// writes), as RGB triples.
+fn png_pixels(png: &[u8]) -> Vec<[u8; 3]> {
+    let (mut at, mut data) = (8, Vec::new());
+    let (mut width, mut channels) = (0usize, 0usize);
+    while at + 8 <= png.len() {
+        let len = u32::from_be_bytes(png[at..at + 4].try_into().unwrap()) as usize;
+        let body = &png[at + 8..at + 8 + len];
+        match &png[at + 4..at + 8] {
+            b"IHDR" => {
+                width = u32::from_be_bytes(body[0..4].try_into().unwrap()) as usize;
+                assert_eq!((body[8], body[12]), (8, 0), "8 bits, not interlaced");
+                channels = match body[9] {
+                    2 => 3,
+                    6 => 4,
+                    t => panic!("colour type {t}"),
+                };
+            }
+            b"IDAT" => data.extend_from_slice(body),
+            _ => {}
+        }
+        at += 12 + len;
+    }
+    let mut raw = Vec::new();
+    use std::io::Read;
+    flate2::read::ZlibDecoder::new(&data[..])
+        .read_to_end(&mut raw)
+        .expect("zlib");
+    let stride = width * channels;
+    let mut prev = vec![0u8; stride];
+    let mut out = Vec::new();
+    for line in raw.chunks(stride + 1) {
+        let mut cur = line[1..].to_vec();
+        for i in 0..stride {
+            let a = if i >= channels {
+                cur[i - channels] as i16
+            } else {
+                0
+            };
+            let (b, c) = (
+                prev[i] as i16,
+                if i >= channels {
+                    prev[i - channels] as i16
+                } else {
+                    0
+                },
+            );
+            let add = match line[0] {
+                0 => 0,
+                1 => a,
+                2 => b,
+                3 => (a + b) / 2,
+                _ => {
+                    let p = a + b - c;
+                    let (pa, pb, pc) = ((p - a).abs(), (p - b).abs(), (p - c).abs());
+                    if pa <= pb && pa <= pc {
+                        a
+                    } else if pb <= pc {
+                        b
+                    } else {
+                        c
+                    }
+                }
+            };
+            cur[i] = cur[i].wrapping_add(add as u8);
+        }
+        out.extend(cur.chunks(channels).map(|p| [p[0], p[1], p[2]]));
+        prev = cur;
+    }
+    out
+}
+
+/// Headless Chromium's screenshot of `url`, `size` as "W,H".
+fn screenshot(url: &str, size: &str) -> Vec<u8> {
+    const CHROMIUM: &str = "/usr/bin/chromium";
+    let dir = tempfile::tempdir().expect("tempdir");
+    let png = dir.path().join("shot.png");
+    let out = Command::new("timeout")
+        .args(["-k", "10", "120", CHROMIUM])
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+        ])
+        .args(["--disable-background-networking", "--hide-scrollbars"])
+        .args([
+            "--force-color-profile=srgb",
+            "--force-device-scale-factor=1",
+        ])
+        .arg(format!("--window-size={size}"))
+        .arg(format!(
+            "--user-data-dir={}",
+            dir.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", png.display()))
+        .arg(url)
+        .output()
+        .expect("run chromium");
+    let bytes = fs::read(&png).unwrap_or_default();
+    assert!(
+        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    bytes
+}
+
+/// The status pages as an admin sees them, rendered by headless
+/// Chromium: mod_status's section (kept at target/status-section.png)
+/// and the module's own page, whose chart's bars must show in the
+/// picture (kept at target/status-page.png; with GDN_UPDATE_DOCS=1, also
+/// at docs/status-page.png, the picture in docs/status.md).
+#[test]
+fn chromium_renders_the_status_pages() {
+    if !Path::new("/usr/bin/chromium").exists() {
+        skip("chromium not installed (scripts/test installs it)");
+        return;
+    }
+    let mut a_len = 0;
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On\n\
+              SetOutputFilter BROTLI_COMPRESS;DEFLATE"
+            .into(),
+        server: format!("{LOCATIONS}GzipDiskNgCacheRoot {{docroot}}/../cache\n"),
+        ..filtered()
+    };
+    let mut a = Apache::start(opts, |d| {
         a_len = fill(d) as u64;
+        publish(d, "b.html", &page(40_000, 9), false, &[".br"]);
         make_cache_root(&d.join("../cache"));
     });
     // A day's traffic in small: browsers, gzip-only clients, none.
@@ -508,6 +885,7 @@ fn chromium_renders_the_status_section() {
         for path in [
             "/a.html",
             "/g.html",
+            "/b.html",
             "/plain.html",
             "/s.html",
             "/missing.html",
@@ -520,35 +898,33 @@ fn chromium_renders_the_status_section() {
             std::thread::sleep(Duration::from_secs(1));
         }
     }
-    let dir = tempfile::tempdir().expect("tempdir");
-    let png = dir.path().join("status.png");
-    let out = Command::new("timeout")
-        .args(["-k", "10", "120", CHROMIUM])
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--no-first-run",
-        ])
-        .args(["--disable-background-networking", "--hide-scrollbars"])
-        .arg("--window-size=1000,2700")
-        .arg(format!(
-            "--user-data-dir={}",
-            dir.path().join("profile").display()
-        ))
-        .arg(format!("--screenshot={}", png.display()))
-        .arg(a.url("/server-status"))
-        .output()
-        .expect("run chromium");
-    let bytes = fs::read(&png).unwrap_or_default();
-    assert!(
-        bytes.starts_with(b"\x89PNG") && bytes.len() > 20_000,
-        "no screenshot: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let keep = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/status-section.png");
-    let _ = fs::write(keep, &bytes);
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let section = screenshot(&a.url("/server-status"), "1000,2700");
+    let _ = fs::write(target.join("status-section.png"), &section);
     let html = String::from_utf8_lossy(&a.get("/server-status", None).body).into_owned();
     assert!(html.contains("<h2>mod_gzip_disk_ng</h2>") && html.contains("saved"));
+    let shot = screenshot(&a.url("/gzip-disk-ng-status"), "1000,1950");
+    let _ = fs::write(target.join("status-page.png"), &shot);
+    let pixels = png_pixels(&shot);
+    let near = |p: &[u8; 3], c: [u8; 3]| p.iter().zip(c).all(|(&x, y)| x.abs_diff(y) <= 3);
+    let sent = pixels
+        .iter()
+        .filter(|p| near(p, [0x08, 0x51, 0x9c]))
+        .count();
+    let uncompressed = pixels
+        .iter()
+        .filter(|p| near(p, [0x9e, 0xca, 0xe1]))
+        .count();
+    assert!(
+        sent > 2000 && uncompressed > 5000,
+        "bars drawn: {sent} sent, {uncompressed} uncompressed pixels"
+    );
+    if std::env::var_os("GDN_UPDATE_DOCS").is_some() {
+        fs::write(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/status-page.png"),
+            &shot,
+        )
+        .expect("docs/status-page.png");
+    }
     a.stop();
 }

@@ -75,13 +75,19 @@ unsafe extern "C" fn trampoline(fd: c_int, s: *mut ffi::server_rec, arg: *mut c_
     // SAFETY: the helper's end of the socket pair, owned from here on.
     let file = unsafe { File::from_raw_fd(fd) };
     let log = ServerLog(s);
+    // A panic's message would go to stderr, the error log, untagged: in
+    // this process (forked, so the parent keeps its hook) it is logged.
+    std::panic::set_hook(Box::new(move |info| {
+        log.log(Level::Err, &format!("helper process: {info}"));
+    }));
     if catch_unwind(AssertUnwindSafe(|| main(file, log))).is_err() {
         log.log(Level::Err, "helper process: internal error (panic)");
     }
 }
 
-/// Starts `main` in a helper process named `name` (at most 15 bytes, as
-/// `ps` shows it) at CPU priority `nice`, as Apache's `User`; its pid and
+/// Starts `main` in a helper process named `name` (its `comm`, at most
+/// 15 bytes, and in its command line, as `ps -ef` shows it, after the
+/// program's name) at CPU priority `nice`, as Apache's `User`; its pid and
 /// the channel the children send on. Nothing is started in the first of
 /// the two configuration passes at start-up.
 pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option<(Channel, i32)> {
@@ -94,6 +100,7 @@ pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option
         ffi::gdn_helper_start(
             ctx.conf_pool(),
             ctx.server(),
+            module::index(),
             name.as_ptr(),
             nice,
             Some(trampoline),

@@ -353,6 +353,23 @@ impl<'r> Request<'r> {
         unsafe { (*self.r).content_encoding = token.as_ptr() }
     }
 
+    /// The query string (`r->args`), without its `?`.
+    pub fn query(&self) -> Option<&'r [u8]> {
+        let p = self.raw().args;
+        // SAFETY: a string in the request pool.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+
+    /// The response's `Content-Encoding` as it stands: the header a
+    /// filter (mod_deflate, mod_brotli) set, else `r->content_encoding`.
+    pub fn content_encoding(&self) -> Option<&'r [u8]> {
+        self.header_out(c"Content-Encoding").or_else(|| {
+            let p = self.raw().content_encoding;
+            // SAFETY: a string in the request pool, or static.
+            (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+        })
+    }
+
     /// Sets a request note (for `%{gzip-disk-ng}n` in LogFormat).
     pub fn set_note(&self, name: &'static CStr, value: &'static CStr) {
         // SAFETY: both static, so setn needs no copy.

@@ -41,7 +41,15 @@ impl<const N: usize> Counters<N> {
         // SAFETY: the main server record; the C side returns NULL or a
         // segment of at least `size` bytes, page aligned, in the process
         // pool.
-        let base = unsafe { ffi::gdn_shared_memory(ctx.server(), key.as_ptr(), size, &mut fresh) };
+        let base = unsafe {
+            ffi::gdn_shared_memory(
+                ctx.server(),
+                super::module::index(),
+                key.as_ptr(),
+                size,
+                &mut fresh,
+            )
+        };
         if base.is_null() {
             return None;
         }

@@ -267,6 +267,9 @@ pub(super) fn decompress<'r>(
     if let (Some(len), None) = (complete, declared) {
         facts_cache::learn_len(&key, len);
     }
+    if let Some(len) = complete {
+        a.served(Outcome::Decoded(c), len);
+    }
     if st == Status::DONE {
         a.served(Outcome::Error, 0);
     }

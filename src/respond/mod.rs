@@ -16,7 +16,7 @@ use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::Kind;
-use crate::tally::Outcome;
+use crate::tally::{self, Outcome};
 use crate::variant::{Candidate, Candidates, FileMeta};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
@@ -111,34 +111,36 @@ impl<'a, 'r> Attempt<'a, 'r> {
         }
     }
 
-    /// Counts the response once the handler passed it: the body bytes
-    /// the filters sent and, for a whole body in a content coding, the
-    /// original's size in their place. A body in a content coding also
-    /// gets them as request notes for the access log, as mod_deflate
-    /// notes only what it compressed. An error the handler returns has
-    /// its body made later, by Apache: counted without bytes.
+    /// Counts the response once the handler passed it, as it went out:
+    /// in the coding of its final `Content-Encoding` (mod_deflate or
+    /// mod_brotli may have compressed the original), with the body bytes
+    /// the filters sent and, for a whole body in a content coding, its
+    /// size uncompressed where known. Such a body also gets them as
+    /// request notes for the access log, as mod_deflate notes what it
+    /// compressed. An error the handler returns has its body made later,
+    /// by Apache: counted without bytes.
     fn count(&self, st: Status) {
         if !counters::COUNTING {
             return;
         }
         let (o, len) = self.served.get();
         let req = self.req;
-        let whole = st == Status::OK || st == Status::DONE;
-        let sent = if !whole || req.header_only() {
+        let passed = st == Status::OK || st == Status::DONE;
+        let sent = if !passed || req.header_only() {
             0
         } else {
             req.bytes_sent()
         };
-        let original = match self.original {
-            Some(f) if o.is_coded() && sent == len && req.status() == Status::HTTP_OK => f.size,
-            _ => sent,
-        };
-        counters::response(o, sent, original);
-        if sent > 0 && o.is_coded() {
-            req.add_note_numbers([
+        let whole = passed && req.status() == Status::HTTP_OK;
+        let size = self.original.map(|f| f.size);
+        let c = tally::settle(o, len, req.content_encoding(), sent, whole, size);
+        counters::response(c);
+        match c.uncompressed {
+            Some(original) if sent > 0 && c.outcome.is_coded() => req.add_note_numbers([
                 (NOTE_ORIGINAL, original),
                 (NOTE_RATIO, sent * 100 / original.max(1)),
-            ]);
+            ]),
+            _ => {}
         }
     }
 
@@ -345,6 +347,8 @@ fn note(o: Outcome) -> Option<&'static CStr> {
         DecodedCopy(Br) => c"br decompressed cached",
         DecodedCopy(Gzip) => c"gzip decompressed cached",
         Original => c"original",
+        // Counted so only once the filters ran, never served as such.
+        OnTheFly(_) => return None,
         NotAcceptable => c"not-acceptable",
         Error => c"error",
         NotFound | Other => return None,

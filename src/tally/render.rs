@@ -1,5 +1,5 @@
-//! The counters as an admin reads them: mod_status's HTML section, its
-//! `?auto` lines, and the Prometheus text exposition format.
+//! The counters as programs read them: mod_status's `?auto` lines, and
+//! the Prometheus text exposition format.
 
 use super::{slot, Job, Outcome, Reason, Snapshot};
 use crate::coding::Coding;
@@ -19,10 +19,11 @@ enum Source {
 /// A family of Prometheus metrics: name, help, type, samples.
 type Family = (&'static str, &'static str, &'static str, Source);
 
-const FAMILIES: [Family; 14] = [
+const FAMILIES: [Family; 15] = [
     ("gzip_disk_ng_responses_total", "Responses the gzip-disk-ng handler answered, by outcome and coding.", "counter", Source::PerOutcome(slot::responses)),
     ("gzip_disk_ng_sent_bytes_total", "Body bytes of those responses.", "counter", Source::PerOutcome(slot::sent_bytes)),
-    ("gzip_disk_ng_original_bytes_total", "Body bytes the same responses would have had uncompressed; less sent_bytes, what compression saved.", "counter", Source::PerOutcome(slot::original_bytes)),
+    ("gzip_disk_ng_original_bytes_total", "Body bytes the same responses would have had uncompressed, where known; less the sent_bytes of those, what compression saved.", "counter", Source::PerOutcome(slot::original_bytes)),
+    ("gzip_disk_ng_unknown_size_sent_bytes_total", "Body bytes sent of responses whose uncompressed size is not known (a sibling without its original), left out of original_bytes.", "counter", Source::PerOutcome(slot::unknown_size_bytes)),
     ("gzip_disk_ng_decode_cpu_seconds_total", "CPU time spent decoding siblings for clients that accept none of their codings.", "counter", Source::DecodeCpu),
     ("gzip_disk_ng_siblings_passed_over_total", "Siblings not used for a response, by reason: stale, refused by access rules, window over the decoding limit, undecodable.", "counter", Source::PassedOver),
     ("gzip_disk_ng_ondemand_copies_total", "On-demand copies asked for, by what became of them.", "counter", Source::Jobs),
@@ -153,10 +154,10 @@ fn camel(s: &str) -> String {
 /// The counters as `Key: value` lines for `server-status?auto`: totals
 /// first, then every sample, keyed by family and labels.
 pub fn auto(s: &Snapshot) -> String {
-    let (n, sent, original) = s.totals();
+    let t = s.totals();
     let mut out = format!(
-        "GzipDiskNgResponses: {n}\nGzipDiskNgSentBytes: {sent}\nGzipDiskNgOriginalBytes: {original}\nGzipDiskNgSavedBytes: {}\n",
-        original.saturating_sub(sent)
+        "GzipDiskNgResponses: {}\nGzipDiskNgSentBytes: {}\nGzipDiskNgOriginalBytes: {}\nGzipDiskNgUnknownSizeSentBytes: {}\nGzipDiskNgSavedBytes: {}\n",
+        t.responses, t.sent, t.original, t.unknown, t.saved()
     );
     for (name, _, _, source) in FAMILIES {
         let base = name
@@ -170,237 +171,10 @@ pub fn auto(s: &Snapshot) -> String {
     out
 }
 
-/// A byte count as people read it.
-fn bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u < UNITS.len() - 1 {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
-
-/// `part` of `whole` in percent, one decimal.
-fn percent(part: u64, whole: u64) -> String {
-    if whole == 0 {
-        "&ndash;".into()
-    } else {
-        format!("{:.1} %", part as f64 * 100.0 / whole as f64)
-    }
-}
-
-/// The rows of the "by coding sent" table: a label and the outcomes it
-/// sums.
-fn coding_rows() -> Vec<(&'static str, Vec<Outcome>)> {
-    let mut rows: Vec<(&'static str, Vec<Outcome>)> = Coding::ALL
-        .iter()
-        .map(|&c| {
-            (
-                c.token(),
-                vec![Outcome::Precompressed(c), Outcome::Cached(c)],
-            )
-        })
-        .collect();
-    for d in crate::coding::DeltaCoding::ALL {
-        rows.push((d.token(), vec![Outcome::Delta(d)]));
-    }
-    let mut identity = vec![Outcome::Original];
-    for c in Coding::ALL {
-        identity.extend([Outcome::Decoded(c), Outcome::DecodedCopy(c)]);
-    }
-    rows.push(("identity", identity));
-    rows
-}
-
-/// mod_status's section: what was saved, at a glance, then the details.
-pub fn html(s: &Snapshot, now_secs: u64) -> String {
-    let (n, sent, original) = s.totals();
-    let mut out = String::with_capacity(8192);
-    out.push_str("<hr />\n<h2>mod_gzip_disk_ng</h2>\n");
-    let _ = writeln!(
-        out,
-        "<p>{n} responses sent <b>{}</b> where uncompressed they would have been {}: \
-         <b>{} saved ({})</b>, counting for {} (graceful and full restarts keep the \
-         counts; a stop clears them).</p>",
-        bytes(sent),
-        bytes(original),
-        bytes(original.saturating_sub(sent)),
-        percent(original.saturating_sub(sent), original),
-        duration(now_secs.saturating_sub(s.get(slot::SINCE)))
-    );
-    savings_table(s, &mut out);
-    outcomes_table(s, &mut out);
-    passed_over_table(s, &mut out);
-    if s.on_demand {
-        on_demand_table(s, &mut out);
-    }
-    out
-}
-
-fn duration(secs: u64) -> String {
-    match secs {
-        s if s < 120 => format!("{s} s"),
-        s if s < 7200 => format!("{} min", s / 60),
-        s if s < 172_800 => format!("{} h", s / 3600),
-        s => format!("{} days", s / 86_400),
-    }
-}
-
-fn savings_table(s: &Snapshot, out: &mut String) {
-    out.push_str(
-        "<h3>Bytes by coding sent</h3>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n\
-         <tr><th>Content-Encoding</th><th>Responses</th><th>Sent</th>\
-         <th>Uncompressed</th><th>Saved</th><th>Sent / uncompressed</th></tr>\n",
-    );
-    for (label, outcomes) in coding_rows() {
-        let (n, sent, orig) = outcomes.iter().fold((0, 0, 0), |(n, a, b), &o| {
-            (n + s.responses(o), a + s.sent(o), b + s.original(o))
-        });
-        if n == 0 {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "<tr><td>{label}</td><td align=\"right\">{n}</td><td align=\"right\">{}</td>\
-             <td align=\"right\">{}</td><td align=\"right\">{}</td><td align=\"right\">{}</td></tr>",
-            bytes(sent),
-            bytes(orig),
-            bytes(orig.saturating_sub(sent)),
-            percent(sent, orig)
-        );
-    }
-    out.push_str("</table>\n");
-}
-
-fn outcomes_table(s: &Snapshot, out: &mut String) {
-    let columns = ["zstd", "br", "gzip", "dcz", "dcb", "identity"];
-    out.push_str("<h3>Responses by outcome</h3>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n<tr><th>Outcome</th>");
-    for c in columns {
-        let _ = write!(out, "<th>{c}</th>");
-    }
-    out.push_str("<th>Total</th></tr>\n");
-    let names = [
-        "precompressed",
-        "delta",
-        "cached",
-        "decoded",
-        "decoded_copy",
-        "original",
-        "not_acceptable",
-        "not_found",
-        "error",
-        "other",
-    ];
-    for name in names {
-        let of: Vec<Outcome> = Outcome::ALL
-            .into_iter()
-            .filter(|o| o.name() == name)
-            .collect();
-        let total: u64 = of.iter().map(|&o| s.responses(o)).sum();
-        if total == 0 {
-            continue;
-        }
-        let _ = write!(out, "<tr><td>{}</td>", name.replace('_', " "));
-        for col in columns {
-            let n: u64 = of
-                .iter()
-                .filter(|o| o.coding() == Some(col))
-                .map(|&o| s.responses(o))
-                .sum();
-            let _ = write!(
-                out,
-                "<td align=\"right\">{}</td>",
-                if n == 0 { String::new() } else { n.to_string() }
-            );
-        }
-        let _ = writeln!(out, "<td align=\"right\">{total}</td></tr>");
-    }
-    out.push_str("</table>\n");
-}
-
-fn passed_over_table(s: &Snapshot, out: &mut String) {
-    out.push_str("<h3>Siblings passed over, and decoding</h3>\n<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n<tr><th></th>");
-    for c in Coding::ALL {
-        let _ = write!(out, "<th>{}</th>", c.token());
-    }
-    out.push_str("</tr>\n");
-    let what = [
-        (Reason::Stale, "stale (older than the original)"),
-        (Reason::Refused, "refused by access rules"),
-        (Reason::Window, "window over the decoding limit"),
-        (Reason::Undecodable, "undecodable"),
-    ];
-    for (r, label) in what {
-        let _ = write!(out, "<tr><td>{label}</td>");
-        for c in Coding::ALL {
-            let _ = write!(
-                out,
-                "<td align=\"right\">{}</td>",
-                s.get(slot::passed_over(r, c))
-            );
-        }
-        out.push_str("</tr>\n");
-    }
-    out.push_str("<tr><td>CPU spent decoding</td>");
-    for c in Coding::ALL {
-        let _ = write!(
-            out,
-            "<td align=\"right\">{} s</td>",
-            Value::Micros(s.get(slot::decode_cpu_us(c)))
-        );
-    }
-    out.push_str("</tr>\n</table>\n");
-}
-
-fn on_demand_table(s: &Snapshot, out: &mut String) {
-    let pid = s.get(slot::COMPRESSOR_PID);
-    let _ = writeln!(
-        out,
-        "<h3>On-demand cache</h3>\n<p>Compressor pid {pid}: started {} times, {} after dying; \
-         {} s of CPU. The cache holds {} entries, {}; {} evicted.</p>",
-        s.get(slot::COMPRESSOR_STARTS),
-        s.get(slot::COMPRESSOR_RESTARTS),
-        Value::Micros(s.get(slot::COMPRESSOR_CPU_US)),
-        s.get(slot::CACHE_ENTRIES),
-        bytes(s.get(slot::CACHE_BYTES)),
-        s.get(slot::CACHE_EVICTIONS)
-    );
-    out.push_str(
-        "<table border=\"1\" cellpadding=\"4\" style=\"border-collapse: collapse\">\n<tr>",
-    );
-    for j in Job::ALL {
-        let _ = write!(out, "<th>copies {}</th>", j.name().replace('_', " "));
-    }
-    out.push_str("</tr>\n<tr>");
-    for j in Job::ALL {
-        let _ = write!(out, "<td align=\"right\">{}</td>", s.get(slot::job(j)));
-    }
-    out.push_str("</tr>\n</table>\n");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn sample() -> Snapshot {
-        let mut values = [0u64; slot::COUNT];
-        let o = Outcome::Precompressed(Coding::Br);
-        values[slot::responses(o)] = 3;
-        values[slot::sent_bytes(o)] = 300;
-        values[slot::original_bytes(o)] = 1000;
-        values[slot::decode_cpu_us(Coding::Gzip)] = 1_500_000;
-        values[slot::passed_over(Reason::Stale, Coding::Zstd)] = 2;
-        Snapshot {
-            values,
-            on_demand: true,
-        }
-    }
+    use crate::tally::tests::sample;
 
     #[test]
     fn prometheus_has_help_type_and_labelled_samples() {
@@ -421,7 +195,7 @@ mod tests {
     #[test]
     fn auto_lines_have_totals_and_one_key_each() {
         let text = auto(&sample());
-        assert!(text.starts_with("GzipDiskNgResponses: 3\nGzipDiskNgSentBytes: 300\nGzipDiskNgOriginalBytes: 1000\nGzipDiskNgSavedBytes: 700\n"));
+        assert!(text.starts_with("GzipDiskNgResponses: 3\nGzipDiskNgSentBytes: 300\nGzipDiskNgOriginalBytes: 1000\nGzipDiskNgUnknownSizeSentBytes: 0\nGzipDiskNgSavedBytes: 700\n"));
         assert!(text.contains("GzipDiskNgResponsesPrecompressedBr: 3\n"));
         assert!(text.contains("GzipDiskNgSiblingsPassedOverStaleZstd: 2\n"));
         let mut keys: Vec<&str> = text
@@ -433,19 +207,5 @@ mod tests {
         keys.sort_unstable();
         keys.dedup();
         assert_eq!(keys.len(), n, "keys are unique");
-    }
-
-    #[test]
-    fn html_shows_what_was_saved() {
-        let text = html(&sample(), 100);
-        assert!(text.contains("<b>700 B saved (70.0 %)</b>"), "{text}");
-        assert!(text.contains("On-demand cache"));
-    }
-
-    #[test]
-    fn bytes_read_as_people_read_them() {
-        assert_eq!(bytes(999), "999 B");
-        assert_eq!(bytes(1536), "1.5 KiB");
-        assert_eq!(bytes(3 * 1024 * 1024), "3.0 MiB");
     }
 }
