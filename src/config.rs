@@ -316,6 +316,12 @@ impl DirConfig {
         self.on_demand.unwrap_or(false)
     }
 
+    /// Whether, among equal q, the smallest representation goes first:
+    /// the default, unless `GzipDiskNgEncodings` set an order of its own.
+    pub fn smallest_first(&self) -> bool {
+        self.encodings.is_none()
+    }
+
     /// Allowed codings in preference order.
     pub fn encodings(&self) -> &[Coding] {
         self.encodings.as_deref().unwrap_or(&Coding::ALL)
@@ -442,6 +448,7 @@ mod tests {
     fn defaults() {
         let c = DirConfig::default();
         assert_eq!(c.encodings(), &Coding::ALL);
+        assert!(c.smallest_first());
         assert!(c.decompress());
         assert_eq!(c.status_header(), Some(DEFAULT_STATUS_HEADER));
         assert_eq!(c.jitter(), None);
@@ -461,6 +468,15 @@ mod tests {
         };
         let m = outer.merge(&inner);
         assert_eq!(m.encodings(), &[Coding::Gzip]);
+        // An order set outside stays fixed inside, even the default one.
+        assert!(!m.smallest_first());
+        let all = DirConfig {
+            encodings: Some(Coding::ALL.to_vec()),
+            ..Default::default()
+        };
+        assert!(!DirConfig::default().merge(&all).smallest_first());
+        assert!(!all.merge(&inner).smallest_first());
+        assert!(DirConfig::default().merge(&inner).smallest_first());
         assert!(m.decompress());
         assert_eq!(m.status_header(), None);
         let back = inner.merge(&DirConfig::default());

@@ -64,16 +64,22 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         .then(cache::active)
         .flatten()
         .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
+    let ranked = accepted.ranked(dir.encodings());
+    let attempt = Attempt::new(req, filename, settings, original, dictionary, cache);
+    // The default order sends the smallest; an admin's order is fixed.
+    let sizes =
+        (original.is_some() && dir.smallest_first()).then(|| attempt.sizes(&ranked, &deltas));
     let candidates = variant::candidates(&Inputs {
         original,
-        ranked: accepted.ranked(dir.encodings()),
+        ranked,
         allowed: dir.encodings(),
         identity_preference: accepted.identity_preference(),
         decompress: dir.decompress(),
         deltas,
         cache: cache.is_some(),
+        sizes,
     });
-    Attempt::new(req, filename, settings, original, dictionary, cache).walk(&candidates)
+    attempt.walk(&candidates)
 }
 
 /// What `r->finfo` says of the original: missing when the fixup put a

@@ -27,6 +27,7 @@ pub mod negotiate;
 pub mod ondemand;
 pub mod publish;
 mod respond;
+mod size_memo;
 mod status;
 mod store_guard;
 pub mod tally;

@@ -131,6 +131,114 @@ pub struct Inputs<'a> {
     /// Whether the original is compressed on demand: a coding without a
     /// fresh sibling is then sent from the cache.
     pub cache: bool,
+    /// The representations' sizes, where the smallest goes first among
+    /// equal q (the default order); `None`: the server's fixed order
+    /// (`GzipDiskNgEncodings` set, or no original to key sizes by).
+    pub sizes: Option<Sizes>,
+}
+
+/// What is known of one representation's size: an ordering hint, never
+/// a reason to send it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Size {
+    #[default]
+    Unknown,
+    /// Neither a fresh sibling nor a cached copy.
+    Absent,
+    Bytes(u64),
+}
+
+/// The sizes of the representations of one file version: per coding
+/// (`Coding::index`) the fresh sibling's, else the cached copy's, and per
+/// dictionary coding (`DeltaCoding::index`) the delta's.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Sizes {
+    pub codings: [Size; 3],
+    pub deltas: [Size; 2],
+}
+
+/// A representation to place: a delta or a coding's (sibling, then
+/// cached copy).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Rep {
+    Delta(DeltaCoding),
+    Coding(Coding),
+}
+
+impl Rep {
+    /// Decoding speed, fastest first: zstd (and dcz), brotli (and dcb),
+    /// gzip. Breaks ties between equal sizes, and keeps the default
+    /// `zstd br gzip` where no size is known.
+    fn speed_rank(self) -> u8 {
+        match self {
+            Rep::Delta(DeltaCoding::Dcz) | Rep::Coding(Coding::Zstd) => 0,
+            Rep::Delta(DeltaCoding::Dcb) | Rep::Coding(Coding::Br) => 1,
+            Rep::Coding(Coding::Gzip) => 2,
+        }
+    }
+
+    fn size(self, s: &Sizes) -> Size {
+        match self {
+            Rep::Delta(d) => s.deltas[d.index()],
+            Rep::Coding(c) => s.codings[c.index()],
+        }
+    }
+}
+
+/// The accepted representations with their q, best first: deltas, then
+/// the codings in the server's order among equal q; with `sizes`, each
+/// run of equal q (the deltas joining the first) goes smallest first,
+/// sizes unknown last, ties by decoding speed. Deterministic: the same
+/// sizes give the same order.
+fn ordered(inp: &Inputs, preferred: impl Fn(u16) -> bool) -> ([(Rep, u16); 5], usize) {
+    let mut items = [(Rep::Coding(Coding::Gzip), 0u16); 5];
+    let mut n = 0;
+    let top = inp.ranked.iter_q().next().map(|(_, q)| q);
+    let delta_q = match (inp.sizes, top) {
+        (Some(_), Some(q)) if preferred(q) => q,
+        _ => u16::MAX,
+    };
+    for (d, q) in inp.deltas.into_iter().flatten() {
+        if preferred(q) {
+            items[n] = (Rep::Delta(d), delta_q);
+            n += 1;
+        }
+    }
+    for (c, q) in inp.ranked.iter_q() {
+        if n < items.len() {
+            items[n] = (Rep::Coding(c), q);
+            n += 1;
+        }
+    }
+    if let Some(sizes) = &inp.sizes {
+        let mut keyed = [((0u16, 0u64, 0u8, 0usize), items[0]); 5];
+        for (i, it) in items[..n].iter().enumerate() {
+            let bytes = match it.0.size(sizes) {
+                Size::Bytes(b) => b,
+                Size::Unknown | Size::Absent => u64::MAX,
+            };
+            keyed[i] = ((u16::MAX - it.1, bytes, it.0.speed_rank(), i), *it);
+        }
+        keyed[..n].sort_unstable_by_key(|k| k.0);
+        for (i, k) in keyed[..n].iter().enumerate() {
+            items[i] = k.1;
+        }
+    }
+    (items, n)
+}
+
+/// The codings whose size can change the order: those sharing their q
+/// with another coding, or, when a delta joins them (`with_deltas`),
+/// those of the best q. A client naming one coding, or each at its own
+/// q, needs no size.
+pub fn sizes_wanted(ranked: &Ranked, with_deltas: bool) -> [bool; 3] {
+    let mut wanted = [false; 3];
+    let top = ranked.iter_q().next().map(|(_, q)| q);
+    for (c, q) in ranked.iter_q() {
+        let shared = ranked.iter_q().filter(|&(_, q2)| q2 == q).count() > 1;
+        wanted[c.index()] = shared || (with_deltas && Some(q) == top);
+    }
+    wanted
 }
 
 /// The candidates, in the order to try them.
@@ -175,30 +283,30 @@ pub fn candidates(inp: &Inputs) -> Candidates {
         len: 0,
     };
     let preferred = |q: u16| inp.original.is_none() || q >= inp.identity_preference;
-    for (d, q) in inp.deltas.into_iter().flatten() {
-        if preferred(q) {
-            out.push(Candidate::Delta(d));
+    let (items, n) = ordered(inp, preferred);
+    let mut original_pushed = inp.original.is_none();
+    for &(rep, q) in &items[..n] {
+        let c = match rep {
+            Rep::Delta(d) => {
+                out.push(Candidate::Delta(d));
+                continue;
+            }
+            Rep::Coding(c) => c,
+        };
+        if !preferred(q) && !original_pushed {
+            out.push(Candidate::Original);
+            original_pushed = true;
+        }
+        out.push(Candidate::Send(c));
+        if inp.cache && inp.original.is_some() {
+            out.push(Candidate::Cached(c));
         }
     }
     if inp.original.is_some() {
-        let mut original_pushed = false;
-        for (c, q) in inp.ranked.iter_q() {
-            if !preferred(q) && !original_pushed {
-                out.push(Candidate::Original);
-                original_pushed = true;
-            }
-            out.push(Candidate::Send(c));
-            if inp.cache {
-                out.push(Candidate::Cached(c));
-            }
-        }
         if !original_pushed {
             out.push(Candidate::Original);
         }
         return out;
-    }
-    for c in inp.ranked.iter() {
-        out.push(Candidate::Send(c));
     }
     if inp.decompress {
         let order: &[(Coding, Window)] = if inp.cache {
@@ -240,7 +348,23 @@ mod tests {
             decompress: true,
             deltas: delta_codings(&acc),
             cache: false,
+            sizes: None,
         }
+    }
+
+    /// Sizes of zstd, br and gzip (`None`: absent).
+    fn sized(z: Option<u64>, b: Option<u64>, g: Option<u64>) -> Sizes {
+        let s = |o: Option<u64>| o.map_or(Size::Absent, Size::Bytes);
+        Sizes {
+            codings: [s(z), s(b), s(g)],
+            deltas: [Size::Unknown; 2],
+        }
+    }
+
+    fn by_size(ae: &str, sizes: Sizes) -> Vec<Candidate> {
+        let mut i = inputs(Some(ae), meta(5));
+        i.sizes = Some(sizes);
+        candidates(&i).as_slice().to_vec()
     }
 
     fn order(ae: Option<&str>, orig: Option<FileMeta>) -> Vec<Candidate> {
@@ -391,6 +515,101 @@ mod tests {
         );
         assert_eq!(order("dcz;q=0, dcb"), [DeltaCoding::Dcb]);
         assert!(order("*, gzip").is_empty());
+    }
+
+    #[test]
+    fn among_equal_q_the_smallest_goes_first() {
+        let n = None;
+        let cases = [
+            (sized(Some(120), Some(100), Some(130)), [Br, Zstd, Gzip]),
+            (sized(Some(90), Some(100), Some(80)), [Gzip, Zstd, Br]),
+            // Ties by decoding speed: zstd, br, gzip.
+            (sized(Some(100), Some(100), Some(100)), [Zstd, Br, Gzip]),
+            (sized(Some(200), Some(100), Some(100)), [Br, Gzip, Zstd]),
+            // Absent and unknown last, in speed order.
+            (sized(n, n, Some(100)), [Gzip, Zstd, Br]),
+            (Sizes::default(), [Zstd, Br, Gzip]),
+        ];
+        for (sizes, want) in cases {
+            let mut want: Vec<_> = want.map(Send).to_vec();
+            want.push(Original);
+            assert_eq!(by_size("gzip, deflate, br, zstd", sizes), want, "{sizes:?}");
+        }
+    }
+
+    #[test]
+    fn q_values_win_over_sizes() {
+        let small_br = sized(Some(200), Some(100), Some(150));
+        assert_eq!(
+            by_size("br;q=0.5, zstd", small_br),
+            [Send(Zstd), Send(Br), Original]
+        );
+        // Each run of equal q is ordered by itself.
+        assert_eq!(
+            by_size("zstd, gzip;q=0.5, br;q=0.5", small_br),
+            [Send(Zstd), Send(Br), Send(Gzip), Original]
+        );
+        // Identity preferred keeps its place between runs.
+        assert_eq!(
+            by_size("zstd;q=0.5, br;q=0.5, identity;q=0.8", small_br),
+            [Original, Send(Br), Send(Zstd)]
+        );
+    }
+
+    #[test]
+    fn cached_copies_follow_their_coding() {
+        let mut i = inputs(Some("gzip, br, zstd"), meta(5));
+        i.cache = true;
+        i.sizes = Some(sized(Some(300), Some(100), Some(200)));
+        assert_eq!(
+            candidates(&i).as_slice(),
+            [
+                Send(Br),
+                Cached(Br),
+                Send(Gzip),
+                Cached(Gzip),
+                Send(Zstd),
+                Cached(Zstd),
+                Original
+            ]
+        );
+    }
+
+    #[test]
+    fn a_delta_larger_than_a_sibling_goes_after_it() {
+        let mut s = sized(Some(300), Some(100), Some(200));
+        s.deltas = [Size::Bytes(150), Size::Absent];
+        assert_eq!(
+            by_size("gzip, br, zstd, dcb, dcz", s),
+            [
+                Send(Br),
+                Delta(DeltaCoding::Dcz),
+                Send(Gzip),
+                Send(Zstd),
+                Delta(DeltaCoding::Dcb),
+                Original
+            ]
+        );
+        s.deltas = [Size::Bytes(50), Size::Absent];
+        assert_eq!(
+            by_size("gzip, br, zstd, dcz", s)[0],
+            Delta(DeltaCoding::Dcz)
+        );
+        // Without sizes deltas stay first.
+        assert_eq!(
+            order(Some("gzip;q=0.5, dcz;q=0.1"), meta(1))[0],
+            Delta(DeltaCoding::Dcz)
+        );
+    }
+
+    #[test]
+    fn sizes_are_wanted_only_where_they_can_change_the_order() {
+        let w = |ae, deltas| sizes_wanted(&Accepted::parse(Some(ae)).ranked(&ORDER), deltas);
+        assert_eq!(w("gzip, deflate, br, zstd", false), [true; 3]);
+        assert_eq!(w("gzip", false), [false; 3]);
+        assert_eq!(w("gzip", true), [false, false, true]);
+        assert_eq!(w("gzip, br;q=0.5, zstd;q=0.5", false), [true, true, false]);
+        assert_eq!(w("gzip;q=0.9, br;q=0.5", false), [false; 3]);
     }
 
     #[test]

@@ -12,7 +12,6 @@ use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
-use std::process::Command;
 
 const AE: &str = "gzip, deflate, br, zstd, dcb, dcz";
 
@@ -20,27 +19,6 @@ const AE: &str = "gzip, deflate, br, zstd, dcb, dcz";
 fn announce(dictionary: &[u8]) -> String {
     let hash = Sha256::digest(dictionary);
     sfv::ItemSerializer::new().bare_item(&hash[..]).finish()
-}
-
-/// A dcz body (RFC 9842 §4): magic, the dictionary's SHA-256, then
-/// `zstd --patch-from` output.
-fn dcz(dir: &Path, dictionary: &[u8], data: &[u8]) -> Vec<u8> {
-    let (d, v) = (dir.join("dict.tmp"), dir.join("new.tmp"));
-    fs::write(&d, dictionary).unwrap();
-    fs::write(&v, data).unwrap();
-    let out = Command::new("zstd")
-        .args(["-q", "-19", "-c", "--patch-from"])
-        .arg(&d)
-        .arg(&v)
-        .output()
-        .expect("zstd CLI");
-    assert!(out.status.success());
-    fs::remove_file(d).unwrap();
-    fs::remove_file(v).unwrap();
-    let mut body = vec![0x5e, 0x2a, 0x4d, 0x18, 0x20, 0, 0, 0];
-    body.extend_from_slice(&Sha256::digest(dictionary));
-    body.extend_from_slice(&out.stdout);
-    body
 }
 
 /// The delta's file name beside `name`.
@@ -69,7 +47,7 @@ fn site(docroot: &Path) -> Site {
     v2.splice(30_000..30_010, b"version 2!".iter().copied());
     v2.extend_from_slice(b"/* appended in version 2 */\n");
     publish(docroot, "app.js", &v2, true, &[".gz", ".br"]);
-    let delta = dcz(docroot, &v1, &v2);
+    let delta = dcz_cli(&v1, &v2, "-19");
     let p = docroot.join(delta_name("app.js", &v1, DeltaCoding::Dcz));
     fs::write(&p, &delta).unwrap();
     set_mtime(
@@ -427,7 +405,7 @@ fn a_delta_whose_header_names_another_dictionary_is_not_sent() {
         let site = site(d);
         let p = d.join(delta_name("app.js", &site.v1, DeltaCoding::Dcz));
         let t = mtime(&p);
-        fs::write(&p, dcz(d, &v0, &site.v2)).unwrap();
+        fs::write(&p, dcz_cli(&v0, &site.v2, "-19")).unwrap();
         set_mtime(&p, t);
         s = Some(site);
     });

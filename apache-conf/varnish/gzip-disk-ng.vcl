@@ -6,11 +6,12 @@
 # RFC 9842 dictionary deltas (dcz, dcb) are never asked for. This file
 # makes Varnish a faithful cache of what the module sends:
 #
-#  - Accept-Encoding is reduced to the one coding the module would choose
-#    (zstd, then br, then gzip at equal q; q=0 excludes; `*` stands for
-#    codings not named; no header, or nothing acceptable: identity), so the
-#    cache holds one object per representation instead of one per browser
-#    version's header string;
+#  - Accept-Encoding is reduced to the codings the module chooses among:
+#    those at the highest q, in one order (`zstd, br, gzip`; q=0 excludes;
+#    `*` stands for codings not named; no header, or nothing acceptable:
+#    identity). The module sends the smallest of them, so the cache holds
+#    one object per set of codings instead of one per browser version's
+#    header string;
 #  - dcz and dcb are kept, and the object is keyed by Available-Dictionary,
 #    only when the client names them and announces a dictionary;
 #  - Varnish's own gzip handling is turned off for these responses: the
@@ -121,24 +122,33 @@ sub gdn_q {
     }
 }
 
-# The coding the module sends when its sibling exists: the highest q,
-# and among equal q the server's order zstd, br, gzip. If your site
-# publishes only some codings (say .gz alone), delete the others' lines
-# here, or clients that prefer them get the original instead.
+# The codings the module chooses among: those at the highest q, listed in
+# one order (it sends the smallest, or with GzipDiskNgEncodings set the
+# first of its order, of those that exist).
 sub gdn_choose {
     unset req.http.gdn-best;
-    if (std.real(req.http.gdn-q-zstd, 0) > 0
-        && std.real(req.http.gdn-q-zstd, 0) >= std.real(req.http.gdn-q-br, 0)
-        && std.real(req.http.gdn-q-zstd, 0) >= std.real(req.http.gdn-q-gzip, 0)) {
-        set req.http.gdn-best = "zstd";
+    set req.http.gdn-best-q = "0";
+    if (std.real(req.http.gdn-q-zstd, 0) > std.real(req.http.gdn-best-q, 0)) {
         set req.http.gdn-best-q = req.http.gdn-q-zstd;
-    } elsif (std.real(req.http.gdn-q-br, 0) > 0
-        && std.real(req.http.gdn-q-br, 0) >= std.real(req.http.gdn-q-gzip, 0)) {
-        set req.http.gdn-best = "br";
+    }
+    if (std.real(req.http.gdn-q-br, 0) > std.real(req.http.gdn-best-q, 0)) {
         set req.http.gdn-best-q = req.http.gdn-q-br;
-    } elsif (std.real(req.http.gdn-q-gzip, 0) > 0) {
-        set req.http.gdn-best = "gzip";
+    }
+    if (std.real(req.http.gdn-q-gzip, 0) > std.real(req.http.gdn-best-q, 0)) {
         set req.http.gdn-best-q = req.http.gdn-q-gzip;
+    }
+    if (std.real(req.http.gdn-best-q, 0) > 0) {
+        set req.http.gdn-best = "";
+        if (std.real(req.http.gdn-q-zstd, 0) == std.real(req.http.gdn-best-q, 0)) {
+            set req.http.gdn-best = req.http.gdn-best + ", zstd";
+        }
+        if (std.real(req.http.gdn-q-br, 0) == std.real(req.http.gdn-best-q, 0)) {
+            set req.http.gdn-best = req.http.gdn-best + ", br";
+        }
+        if (std.real(req.http.gdn-q-gzip, 0) == std.real(req.http.gdn-best-q, 0)) {
+            set req.http.gdn-best = req.http.gdn-best + ", gzip";
+        }
+        set req.http.gdn-best = regsub(req.http.gdn-best, "^, ", "");
     }
     # A client giving identity (or `*`) a higher q than the coding gets
     # the original from the module: identity here too.

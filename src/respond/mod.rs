@@ -14,14 +14,16 @@ use crate::counters;
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
+use crate::negotiate::Ranked;
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::Kind;
+use crate::size_memo;
 use crate::tally::{self, Outcome};
-use crate::variant::{Candidate, Candidates, FileMeta};
+use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::{Cell, OnceCell};
 use std::ffi::CStr;
 
 /// Request note for `LogFormat "%{gzip-disk-ng}n"`.
@@ -43,6 +45,13 @@ pub struct Attempt<'a, 'r> {
     siblings: Siblings<Sibling<'r>>,
     /// The dictionary the client announced (SHA-256), for deltas.
     dictionary: Option<[u8; 32]>,
+    /// The deltas against it, looked up once.
+    deltas: [OnceCell<Option<Sibling<'r>>>; 2],
+    /// What the on-demand cache holds per coding, looked up once.
+    copies: [OnceCell<Held<'r>>; 3],
+    /// The sizes remembered for the original's version, checked against
+    /// each representation looked up.
+    memo: Cell<Option<Sizes>>,
     /// Siblings this request could not open, so each is tried once.
     gone: Unopenable,
     /// Siblings a decode was attempted from, so each is tried once.
@@ -71,6 +80,9 @@ impl<'a, 'r> Attempt<'a, 'r> {
             original,
             siblings: Siblings::default(),
             dictionary,
+            deltas: Default::default(),
+            copies: Default::default(),
+            memo: Cell::new(None),
             gone: Unopenable::default(),
             decoded: Cell::new([false; 3]),
             cache,
@@ -160,25 +172,108 @@ impl<'a, 'r> Attempt<'a, 'r> {
         }
     }
 
-    /// The cached copy of the original in coding `c`; a missing one is
-    /// asked for once the request is answered.
-    fn cached(&self, c: Coding) -> Result<(&'r CStr, File<'r>), Skip> {
-        let cache = self.cache.ok_or(Skip)?;
+    /// The cached copy of the original in coding `c`, looked up once per
+    /// request; a missing one is asked for once the request is answered.
+    fn copy(&self, c: Coding) -> Held<'r> {
+        *self.copies[c.index()].get_or_init(|| {
+            let held = self.find_copy(c);
+            if let Held::Ready(_, f) = held {
+                self.check_memo(c, Size::Bytes(f.info().size()));
+            }
+            held
+        })
+    }
+
+    fn find_copy(&self, c: Coding) -> Held<'r> {
+        let Some(cache) = self.cache else {
+            return Held::NotWorth;
+        };
         let v = cache::version(&self.req.finfo());
         if cache.asked_lately(&v, c, self.req.request_time_us()) {
             self.wanted.set(self.wanted.get().with(c));
-            return Err(Skip);
+            return Held::Missing;
         }
         match cache.find(self.req, &v, Kind::Coded(c)) {
-            Copy::Ready(path, file) => {
-                cache.touch(v, Kind::Coded(c), self.req.request_time_secs());
-                Ok((path, file))
-            }
-            Copy::NotWorth => Err(Skip),
+            Copy::Ready(path, file) => Held::Ready(path, file),
+            Copy::NotWorth => Held::NotWorth,
             Copy::Missing => {
                 self.wanted.set(self.wanted.get().with(c));
-                Err(Skip)
+                Held::Missing
             }
+        }
+    }
+
+    /// The cached copy in coding `c`, to send: its use is told to the
+    /// compressor.
+    fn cached(&self, c: Coding) -> Result<(&'r CStr, File<'r>), Skip> {
+        let (Held::Ready(path, file), Some(cache)) = (self.copy(c), self.cache) else {
+            return Err(Skip);
+        };
+        let v = cache::version(&self.req.finfo());
+        cache.touch(v, Kind::Coded(c), self.req.request_time_secs());
+        Ok((path, file))
+    }
+
+    /// The sizes of the representations the client accepts at equal q,
+    /// for the default order (smallest first): remembered per version of
+    /// the original, else learned by looking each up (as the walk would,
+    /// so none is looked up twice) and remembered. Deltas are looked up:
+    /// the walk would start with them anyway.
+    pub fn sizes(&self, ranked: &Ranked, deltas: &[Option<(DeltaCoding, u16)>; 2]) -> Sizes {
+        let mut sizes = Sizes::default();
+        for &(d, _) in deltas.iter().flatten() {
+            sizes.deltas[d.index()] = self
+                .delta(d)
+                .map_or(Size::Absent, |s| Size::Bytes(s.info.size()));
+        }
+        let wanted = variant::sizes_wanted(ranked, deltas.iter().any(Option::is_some));
+        if !wanted.contains(&true) {
+            return sizes;
+        }
+        let (v, now) = (self.req.finfo().version(), self.req.request_time_secs());
+        let mut memo = size_memo::get(&v, now).unwrap_or_default();
+        let mut learned = false;
+        for c in Coding::ALL {
+            let known = &mut memo.codings[c.index()];
+            if !wanted[c.index()] || *known != Size::Unknown {
+                continue;
+            }
+            let size = self.learn(c);
+            // A copy still being made is looked for again next time.
+            if size != Size::Unknown {
+                *known = size;
+                learned = true;
+            }
+        }
+        if learned {
+            size_memo::put(v, memo, now);
+        }
+        self.memo.set(Some(memo));
+        sizes.codings = memo.codings;
+        sizes
+    }
+
+    /// The size of coding `c`'s representation: its fresh sibling's, else
+    /// its cached copy's (`Unknown` while the copy is being made).
+    fn learn(&self, c: Coding) -> Size {
+        if let Found::Fresh(s) = self.found(c) {
+            return Size::Bytes(s.info.size());
+        }
+        match self.copy(c) {
+            Held::Ready(_, f) => Size::Bytes(f.info().size()),
+            Held::NotWorth => Size::Absent,
+            Held::Missing => Size::Unknown,
+        }
+    }
+
+    /// Forgets the remembered sizes when a representation looked up is not
+    /// as they say, so the next request learns them again.
+    fn check_memo(&self, c: Coding, actual: Size) {
+        let Some(memo) = self.memo.get() else { return };
+        let known = memo.codings[c.index()];
+        if known != Size::Unknown && known != actual {
+            size_memo::forget(&self.req.finfo().version());
+            self.memo.set(None);
         }
     }
 
@@ -254,8 +349,17 @@ impl<'a, 'r> Attempt<'a, 'r> {
             if !self.settings.dir.encodings().contains(&c) {
                 return None;
             }
-            let s = lookup::find_sibling(self.req, self.filename, c)?;
-            let fresh = crate::variant::usable(lookup::meta(&s.info), self.original);
+            let found = lookup::find_sibling(self.req, self.filename, c);
+            let fresh = found
+                .as_ref()
+                .filter(|s| variant::usable(lookup::meta(&s.info), self.original));
+            match fresh {
+                Some(s) => self.check_memo(c, Size::Bytes(s.info.size())),
+                None if self.cache.is_none() => self.check_memo(c, Size::Absent),
+                None => {}
+            }
+            let s = found?;
+            let fresh = fresh.is_some();
             if !fresh {
                 lookup::warn_stale(self.req, self.filename, &s);
                 counters::passed_over(crate::tally::Reason::Stale, c);
@@ -287,12 +391,12 @@ impl<'a, 'r> Attempt<'a, 'r> {
     /// The delta against the announced dictionary, if it exists and is
     /// fresh.
     fn delta(&self, d: DeltaCoding) -> Result<Sibling<'r>, Skip> {
-        let hash = self.dictionary.as_ref().ok_or(Skip)?;
-        let s = lookup::find_delta(self.req, self.filename, d, hash).ok_or(Skip)?;
-        if !crate::variant::usable(lookup::meta(&s.info), self.original) {
-            return Err(Skip);
-        }
-        Ok(s)
+        let found = self.deltas[d.index()].get_or_init(|| {
+            let hash = self.dictionary.as_ref()?;
+            let s = lookup::find_delta(self.req, self.filename, d, hash)?;
+            variant::usable(lookup::meta(&s.info), self.original).then_some(s)
+        });
+        (*found).ok_or(Skip)
     }
 
     /// Opens a sibling once per request; one that cannot be opened (or is
@@ -307,6 +411,17 @@ impl<'a, 'r> Attempt<'a, 'r> {
         d[c.index()] = true;
         self.decoded.set(d);
     }
+}
+
+/// What the on-demand cache holds of one coding.
+#[derive(Clone, Copy)]
+enum Held<'r> {
+    /// The copy, where it is, opened.
+    Ready(&'r CStr, File<'r>),
+    /// Nothing to send or ask for (no cache, not worth it, planted).
+    NotWorth,
+    /// Missing or being made: asked for.
+    Missing,
 }
 
 /// 404 for a file that does not exist (or path info after one).

@@ -235,6 +235,28 @@ pub fn zstd_cli_decode_with(dictionary: &[u8], frame: &[u8]) -> Vec<u8> {
     filter_through("zstd", &["-q", "-d", "-c", "--long=31", "-D", &dict], frame)
 }
 
+/// A dcz body (RFC 9842 §4) of `data` against `dictionary`, made with
+/// the `zstd` CLI at `level` (`-19`): magic, the dictionary's SHA-256,
+/// then `zstd --patch-from` output.
+pub fn dcz_cli(dictionary: &[u8], data: &[u8], level: &str) -> Vec<u8> {
+    use sha2::{Digest, Sha256};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (d, v) = (dir.path().join("dictionary"), dir.path().join("new"));
+    std::fs::write(&d, dictionary).expect("write dictionary");
+    std::fs::write(&v, data).expect("write data");
+    let out = Command::new("zstd")
+        .args(["-q", level, "-c", "--patch-from"])
+        .arg(&d)
+        .arg(&v)
+        .output()
+        .expect("zstd CLI");
+    assert!(out.status.success());
+    let mut body = vec![0x5e, 0x2a, 0x4d, 0x18, 0x20, 0, 0, 0];
+    body.extend_from_slice(&Sha256::digest(dictionary));
+    body.extend_from_slice(&out.stdout);
+    body
+}
+
 /// Whether `prog --version` runs and succeeds.
 pub fn have(prog: &str) -> bool {
     Command::new(prog)

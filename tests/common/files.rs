@@ -77,3 +77,17 @@ pub fn corrupt(p: &Path) {
     }
     write_at(p, &d, t);
 }
+
+/// The sibling of `base` the default order sends a client accepting every
+/// coding equally: the smallest, ties by decoding speed (zstd, br, gzip);
+/// its coding and bytes.
+pub fn smallest_sibling(base: &Path) -> (&'static str, Vec<u8>) {
+    Coding::ALL
+        .iter()
+        .filter_map(|c| {
+            let bytes = fs::read(sibling(base, c.suffixes()[0])).ok()?;
+            Some((c.token(), bytes))
+        })
+        .min_by_key(|(_, b)| b.len())
+        .expect("a sibling")
+}
