@@ -31,9 +31,9 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
         scope: Scope::DirectoryFileInfo,
-        help: c"Codings served from siblings, in server preference order: zstd br gzip",
+        help: c"Codings served from siblings, in this fixed order (default: zstd br gzip, smallest first)",
         syntax: "GzipDiskNgEncodings coding [coding] [coding]",
-        default: "`zstd br gzip`",
+        default: "all three, smallest first",
         main_server: false,
     },
     DirectiveDoc {
