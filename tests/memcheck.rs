@@ -107,6 +107,9 @@ fn start(root: &Path, port: u16) -> Child {
             "--show-leak-kinds=definite",
             "--errors-for-leak-kinds=definite",
             "--num-callers=30",
+            // Apache unloads the module before the leak check: keep its
+            // symbols so stacks name its functions.
+            "--keep-debuginfo=yes",
             &format!("--suppressions={supp}"),
             &format!("--log-file={}/vg.%p.log", root.display()),
         ])
