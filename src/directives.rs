@@ -251,6 +251,50 @@ mod tests {
         assert_eq!(sections, names);
     }
 
+    /// Resolves file arguments against a directory, as httpd does
+    /// against ServerRoot.
+    struct Root(PathBuf);
+
+    impl Parms for Root {
+        fn server_relative(&self, path: &str) -> Option<PathBuf> {
+            Some(self.0.join(path))
+        }
+    }
+
+    fn row(name: &str) -> &'static DirectiveDoc {
+        DIRECTIVES.iter().find(|d| d.name() == name).unwrap()
+    }
+
+    /// Each row's setter sets its own setting, and only where its scope
+    /// says: a server-only directive sets the server's configuration.
+    #[test]
+    fn each_row_sets_its_own_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k"), b"key").unwrap();
+        let root = Root(dir.path().to_path_buf());
+        let mut d = DirConfig::default();
+        let mut s = ServerConfig::default();
+        let mut apply = |name: &str, args: Args<'_>| match row(name).set {
+            Set::Dir(set) => set(&mut d, args, &root),
+            Set::Server(set) => set(&mut s, args, &root),
+        };
+        apply("GzipDiskNgEncodings", Args::List(&["br"])).unwrap();
+        apply("GzipDiskNgDecompress", Args::Flag(false)).unwrap();
+        apply("GzipDiskNgCacheMaxSize", Args::One("2M")).unwrap();
+        apply("GzipDiskNgJitterKey", Args::One("k")).unwrap();
+        let e = apply("GzipDiskNgJitterKey", Args::One("missing")).unwrap_err();
+        assert!(e.starts_with("cannot use") && e.contains("missing"), "{e}");
+        assert!(apply("GzipDiskNgCompressorWorkers", Args::One("0")).is_err());
+        assert_eq!(d.encodings(), &[crate::coding::Coding::Br]);
+        assert!(!d.decompress());
+        assert_eq!(s.cache_max_size(), 2 << 20);
+        assert!(s.jitter_key.is_some());
+        for r in &DIRECTIVES {
+            let server = matches!(r.set, Set::Server(_));
+            assert_eq!(server, matches!(r.scope, Scope::Server), "{}", r.name());
+        }
+    }
+
     #[test]
     fn the_page_names_every_directive() {
         let page = man_page("1.2.3");
