@@ -46,7 +46,7 @@ fn codec_versions() {
     }
 }
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=csrc");
     println!("cargo:rerun-if-changed=build.rs");
     codec_versions();
@@ -97,9 +97,10 @@ fn main() {
     for d in &defines {
         builder = builder.clang_arg(d.clone());
     }
-    let bindings = builder.generate().expect("bindgen failed on httpd headers");
-    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
-    bindings
-        .write_to_file(out.join("bindings.rs"))
-        .expect("writing bindings");
+    let bindings = builder
+        .generate()
+        .map_err(|e| format!("bindgen failed on httpd headers: {e}"))?;
+    let out = PathBuf::from(env::var("OUT_DIR")?);
+    bindings.write_to_file(out.join("bindings.rs"))?;
+    Ok(())
 }

@@ -7,7 +7,7 @@
 //! holds every FFI call and names no application type; `module` declares
 //! the module on it, `handler` gathers a request's facts, `variant`
 //! decides and `respond` answers.
-#![deny(unsafe_code)]
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
 mod cache;
 pub mod coding;

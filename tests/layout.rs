@@ -1,6 +1,8 @@
 //! The source's shape: imports between the crate's top-level modules point
 //! one way (no module reaches, directly or through others, back to
 //! itself), and `src/httpd/`, the FFI layer, names no application module.
+// Tests may unwrap: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;

@@ -17,7 +17,9 @@ use std::marker::PhantomData;
 use std::ptr;
 
 pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
-pub use module::{Args, Command, Config, Directive, Hook, Module, Order, PostConfig, Scope, Takes};
+pub use module::{
+    Args, Command, Config, Directive, Hook, Module, Order, Parms, PostConfig, Scope, Set, Takes,
+};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
 /// this type names them.
