@@ -191,6 +191,21 @@ fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError>
     })
 }
 
+/// A decoder for `file` with its first chunk decoded and checked against
+/// the declared length.
+fn start<'s, 'r>(
+    c: Coding,
+    file: &'s File<'r>,
+    facts: &Facts,
+) -> Result<(Body<'s, File<'r>>, Chunk), DecodeError> {
+    let mut dec = Body::new(c, file, file.info().size(), Some(facts), OUT_CHUNK)?;
+    let first = fill(&mut dec)?;
+    match mismatch(first.filled as u64, first.eof, facts.declared_len) {
+        Some(e) => Err(e),
+        None => Ok((dec, first)),
+    }
+}
+
 /// Decodes a sibling on the fly for a client that accepts none. The first
 /// chunk is decoded before any header is set, so a sibling that fails
 /// early gives way to the next candidate, and a body that ends within it
@@ -216,16 +231,8 @@ pub(super) fn decompress<'r>(
     }
     let cpu = counters::cpu_now();
     let (facts, key) = checked?;
-    let size = file.info().size();
-    let body = Body::new(c, &file, size, Some(&facts), OUT_CHUNK);
-    let started = body.and_then(|mut dec| {
-        let first = fill(&mut dec)?;
-        match mismatch(first.filled as u64, first.eof, facts.declared_len) {
-            Some(e) => Err(e),
-            None => Ok((dec, first)),
-        }
-    });
-    let (mut dec, first) = started.map_err(|e| undecodable(req, c, s.path, &e, Some(&key)))?;
+    let (mut dec, first) =
+        start(c, &file, &facts).map_err(|e| undecodable(req, c, s.path, &e, Some(&key)))?;
     let declared = if first.eof {
         Some(first.filled as u64)
     } else {
