@@ -2,7 +2,6 @@
 //! own names: stat (symlinks per `Options`), the access rules for the
 //! sibling's name, and opening with the symlink check repeated.
 
-/// What a sibling lookup found.
 use crate::coding::{Coding, DeltaCoding};
 use crate::counters;
 use crate::dictionary;
@@ -276,27 +275,6 @@ pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
     });
 }
 
-/// This candidate could not be used (vanished, unreadable); try the next.
-pub struct Skip;
-
-/// Siblings this request could not open (or opened as something the
-/// symlink policy refuses), by coding: a sibling can be a candidate to
-/// send and then to decompress, but it is opened, and logged, once.
-#[derive(Default)]
-pub struct Unopenable(std::cell::Cell<[bool; 3]>);
-
-impl Unopenable {
-    fn has(&self, c: Coding) -> bool {
-        self.0.get()[c.index()]
-    }
-
-    fn add(&self, c: Coding) {
-        let mut v = self.0.get();
-        v[c.index()] = true;
-        self.0.set(v);
-    }
-}
-
 /// Why a file could not be opened as Apache would serve it.
 pub enum Refused {
     /// The open failed (permissions, vanished): APR's status.
@@ -340,34 +318,6 @@ pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, 
         log_swapped(req, s.path);
         Err(Refused::Swapped)
     }
-}
-
-/// Opens a sibling once per request: one that cannot be opened (or is
-/// opened as something the symlink policy refuses) gives way, with a debug
-/// line, and is not tried again.
-pub fn open_or_skip<'r>(
-    req: &Request<'r>,
-    c: Coding,
-    s: &Sibling<'r>,
-    gone: &Unopenable,
-) -> Result<File<'r>, Skip> {
-    if gone.has(c) {
-        return Err(Skip);
-    }
-    open_sibling(req, s).map_err(|why| {
-        gone.add(c);
-        if let Refused::Unreadable(st) = why {
-            req.log(
-                Level::Debug,
-                st,
-                &format!(
-                    "cannot open sibling, trying next: {}",
-                    s.path.to_string_lossy()
-                ),
-            );
-        }
-        Skip
-    })
 }
 
 #[cfg(test)]

@@ -240,16 +240,19 @@ fn log_note_names_the_path_taken() {
     }
 }
 
+/// mod_brotli and mod_deflate compressing what they may of the module's
+/// responses.
+fn filtering() -> Options {
+    Options {
+        modules: vec!["filter", "deflate", "brotli"],
+        dir: "SetHandler gzip-disk-ng\nSetOutputFilter BROTLI_COMPRESS;DEFLATE".into(),
+        ..Default::default()
+    }
+}
+
 #[test]
 fn compressing_filters_never_recompress() {
-    let a = Apache::start(
-        Options {
-            modules: vec!["filter", "deflate", "brotli"],
-            dir: "SetHandler gzip-disk-ng\nSetOutputFilter BROTLI_COMPRESS;DEFLATE".into(),
-            ..Default::default()
-        },
-        site,
-    );
+    let a = Apache::start(filtering(), site);
     for ae in ["gzip", "br", "zstd"] {
         let r = a.get("/p.html", Some(ae));
         assert_eq!(r.header("Content-Encoding"), Some(ae), "single coding");
@@ -267,6 +270,38 @@ fn compressing_filters_never_recompress() {
         )))
         .unwrap();
         assert_eq!(r.body, sib, "{ae}: the sibling's bytes, untouched");
+    }
+}
+
+/// A body mod_deflate or mod_brotli compressed on its way out is noted
+/// as the counters count it: on the fly, in the filter's coding, whether
+/// the module sent the original or decoded a sibling; what the module
+/// sent in a coding keeps its own note.
+#[test]
+fn filtered_bodies_are_noted_on_the_fly() {
+    let a = Apache::start(filtering(), |d| {
+        site(d);
+        put(d, "plain.html", &page(20_000, 6));
+    });
+    for (path, ae, note) in [
+        ("/plain.html", Some("gzip"), "gzip on-the-fly"),
+        ("/plain.html", Some("br"), "br on-the-fly"),
+        ("/sub/o.html", Some("gzip"), "gzip on-the-fly"),
+        ("/p.html", Some("gzip"), "gzip precompressed"),
+        ("/plain.html", None, "original"),
+    ] {
+        let r = a.get(path, ae);
+        assert_eq!(
+            (r.status, r.header("Content-Encoding")),
+            (200, ae),
+            "{path}"
+        );
+        let line = format!("GET {path} HTTP/1.1 200 {note}");
+        assert!(
+            a.last_access_ends_with(&line),
+            "{line}:\n{}",
+            a.access_log()
+        );
     }
 }
 

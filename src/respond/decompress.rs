@@ -1,16 +1,16 @@
-//! The decompress outcome: a sibling decoded on the fly for a client that
-//! accepts none, streamed through a fixed buffer.
+//! The decompress responder: a sibling decoded on the fly for a client
+//! that accepts none, streamed through a fixed buffer, or its decoded
+//! copy from the on-demand cache; and the 500 when none can be decoded.
 
-use super::{offer_as_dictionary, pass_status, set_marker, Attempt};
-use crate::cache::{self, Copy};
+use super::{offer_as_dictionary, pass_status, send_file, set_marker, Attempt};
+use super::{Answer, Held, Representation, Skip, Tag, Tried};
 use crate::coding::Coding;
 use crate::counters;
 use crate::decode::{self, Body, DecodeError, Facts};
 use crate::facts_cache;
 use crate::httpd::{Brigade, File, Level, Request, Status};
-use crate::lookup::{Sibling, Skip};
-use crate::ondemand::key::Kind;
-use crate::tally::{Outcome, Reason};
+use crate::lookup::Sibling;
+use crate::tally::Outcome;
 use crate::variant::Window;
 use std::ffi::CStr;
 
@@ -65,80 +65,58 @@ pub(super) fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, pat
     }
 }
 
-/// Why decompression candidates were passed over, for the final answer.
-#[derive(Default)]
-pub(super) struct Undecodable {
-    /// A sibling exists but cannot be decoded: answer 500, not 404.
-    pub any: bool,
-    /// An error line already says why.
-    logged: bool,
-    /// The first sibling passed over for needing a window over the
-    /// decoding limit, and that window.
-    too_large: Option<(String, u64)>,
-}
-
-/// Notes and logs a sibling that failed to decode before anything was
-/// sent; one that needs more memory than the cap is remembered as such.
-fn undecodable(
+/// Logs a sibling that failed to decode before anything was sent; one
+/// that needs more memory than the cap is remembered as such.
+fn undecodable<'r>(
     req: &Request<'_>,
     c: Coding,
-    path: &CStr,
+    path: &'r CStr,
     e: &DecodeError,
     key: Option<&facts_cache::Key>,
-    failed: &mut Undecodable,
-) -> Skip {
+) -> Skip<'r> {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
         facts_cache::learn_needed(key, *w);
-        return too_large(req, c, path, *w, failed);
+        return too_large(req, c, path, *w);
     }
-    counters::passed_over(Reason::Undecodable, c);
-    failed.any = true;
-    failed.logged = true;
     req.log(
         Level::Err,
         0,
         &format!("cannot decode {}: {e}", path.to_string_lossy()),
     );
-    Skip
+    Skip::Undecodable(c)
 }
 
 /// Passes over a sibling whose window exceeds the decoding limit.
-fn too_large(
-    req: &Request<'_>,
-    c: Coding,
-    path: &CStr,
-    window: u64,
-    failed: &mut Undecodable,
-) -> Skip {
-    counters::passed_over(Reason::Window, c);
-    failed.any = true;
-    let path = path.to_string_lossy();
+fn too_large<'r>(req: &Request<'_>, coding: Coding, path: &'r CStr, window: u64) -> Skip<'r> {
     req.log_with(Level::Debug, 0, || {
         format!(
-            "{path} window of {} exceeds the {} decompression limit; trying the next sibling",
+            "{} window of {} exceeds the {} decompression limit; trying the next sibling",
+            path.to_string_lossy(),
             decode::show_size(window),
             decode::show_size(decode::MAX_WINDOW)
         )
     });
-    failed
-        .too_large
-        .get_or_insert_with(|| (path.into_owned(), window));
-    Skip
+    Skip::TooLarge {
+        coding,
+        path,
+        window,
+    }
 }
 
 /// The answer when siblings exist but none could be decoded: 500, with an
 /// error line unless one already says why.
-pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Undecodable) -> Status {
+pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Tried<'_>) -> Answer {
     let (req, filename) = (a.req, a.filename);
-    if let Some((path, window)) = failed.too_large.as_ref().filter(|_| !failed.logged) {
+    if let Some((path, window)) = failed.too_large.filter(|_| !failed.logged) {
         req.log(
             Level::Err,
             0,
             &format!(
-                "{path} needs a window of {}, over the {} decoding limit, and no other \
+                "{} needs a window of {}, over the {} decoding limit, and no other \
                  sibling of {} can be decoded; `gzip-disk-ng compress` rewrites it within \
                  the limit (`gzip-disk-ng verify` lists such siblings)",
-                decode::show_size(*window),
+                path.to_string_lossy(),
+                decode::show_size(window),
                 decode::show_size(decode::MAX_WINDOW),
                 filename.to_string_lossy()
             ),
@@ -153,23 +131,21 @@ pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Undecodable) -> Statu
             ),
         );
     }
-    a.served(Outcome::Error, 0);
-    Status::INTERNAL_SERVER_ERROR
+    Answer::new(Status::INTERNAL_SERVER_ERROR, Outcome::Error, 0)
 }
 
 /// The facts of a sibling the decompress path will decode: its window must
 /// fit the memory cap.
-fn decodable_facts(
+fn decodable_facts<'r>(
     req: &Request<'_>,
     c: Coding,
     file: &File<'_>,
-    path: &CStr,
-    failed: &mut Undecodable,
-) -> Result<(Facts, facts_cache::Key), Skip> {
-    let (facts, key) = sibling_facts(req, c, file, path)
-        .map_err(|e| undecodable(req, c, path, &e, None, failed))?;
+    path: &'r CStr,
+) -> Result<(Facts, facts_cache::Key), Skip<'r>> {
+    let (facts, key) =
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, c, path, &e, None))?;
     if facts.needed > decode::MAX_WINDOW {
-        return Err(too_large(req, c, path, facts.window, failed));
+        return Err(too_large(req, c, path, facts.window));
     }
     Ok((facts, key))
 }
@@ -215,6 +191,21 @@ fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError>
     })
 }
 
+/// A decoder for `file` with its first chunk decoded and checked against
+/// the declared length.
+fn start<'s, 'r>(
+    c: Coding,
+    file: &'s File<'r>,
+    facts: &Facts,
+) -> Result<(Body<'s, File<'r>>, Chunk), DecodeError> {
+    let mut dec = Body::new(c, file, file.info().size(), Some(facts), OUT_CHUNK)?;
+    let first = fill(&mut dec)?;
+    match mismatch(first.filled as u64, first.eof, facts.declared_len) {
+        Some(e) => Err(e),
+        None => Ok((dec, first)),
+    }
+}
+
 /// Decodes a sibling on the fly for a client that accepts none. The first
 /// chunk is decoded before any header is set, so a sibling that fails
 /// early gives way to the next candidate, and a body that ends within it
@@ -225,95 +216,81 @@ pub(super) fn decompress<'r>(
     c: Coding,
     s: &Sibling<'r>,
     w: Window,
-    failed: &mut Undecodable,
-) -> Result<Status, Skip> {
+    tried: &Tried<'r>,
+) -> Result<Answer, Skip<'r>> {
     let req = a.req;
-    if let Some(st) = from_decoded_copy(a, c, s) {
-        return Ok(st);
+    if let Some(answer) = from_decoded_copy(a, c, s) {
+        return Ok(answer);
     }
-    let file = a.open(c, s)?;
-    let checked = decodable_facts(req, c, &file, s.path, failed);
+    let file = a.open(Some(c), s, tried)?;
+    let checked = decodable_facts(req, c, &file, s.path);
     if let Ok((facts, _)) = &checked {
         if waits(req, c, w, facts, s.path) {
-            return Err(Skip);
+            return Err(Skip::Later);
         }
     }
-    a.decoding(c);
     let cpu = counters::cpu_now();
     let (facts, key) = checked?;
-    let size = file.info().size();
-    let body = Body::new(c, &file, size, Some(&facts), OUT_CHUNK);
-    let started = body.and_then(|mut dec| {
-        let first = fill(&mut dec)?;
-        match mismatch(first.filled as u64, first.eof, facts.declared_len) {
-            Some(e) => Err(e),
-            None => Ok((dec, first)),
-        }
-    });
     let (mut dec, first) =
-        started.map_err(|e| undecodable(req, c, s.path, &e, Some(&key), failed))?;
+        start(c, &file, &facts).map_err(|e| undecodable(req, c, s.path, &e, Some(&key)))?;
     let declared = if first.eof {
         Some(first.filled as u64)
     } else {
         facts.declared_len
     };
-    set_decoded_headers(a, c, &file, s.path, declared);
+    set_decoded_headers(a, &file, s.path, declared);
+    let unknown = Answer::new(
+        Status::OK,
+        Outcome::Decoded(c),
+        declared.unwrap_or(u64::MAX),
+    );
     let bb = req.brigade();
     let cond = req.meets_conditions();
     if cond != Status::OK || req.header_only() {
-        return Ok(finish_without_body(req, &bb, cond, declared));
+        let status = finish_without_body(req, &bb, cond, declared);
+        return Ok(Answer { status, ..unknown });
     }
-    let (st, complete) = stream(req, &bb, &mut dec, first, s.path, declared, &key);
+    let (status, complete) = stream(req, &bb, &mut dec, first, s.path, declared, &key);
     if let (Some(len), None) = (complete, declared) {
         facts_cache::learn_len(&key, len);
     }
-    if let Some(len) = complete {
-        a.served(Outcome::Decoded(c), len);
-    }
-    if st == Status::DONE {
-        a.served(Outcome::Error, 0);
-    }
-    counters::decode_cpu(c, counters::cpu_now().saturating_sub(cpu));
-    Ok(st)
+    let answer = match complete {
+        _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
+        Some(len) => Answer::new(status, Outcome::Decoded(c), len),
+        None => Answer { status, ..unknown },
+    };
+    let micros = counters::cpu_now().saturating_sub(cpu);
+    Ok(Answer {
+        decode_cpu: Some((c, micros)),
+        ..answer
+    })
 }
 
 /// On demand, a decoded copy of this sibling version answers as the
-/// decoding would, from a file; a missing one is asked for (and the
-/// sibling decoded as before).
-fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Option<Status> {
-    let cache = a.cache?;
-    let v = cache::version(&s.info);
-    let file = match cache.find(a.req, &v, Kind::Decoded) {
-        Copy::Ready(_, file) => file,
-        Copy::Missing => {
-            cache.queue_decode(s.path, c, v, a.req.request_time_secs());
-            return None;
-        }
-        Copy::NotWorth => return None,
+/// decoding would, from a file; a missing one is asked for once the walk
+/// is over (and the sibling decoded as before).
+fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Option<Answer> {
+    let Held::Ready(_, file) = a.decoded_copy(c, s) else {
+        return None;
     };
-    a.decoding(c);
-    cache.touch(v, Kind::Decoded, a.req.request_time_secs());
-    let req = a.req;
-    let size = file.info().size();
-    req.set_last_modified(&s.info);
-    req.set_etag_of(&s.info, s.path, "identity", false);
-    req.set_accept_ranges();
-    req.set_content_length(size);
-    set_marker(a, false);
-    offer_as_dictionary(a);
-    a.served(Outcome::DecodedCopy(c), size);
-    Some(super::finish_file(req, &file, size, None))
+    Some(send_file(
+        a,
+        Representation {
+            file: &file,
+            path: s.path,
+            validators_of: Some(&s.info),
+            coding: None,
+            tag: Tag::Plain("identity"),
+            as_is: Some(false),
+            outcome: Outcome::DecodedCopy(c),
+            splice: None,
+        },
+    ))
 }
 
 /// The headers of a decoded response: validators of the sibling's file
 /// with an `identity` ETag, no ranges, the length where it is known.
-fn set_decoded_headers(
-    a: &Attempt<'_, '_>,
-    c: Coding,
-    file: &File<'_>,
-    path: &CStr,
-    declared: Option<u64>,
-) {
+fn set_decoded_headers(a: &Attempt<'_, '_>, file: &File<'_>, path: &CStr, declared: Option<u64>) {
     let req = a.req;
     req.set_last_modified(file.info());
     req.set_etag(file, path, "identity", false);
@@ -324,7 +301,6 @@ fn set_decoded_headers(
     }
     set_marker(a, false);
     offer_as_dictionary(a);
-    a.served(Outcome::Decoded(c), declared.unwrap_or(u64::MAX));
 }
 
 /// Ends a 304/412 or a HEAD response.

@@ -1,8 +1,12 @@
 //! The walk over `variant`'s candidates: each file looked up when its
-//! candidate is reached, one responder per candidate that answers or gives
-//! way (`Skip`) when its file turns out missing, stale or unusable, so the
-//! next is tried. `Vary` is set here, in one place.
+//! candidate is reached, one responder per candidate that answers
+//! (`Answer`) or gives way (`Skip`, saying why) when its file turns out
+//! missing, stale or unusable, so the next is tried. The responders only
+//! send; the walk owns what follows from their answers: the counters,
+//! the log note, and asking the compressor for copies. `Vary` is set
+//! here, in one place, and `send_file` is the one way a file goes out.
 
+mod answer;
 mod decompress;
 mod delta;
 mod padding;
@@ -11,19 +15,20 @@ use crate::cache::{self, Copy};
 use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
 use crate::counters;
-use crate::httpd::{self, File, FileKind, Level, Request, Status};
+use crate::httpd::{self, File, FileKind, Finfo, Level, Request, Status};
 use crate::jitter;
-use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
+use crate::lookup::{self, Found, Refused, Sibling, Siblings};
 use crate::negotiate::Ranked;
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::Kind;
 use crate::size_memo;
-use crate::tally::{self, Outcome};
+use crate::tally::{self, Outcome, Reason};
 use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
-use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
+use answer::{Answer, Skip};
+use decompress::{browsers_decode, decompress, none_decodable};
 use padding::plan_jitter;
 use std::borrow::Cow;
-use std::cell::{Cell, OnceCell};
+use std::cell::OnceCell;
 use std::ffi::CStr;
 
 /// Request note for `LogFormat "%{gzip-disk-ng}n"`.
@@ -49,19 +54,58 @@ pub struct Attempt<'a, 'r> {
     deltas: [OnceCell<Option<Sibling<'r>>>; 2],
     /// What the on-demand cache holds per coding, looked up once.
     copies: [OnceCell<Held<'r>>; 3],
+    /// The decoded copy of each coding's sibling, looked up once.
+    decoded_copies: [OnceCell<Held<'r>>; 3],
     /// The sizes remembered for the original's version, checked against
     /// each representation looked up.
-    memo: Cell<Option<Sizes>>,
-    /// Siblings this request could not open, so each is tried once.
-    gone: Unopenable,
-    /// Siblings a decode was attempted from, so each is tried once.
-    decoded: Cell<[bool; 3]>,
+    memo: OnceCell<Sizes>,
     /// The on-demand cache, where this request's scope has it on.
     cache: Option<&'static cache::Active>,
-    /// Codings whose cached copy was missing: asked for once answered.
-    wanted: Cell<CodingSet>,
-    /// What the response is and its full body length, for the counters.
-    served: Cell<(Outcome, u64)>,
+}
+
+/// What the walk learned from the candidates that gave way: so each
+/// sibling is opened and decoded at most once, and the final answer
+/// knows why nothing could be decoded.
+#[derive(Default)]
+struct Tried<'r> {
+    /// Siblings that could not be opened, by coding.
+    gone: [bool; 3],
+    /// Siblings a decode was attempted from, by coding.
+    decoded: [bool; 3],
+    /// A sibling exists but cannot be decoded: answer 500, not 404.
+    undecodable: bool,
+    /// An error line already says why.
+    logged: bool,
+    /// The first sibling passed over for needing a window over the
+    /// decoding limit, and that window.
+    too_large: Option<(&'r CStr, u64)>,
+}
+
+impl<'r> Tried<'r> {
+    /// Takes note of why a candidate gave way, counting a sibling that
+    /// could not be decoded.
+    fn learn(&mut self, skip: Skip<'r>) {
+        match skip {
+            Skip::Unopenable(Some(c)) => self.gone[c.index()] = true,
+            Skip::Undecodable(c) => {
+                counters::passed_over(Reason::Undecodable, c);
+                self.decoded[c.index()] = true;
+                self.undecodable = true;
+                self.logged = true;
+            }
+            Skip::TooLarge {
+                coding,
+                path,
+                window,
+            } => {
+                counters::passed_over(Reason::Window, coding);
+                self.decoded[coding.index()] = true;
+                self.undecodable = true;
+                self.too_large.get_or_insert((path, window));
+            }
+            _ => {}
+        }
+    }
 }
 
 impl<'a, 'r> Attempt<'a, 'r> {
@@ -82,44 +126,65 @@ impl<'a, 'r> Attempt<'a, 'r> {
             dictionary,
             deltas: Default::default(),
             copies: Default::default(),
-            memo: Cell::new(None),
-            gone: Unopenable::default(),
-            decoded: Cell::new([false; 3]),
+            decoded_copies: Default::default(),
+            memo: OnceCell::new(),
             cache,
-            wanted: Cell::new(CodingSet::empty()),
-            served: Cell::new((Outcome::Other, 0)),
         }
     }
 
     /// Answers with one candidate that needs no files (a refused method,
     /// path info).
     pub fn answer(&self, c: Candidate) -> Status {
-        let st = self
-            .respond(c, &mut Undecodable::default())
-            .unwrap_or(Status::NOT_FOUND);
-        self.count(st);
-        st
+        let a = self
+            .respond(c, &Tried::default())
+            .unwrap_or(Answer::other(Status::NOT_FOUND));
+        self.settle(a, false);
+        a.status
     }
 
-    /// Tries the candidates in order until one answers.
+    /// Tries the candidates in order until one answers, then settles what
+    /// follows from the answer and from the siblings looked up.
     pub fn walk(&self, candidates: &Candidates) -> Status {
-        let mut failed = Undecodable::default();
+        let mut tried = Tried::default();
+        let mut answered = None;
         for &c in candidates.as_slice() {
-            if let Ok(st) = self.respond(c, &mut failed) {
-                self.ask_for_copies();
-                self.count(st);
-                return st;
+            match self.respond(c, &tried) {
+                Ok(a) => {
+                    answered = Some(a);
+                    break;
+                }
+                Err(skip) => tried.learn(skip),
             }
         }
-        Status::NOT_FOUND
+        self.count_stale();
+        self.ask_for_decoded_copies();
+        let Some(a) = answered else {
+            return Status::NOT_FOUND;
+        };
+        self.settle(a, true);
+        a.status
     }
 
-    /// Says what the response is (`o`, with a body of `len` bytes when
-    /// whole), in the log note and for the counters.
-    fn served(&self, o: Outcome, len: u64) {
-        self.served.set((o, len));
-        if let Some(n) = note(o) {
-            self.req.set_note(NOTE, n);
+    /// What follows from an answer: the cache told of the copy it used
+    /// and asked for those missing (`copies`), the response counted as
+    /// it went out, and its log note.
+    fn settle(&self, a: Answer, copies: bool) {
+        let queued = copies && {
+            self.touch(a.outcome);
+            self.ask_for_copies()
+        };
+        let sent = self.count(a);
+        let stale = sent == Outcome::Original && Coding::ALL.iter().any(|&c| self.stale(c));
+        match (answer::note(sent, stale), queued) {
+            (Some(n), false) => self.req.set_note(NOTE, n),
+            (n, true) => {
+                let n = n.map_or(&b""[..], CStr::to_bytes);
+                self.req.set_note_copy(NOTE, &[n, b" queued"]);
+            }
+            (None, false) => {}
+        }
+        if let Some((c, micros)) = a.decode_cpu {
+            counters::decode_cpu(c, micros);
         }
     }
 
@@ -130,14 +195,10 @@ impl<'a, 'r> Attempt<'a, 'r> {
     /// size uncompressed where known. Such a body also gets them as
     /// request notes for the access log, as mod_deflate notes what it
     /// compressed. An error the handler returns has its body made later,
-    /// by Apache: counted without bytes.
-    fn count(&self, st: Status) {
-        if !counters::COUNTING {
-            return;
-        }
-        let (o, len) = self.served.get();
+    /// by Apache: counted without bytes. Returns what went out.
+    fn count(&self, a: Answer) -> Outcome {
         let req = self.req;
-        let passed = st == Status::OK || st == Status::DONE;
+        let passed = a.status == Status::OK || a.status == Status::DONE;
         let sent = if !passed || req.header_only() {
             0
         } else {
@@ -145,7 +206,10 @@ impl<'a, 'r> Attempt<'a, 'r> {
         };
         let whole = passed && req.status() == Status::HTTP_OK;
         let size = self.original.map(|f| f.size);
-        let c = tally::settle(o, len, req.content_encoding(), sent, whole, size);
+        let c = tally::settle(a.outcome, a.len, req.content_encoding(), sent, whole, size);
+        if !counters::COUNTING {
+            return c.outcome;
+        }
         counters::response(c);
         match c.uncompressed {
             Some(original) if sent > 0 && c.outcome.is_coded() => req.add_note_numbers([
@@ -154,21 +218,61 @@ impl<'a, 'r> Attempt<'a, 'r> {
             ]),
             _ => {}
         }
+        c.outcome
     }
 
-    /// Asks the compressor for the copies this request found missing, and
-    /// says so in the log note. The request never waits for them.
-    fn ask_for_copies(&self) {
-        let (Some(cache), wanted) = (self.cache, self.wanted.get()) else {
-            return;
+    /// Counts the stale siblings the lookups found, once each.
+    fn count_stale(&self) {
+        for c in Coding::ALL {
+            if self.stale(c) {
+                counters::passed_over(Reason::Stale, c);
+            }
+        }
+    }
+
+    /// Tells the compressor the copy an answer sent was used, for its
+    /// least-recently-used eviction.
+    fn touch(&self, o: Outcome) {
+        let Some(cache) = self.cache else { return };
+        let (v, kind) = match o {
+            Outcome::Cached(c) => (cache::version(&self.req.finfo()), Kind::Coded(c)),
+            Outcome::DecodedCopy(c) => match self.siblings.known(c) {
+                Found::Fresh(s) => (cache::version(&s.info), Kind::Decoded),
+                _ => return,
+            },
+            _ => return,
         };
+        cache.touch(v, kind, self.req.request_time_secs());
+    }
+
+    /// Asks the compressor for the copies of the original this request
+    /// found missing; whether a job was sent. The request never waits
+    /// for them.
+    fn ask_for_copies(&self) -> bool {
+        let Some(cache) = self.cache else {
+            return false;
+        };
+        let wanted = Coding::ALL
+            .into_iter()
+            .filter(|c| matches!(self.copies[c.index()].get(), Some(Held::Missing)))
+            .fold(CodingSet::empty(), CodingSet::with);
         if wanted == CodingSet::empty() {
-            return;
+            return false;
         }
         let v = cache::version(&self.req.finfo());
-        if cache.queue_compress(self.filename, v, wanted, self.req.request_time_us()) {
-            let before = self.req.notes_get(NOTE).unwrap_or_default();
-            self.req.set_note_copy(NOTE, &[before, b" queued"]);
+        cache.queue_compress(self.filename, v, wanted, self.req.request_time_us())
+    }
+
+    /// Asks for the decoded copies this request found missing, whether
+    /// or not it answered (the siblings were decoded meanwhile).
+    fn ask_for_decoded_copies(&self) {
+        let Some(cache) = self.cache else { return };
+        for c in Coding::ALL {
+            let missing = matches!(self.decoded_copies[c.index()].get(), Some(Held::Missing));
+            if let (true, Found::Fresh(s)) = (missing, self.siblings.known(c)) {
+                let v = cache::version(&s.info);
+                cache.queue_decode(s.path, c, v, self.req.request_time_secs());
+            }
         }
     }
 
@@ -190,28 +294,29 @@ impl<'a, 'r> Attempt<'a, 'r> {
         };
         let v = cache::version(&self.req.finfo());
         if cache.asked_lately(&v, c, self.req.request_time_us()) {
-            self.wanted.set(self.wanted.get().with(c));
             return Held::Missing;
         }
-        match cache.find(self.req, &v, Kind::Coded(c)) {
-            Copy::Ready(path, file) => Held::Ready(path, file),
-            Copy::NotWorth => Held::NotWorth,
-            Copy::Missing => {
-                self.wanted.set(self.wanted.get().with(c));
-                Held::Missing
-            }
+        Held::from(cache.find(self.req, &v, Kind::Coded(c)))
+    }
+
+    /// The cached copy in coding `c`, to send.
+    fn cached(&self, c: Coding) -> Result<(&'r CStr, File<'r>), Skip<'r>> {
+        match self.copy(c) {
+            Held::Ready(path, file) => Ok((path, file)),
+            Held::Missing => Err(Skip::WantsCopy),
+            Held::NotWorth => Err(Skip::Missing),
         }
     }
 
-    /// The cached copy in coding `c`, to send: its use is told to the
-    /// compressor.
-    fn cached(&self, c: Coding) -> Result<(&'r CStr, File<'r>), Skip> {
-        let (Held::Ready(path, file), Some(cache)) = (self.copy(c), self.cache) else {
-            return Err(Skip);
-        };
-        let v = cache::version(&self.req.finfo());
-        cache.touch(v, Kind::Coded(c), self.req.request_time_secs());
-        Ok((path, file))
+    /// The decoded copy of coding `c`'s sibling `s`, looked up once per
+    /// request; a missing one is asked for once the walk is over.
+    fn decoded_copy(&self, c: Coding, s: &Sibling<'r>) -> Held<'r> {
+        *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
+            Some(cache) => {
+                Held::from(cache.find(self.req, &cache::version(&s.info), Kind::Decoded))
+            }
+            None => Held::NotWorth,
+        })
     }
 
     /// The sizes of the representations the client accepts at equal q,
@@ -248,7 +353,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         if learned {
             size_memo::put(v, memo, now);
         }
-        self.memo.set(Some(memo));
+        let _ = self.memo.set(memo);
         sizes.codings = memo.codings;
         sizes
     }
@@ -273,12 +378,11 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let known = memo.codings[c.index()];
         if known != Size::Unknown && known != actual {
             size_memo::forget(&self.req.finfo().version());
-            self.memo.set(None);
         }
     }
 
     /// The responder for each candidate.
-    fn respond(&self, c: Candidate, failed: &mut Undecodable) -> Result<Status, Skip> {
+    fn respond(&self, c: Candidate, tried: &Tried<'r>) -> Result<Answer, Skip<'r>> {
         let req = self.req;
         match c {
             Candidate::Delta(d) => {
@@ -289,7 +393,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             Candidate::Send(c) => {
                 let s = self.fresh(c)?;
                 self.vary(true);
-                send_sibling(self, c, s)
+                send_sibling(self, c, s, tried)
             }
             Candidate::Cached(c) => {
                 let (path, file) = self.cached(c)?;
@@ -300,27 +404,27 @@ impl<'a, 'r> Attempt<'a, 'r> {
                 self.vary(self.cache.is_some() || self.any_sibling());
                 send_original(self)
             }
-            Candidate::Decode(c, _) if self.decoded.get()[c.index()] => Err(Skip),
+            Candidate::Decode(c, _) if tried.decoded[c.index()] => Err(Skip::Tried),
             Candidate::Decode(c, w) => {
                 let s = self.fresh(c)?;
                 self.vary(true);
-                decompress(self, c, s, w, failed)
+                decompress(self, c, s, w, tried)
             }
             Candidate::NotAcceptable if self.any_fresh() => {
                 self.vary(true);
                 Ok(not_acceptable(self))
             }
-            Candidate::NotAcceptable => Err(Skip),
-            Candidate::NotFound if failed.any => Ok(none_decodable(self, failed)),
+            Candidate::NotAcceptable => Err(Skip::Missing),
+            Candidate::NotFound if tried.undecodable => Ok(none_decodable(self, tried)),
             Candidate::NotFound => Ok(not_found(self, false)),
             Candidate::PathInfo => Ok(not_found(self, true)),
-            Candidate::Options => Ok(req.send_options()),
-            Candidate::NotImplemented => Ok(Status::NOT_IMPLEMENTED),
+            Candidate::Options => Ok(Answer::other(req.send_options())),
+            Candidate::NotImplemented => Ok(Answer::other(Status::NOT_IMPLEMENTED)),
             Candidate::MethodNotAllowed => {
                 req.log_with(Level::Info, 0, || {
                     format!("method not allowed for {}", self.filename.to_string_lossy())
                 });
-                Ok(Status::METHOD_NOT_ALLOWED)
+                Ok(Answer::other(Status::METHOD_NOT_ALLOWED))
             }
         }
     }
@@ -337,10 +441,11 @@ impl<'a, 'r> Attempt<'a, 'r> {
     /// This coding's sibling, looked up now if no candidate did yet;
     /// `Skip` if it is missing or stale (a stale one is logged when
     /// found).
-    fn fresh(&self, c: Coding) -> Result<&Sibling<'r>, Skip> {
+    fn fresh(&self, c: Coding) -> Result<&Sibling<'r>, Skip<'r>> {
         match self.found(c) {
             Found::Fresh(s) => Ok(s),
-            _ => Err(Skip),
+            Found::Stale => Err(Skip::Stale),
+            Found::Missing | Found::Unknown => Err(Skip::Missing),
         }
     }
 
@@ -362,7 +467,6 @@ impl<'a, 'r> Attempt<'a, 'r> {
             let fresh = fresh.is_some();
             if !fresh {
                 lookup::warn_stale(self.req, self.filename, &s);
-                counters::passed_over(crate::tally::Reason::Stale, c);
             }
             Some((s, fresh))
         })
@@ -390,26 +494,39 @@ impl<'a, 'r> Attempt<'a, 'r> {
 
     /// The delta against the announced dictionary, if it exists and is
     /// fresh.
-    fn delta(&self, d: DeltaCoding) -> Result<Sibling<'r>, Skip> {
+    fn delta(&self, d: DeltaCoding) -> Result<Sibling<'r>, Skip<'r>> {
         let found = self.deltas[d.index()].get_or_init(|| {
             let hash = self.dictionary.as_ref()?;
             let s = lookup::find_delta(self.req, self.filename, d, hash)?;
             variant::usable(lookup::meta(&s.info), self.original).then_some(s)
         });
-        (*found).ok_or(Skip)
+        (*found).ok_or(Skip::Missing)
     }
 
-    /// Opens a sibling once per request; one that cannot be opened (or is
-    /// opened as something the symlink policy refuses) gives way.
-    fn open(&self, c: Coding, s: &Sibling<'r>) -> Result<File<'r>, Skip> {
-        lookup::open_or_skip(self.req, c, s, &self.gone)
-    }
-
-    /// Records that a decode of this coding's sibling was attempted.
-    fn decoding(&self, c: Coding) {
-        let mut d = self.decoded.get();
-        d[c.index()] = true;
-        self.decoded.set(d);
+    /// Opens a sibling of coding `of` (`None`: a delta) once per request:
+    /// one that cannot be opened (or is opened as something the symlink
+    /// policy refuses) gives way, with a debug line, and is not tried
+    /// again.
+    fn open(
+        &self,
+        of: Option<Coding>,
+        s: &Sibling<'r>,
+        tried: &Tried<'r>,
+    ) -> Result<File<'r>, Skip<'r>> {
+        if of.is_some_and(|c| tried.gone[c.index()]) {
+            return Err(Skip::Unopenable(of));
+        }
+        lookup::open_sibling(self.req, s).map_err(|why| {
+            if let Refused::Unreadable(st) = why {
+                let what = match of {
+                    Some(_) => "cannot open sibling, trying next",
+                    None => "cannot open delta",
+                };
+                let path = s.path.to_string_lossy();
+                self.req.log(Level::Debug, st, &format!("{what}: {path}"));
+            }
+            Skip::Unopenable(of)
+        })
     }
 }
 
@@ -424,11 +541,18 @@ enum Held<'r> {
     Missing,
 }
 
-/// 404 for a file that does not exist (or path info after one).
-fn not_found(a: &Attempt<'_, '_>, with_path_info: bool) -> Status {
-    if !with_path_info {
-        a.served(Outcome::NotFound, 0);
+impl<'r> From<Copy<'r>> for Held<'r> {
+    fn from(c: Copy<'r>) -> Self {
+        match c {
+            Copy::Ready(path, file) => Held::Ready(path, file),
+            Copy::NotWorth => Held::NotWorth,
+            Copy::Missing => Held::Missing,
+        }
     }
+}
+
+/// 404 for a file that does not exist (or path info after one).
+fn not_found(a: &Attempt<'_, '_>, with_path_info: bool) -> Answer {
     a.req.log_with(Level::Info, 0, || {
         format!(
             "file does not exist: {}{}",
@@ -440,34 +564,10 @@ fn not_found(a: &Attempt<'_, '_>, with_path_info: bool) -> Status {
             }
         )
     });
-    Status::NOT_FOUND
-}
-
-/// The log note (`%{gzip-disk-ng}n`) of each outcome that has one.
-fn note(o: Outcome) -> Option<&'static CStr> {
-    use {Coding::*, DeltaCoding::*, Outcome::*};
-    Some(match o {
-        Precompressed(Zstd) => c"zstd precompressed",
-        Precompressed(Br) => c"br precompressed",
-        Precompressed(Gzip) => c"gzip precompressed",
-        Delta(Dcz) => c"dcz precompressed",
-        Delta(Dcb) => c"dcb precompressed",
-        Cached(Zstd) => c"zstd cached",
-        Cached(Br) => c"br cached",
-        Cached(Gzip) => c"gzip cached",
-        Decoded(Zstd) => c"zstd decompressed",
-        Decoded(Br) => c"br decompressed",
-        Decoded(Gzip) => c"gzip decompressed",
-        DecodedCopy(Zstd) => c"zstd decompressed cached",
-        DecodedCopy(Br) => c"br decompressed cached",
-        DecodedCopy(Gzip) => c"gzip decompressed cached",
-        Original => c"original",
-        // Counted so only once the filters ran, never served as such.
-        OnTheFly(_) => return None,
-        NotAcceptable => c"not-acceptable",
-        Error => c"error",
-        NotFound | Other => return None,
-    })
+    match with_path_info {
+        true => Answer::other(Status::NOT_FOUND),
+        false => Answer::new(Status::NOT_FOUND, Outcome::NotFound, 0),
+    }
 }
 
 /// The marker header: `:-)` when a sibling is sent as it is, `:-(` when
@@ -486,74 +586,123 @@ fn set_marker(a: &Attempt<'_, '_>, sent_as_is: bool) {
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket.
-fn send_sibling<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Result<Status, Skip> {
-    let file = a.open(c, s)?;
+fn send_sibling<'r>(
+    a: &Attempt<'_, 'r>,
+    c: Coding,
+    s: &Sibling<'r>,
+    tried: &Tried<'r>,
+) -> Result<Answer, Skip<'r>> {
+    let file = a.open(Some(c), s, tried)?;
     if file.info().kind() != FileKind::Regular {
-        return Err(Skip);
+        return Err(Skip::Refused);
     }
     if c != Coding::Gzip && !browsers_decode(a.req, c, &file, s.path) {
-        return Err(Skip);
+        return Err(Skip::Refused);
     }
     Ok(send_coded(a, c, &file, s.path, Outcome::Precompressed(c)))
 }
 
 /// Sends `file`, holding the original in coding `c`, as core sends a
 /// static file, with any jitter spliced in.
-fn send_coded(a: &Attempt<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, o: Outcome) -> Status {
-    let req = a.req;
+fn send_coded(a: &Attempt<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, o: Outcome) -> Answer {
     let size = file.info().size();
     let pad = a
         .settings
         .dir
         .jitter()
-        .and_then(|j| plan_jitter(req, a.settings.secret, c, file, path, size, j));
-    req.set_content_encoding(c.c_token());
-    match &pad {
-        None => static_headers(req, file, path, Tag::Plain(c.token()), size),
+        .and_then(|j| plan_jitter(a.req, a.settings.secret, c, file, path, size, j));
+    let padded_tag;
+    let tag = match &pad {
+        None => Tag::Plain(c.token()),
         Some(p) if p.random => {
-            let tag = format!("{}-jr", c.token());
-            static_headers(req, file, path, Tag::Weak(&tag), p.splice.len());
+            padded_tag = format!("{}-jr", c.token());
+            Tag::Weak(&padded_tag)
         }
         Some(p) => {
-            let tag = format!("{}-j{}", c.token(), p.pad);
-            static_headers(req, file, path, Tag::Plain(&tag), p.splice.len());
+            padded_tag = format!("{}-j{}", c.token(), p.pad);
+            Tag::Plain(&padded_tag)
         }
-    }
-    set_marker(a, true);
-    offer_as_dictionary(a);
-    a.served(o, pad.as_ref().map_or(size, |p| p.splice.len()));
-    finish_file(req, file, size, pad.as_ref().map(|p| &p.splice))
+    };
+    send_file(
+        a,
+        Representation {
+            file,
+            path,
+            validators_of: None,
+            coding: Some(c.c_token()),
+            tag,
+            as_is: Some(true),
+            outcome: o,
+            splice: pad.as_ref().map(|p| &p.splice),
+        },
+    )
 }
 
 /// Sends a delta against the dictionary the client announced (RFC 9842),
 /// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
-fn send_delta<'r>(a: &Attempt<'_, 'r>, d: DeltaCoding, s: &Sibling<'r>) -> Result<Status, Skip> {
-    let req = a.req;
-    let file = lookup::open_sibling(req, s).map_err(|why| {
-        if let Refused::Unreadable(st) = why {
-            req.log(
-                Level::Debug,
-                st,
-                &format!("cannot open delta: {}", s.path.to_string_lossy()),
-            );
-        }
-        Skip
-    })?;
-    let info = *file.info();
-    if info.kind() != FileKind::Regular {
-        return Err(Skip);
+fn send_delta<'r>(
+    a: &Attempt<'_, 'r>,
+    d: DeltaCoding,
+    s: &Sibling<'r>,
+) -> Result<Answer, Skip<'r>> {
+    let file = a.open(None, s, &Tried::default())?;
+    if file.info().kind() != FileKind::Regular {
+        return Err(Skip::Refused);
     }
     match &a.dictionary {
-        Some(h) if delta::names(req, d, h, &file, s.path) => {}
-        _ => return Err(Skip),
+        Some(h) if delta::names(a.req, d, h, &file, s.path) => {}
+        _ => return Err(Skip::Refused),
     }
-    let size = info.size();
-    req.set_content_encoding(d.c_token());
-    static_headers(req, &file, s.path, Tag::Plain(d.token()), size);
-    set_marker(a, true);
+    Ok(send_file(
+        a,
+        Representation {
+            file: &file,
+            path: s.path,
+            validators_of: None,
+            coding: Some(d.c_token()),
+            tag: Tag::Plain(d.token()),
+            as_is: Some(true),
+            outcome: Outcome::Delta(d),
+            splice: None,
+        },
+    ))
+}
+
+/// A file to send as one representation of the resource.
+struct Representation<'a, 'r> {
+    file: &'a File<'r>,
+    /// The path its ETag is made from.
+    path: &'a CStr,
+    /// The file whose validators it carries, where not its own: a
+    /// decoded copy has its sibling's.
+    validators_of: Option<&'a Finfo>,
+    /// Its `Content-Encoding`, if any.
+    coding: Option<&'static CStr>,
+    tag: Tag<'a>,
+    /// The marker header: a sibling sent as it is (`true`) or decoded;
+    /// none for the original.
+    as_is: Option<bool>,
+    outcome: Outcome,
+    /// The padding spliced in around the file, with jitter on.
+    splice: Option<&'a jitter::Splice>,
+}
+
+/// Sends a file as core sends a static file: its headers, the marker,
+/// the dictionary offer, then the body (or 304/412) and EOS.
+fn send_file(a: &Attempt<'_, '_>, r: Representation<'_, '_>) -> Answer {
+    let req = a.req;
+    let size = r.file.info().size();
+    let len = r.splice.map_or(size, jitter::Splice::len);
+    if let Some(token) = r.coding {
+        req.set_content_encoding(token);
+    }
+    static_headers(req, &r, len);
+    if let Some(as_is) = r.as_is {
+        set_marker(a, as_is);
+    }
     offer_as_dictionary(a);
-    a.served(Outcome::Delta(d), size);
-    Ok(finish_file(req, &file, size, None))
+    let status = finish_file(req, r.file, size, r.splice);
+    Answer::new(status, r.outcome, len)
 }
 
 /// `Use-As-Dictionary` where `GzipDiskNgUseAsDictionary` is on, so a
@@ -579,9 +728,8 @@ fn offer_as_dictionary(a: &Attempt<'_, '_>) {
 }
 
 /// 406 with the codings the resource has, when decompression is off.
-fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
+fn not_acceptable(a: &Attempt<'_, '_>) -> Answer {
     let (req, filename) = (a.req, a.filename);
-    a.served(Outcome::NotAcceptable, 0);
     let avail: Vec<&str> = Coding::ALL
         .iter()
         .filter(|&&c| matches!(a.siblings.known(c), Found::Fresh(_)))
@@ -602,7 +750,7 @@ fn not_acceptable(a: &Attempt<'_, '_>) -> Status {
             filename.to_string_lossy()
         ),
     );
-    Status::NOT_ACCEPTABLE
+    Answer::new(Status::NOT_ACCEPTABLE, Outcome::NotAcceptable, 0)
 }
 
 /// What ends a representation's ETag, after core's tag for its file.
@@ -615,20 +763,23 @@ enum Tag<'t> {
     Weak(&'t str),
 }
 
-/// The headers core's handler sets for a static file, for `file` sent as
+/// The headers core's handler sets for a static file, for `r` sent as
 /// `len` bytes: Last-Modified, ETag, Accept-Ranges, Content-Length.
-fn static_headers(req: &Request<'_>, file: &File<'_>, path: &CStr, tag: Tag<'_>, len: u64) {
-    req.set_last_modified(file.info());
-    match tag {
-        Tag::Plain(suffix) => {
-            req.set_etag(file, path, suffix, false);
-            req.set_accept_ranges();
-        }
-        Tag::Weak(suffix) => {
-            req.set_etag(file, path, suffix, true);
-            req.set_header("Accept-Ranges", c"none");
-            req.unset_header_in(c"Range");
-        }
+fn static_headers(req: &Request<'_>, r: &Representation<'_, '_>, len: u64) {
+    req.set_last_modified(r.validators_of.unwrap_or(r.file.info()));
+    let (suffix, weak) = match r.tag {
+        Tag::Plain(suffix) => (suffix, false),
+        Tag::Weak(suffix) => (suffix, true),
+    };
+    match r.validators_of {
+        None => req.set_etag(r.file, r.path, suffix, weak),
+        Some(info) => req.set_etag_of(info, r.path, suffix, weak),
+    }
+    if weak {
+        req.set_header("Accept-Ranges", c"none");
+        req.unset_header_in(c"Range");
+    } else {
+        req.set_accept_ranges();
     }
     req.set_content_length(len);
 }
@@ -720,9 +871,8 @@ fn pass_status(req: &Request<'_>, st: httpd::apr_status_t) -> Status {
 /// Sends the original as core's handler would, but sized from the opened
 /// file (fstat), so a file replaced since the directory walk is still sent
 /// whole and consistent with its headers.
-fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
+fn send_original<'r>(a: &Attempt<'_, 'r>) -> Result<Answer, Skip<'r>> {
     let (req, path) = (a.req, a.filename);
-    let stale = Coding::ALL.iter().any(|&c| a.stale(c));
     let file = match lookup::open_as_allowed(req, path) {
         Ok(f) => f,
         Err(Refused::Unreadable(st)) => {
@@ -734,20 +884,24 @@ fn send_original(a: &Attempt<'_, '_>) -> Result<Status, Skip> {
                     path.to_string_lossy()
                 ),
             );
-            return Ok(Status::FORBIDDEN);
+            return Ok(Answer::other(Status::FORBIDDEN));
         }
-        Err(Refused::Swapped) => return Ok(Status::FORBIDDEN),
+        Err(Refused::Swapped) => return Ok(Answer::other(Status::FORBIDDEN)),
     };
-    let info = *file.info();
-    if info.kind() != FileKind::Regular {
-        return Err(Skip);
+    if file.info().kind() != FileKind::Regular {
+        return Err(Skip::Refused);
     }
-    let size = info.size();
-    static_headers(req, &file, path, Tag::Plain(""), size);
-    offer_as_dictionary(a);
-    a.served(Outcome::Original, size);
-    if stale {
-        req.set_note(NOTE, c"stale");
-    }
-    Ok(finish_file(req, &file, size, None))
+    Ok(send_file(
+        a,
+        Representation {
+            file: &file,
+            path,
+            validators_of: None,
+            coding: None,
+            tag: Tag::Plain(""),
+            as_is: None,
+            outcome: Outcome::Original,
+            splice: None,
+        },
+    ))
 }
