@@ -1,7 +1,8 @@
 //! Per-directory configuration: the directives' parsing and merge rules.
 //!
 //! Every field is optional so that an inner scope overrides only what it
-//! sets; `resolved` applies the defaults.
+//! sets; the accessors (`on_demand`, `encodings`, `cache_max_size`, ...)
+//! apply the defaults.
 
 use crate::coding::Coding;
 use crate::jitter::Secret;
