@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # What the shared counters and the log notes cost a request: instructions
 # of Apache -X per whole request under callgrind, the module as built
-# normally against the same source built with GZIP_DISK_NG_NO_COUNTERS
-# (counters::COUNTING off), in one run on the same pages.
+# normally against the same source built with the bench-knobs feature and
+# run with GZIP_DISK_NG_NO_COUNTERS set (counters::counting() false), in one
+# run on the same pages.
 #
 #   bench/counters_cost.sh
 #
@@ -23,10 +24,10 @@
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc valgrind
 build
-# The same source without counters, in a target directory of its own so
+# The same source with its bench knobs, in a target directory of its own so
 # that neither build undoes the other.
-(cd "$ROOT" && GZIP_DISK_NG_NO_COUNTERS=1 CARGO_TARGET_DIR="$ROOT/target/no-counters" \
-    cargo build --release --locked --lib)
+(cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench-knobs" \
+    cargo build --release --locked --lib --features bench-knobs)
 MANUAL=/usr/share/doc/apache2-doc/manual/en/mod
 FEW="${FEW:-50}"
 MANY="${MANY:-1050}"
@@ -36,7 +37,7 @@ WORK="$(mktemp -d /tmp/gzip-disk-ng-counters.XXXXXX)"
 chmod 755 "$WORK"
 trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
 cp "$ROOT/target/release/libmod_gzip_disk_ng.so" "$WORK/with-counters.so"
-cp "$ROOT/target/no-counters/release/libmod_gzip_disk_ng.so" "$WORK/without-counters.so"
+cp "$ROOT/target/bench-knobs/release/libmod_gzip_disk_ng.so" "$WORK/without-counters.so"
 D="$WORK/docs"
 for p in $PAGES; do
     bench_case "$D" mod "$p" "" .gz
@@ -65,7 +66,7 @@ compare() {
     local label="$1" with without ratio verdict=within
     shift
     with=$(CONF="$WORK/httpd-with.conf" whole "$@") || exit 1
-    without=$(CONF="$WORK/httpd-without.conf" whole "$@") || exit 1
+    without=$(GZIP_DISK_NG_NO_COUNTERS=1 CONF="$WORK/httpd-without.conf" whole "$@") || exit 1
     ratio=$(echo "$with/$without" | bc -l)
     if [ "$(echo "$ratio > $RATIO_MAX" | bc -l)" -eq 1 ]; then
         verdict=OVER

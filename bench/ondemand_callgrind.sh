@@ -25,9 +25,12 @@ for p in $PAGES; do
     bench_case "$D" modmiss "$p" ""
     for c in modcopy modonlygz; do bench_case "$D" "$c" "$p" .gz; done
 done
-mkdir -m 777 "$WORK/cache" "$WORK/blocked"
+mkdir -m 750 "$WORK/cache" "$WORK/blocked"
 # A cache the compressor cannot write: its fan-out directories are files.
 for i in $(seq 0 255); do printf 'x' >"$WORK/blocked/$(printf '%02x' "$i")"; done
+# Writable by Apache's User only: the module refuses a cache others could
+# plant copies in.
+[ "$(id -u)" -eq 0 ] && chown -R nobody "$WORK/cache" "$WORK/blocked"
 chmod -R a+rX "$WORK"
 mkdir -m 1777 "$WORK/out"
 PORT="${PORT:-18491}"

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Where one read into the request pool stops beating a mapped file bucket,
 # on Debian's defaults (EnableSendfile unset, so off; EnableMMAP On): the
-# module built to always read (GZIP_DISK_NG_POOL_READ_MAX huge) against the
-# module built to always map (0), and core's handler serving the same .gz,
-# for siblings of SIZES bytes. wrk -c CONNS for DURATION seconds per case,
+# module made to always read (built with the bench-knobs feature, run with
+# GZIP_DISK_NG_POOL_READ_MAX huge) against it made to always map (0), and
+# core's handler serving the same .gz, for siblings of SIZES bytes. wrk -c CONNS for DURATION seconds per case,
 # ROUNDS interleaved rounds, medians; prints req/s and the ratios.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages wrk
@@ -13,11 +13,12 @@ ROUNDS="${ROUNDS:-3}"
 CONNS="${CONNS:-8}"
 WORK="$(mktemp -d /tmp/gzip-disk-ng-small.XXXXXX)"
 chmod 755 "$WORK"
-trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"; (cd "$ROOT" && cargo build --release --locked -q)' EXIT
-for variant in mmap:0 pool:1073741824; do
-    (cd "$ROOT" && GZIP_DISK_NG_POOL_READ_MAX="${variant#*:}" cargo build --release --locked -q)
-    cp "$ROOT/target/release/libmod_gzip_disk_ng.so" "$WORK/${variant%%:*}.so"
-done
+trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
+# In a target directory of its own, so the release build stays as it is.
+(cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench-knobs" \
+    cargo build --release --locked -q --lib --features bench-knobs)
+cp "$ROOT/target/bench-knobs/release/libmod_gzip_disk_ng.so" "$WORK/module.so"
+declare -A POOL_READ_MAX=([mmap]=0 [pool]=1073741824)
 D="$WORK/docs"
 mkdir -p "$D/mod" "$D/core"
 for s in $SIZES; do
@@ -32,10 +33,11 @@ PORT="${PORT:-18470}"
 
 start() { # variant
     {
-        MODULE_SO="$WORK/$1.so" apache_conf_head "$WORK" "$PORT" event
+        MODULE_SO="$WORK/module.so" apache_conf_head "$WORK" "$PORT" event
         bench_conf_cases "$D"
     } >"$WORK/httpd.conf"
-    /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
+    GZIP_DISK_NG_POOL_READ_MAX="${POOL_READ_MAX[$1]}" \
+        /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
     apache_wait "$PORT" 30
 }
 

@@ -16,7 +16,6 @@ use crate::ondemand::compressor::{self, Event, Settings};
 use crate::ondemand::job::{self, CodingSet, Job};
 use crate::ondemand::key::{self, Kind, NameBuf, Version};
 use crate::tally;
-use crate::version_cache::FxHasher;
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -235,15 +234,8 @@ impl Active {
     }
 
     fn send(&self, j: &Job<'_>) -> bool {
-        // One buffer per thread, zeroed once: a miss should not clear 4 KiB.
-        thread_local! {
-            static BUF: std::cell::RefCell<[u8; job::MAX_JOB]> =
-                const { std::cell::RefCell::new([0; job::MAX_JOB]) };
-        }
-        BUF.with(|b| match b.try_borrow_mut() {
-            Ok(mut buf) => job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m)),
-            Err(_) => false,
-        })
+        let mut buf = [0; job::MAX_JOB];
+        job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m))
     }
 }
 
@@ -276,7 +268,7 @@ impl Lately {
 
     /// The key's slot, and the tag its entry carries.
     fn slot(&self, k: &impl Hash) -> (&AtomicU64, u64) {
-        let mut h = FxHasher::default();
+        let mut h = rustc_hash::FxHasher::default();
         k.hash(&mut h);
         let h = h.finish();
         (&self.slots[(h as usize) % LATELY_SLOTS], h >> 40)

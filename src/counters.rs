@@ -15,14 +15,27 @@ const KEY: &std::ffi::CStr = c"mod_gzip_disk_ng counters";
 
 static COUNTERS: Counters<{ slot::COUNT }> = Counters::new();
 
-/// Off in a build made with `GZIP_DISK_NG_NO_COUNTERS` set, which
-/// `bench/counters_cost.sh` compares with to measure what counting
-/// costs a request.
-pub const COUNTING: bool = option_env!("GZIP_DISK_NG_NO_COUNTERS").is_none();
+/// Whether to count: always, except in a build with the `bench-knobs`
+/// feature run with `GZIP_DISK_NG_NO_COUNTERS` in its environment, which
+/// `bench/counters_cost.sh` compares with to measure what counting costs
+/// a request.
+#[cfg(not(feature = "bench-knobs"))]
+#[inline]
+pub fn counting() -> bool {
+    true
+}
+
+/// Whether to count (see the build without `bench-knobs`).
+#[cfg(feature = "bench-knobs")]
+pub fn counting() -> bool {
+    static ON: std::sync::LazyLock<bool> =
+        std::sync::LazyLock::new(|| std::env::var_os("GZIP_DISK_NG_NO_COUNTERS").is_none());
+    *ON
+}
 
 /// Finds or makes the segment (post_config, in the parent).
 pub fn attach(ctx: &PostConfig<'_>) {
-    if !COUNTING {
+    if !counting() {
         return;
     }
     let Some(fresh) = COUNTERS.attach(ctx, KEY, tally::layout()) else {
@@ -39,7 +52,7 @@ pub fn attach(ctx: &PostConfig<'_>) {
 
 #[inline]
 fn counter(i: usize) -> Option<&'static AtomicU64> {
-    if !COUNTING {
+    if !counting() {
         return None;
     }
     COUNTERS.get().and_then(|c| c.get(i))
@@ -83,7 +96,7 @@ pub fn passed_over(r: Reason, c: Coding) {
 /// This thread's CPU time in microseconds, where counting (a decode
 /// takes the difference).
 pub fn cpu_now() -> u64 {
-    if COUNTING {
+    if counting() {
         shm::thread_cpu_micros()
     } else {
         0
@@ -132,7 +145,7 @@ pub fn cache_holds(entries: u64, bytes: u64, evicted: u64) {
 /// The counters now; `None` when there are none (a build without them,
 /// or the segment could not be made).
 pub fn snapshot(on_demand: bool) -> Option<Snapshot> {
-    let c = COUNTERS.get().filter(|_| COUNTING)?;
+    let c = COUNTERS.get().filter(|_| counting())?;
     let mut values = [0u64; slot::COUNT];
     for (v, x) in values.iter_mut().zip(c.iter()) {
         *v = x.load(Relaxed);

@@ -6,8 +6,9 @@
 //! stream's window (the module decodes none above `MAX_WINDOW`). `inspect`
 //! reads a sibling's headers (every zstd frame and block header) to learn
 //! its window, whether browsers accept it, and whether its decoded length
-//! is certain, before anything is sent; the publish tool's up-to-date
-//! bytes (and gzip's last four) for the publish tool's up-to-date check.
+//! is certain, before anything is sent; for gzip it also reads the last
+//! four bytes (ISIZE), which the publish tool's up-to-date check compares
+//! with the original's size.
 //! `Body` is the module's decompress path: small siblings decoded in one
 //! call, others through `Decoder`, with buffers and contexts reused.
 

@@ -67,9 +67,9 @@ const CACHED_DECODE_ORDER: [(Coding, Window); 3] = [
     (Coding::Br, Window::Any),
 ];
 
-/// Decoding order: fastest first (zstd 2.8 GB/s, gzip 1.35, brotli 1.28
-/// with costly set-up), but a zstd sibling with a large window after gzip,
-/// so memory stays small.
+/// Decoding order: fastest first (zstd, then gzip, then brotli with its
+/// costly set-up), but a zstd sibling with a large window after gzip, so
+/// memory stays small.
 const DECODE_ORDER: [(Coding, Window); 4] = [
     (Coding::Zstd, Window::Small),
     (Coding::Gzip, Window::Any),

@@ -1,38 +1,16 @@
-//! The one kind of per-process memory the module keeps: answers that cost
-//! a read or a decode, remembered per file version (device, inode, mtime,
-//! ctime, size), so a changed file, even one rewritten in place with its
-//! old size and mtime, is simply a new key. Bounded: the map is
-//! emptied when full, so memory stays bounded and a republished tree
-//! re-learns its answers once.
+//! A bounded per-process map from file versions (device, inode, mtime,
+//! ctime, size) to answers that cost a read or a decode, so a changed
+//! file, even one rewritten in place with its old size and mtime, is
+//! simply a new key. The map is emptied when full, so memory stays
+//! bounded and a republished tree re-learns its answers once.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use rustc_hash::FxHashMap;
+use std::hash::Hash;
 use std::sync::{Mutex, MutexGuard};
 
-/// A multiply-rotate hasher (FxHash): keys are a few integers, and SipHash
-/// would cost more than the rest of the lookup on the precompressed path.
-#[derive(Default)]
-pub struct FxHasher(u64);
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_usize(&mut self, n: usize) {
-        // Enum discriminants arrive here; the default would go byte by byte.
-        self.write_u64(n as u64);
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.0 = (self.0.rotate_left(5) ^ n).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type Map<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// Keys are a few integers: FxHash, not SipHash, which would cost more
+/// than the rest of the lookup on the precompressed path.
+type Map<K, V> = FxHashMap<K, V>;
 
 /// A bounded map from file versions (or keys made of them) to answers,
 /// shared by the threads of a process.

@@ -396,21 +396,14 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
     }
 
-    /// Adds request notes holding the decimals of `N` numbers, written
-    /// straight into one request-pool block. Added, not set: for notes made
-    /// once per request this skips the search for an earlier value.
+    /// Adds request notes holding the decimals of `N` numbers. Added, not
+    /// set: these notes are made once per request, so there is no earlier
+    /// value to replace.
     pub fn add_note_numbers<const N: usize>(&self, notes: [(&'static CStr, u64); N]) {
-        // SAFETY: a block of N 21-byte slots in the request pool (palloc
-        // aligns to 8), each holding at most 20 digits and their NUL; the
-        // notes point into it and live as long as the pool.
-        unsafe {
-            let slots = ffi::apr_palloc(self.raw().pool, 21 * N) as *mut [u8; 21];
-            for (i, (name, n)) in notes.into_iter().enumerate() {
-                let slot = &mut *slots.add(i);
-                let first = write_decimal(n, slot);
-                let v = slot.as_ptr().add(first) as *const c_char;
-                ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v);
-            }
+        for (name, n) in notes {
+            let v = self.pool_str(itoa::Buffer::new().format(n));
+            // SAFETY: a static name and a pool string.
+            unsafe { ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v) }
         }
     }
 
@@ -778,21 +771,6 @@ impl<'r> Request<'r> {
     }
 }
 
-/// Writes `n` in decimal, ending at the slot's last byte, a NUL; where
-/// the digits start.
-fn write_decimal(mut n: u64, slot: &mut [u8; 21]) -> usize {
-    let mut i = 20;
-    slot[i] = 0;
-    loop {
-        i -= 1;
-        slot[i] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            return i;
-        }
-    }
-}
-
 /// Pool cleanup closing a descriptor `open_nofollow` opened.
 unsafe extern "C" fn close_fd(data: *mut c_void) -> apr_status_t {
     // SAFETY: the descriptor registered with this cleanup, closed once.
@@ -1062,20 +1040,5 @@ impl Brigade<'_, '_> {
     pub fn cleanup(&self) {
         // SAFETY: live brigade.
         unsafe { ffi::apr_brigade_cleanup(self.bb.cast()) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn decimals_are_written_with_their_nul() {
-        for n in [0u64, 7, 10, 99, 100, 120_000, u64::MAX] {
-            let mut slot = [0xffu8; 21];
-            let first = write_decimal(n, &mut slot);
-            assert_eq!(&slot[first..20], n.to_string().as_bytes());
-            assert_eq!(slot[20], 0);
-        }
     }
 }

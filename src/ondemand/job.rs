@@ -1,20 +1,18 @@
 //! The jobs Apache's children hand the compressor, and their wire format.
 //!
-//! A child writes one record per job with one non-blocking write, so a
-//! record is never longer than `MAX_JOB` (at most `PIPE_BUF`: writes that
-//! size are atomic on a pipe, and one datagram on a `SOCK_SEQPACKET`
-//! socket). A record is
+//! A child sends one message per job on the helper's `SOCK_SEQPACKET`
+//! socket, which delivers each message whole or not at all. A message is a
+//! fixed header and the path:
 //!
 //! ```text
-//! magic 0xC7 | format 1 | length u16 LE (whole record) | tag
-//! | device, inode, size u64 LE | mtime, ctime i64 LE (µs)
-//! | argument byte | path (Compress, Decode) | CRC-32C of all before it
+//! tag | argument byte | device, inode, size u64 LE | mtime, ctime i64 LE (µs)
+//! | path (Compress, Decode)
 //! ```
 //!
 //! The tag is 1 Compress (argument: coding bits), 2 Decode (the coding),
-//! 3 Touch (the kind: a coding, or 3 for decoded). The reader checks every
-//! field and the checksum and, on anything else, steps one byte forward
-//! and looks for the next magic byte, so a stray write cannot wedge it.
+//! 3 Touch (the kind: a coding, or 3 for decoded). The reader drops a
+//! message it cannot read (unknown tag or argument, a relative path, too
+//! short or too long) and goes on with the next.
 
 use super::key::{Kind, Version};
 use crate::coding::Coding;
@@ -23,21 +21,17 @@ use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
-/// Longest record: Linux's `PIPE_BUF`. A path longer than the room left
-/// (`MAX_PATH`) cannot be queued; such a file is simply never cached.
+/// Longest message. A path longer than the room left (`MAX_PATH`)
+/// cannot be queued; such a file is simply never cached.
 pub const MAX_JOB: usize = 4096;
 
-const MAGIC: u8 = 0xc7;
-const FORMAT: u8 = 1;
 const TAG_COMPRESS: u8 = 1;
 const TAG_DECODE: u8 = 2;
 const TAG_TOUCH: u8 = 3;
-/// Bytes before the path: magic, format, length, tag, version, argument.
-const HEAD: usize = 4 + 1 + 40 + 1;
-/// The checksum's bytes.
-const CRC: usize = 4;
-/// Longest path a record carries.
-pub const MAX_PATH: usize = MAX_JOB - HEAD - CRC;
+/// Bytes before the path: tag, argument, version.
+const HEAD: usize = 2 + 40;
+/// Longest path a message carries.
+pub const MAX_PATH: usize = MAX_JOB - HEAD;
 
 /// A set of codings, one bit each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -160,11 +154,6 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
     if path.len() > MAX_PATH {
         return None;
     }
-    let len = HEAD + path.len() + CRC;
-    buf[0] = MAGIC;
-    buf[1] = FORMAT;
-    buf[2..4].copy_from_slice(&(len as u16).to_le_bytes());
-    buf[4] = tag;
     let fields = [
         version.device,
         version.inode,
@@ -172,26 +161,21 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         version.mtime_us as u64,
         version.ctime_us as u64,
     ];
+    buf[0] = tag;
+    buf[1] = arg;
     for (i, f) in fields.into_iter().enumerate() {
-        buf[5 + 8 * i..13 + 8 * i].copy_from_slice(&f.to_le_bytes());
+        buf[2 + 8 * i..10 + 8 * i].copy_from_slice(&f.to_le_bytes());
     }
-    buf[HEAD - 1] = arg;
     buf[HEAD..HEAD + path.len()].copy_from_slice(path);
-    let crc = crc32c::crc32c(&buf[..len - CRC]);
-    buf[len - CRC..len].copy_from_slice(&crc.to_le_bytes());
-    Some(&buf[..len])
+    Some(&buf[..HEAD + path.len()])
 }
 
-/// The job in a whole record whose length field was checked; `None` when
-/// anything in it is wrong.
-fn decode(rec: &[u8]) -> Option<OwnedJob> {
-    let body = rec.len().checked_sub(CRC)?;
-    if crc32c::crc32c(&rec[..body]).to_le_bytes() != rec[body..] {
-        return None;
-    }
+/// The job a message holds; `None` when anything in it is wrong.
+fn decode(msg: &[u8]) -> Option<OwnedJob> {
+    let (head, path) = msg.split_at_checked(HEAD)?;
     let field = |i: usize| {
         let mut b = [0u8; 8];
-        b.copy_from_slice(&rec[5 + 8 * i..13 + 8 * i]);
+        b.copy_from_slice(&head[2 + 8 * i..10 + 8 * i]);
         u64::from_le_bytes(b)
     };
     let version = Version {
@@ -201,12 +185,11 @@ fn decode(rec: &[u8]) -> Option<OwnedJob> {
         mtime_us: field(3) as i64,
         ctime_us: field(4) as i64,
     };
-    let arg = rec[HEAD - 1];
-    let path = &rec[HEAD..body];
+    let arg = head[1];
     // Jobs name files by absolute paths, which hold no NUL.
     let path_ok = path.first() == Some(&b'/') && !path.contains(&0);
     let owned = || PathBuf::from(OsStr::from_bytes(path));
-    match rec[4] {
+    match head[0] {
         TAG_COMPRESS if path_ok => Some(OwnedJob::Compress {
             path: owned(),
             version,
@@ -225,94 +208,41 @@ fn decode(rec: &[u8]) -> Option<OwnedJob> {
     }
 }
 
-/// Reads records from a byte stream or a datagram socket.
+/// Reads jobs from a source whose every read returns one whole message,
+/// as a `SOCK_SEQPACKET` socket's do.
 pub struct Reader<R: Read> {
     src: R,
-    /// Room for a record being completed plus a whole read: a datagram
-    /// socket discards what does not fit the buffer of the read.
-    buf: Box<[u8; 2 * MAX_JOB]>,
-    start: usize,
-    end: usize,
-    eof: bool,
-}
-
-/// What the bytes at the front of the buffer are.
-enum Front {
-    Job(OwnedJob),
-    /// Too few bytes to tell.
-    Partial,
-    /// Not a record: step over a byte.
-    Garbage,
+    /// One byte more than the longest message, to tell one that is
+    /// longer (and cut to the buffer by the read).
+    buf: Box<[u8; MAX_JOB + 1]>,
 }
 
 impl<R: Read> Reader<R> {
     pub fn new(r: R) -> Self {
         Reader {
             src: r,
-            buf: Box::new([0; 2 * MAX_JOB]),
-            start: 0,
-            end: 0,
-            eof: false,
+            buf: Box::new([0; MAX_JOB + 1]),
         }
     }
 
-    /// The next well-formed job; `Ok(None)` at the end of the stream
-    /// (what is left of a cut record is dropped).
+    /// The next well-formed job; `Ok(None)` once every sender is gone.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> io::Result<Option<OwnedJob>> {
         loop {
-            match self.front() {
-                Front::Job(j) => return Ok(Some(j)),
-                Front::Garbage => self.start += 1,
-                Front::Partial if self.eof && self.start < self.end => self.start += 1,
-                Front::Partial if self.eof => return Ok(None),
-                Front::Partial => self.fill()?,
-            }
-        }
-    }
-
-    /// Looks at the bytes from the next magic byte on.
-    fn front(&mut self) -> Front {
-        let pending = &self.buf[self.start..self.end];
-        let Some(at) = memchr::memchr(MAGIC, pending) else {
-            self.start = self.end;
-            return Front::Partial;
-        };
-        self.start += at;
-        let pending = &self.buf[self.start..self.end];
-        if pending.len() < 4 {
-            return Front::Partial;
-        }
-        let len = usize::from(u16::from_le_bytes([pending[2], pending[3]]));
-        if pending[1] != FORMAT || !(HEAD + CRC..=MAX_JOB).contains(&len) {
-            return Front::Garbage;
-        }
-        if pending.len() < len {
-            return Front::Partial;
-        }
-        match decode(&pending[..len]) {
-            Some(j) => {
-                self.start += len;
-                Front::Job(j)
-            }
-            None => Front::Garbage,
-        }
-    }
-
-    /// Reads more, after moving what is pending to the front (less than a
-    /// record, so at least `MAX_JOB` bytes are free).
-    fn fill(&mut self) -> io::Result<()> {
-        self.buf.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
-        self.start = 0;
-        loop {
-            match self.src.read(&mut self.buf[self.end..]) {
-                Ok(0) => self.eof = true,
-                Ok(n) => self.end += n,
+            let n = match self.src.read(&mut self.buf[..]) {
+                Ok(0) => return Ok(None),
+                Ok(n) => n,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => return Err(e),
+            };
+            if let Some(job) = self
+                .buf
+                .get(..n)
+                .filter(|m| m.len() <= MAX_JOB)
+                .and_then(decode)
+            {
+                return Ok(Some(job));
             }
-            return Ok(());
         }
     }
 }
@@ -320,7 +250,8 @@ impl<R: Read> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Cursor;
+    use crate::test_util::Messages;
+    use std::io::Write;
 
     fn v(n: u64) -> Version {
         Version {
@@ -355,7 +286,7 @@ mod tests {
         ]
     }
 
-    fn record(j: &OwnedJob) -> Vec<u8> {
+    fn message(j: &OwnedJob) -> Vec<u8> {
         let job = match j {
             OwnedJob::Compress {
                 path,
@@ -404,50 +335,30 @@ mod tests {
 
     #[test]
     fn every_kind_round_trips() {
-        let stream: Vec<u8> = jobs().iter().flat_map(record).collect();
-        assert_eq!(read_all(Cursor::new(stream)), jobs());
-    }
-
-    /// Hands out one byte per read, then a few at a time.
-    struct Dribble(Vec<u8>, usize);
-
-    impl Read for Dribble {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            let n = (self.1 % 7 + 1).min(self.0.len()).min(out.len());
-            self.1 += 1;
-            out[..n].copy_from_slice(&self.0[..n]);
-            self.0.drain(..n);
-            Ok(n)
-        }
+        assert_eq!(read_all(Messages::new(jobs().iter().map(message))), jobs());
     }
 
     #[test]
-    fn records_split_across_reads() {
-        let stream: Vec<u8> = jobs().iter().flat_map(record).collect();
-        assert_eq!(read_all(Dribble(stream, 0)), jobs());
-    }
-
-    #[test]
-    fn garbage_is_skipped() {
+    fn bad_messages_are_dropped() {
         let good = jobs();
-        let mut stream = b"\xc7\x01\xff\xffjunk\xc7".to_vec();
-        stream.extend(record(&good[0]));
-        let mut bad = record(&good[1]);
-        bad[20] ^= 1; // checksum fails
-        stream.extend(bad);
-        stream.extend([MAGIC, FORMAT, 60, 0, 9]); // unknown tag, cut short
-        stream.extend(record(&good[2]));
-        let mut relative = record(&good[0]);
+        let mut relative = message(&good[0]);
         relative[HEAD] = b'v';
-        let crc_at = relative.len() - CRC;
-        let crc = crc32c::crc32c(&relative[..crc_at]).to_le_bytes();
-        relative[crc_at..].copy_from_slice(&crc);
-        stream.extend(relative); // well formed but a relative path
-        stream.extend(record(&good[3]));
-        stream.extend(&record(&good[0])[..30]); // cut by the end
+        let mut unknown = message(&good[2]);
+        unknown[0] = 9;
+        let mut too_long = message(&good[1]);
+        too_long.resize(MAX_JOB + 1, b'a');
+        let stream = vec![
+            b"junk".to_vec(),
+            message(&good[0]),
+            message(&good[1])[..HEAD - 1].to_vec(),
+            unknown,
+            message(&good[2]),
+            relative,
+            too_long,
+            message(&good[3]),
+        ];
         let want = vec![good[0].clone(), good[2].clone(), good[3].clone()];
-        assert_eq!(read_all(Cursor::new(stream.clone())), want);
-        assert_eq!(read_all(Dribble(stream, 3)), want);
+        assert_eq!(read_all(Messages::new(stream)), want);
     }
 
     #[test]
@@ -470,24 +381,12 @@ mod tests {
     }
 
     #[test]
-    fn datagrams_are_read_whole() {
-        use std::os::unix::net::UnixDatagram;
-        let (a, b) = UnixDatagram::pair().unwrap();
+    fn messages_are_read_whole_from_a_socket() {
+        let (mut tx, rx) = crate::test_util::seqpacket_pair();
         for j in jobs() {
-            a.send(&record(&j)).unwrap();
+            tx.write_all(&message(&j)).unwrap();
         }
-        drop(a);
-        let mut reader = Reader::new(DatagramReader(b));
-        for j in jobs() {
-            assert_eq!(reader.next().unwrap(), Some(j));
-        }
-    }
-
-    struct DatagramReader(std::os::unix::net::UnixDatagram);
-
-    impl Read for DatagramReader {
-        fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-            self.0.recv(out)
-        }
+        drop(tx);
+        assert_eq!(read_all(rx), jobs());
     }
 }

@@ -1,7 +1,6 @@
 //! What names a copy in the cache: the version of the file it was made
-//! from and what it holds, spelled as a file name with no allocation (the
-//! request path computes one per request), and which files are compressed
-//! on demand at all.
+//! from and what it holds, spelled as a file name written on the stack,
+//! and which files are compressed on demand at all.
 //!
 //! A copy's name is `<fan-out>/<device>-<inode>-<size>-<mtime>-<ctime>.<ext>`
 //! in lower-case hex, the fan-out being the inode's low byte (two digits),
@@ -11,8 +10,9 @@
 //! zero-length file at a copy's name marks a version not worth
 //! compressing: no valid stream of any coding is empty.
 
-use crate::coding::{Coding, DeltaCoding};
-use crate::publish::walk::is_compressed_ext;
+use crate::coding::Coding;
+use crate::publish::atomic::is_temp_name;
+use crate::publish::walk::compress_rule;
 use crate::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -66,27 +66,6 @@ impl Kind {
         }
     }
 
-    /// `ext` in four bytes (NUL-padded) and its length: a name ends with
-    /// one store, made at compile time from `ext`.
-    fn ext4(self) -> ([u8; 4], usize) {
-        const fn pad(k: Kind) -> ([u8; 4], usize) {
-            let e = k.ext().as_bytes();
-            let mut four = [0; 4];
-            let mut i = 0;
-            while i < e.len() {
-                four[i] = e[i];
-                i += 1;
-            }
-            (four, e.len())
-        }
-        match self {
-            Kind::Coded(Coding::Zstd) => const { pad(Kind::Coded(Coding::Zstd)) },
-            Kind::Coded(Coding::Br) => const { pad(Kind::Coded(Coding::Br)) },
-            Kind::Coded(Coding::Gzip) => const { pad(Kind::Coded(Coding::Gzip)) },
-            Kind::Decoded => const { pad(Kind::Decoded) },
-        }
-    }
-
     /// The kind whose extension is `ext`.
     pub fn from_ext(ext: &str) -> Option<Kind> {
         [
@@ -134,32 +113,22 @@ impl NameBuf {
     pub fn as_bytes(&self) -> &[u8] {
         &self.bytes[..self.len]
     }
-}
 
-/// `n` as sixteen lower-case hex digits, most significant first.
-#[inline(always)]
-fn hex16(n: u64) -> [u8; 16] {
-    let mut out = [0; 16];
-    out[..8].copy_from_slice(&hex8((n >> 32) as u32).to_be_bytes());
-    out[8..].copy_from_slice(&hex8(n as u32).to_be_bytes());
-    out
-}
-
-/// `h` as eight hex digits in the bytes of a `u64`, most significant in
-/// the highest byte: each nibble spread into its own byte, then turned
-/// into its digit, all bytes at once.
-#[inline(always)]
-fn hex8(h: u32) -> u64 {
-    const fn bytes(b: u8) -> u64 {
-        u64::from_ne_bytes([b; 8])
+    /// Appends a byte; at most 90 are ever written (see `NAME_MAX`).
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
     }
-    let mut x = u64::from(h);
-    x = (x | (x << 16)) & 0x0000_ffff_0000_ffff;
-    x = (x | (x << 8)) & 0x00ff_00ff_00ff_00ff;
-    x = (x | (x << 4)) & bytes(0x0f);
-    // 1 in each byte holding 10..=15, which become 'a'..='f'.
-    let letters = ((x + bytes(0x06)) >> 4) & bytes(0x01);
-    x + bytes(b'0') + letters * u64::from(b'a' - b'0' - 10)
+
+    /// Appends `n` in lower-case hex, without leading zeros.
+    fn push_hex(&mut self, n: u64) {
+        let digits = (64 - n.leading_zeros()).div_ceil(4).max(1);
+        for i in (0..digits).rev() {
+            self.push(b"0123456789abcdef"[(n >> (4 * i)) as usize & 0xf]);
+        }
+    }
 }
 
 /// The fan-out directory of a copy of the file with this inode.
@@ -175,45 +144,26 @@ pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
     buf.as_str()
 }
 
-/// `copy_name` as bytes, without checking them again.
+/// `copy_name` as bytes.
 pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
-    // Written in place, each number as a block of digits of which the
-    // significant ones are kept: this runs on every on-demand request.
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let fan = usize::from(fan_out(v.inode));
-    let b = &mut buf.bytes;
-    b[..3].copy_from_slice(&[HEX[fan >> 4], HEX[fan & 0xf], b'/']);
-    let mut at = put_hex(b, 3, v.device, b'-');
-    at = put_hex(b, at, v.inode, b'-');
-    at = put_hex(b, at, v.size, b'-');
-    at = put_hex(b, at, v.mtime_us as u64, b'-');
-    at = put_hex(b, at, v.ctime_us as u64, b'.');
-    let (four, len) = kind.ext4();
-    if let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<4>()) {
-        *dst = four;
-        at += len;
+    // Digits by hand, not `write!`: formatting cost over 1 % of an
+    // on-demand hit (bench/ondemand_callgrind.sh).
+    buf.len = 0;
+    let fan = fan_out(v.inode);
+    buf.push_hex(u64::from(fan >> 4));
+    buf.push_hex(u64::from(fan & 0xf));
+    buf.push(b'/');
+    let numbers = [v.device, v.inode, v.size, v.mtime_us as u64];
+    for n in numbers {
+        buf.push_hex(n);
+        buf.push(b'-');
     }
-    buf.len = at;
+    buf.push_hex(v.ctime_us as u64);
+    buf.push(b'.');
+    for &b in kind.ext().as_bytes() {
+        buf.push(b);
+    }
     buf.as_bytes()
-}
-
-/// Writes `n`'s significant hex digits and `sep` at `at` in `b`; where
-/// the next part goes. Five parts take at most 3 + 5 * 17 bytes, well
-/// within `NAME_MAX`.
-#[inline(always)]
-fn put_hex(b: &mut [u8; NAME_MAX], at: usize, n: u64, sep: u8) -> usize {
-    let count = (16 - n.leading_zeros() as usize / 4).max(1);
-    let Some(dst) = b.get_mut(at..).and_then(|d| d.first_chunk_mut::<17>()) else {
-        return at;
-    };
-    if count <= 8 {
-        // Most devices, inodes and sizes: half the digits to make.
-        dst[..8].copy_from_slice(&hex8((n as u32) << (4 * (8 - count))).to_be_bytes());
-    } else {
-        dst[..16].copy_from_slice(&hex16(n << (4 * (16 - count))));
-    }
-    dst[count] = sep;
-    at + count + 1
 }
 
 /// The version and kind a copy's file name (without its fan-out
@@ -241,11 +191,10 @@ pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
 }
 
 /// Largest original compressed on demand: 64 MiB. Brotli at quality 11
-/// takes under 1 MB of input a second on one core (0.8 MB/s over the
-/// Apache manual), so a file this size already holds the (by default
-/// single) compressor worker for over a minute while every other miss
-/// waits; pages, scripts and styles are far smaller, and what is larger
-/// (logs, data dumps) is better published with the tool.
+/// is slow, so a file this size already holds the (by default single)
+/// compressor worker for a long while, and every other miss waits; pages,
+/// scripts and styles are far smaller, and what is larger (logs, data
+/// dumps) is better published with the tool.
 pub const MAX_SIZE: u64 = 64 << 20;
 
 /// Whether a file with this name (or path: only its last component
@@ -253,36 +202,15 @@ pub const MAX_SIZE: u64 = 64 << 20;
 /// (not a temporary of its own, not a delta, not an already-compressed
 /// format, at least its default `--min-size`) and at most `MAX_SIZE`.
 pub fn compressible(name: &[u8], size: u64) -> bool {
-    if !(DEFAULT_MIN_SIZE..=MAX_SIZE).contains(&size) {
-        return false;
-    }
-    // One pass back from the end finds the base name, its last dot and
-    // whether it is all ASCII: this runs on every on-demand request.
-    let (mut start, mut dot, mut bits) = (0, None, 0u8);
-    for (i, &b) in name.iter().enumerate().rev() {
-        if b == b'/' {
-            start = i + 1;
-            break;
-        }
-        if b == b'.' && dot.is_none() {
-            dot = Some(i);
-        }
-        bits |= b;
-    }
-    let base = &name[start..];
-    let ext = dot.filter(|&i| i > start).map(|i| &name[i + 1..]);
-    if ext.is_some_and(is_compressed_ext) {
-        return false;
-    }
+    let base = name.rsplit(|&b| b == b'/').next().unwrap_or_default();
     // The tool refuses names that are not UTF-8 too.
-    if base.is_empty() || bits >= 0x80 && std::str::from_utf8(base).is_err() {
+    let Ok(base) = std::str::from_utf8(base) else {
         return false;
-    }
-    let text = || std::str::from_utf8(base).unwrap_or_default();
-    let temp = base.first() == Some(&b'.') && crate::publish::atomic::is_temp_name(text());
-    let delta = ext.is_some_and(|e| DeltaCoding::ALL.iter().any(|d| d.token().as_bytes() == e))
-        && crate::dictionary::parse_delta_name(text()).is_some();
-    !temp && !delta
+    };
+    size <= MAX_SIZE
+        && !base.is_empty()
+        && !is_temp_name(base)
+        && compress_rule(base, size, DEFAULT_MIN_SIZE).is_none()
 }
 
 #[cfg(test)]
@@ -416,22 +344,7 @@ mod tests {
     }
 
     #[test]
-    fn hex_digits_match_the_formatter() {
-        for n in [
-            0,
-            1,
-            9,
-            10,
-            15,
-            16,
-            0xabc,
-            0x803,
-            u64::MAX,
-            1 << 63,
-            0x0123_4567_89ab_cdef,
-        ] {
-            assert_eq!(hex16(n), *format!("{n:016x}").as_bytes());
-        }
+    fn names_of_every_length() {
         for digits in 0..=16 {
             let n = if digits == 0 {
                 0

@@ -6,18 +6,17 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-/// Extensions of formats that are already compressed: recompressing them
-/// costs time and saves nothing.
+/// Extensions of formats that are already compressed (images, fonts,
+/// archives and compressed streams, audio and video, documents that are
+/// zip or deflate inside): recompressing them costs time and saves
+/// nothing. Sorted, for `is_compressed_ext`'s binary search.
 pub const COMPRESSED_EXTENSIONS: &[&str] = &[
-    // images
-    "png", "jpg", "jpeg", "jpe", "jfif", "gif", "webp", "avif", "heic", "heif", "jxl", "ico", "cur",
-    "tif", "tiff", // fonts
-    "woff", "woff2", // archives and compressed streams
-    "zip", "gz", "tgz", "br", "zst", "zstd", "xz", "txz", "lz", "lzma", "lz4", "bz2", "tbz2", "7z",
-    "rar", "jar", "war", "apk", "deb", "rpm", "cab", "dmg", "iso", "z", // audio and video
-    "mp3", "mp4", "m4a", "m4v", "aac", "ogg", "oga", "ogv", "opus", "flac", "webm", "mkv", "mov",
-    "avi", "wmv", "mpg", "mpeg", // documents that are zip or deflate inside
-    "pdf", "docx", "xlsx", "pptx", "odt", "ods", "odp", "epub",
+    "7z", "aac", "apk", "avi", "avif", "br", "bz2", "cab", "cur", "deb", "dmg", "docx", "epub",
+    "flac", "gif", "gz", "heic", "heif", "ico", "iso", "jar", "jfif", "jpe", "jpeg", "jpg", "jxl",
+    "lz", "lz4", "lzma", "m4a", "m4v", "mkv", "mov", "mp3", "mp4", "mpeg", "mpg", "odp", "ods",
+    "odt", "oga", "ogg", "ogv", "opus", "pdf", "png", "pptx", "rar", "rpm", "tbz2", "tgz", "tif",
+    "tiff", "txz", "war", "webm", "webp", "wmv", "woff", "woff2", "xlsx", "xz", "z", "zip", "zst",
+    "zstd",
 ];
 
 /// Why a file was not compressed.
@@ -208,7 +207,7 @@ impl Filter {
 
 /// Why `compress` leaves a file of this name and length alone, if it does:
 /// a delta, an already-compressed format, or under `min_size`. The module's
-/// on-demand compression asks the same (without allocating).
+/// on-demand compression asks the same (`ondemand::key::compressible`).
 pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> {
     if crate::dictionary::parse_delta_name(name).is_some() {
         Some(SkipReason::Delta)
@@ -219,61 +218,6 @@ pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> 
     } else {
         None
     }
-}
-
-/// `COMPRESSED_EXTENSIONS`, each packed into a `u64`, sorted, built at
-/// compile time: the module asks `is_compressed_ext` on every on-demand
-/// request, where walking the list cost a thousand instructions.
-static COMPRESSED: [u64; COMPRESSED_EXTENSIONS.len()] = {
-    let mut v = [0u64; COMPRESSED_EXTENSIONS.len()];
-    let mut i = 0;
-    while i < v.len() {
-        let ext = COMPRESSED_EXTENSIONS[i].as_bytes();
-        assert!(ext.len() <= 8, "an extension longer than eight bytes");
-        let mut low = [0u8; 8];
-        let mut j = 0;
-        while j < ext.len() {
-            low[j] = ext[j].to_ascii_lowercase();
-            j += 1;
-        }
-        // Insertion sort, as const evaluation allows.
-        let k = u64::from_le_bytes(low);
-        let mut at = i;
-        while at > 0 && v[at - 1] > k {
-            v[at] = v[at - 1];
-            at -= 1;
-        }
-        v[at] = k;
-        i += 1;
-    }
-    v
-};
-
-/// An extension of at most eight bytes, none NUL, lower-cased into the
-/// bytes of a `u64`.
-fn packed_ext(ext: &[u8]) -> Option<u64> {
-    let mut low = [0u8; 8];
-    low.get_mut(..ext.len())?.copy_from_slice(ext);
-    let k = u64::from_le_bytes(low);
-    // A NUL would pack like a shorter name; none of its bytes may be 0.
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-    let used = if ext.len() == 8 {
-        u64::MAX
-    } else {
-        (1u64 << (8 * ext.len())) - 1
-    };
-    let padded = k | !used;
-    if padded.wrapping_sub(ONES) & !padded & HIGHS != 0 {
-        return None;
-    }
-    // 'A'..='Z' gain 0x20, all bytes at once: a byte is upper case when
-    // adding 0x3f carries it past 0x7f (from 'A') and adding 0x25 does
-    // not (up to 'Z'); bytes over 0x7f never count.
-    let low7 = k & !HIGHS;
-    let upper = (low7 + u64::from_ne_bytes([0x3f; 8])) & !(low7 + u64::from_ne_bytes([0x25; 8]));
-    let upper = upper & !k & HIGHS;
-    Some(k | (upper >> 2))
 }
 
 /// True when the name's extension is an already-compressed format.
@@ -287,7 +231,15 @@ pub fn is_compressed_name(name: &str) -> bool {
 /// True when `ext` (a name's last extension, without the dot, in any case)
 /// is an already-compressed format.
 pub fn is_compressed_ext(ext: &[u8]) -> bool {
-    packed_ext(ext).is_some_and(|k| COMPRESSED.binary_search(&k).is_ok())
+    let mut buf = [0u8; 8];
+    let Some(low) = buf.get_mut(..ext.len()) else {
+        return false;
+    };
+    low.copy_from_slice(ext);
+    low.make_ascii_lowercase();
+    COMPRESSED_EXTENSIONS
+        .binary_search_by(|e| e.as_bytes().cmp(low))
+        .is_ok()
 }
 
 #[cfg(test)]
@@ -295,33 +247,16 @@ mod tests {
     use super::*;
     use std::fs;
 
-    /// The word-at-a-time packing against the plain one, byte by byte.
     #[test]
-    fn packed_ext_lowers_ascii_and_refuses_nul() {
-        fn plain(ext: &[u8]) -> Option<u64> {
-            let mut low = [0u8; 8];
-            if ext.len() > 8 || ext.contains(&0) {
-                return None;
-            }
-            for (l, &b) in low.iter_mut().zip(ext) {
-                *l = b.to_ascii_lowercase();
-            }
-            Some(u64::from_le_bytes(low))
+    fn extensions_are_sorted_and_lower_case() {
+        assert!(COMPRESSED_EXTENSIONS.windows(2).all(|w| w[0] < w[1]));
+        for e in COMPRESSED_EXTENSIONS {
+            assert_eq!(*e, e.to_ascii_lowercase());
+            assert!(is_compressed_ext(e.to_ascii_uppercase().as_bytes()), "{e}");
         }
-        for a in 0..=255u8 {
-            for b in 0..=255u8 {
-                assert_eq!(packed_ext(&[a, b]), plain(&[a, b]), "{a} {b}");
-                assert_eq!(
-                    packed_ext(&[b'X', a, 0x7f, b, b'z', b'@']),
-                    plain(&[b'X', a, 0x7f, b, b'z', b'@'])
-                );
-            }
-            let eight = [a, b'A', b'Z', b'[', a, 0xc1, b'`', a];
-            assert_eq!(packed_ext(&eight), plain(&eight), "{a}");
-        }
-        assert_eq!(packed_ext(b""), plain(b""));
-        assert_eq!(packed_ext(b"ninebytes"), None);
-        assert!(COMPRESSED.windows(2).all(|w| w[0] < w[1]));
+        assert!(!is_compressed_ext(b"gz\0"));
+        assert!(!is_compressed_ext(b"ninebytes"));
+        assert!(!is_compressed_ext(b""));
     }
 
     #[test]

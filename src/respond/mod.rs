@@ -207,7 +207,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let whole = passed && req.status() == Status::HTTP_OK;
         let size = self.original.map(|f| f.size);
         let c = tally::settle(a.outcome, a.len, req.content_encoding(), sent, whole, size);
-        if !counters::COUNTING {
+        if !counters::counting() {
             return c.outcome;
         }
         counters::response(c);
@@ -815,16 +815,29 @@ fn finish_file(
 
 /// Largest body read into the request pool when sendfile is off: below
 /// it one read costs less than mapping the file (mmap, page faults,
-/// munmap), as `bench/small_files.sh` measures (a build with
-/// `GZIP_DISK_NG_POOL_READ_MAX` set in the environment uses that instead,
-/// for the measurement).
-const POOL_READ_MAX: u64 = match option_env!("GZIP_DISK_NG_POOL_READ_MAX") {
-    Some(v) => match u64::from_str_radix(v, 10) {
-        Ok(n) => n,
-        Err(_) => panic!("GZIP_DISK_NG_POOL_READ_MAX is not a number of bytes"),
-    },
-    None => 64 * 1024,
-};
+/// munmap), as `bench/small_files.sh` measures.
+const POOL_READ_MAX: u64 = 64 * 1024;
+
+/// `POOL_READ_MAX`.
+#[cfg(not(feature = "bench-knobs"))]
+#[inline]
+fn pool_read_max() -> u64 {
+    POOL_READ_MAX
+}
+
+/// `GZIP_DISK_NG_POOL_READ_MAX` from the environment, else
+/// `POOL_READ_MAX`: `bench/small_files.sh` builds with the `bench-knobs`
+/// feature to measure where reading stops paying.
+#[cfg(feature = "bench-knobs")]
+fn pool_read_max() -> u64 {
+    static MAX: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
+        std::env::var("GZIP_DISK_NG_POOL_READ_MAX")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(POOL_READ_MAX)
+    });
+    *MAX
+}
 
 /// Part of a file as the body: a file bucket (sendfile, or mmap as core
 /// would use it), or, where sendfile is off and the part small, one read
@@ -838,7 +851,7 @@ fn file_body(
     start: u64,
     len: u64,
 ) {
-    if len <= POOL_READ_MAX
+    if len <= pool_read_max()
         && !req.header_only()
         && !req.sendfile_enabled()
         && !req.is_http2_stream()

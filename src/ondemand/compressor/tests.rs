@@ -1,5 +1,5 @@
 //! `run` over real files in temporary directories, its jobs read from a
-//! byte stream or a socket, its copies compared with what the publish
+//! list of messages or a socket, its copies compared with what the publish
 //! tool writes.
 
 use super::state::{copy_path, State};
@@ -8,9 +8,9 @@ use crate::coding::Coding;
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
 use crate::publish::{self, sibling_path, CompressOptions, Report};
-use crate::test_util::{encoded_with, fast, noise, page};
+use crate::test_util::{encoded_with, fast, noise, page, seqpacket_pair, Messages};
 use std::fs;
-use std::io::{Cursor, Write};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -66,8 +66,8 @@ fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
     })
 }
 
-fn run_over(s: &Settings, stream: Vec<u8>, lines: &Lines) {
-    run(s, Cursor::new(stream), &lines.log(), &|_| {});
+fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
+    run(s, Messages::new(stream), &lines.log(), &|_| {});
 }
 
 fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
@@ -96,14 +96,10 @@ fn copies_are_what_compress_writes() {
     let p = page_file(&docs, "a.html", 20_000, 3);
     let s = settings(&cache);
     let lines = Lines::default();
-    // Over a socket, the job split across writes.
-    let (mut tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+    // Over a socket, as Apache's children send it.
+    let (mut tx, rx) = seqpacket_pair();
     let job = compress_job(&p, all());
-    let writer = std::thread::spawn(move || {
-        for part in job.chunks(7) {
-            tx.write_all(part).unwrap();
-        }
-    });
+    let writer = std::thread::spawn(move || tx.write_all(&job).unwrap());
     run(&s, rx, &lines.log(), &|_| {});
     writer.join().unwrap();
     let opts = CompressOptions {
@@ -132,22 +128,22 @@ fn duplicate_jobs_compress_once() {
     let s = settings(&cache);
     let lines = Lines::default();
     let gzip = CodingSet::empty().with(Coding::Gzip);
-    let mut stream = compress_job(&p, all());
-    stream.extend(compress_job(&p, all()));
-    stream.extend(compress_job(&p, gzip));
+    let mut stream = vec![compress_job(&p, all())];
+    stream.push(compress_job(&p, all()));
+    stream.push(compress_job(&p, gzip));
     run_over(&s, stream, &lines);
     assert_eq!(lines.count(Level::Debug, "copy of"), 3);
     let ino = fs::metadata(copy(&s, &p, Kind::Coded(Coding::Gzip)))
         .unwrap()
         .ino();
     // A later run knows the copies from the cache itself.
-    run_over(&s, compress_job(&p, all()), &lines);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
     assert_eq!(lines.count(Level::Debug, "copy of"), 3);
     let again = fs::metadata(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
     assert_eq!(again.ino(), ino);
     // Removed behind its back: made again.
     fs::remove_file(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
-    run_over(&s, compress_job(&p, all()), &lines);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
     assert_eq!(lines.count(Level::Debug, "copy of"), 4);
 }
 
@@ -164,13 +160,13 @@ fn another_version_is_refused() {
         version: v,
         codings: all(),
     };
-    let mut stream = record(&job);
+    let mut stream = vec![record(&job)];
     let missing = docs.join("gone.html");
     let other = Version {
         inode: v.inode + 1,
         ..v
     };
-    stream.extend(record(&Job::Compress {
+    stream.push(record(&Job::Compress {
         path: missing.as_os_str().as_bytes(),
         version: other,
         codings: all(),
@@ -193,8 +189,8 @@ fn incompressible_data_leaves_markers() {
     fs::write(&tiny, b"<p>small</p>").unwrap();
     let s = settings(&cache);
     let lines = Lines::default();
-    let mut stream = compress_job(&p, all());
-    stream.extend(compress_job(&tiny, all()));
+    let mut stream = vec![compress_job(&p, all())];
+    stream.push(compress_job(&tiny, all()));
     run_over(&s, stream, &lines);
     for c in Coding::ALL {
         let m = fs::metadata(copy(&s, &p, Kind::Coded(c))).unwrap();
@@ -214,7 +210,7 @@ fn decoded_copies_equal_the_original() {
     for c in Coding::ALL {
         let sib = sibling_path(&docs.join(format!("{}.html", c.token())), c);
         fs::write(&sib, encoded_with(c, &fast(), &content)).unwrap();
-        stream.extend(record(&Job::Decode {
+        stream.push(record(&Job::Decode {
             path: sib.as_os_str().as_bytes(),
             coding: c,
             version: version(&sib),
@@ -223,7 +219,7 @@ fn decoded_copies_equal_the_original() {
     }
     let corrupt = docs.join("bad.html.gz");
     fs::write(&corrupt, b"\x1f\x8b\x08 not really gzip at all").unwrap();
-    stream.extend(record(&Job::Decode {
+    stream.push(record(&Job::Decode {
         path: corrupt.as_os_str().as_bytes(),
         coding: Coding::Gzip,
         version: version(&corrupt),
@@ -255,16 +251,16 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     s.workers = 1;
     s.max_size = 3 * max + min / 2;
     let lines = Lines::default();
-    let mut stream = compress_job(&files[0], gzip);
-    stream.extend(compress_job(&files[1], gzip));
+    let mut stream = vec![compress_job(&files[0], gzip)];
+    stream.push(compress_job(&files[1], gzip));
     run_over(&s, stream, &lines);
     // The first copy is served, then two more are made.
-    let mut stream = record(&Job::Touch {
+    let mut stream = vec![record(&Job::Touch {
         version: version(&files[0]),
         kind: Kind::Coded(Coding::Gzip),
-    });
-    stream.extend(compress_job(&files[2], gzip));
-    stream.extend(compress_job(&files[3], gzip));
+    })];
+    stream.push(compress_job(&files[2], gzip));
+    stream.push(compress_job(&files[3], gzip));
     run_over(&s, stream, &lines);
     let kept: Vec<bool> = files
         .iter()
@@ -310,9 +306,9 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
         "the large page's copy must exceed the limit"
     );
     let lines = Lines::default();
-    run_over(&s, compress_job(&small, gzip), &lines);
+    run_over(&s, vec![compress_job(&small, gzip)], &lines);
     assert!(bytes_under(&cache) <= s.max_size);
-    run_over(&s, compress_job(&large, gzip), &lines);
+    run_over(&s, vec![compress_job(&large, gzip)], &lines);
     assert!(
         bytes_under(&cache) <= s.max_size,
         "{} > {}",
@@ -332,7 +328,7 @@ fn leftovers_are_removed_at_start() {
     let p = page_file(&docs, "d.html", 5000, 7);
     let s = settings(&cache);
     let lines = Lines::default();
-    run_over(&s, compress_job(&p, all()), &lines);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
     let made = copy(&s, &p, Kind::Coded(Coding::Br));
     let name = made.file_name().unwrap().to_str().unwrap();
     let dir = made.parent().unwrap();
@@ -369,11 +365,11 @@ fn an_unwritable_cache_warns_once() {
     let mut stream = Vec::new();
     for i in 0..3 {
         let p = page_file(&docs, &format!("{i}.html"), 5000, i);
-        stream.extend(compress_job(&p, all()));
+        stream.push(compress_job(&p, all()));
     }
     let sib = docs.join("s.html.gz");
     fs::write(&sib, encoded_with(Coding::Gzip, &fast(), &page(5000, 1))).unwrap();
-    stream.extend(record(&Job::Decode {
+    stream.push(record(&Job::Decode {
         path: sib.as_os_str().as_bytes(),
         coding: Coding::Gzip,
         version: version(&sib),
@@ -443,8 +439,8 @@ fn running<'a>(
     s: &'a Settings,
     lines: &'a Lines,
     events: &'a Events,
-) -> std::os::unix::net::UnixStream {
-    let (tx, rx) = std::os::unix::net::UnixStream::pair().unwrap();
+) -> fs::File {
+    let (tx, rx) = seqpacket_pair();
     let before = lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use");
     scope.spawn(move || run(s, rx, &lines.log(), &events.tally()));
     wait_until("the run's start", || {
@@ -474,12 +470,12 @@ fn a_second_run_on_a_held_root_makes_nothing_and_warns_once() {
     std::thread::scope(|scope| {
         let tx = running(scope, &s, &first, &events);
         let left = leftover(&s, &p);
-        let mut stream = compress_job(&p, all());
-        stream.extend(compress_job(&p, CodingSet::empty().with(Coding::Br)));
+        let mut stream = vec![compress_job(&p, all())];
+        stream.push(compress_job(&p, CodingSet::empty().with(Coding::Br)));
         let second_events = Events::default();
         run(
             &s,
-            Cursor::new(stream),
+            Messages::new(stream),
             &second.log(),
             &second_events.tally(),
         );
