@@ -15,41 +15,9 @@ fn query(tool: &str, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-/// The version of `krate` in Cargo.lock's text `lock` (the first, should
-/// it be there twice).
-fn locked_version<'a>(lock: &'a str, krate: &str) -> Option<&'a str> {
-    let name = format!("name = \"{krate}\"\n");
-    let rest = &lock[lock.find(&name)? + name.len()..];
-    rest.lines()
-        .next()?
-        .strip_prefix("version = \"")?
-        .strip_suffix('"')
-}
-
-/// Codec versions for `gzip-disk-ng --version` (publish::cli::long_version)
-/// that the crates have no call for, from Cargo.lock: brotli's and
-/// zlib-rs's crate versions, and libdeflate's, the major.minor of
-/// libdeflate-sys, which bundles that libdeflate release. "unknown" where
-/// there is no Cargo.lock (built as a dependency).
-fn codec_versions() {
-    println!("cargo:rerun-if-changed=Cargo.lock");
-    let lock = std::fs::read_to_string("Cargo.lock").unwrap_or_default();
-    for (krate, var, parts) in [
-        ("brotli", "GDN_BROTLI_VERSION", 3),
-        ("zlib-rs", "GDN_ZLIB_RS_VERSION", 3),
-        ("libdeflate-sys", "GDN_LIBDEFLATE_VERSION", 2),
-    ] {
-        let version = locked_version(&lock, krate).map_or("unknown".to_owned(), |v| {
-            v.split('.').take(parts).collect::<Vec<_>>().join(".")
-        });
-        println!("cargo:rustc-env={var}={version}");
-    }
-}
-
 fn main() {
     println!("cargo:rerun-if-changed=csrc");
     println!("cargo:rerun-if-changed=build.rs");
-    codec_versions();
     let mut includes = Vec::new();
     for var in ["INCLUDEDIR", "APR_INCLUDEDIR", "APU_INCLUDEDIR"] {
         for dir in query("apxs", &["-q", var]) {

@@ -1,16 +1,15 @@
 //! `gzip-disk-ng`: the publish tool that makes and checks siblings.
 //!
-//! Runs the command line `mod_gzip_disk_ng::publish::cli` defines over
-//! `mod_gzip_disk_ng::publish`; exit status 0 when everything went well, 1
+//! Runs the command line `publish::cli` defines over `publish`; exit status 0 when everything went well, 1
 //! when any file had a problem, 2 on bad usage.
 
-use clap::FromArgMatches;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::dictionary::DeltaCoding;
-use mod_gzip_disk_ng::publish::cli::{self, Cli, Cmd, Common, CompressArgs};
-use mod_gzip_disk_ng::publish::{
+use crate::coding::Coding;
+use crate::dictionary::DeltaCoding;
+use crate::publish::cli::{self, Cli, Cmd, Common, CompressArgs};
+use crate::publish::{
     self, encode::Levels, CleanOptions, CompressOptions, DeltaLevels, DeltaOptions, Report,
 };
+use clap::FromArgMatches;
 use std::process::ExitCode;
 
 fn report(c: &Common) -> Report {
@@ -140,7 +139,8 @@ fn run(cli: Cli) -> Result<bool, String> {
     }
 }
 
-fn main() -> ExitCode {
+/// The tool: parses the command line and runs it.
+pub fn main() -> ExitCode {
     let matches = cli::command().get_matches();
     let parsed = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(parsed) {

@@ -6,9 +6,9 @@
 /// The crate, by the name the toolkit knows it.
 use crate as gdn;
 
-#[path = "../tests/common/codec.rs"]
+#[path = "../../../tests/common/codec.rs"]
 mod codec;
-#[path = "../tests/common/data.rs"]
+#[path = "../../../tests/common/data.rs"]
 mod data;
 
 pub use codec::*;

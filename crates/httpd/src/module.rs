@@ -268,14 +268,14 @@ impl ModuleRecord {
 }
 
 /// Declares the exported module record `$symbol` (the name `LoadModule`
-/// gives) for the [`Module`](crate::httpd::module::Module) type `$module`.
+/// gives) for the [`Module`](crate::module::Module) type `$module`.
 #[macro_export]
 macro_rules! declare_module {
     ($symbol:ident, $module:ty) => {
         #[no_mangle]
         #[allow(non_upper_case_globals, unsafe_code)]
-        pub static $symbol: $crate::httpd::module::ModuleRecord =
-            $crate::httpd::module::ModuleRecord::new::<$module>();
+        pub static $symbol: $crate::module::ModuleRecord =
+            $crate::module::ModuleRecord::new::<$module>();
     };
 }
 

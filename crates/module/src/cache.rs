@@ -9,14 +9,14 @@
 
 use crate::coding::Coding;
 use crate::config::ServerConfig;
-use crate::counters;
 use crate::httpd::helper::{self, Channel, ServerLog};
 use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
+use crate::memo::version::FxHasher;
+use crate::metrics::counters;
+use crate::metrics::tally;
 use crate::ondemand::compressor::{self, Event, Settings};
 use crate::ondemand::job::{self, CodingSet, Job};
 use crate::ondemand::key::{self, Kind, NameBuf, Version};
-use crate::tally;
-use crate::version_cache::FxHasher;
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::hash::{Hash, Hasher};

@@ -2,36 +2,28 @@
 //! siblings (`page.html.zst`, `.br`, `.gz`) and decompresses on the fly for
 //! clients that accept none of them.
 //!
-//! The pure decision code (`negotiate`, `variant`, `decode`, `config`,
-//! `jitter`) knows nothing of Apache and is unit-tested alone. `httpd`
-//! holds every FFI call and names no application type; `module` declares
-//! the module on it, `handler` gathers a request's facts, `variant`
-//! decides and `respond` answers.
+//! The pure decision code is gdn-core, the FFI layer gdn-httpd; this crate
+//! is the module on them: `module` declares it (directives and hooks,
+//! `config` their values), `handler` gathers a request's facts, `variant`
+//! decides and `respond` answers; `cache` and `ondemand` make and find
+//! on-demand copies, `memo` holds what is remembered per file version,
+//! `metrics` counts. The core's modules are re-exported under their old
+//! paths.
 #![deny(unsafe_code)]
 
+pub use gdn_core::{coding, decode, dictionary, jitter, negotiate, publish, variant};
+use gdn_httpd as httpd;
+
 mod cache;
-pub mod coding;
 pub mod config;
-mod counters;
-pub mod decode;
-pub mod dictionary;
 pub mod directives;
-pub mod facts_cache;
-#[doc(hidden)]
-pub mod handler;
-pub mod httpd;
-pub mod jitter;
+mod handler;
 mod lookup;
-pub mod module;
-pub mod negotiate;
+mod memo;
+mod metrics;
+mod module;
 pub mod ondemand;
-pub mod publish;
 mod respond;
-mod size_memo;
-mod status;
 mod store_guard;
-pub mod tally;
 #[cfg(test)]
-mod test_util;
-pub mod variant;
-pub mod version_cache;
+use gdn_core::test_util;

@@ -4,12 +4,12 @@
 
 /// What a sibling lookup found.
 use crate::coding::{Coding, DeltaCoding};
-use crate::counters;
 use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
-use crate::tally::Reason;
+use crate::memo::version::VersionCache;
+use crate::metrics::counters;
+use crate::metrics::tally::Reason;
 use crate::variant::FileMeta;
-use crate::version_cache::VersionCache;
 use std::cell::OnceCell;
 use std::ffi::CStr;
 

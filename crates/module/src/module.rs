@@ -3,19 +3,19 @@
 
 use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
-use crate::counters;
 use crate::directives::DIRECTIVES;
 use crate::handler;
 use crate::httpd::{self, Args, Command, Directive, Hook, Order, PostConfig, Request, Status};
 use crate::jitter::Secret;
-use crate::status;
+use crate::metrics::counters;
+use crate::metrics::status;
 use std::ffi::CStr;
 use std::sync::{PoisonError, RwLock};
 
 /// The module, as `LoadModule gzip_disk_ng_module …` names it.
 pub struct GzipDiskNg;
 
-crate::declare_module!(gzip_disk_ng_module, GzipDiskNg);
+gdn_httpd::declare_module!(gzip_disk_ng_module, GzipDiskNg);
 
 impl httpd::Config for DirConfig {
     fn merge(&self, child: &Self) -> Self {

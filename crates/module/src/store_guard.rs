@@ -5,7 +5,7 @@
 
 use crate::dictionary;
 use crate::httpd::{FileKind, FileVersion, Level, Request, Status};
-use crate::version_cache::VersionCache;
+use crate::memo::version::VersionCache;
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};

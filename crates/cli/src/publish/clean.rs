@@ -15,7 +15,8 @@
 
 use super::check;
 use super::freshness::is_abandoned;
-use super::progress::{Progress, Report};
+use super::options::Report;
+use super::progress::Progress;
 use super::sibling_path;
 use super::state;
 use super::store;

@@ -9,82 +9,40 @@
 //! size zstd and gzip declare, is how a rerun knows it was made from the
 //! current original.
 
-pub mod atomic;
-pub(crate) mod brotli_ending;
-pub mod check;
 mod clean;
 pub mod cli;
 mod delta;
-pub mod encode;
-mod error;
-mod freshness;
-mod lifecycle;
-mod options;
-mod original;
 mod progress;
-mod sibling;
-pub mod state;
-pub mod store;
 mod summary;
 pub mod train;
 mod verify;
 pub mod walk;
 mod worker;
 
+pub use gdn_core::publish::{
+    atomic, check, encode, error, freshness, lifecycle, make_copy, options, original, rules,
+    sibling, sibling_path, state, store,
+};
+
 pub use clean::{clean, CleanOptions};
 pub use delta::{DeltaLevels, DeltaResult};
 pub use error::{PublishError, Removal};
 pub use freshness::ABANDONED_AFTER;
 pub use lifecycle::{Outcome, Sizes};
+pub use options::Report;
 pub use options::{CompressOptions, DeltaOptions, DEFAULT_MIN_SIZE};
-pub use progress::Report;
 pub use summary::{CleanSummary, CodingTotals, CompressSummary, DeltaTotals, Kept, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
 
-use crate::coding::Coding;
-use encode::Levels;
 use freshness::is_abandoned;
-use original::Original;
 use progress::Progress;
 use rayon::prelude::*;
-use sibling::SiblingJob;
 use std::collections::HashSet;
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Instant;
 use walk::{Filter, Found, SkipReason};
 use worker::{compress_file, FileResult};
-
-/// The sibling path for `coding` (its first suffix).
-pub fn sibling_path(original: &Path, coding: Coding) -> PathBuf {
-    let mut p = original.as_os_str().to_owned();
-    p.push(coding.suffixes()[0]);
-    PathBuf::from(p)
-}
-
-/// Makes the `coding` sibling of the original at `path`, whose metadata
-/// was `meta`, at `target` instead of beside it: the module's on-demand
-/// cache gets exactly what `compress` would write (the same lifecycle,
-/// encoders, levels and min-saving rule, the original's mtime), nothing
-/// already at `target` counts as up to date, and nothing is removed.
-pub fn make_copy(
-    path: &Path,
-    meta: &fs::Metadata,
-    coding: Coding,
-    levels: &Levels,
-    min_saving: f64,
-    target: &Path,
-) -> Outcome {
-    let original = Original::known(path, meta.clone());
-    let job = SiblingJob::at(&original, coding, target.to_path_buf(), levels, min_saving);
-    let opts = CompressOptions {
-        levels: *levels,
-        min_saving,
-        report: Report::Quiet,
-        ..CompressOptions::default()
-    };
-    lifecycle::run(&job, &original, &opts)
-}
 
 /// Runs `compress` over `paths`.
 pub fn compress(paths: &[PathBuf], opts: &CompressOptions) -> Result<CompressSummary, String> {
@@ -163,6 +121,7 @@ fn files_to_compress(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::coding::Coding;
     use crate::test_util::{noise, page};
     use std::fs::File;
     use std::time::{Duration, SystemTime};

@@ -1,6 +1,7 @@
 //! What the tool tells while it works: a progress bar on a terminal or one
 //! line per file, and every problem on stderr.
 
+use super::options::Report;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
@@ -17,17 +18,6 @@ fn tail(s: &str, room: usize) -> String {
     }
     let kept: String = s.chars().skip(n - room + 1).collect();
     format!("…{kept}")
-}
-
-/// How much to tell while working.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Report {
-    /// A progress bar on a terminal, one line per file otherwise.
-    Auto,
-    /// One line per file, even on a terminal.
-    Plain,
-    /// Only errors and the summary.
-    Quiet,
 }
 
 /// Where progress and problems go.

@@ -7,7 +7,8 @@
 use super::check;
 use super::delta::codec;
 use super::freshness::mtime;
-use super::progress::{Progress, Report};
+use super::options::Report;
+use super::progress::Progress;
 use super::state;
 use super::store::{self, Store};
 use super::summary::VerifySummary;

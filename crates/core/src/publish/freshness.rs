@@ -13,12 +13,12 @@ use std::time::{Duration, SystemTime};
 /// run writes its temporaries continuously.
 pub const ABANDONED_AFTER: Duration = Duration::from_secs(15 * 60);
 
-pub(super) fn mtime(m: &fs::Metadata) -> Option<SystemTime> {
+pub fn mtime(m: &fs::Metadata) -> Option<SystemTime> {
     m.modified().ok()
 }
 
 /// True when the file's size or mtime moved since `before`.
-pub(super) fn changed_since(path: &Path, before: &fs::Metadata) -> Result<bool, PublishError> {
+pub fn changed_since(path: &Path, before: &fs::Metadata) -> Result<bool, PublishError> {
     let now = fs::metadata(path).map_err(PublishError::StatAgain)?;
     Ok(now.len() != before.len() || mtime(&now) != mtime(before))
 }
@@ -27,12 +27,7 @@ pub(super) fn changed_since(path: &Path, before: &fs::Metadata) -> Result<bool, 
 /// tool gives siblings their original's mtime, and where the format states
 /// the decoded size (zstd, gzip) it must be the original's size too, which
 /// catches an original rewritten with its old mtime kept (`rsync -t`).
-pub(super) fn made_from(
-    coding: Coding,
-    sib: &Path,
-    sib_meta: &fs::Metadata,
-    meta: &fs::Metadata,
-) -> bool {
+pub fn made_from(coding: Coding, sib: &Path, sib_meta: &fs::Metadata, meta: &fs::Metadata) -> bool {
     if !sib_meta.is_file() || mtime(sib_meta).is_none() || mtime(sib_meta) != mtime(meta) {
         return false;
     }
@@ -53,7 +48,7 @@ pub(super) fn made_from(
 }
 
 /// True for a temporary of a run that was killed (see `ABANDONED_AFTER`).
-pub(super) fn is_abandoned(tmp: &Path) -> bool {
+pub fn is_abandoned(tmp: &Path) -> bool {
     fs::symlink_metadata(tmp)
         .ok()
         .and_then(|m| m.modified().ok())

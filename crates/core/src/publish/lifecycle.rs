@@ -47,7 +47,7 @@ pub enum Outcome {
 }
 
 /// An encoding waiting to be committed.
-pub(super) enum Encoded {
+pub enum Encoded {
     /// Streamed into a temporary beside the target and already checked
     /// against the original (siblings: a change explains encoder errors).
     Checked(TempFile),
@@ -56,14 +56,14 @@ pub(super) enum Encoded {
 }
 
 /// What encoding gave.
-pub(super) enum Made {
+pub enum Made {
     Encoded(Encoded, Sizes),
     /// Cannot be made for this original: an old one goes.
     TooLarge,
 }
 
 /// One sibling or delta of one original: what differs between the two.
-pub(super) trait Job {
+pub trait Job {
     /// Where it goes.
     fn target(&self) -> &Path;
     /// The target as found before any work on the file began.
@@ -81,7 +81,7 @@ pub(super) trait Job {
 }
 
 /// Makes (or keeps, or drops) `job` for `original`.
-pub(super) fn run(job: &impl Job, original: &Original<'_>, opts: &CompressOptions) -> Outcome {
+pub fn run(job: &impl Job, original: &Original<'_>, opts: &CompressOptions) -> Outcome {
     steps(job, original, opts).unwrap_or_else(Outcome::Failed)
 }
 

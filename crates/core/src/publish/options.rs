@@ -1,9 +1,8 @@
 //! What `compress` is asked to do: codings, encoder levels, which files,
 //! and how it treats what is already there.
 
-use super::delta::DeltaLevels;
+use super::delta_codec::DeltaLevels;
 use super::encode::Levels;
-use super::progress::Report;
 use crate::coding::Coding;
 use crate::dictionary::DeltaCoding;
 use std::path::PathBuf;
@@ -11,6 +10,17 @@ use std::path::PathBuf;
 /// `--min-size`'s default: below this, a sibling's saving is a few dozen
 /// bytes at most, less than the headers it costs to negotiate one.
 pub const DEFAULT_MIN_SIZE: u64 = 256;
+
+/// How much to tell while working.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Report {
+    /// A progress bar on a terminal, one line per file otherwise.
+    Auto,
+    /// One line per file, even on a terminal.
+    Plain,
+    /// Only errors and the summary.
+    Quiet,
+}
 
 /// Options of `compress`.
 #[derive(Clone, Debug)]
@@ -64,7 +74,7 @@ impl Default for CompressOptions {
     }
 }
 
-/// Which deltas `compress` makes (see `publish::delta`).
+/// Which deltas `compress` makes (see the tool's `publish::delta`).
 #[derive(Clone, Debug)]
 pub struct DeltaOptions {
     /// Earlier versions of each path kept as dictionaries (0: none).

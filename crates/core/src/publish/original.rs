@@ -23,10 +23,10 @@ enum OnDisk {
 }
 
 /// An original and its siblings.
-pub(super) struct Original<'a> {
-    pub(super) path: &'a Path,
+pub struct Original<'a> {
+    pub path: &'a Path,
     /// As it was when its work began.
-    pub(super) meta: fs::Metadata,
+    pub meta: fs::Metadata,
     /// Every sibling name it can have (`check::sibling_paths`).
     siblings: Vec<(Coding, PathBuf, OnDisk)>,
 }
@@ -34,7 +34,7 @@ pub(super) struct Original<'a> {
 impl<'a> Original<'a> {
     /// The original at `path`, once it is known to open (an unreadable
     /// file is reported once, not once per coding), and its siblings.
-    pub(super) fn open(path: &'a Path) -> Result<Original<'a>, PublishError> {
+    pub fn open(path: &'a Path) -> Result<Original<'a>, PublishError> {
         let meta = fs::metadata(path).map_err(PublishError::Stat)?;
         File::open(path).map_err(PublishError::Read)?;
         let siblings = check::sibling_paths(path)
@@ -53,7 +53,7 @@ impl<'a> Original<'a> {
 
     /// The original at `path`, as `meta` describes it, with no sibling
     /// looked for: what it makes goes elsewhere (the module's cache).
-    pub(super) fn known(path: &'a Path, meta: fs::Metadata) -> Original<'a> {
+    pub fn known(path: &'a Path, meta: fs::Metadata) -> Original<'a> {
         Original {
             path,
             meta,
@@ -68,7 +68,7 @@ impl<'a> Original<'a> {
     }
 
     /// What was at the `coding` sibling's name when the work began.
-    pub(super) fn found(&self, coding: Coding) -> Option<&fs::Metadata> {
+    pub fn found(&self, coding: Coding) -> Option<&fs::Metadata> {
         match &self.siblings[self.slot(coding)?].2 {
             OnDisk::Found(m) => m.as_ref(),
             _ => None,
@@ -76,7 +76,7 @@ impl<'a> Original<'a> {
     }
 
     /// Takes in what the lifecycle did to the `coding` sibling.
-    pub(super) fn record(&mut self, coding: Coding, outcome: &Outcome) {
+    pub fn record(&mut self, coding: Coding, outcome: &Outcome) {
         let state = match outcome {
             Outcome::Written(sizes) => OnDisk::Written(sizes.size),
             Outcome::NotWorth { removed: true, .. } => OnDisk::Removed,
@@ -89,7 +89,7 @@ impl<'a> Original<'a> {
 
     /// The size of the `coding` sibling when it was made from this
     /// original (it has the original's mtime).
-    pub(super) fn current_len(&self, coding: Coding) -> Option<u64> {
+    pub fn current_len(&self, coding: Coding) -> Option<u64> {
         match &self.siblings[self.slot(coding)?].2 {
             OnDisk::Found(Some(m)) if m.is_file() && mtime(m) == mtime(&self.meta) => Some(m.len()),
             OnDisk::Written(len) => Some(*len),
@@ -98,7 +98,7 @@ impl<'a> Original<'a> {
     }
 
     /// Every sibling that is a file now.
-    pub(super) fn sibling_files(&self) -> impl Iterator<Item = (Coding, &Path)> {
+    pub fn sibling_files(&self) -> impl Iterator<Item = (Coding, &Path)> {
         self.siblings
             .iter()
             .filter_map(|(c, p, state)| match state {

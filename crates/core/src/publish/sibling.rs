@@ -13,7 +13,7 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 /// The `coding` sibling of one original.
-pub(super) struct SiblingJob<'a> {
+pub struct SiblingJob<'a> {
     original: &'a Original<'a>,
     coding: Coding,
     target: PathBuf,
@@ -22,7 +22,7 @@ pub(super) struct SiblingJob<'a> {
 }
 
 impl<'a> SiblingJob<'a> {
-    pub(super) fn new(
+    pub fn new(
         original: &'a Original<'a>,
         coding: Coding,
         levels: &'a Levels,
@@ -34,7 +34,7 @@ impl<'a> SiblingJob<'a> {
 
     /// The same sibling written at `target` instead of beside the original
     /// (the module's on-demand cache).
-    pub(super) fn at(
+    pub fn at(
         original: &'a Original<'a>,
         coding: Coding,
         target: PathBuf,

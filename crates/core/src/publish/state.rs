@@ -4,7 +4,6 @@
 //! without the module). Also moves the in-tree store of older releases
 //! (`TREE/.gzip-disk-ng/`) there.
 
-use super::delta::tree_of;
 use super::store::Store;
 use crate::dictionary::STORE_DIR;
 use std::ffi::OsString;
@@ -291,6 +290,17 @@ pub fn any_old_store(paths: &[PathBuf]) -> bool {
     paths
         .iter()
         .any(|p| fs::symlink_metadata(tree_of(p).join(STORE_DIR)).is_ok_and(|m| m.is_dir()))
+}
+
+/// The top directory of the tree an argument publishes: a directory, or
+/// a file's own directory (empty for a bare name, which paths found under
+/// it are relative to).
+pub fn tree_of(arg: &Path) -> PathBuf {
+    if arg.is_dir() {
+        arg.to_path_buf()
+    } else {
+        arg.parent().unwrap_or(Path::new("")).to_path_buf()
+    }
 }
 
 #[cfg(test)]

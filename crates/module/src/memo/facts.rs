@@ -6,7 +6,7 @@
 use crate::coding::Coding;
 use crate::decode::Facts;
 use crate::httpd::FileVersion;
-use crate::version_cache::VersionCache;
+use crate::memo::version::VersionCache;
 
 /// A file version and the coding it is read as.
 pub type Key = (FileVersion, Coding);

@@ -6,8 +6,8 @@
 //! Apache would serve it, when its candidate is reached.
 
 use crate::httpd::FileVersion;
+use crate::memo::version::VersionCache;
 use crate::variant::Sizes;
-use crate::version_cache::VersionCache;
 
 /// Entries kept.
 const MAX_ENTRIES: usize = 16_384;

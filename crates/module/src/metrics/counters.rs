@@ -7,7 +7,7 @@
 use crate::coding::Coding;
 use crate::httpd::shm::{self, Counters};
 use crate::httpd::PostConfig;
-use crate::tally::{self, slot, Counted, Job, Reason, Snapshot};
+use crate::metrics::tally::{self, slot, Counted, Job, Reason, Snapshot};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Where the segment hangs on the process pool.

@@ -5,9 +5,9 @@
 //! which answers them in Prometheus's text format.
 
 use crate::cache;
-use crate::counters;
 use crate::httpd::{self, Level, Request, Status};
-use crate::tally::{self, Snapshot};
+use crate::metrics::counters;
+use crate::metrics::tally::{self, Snapshot};
 use std::ffi::CStr;
 
 /// The handler name of the metrics, for `SetHandler`.

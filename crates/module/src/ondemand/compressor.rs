@@ -20,7 +20,7 @@ mod state;
 
 use super::job::{OwnedJob, Reader};
 use super::key::Kind;
-use crate::tally::Job;
+use crate::metrics::tally::Job;
 use make::Ctx;
 use owner::Taken;
 use state::State;
@@ -64,7 +64,7 @@ type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// `n` copies asked for reached this state.
-    Copies(crate::tally::Job, u64),
+    Copies(crate::metrics::tally::Job, u64),
     /// After a job or at start: what the cache holds, and how many copies
     /// were evicted since the last such event.
     Holding {

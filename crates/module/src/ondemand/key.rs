@@ -12,7 +12,7 @@
 //! compressing: no valid stream of any coding is empty.
 
 use crate::coding::{Coding, DeltaCoding};
-use crate::publish::walk::is_compressed_ext;
+use crate::publish::rules::is_compressed_ext;
 use crate::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -377,7 +377,7 @@ mod tests {
 
     #[test]
     fn compressible_is_the_publish_tools_rule() {
-        use crate::publish::walk::compress_rule;
+        use crate::publish::rules::compress_rule;
         let delta = format!("page.html.{}.dcz", "ab".repeat(32));
         let names: [&[u8]; 14] = [
             b"a.html",

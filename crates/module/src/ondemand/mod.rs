@@ -16,7 +16,7 @@
 //! - `compressor`: the process that makes the copies;
 //! - `root`: whether a cache root only the server's user can write.
 
-pub mod compressor;
-pub mod job;
+pub(crate) mod compressor;
+pub(crate) mod job;
 pub mod key;
-pub mod root;
+pub(crate) mod root;

@@ -4,13 +4,13 @@
 use super::{offer_as_dictionary, pass_status, set_marker, Attempt};
 use crate::cache::{self, Copy};
 use crate::coding::Coding;
-use crate::counters;
 use crate::decode::{self, Body, DecodeError, Facts};
-use crate::facts_cache;
 use crate::httpd::{Brigade, File, Level, Request, Status};
 use crate::lookup::{Sibling, Skip};
+use crate::memo;
+use crate::metrics::counters;
+use crate::metrics::tally::{Outcome, Reason};
 use crate::ondemand::key::Kind;
-use crate::tally::{Outcome, Reason};
 use crate::variant::Window;
 use std::ffi::CStr;
 
@@ -29,13 +29,13 @@ fn sibling_facts(
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-) -> Result<(Facts, facts_cache::Key), DecodeError> {
+) -> Result<(Facts, memo::facts::Key), DecodeError> {
     let key = (file.info().version(), c);
-    if let Some(Some(f)) = facts_cache::get(&key) {
+    if let Some(Some(f)) = memo::facts::get(&key) {
         return Ok((f, key));
     }
-    let f = decode::inspect(c, file, file.info().size()).inspect_err(|_| {
-        facts_cache::put(key, None);
+    let f = decode::inspect(c, &Readable(*file), file.info().size()).inspect_err(|_| {
+        memo::facts::put(key, None);
     })?;
     if let Some(why) = f.browser_refusal(c) {
         req.log(
@@ -48,7 +48,7 @@ fn sibling_facts(
             ),
         );
     }
-    facts_cache::put(key, Some(f));
+    memo::facts::put(key, Some(f));
     Ok((f, key))
 }
 
@@ -56,7 +56,7 @@ fn sibling_facts(
 /// no large-window brotli). One that cannot be inspected is sent as it is,
 /// as core would send it, and is not inspected again.
 pub(super) fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
-    match facts_cache::get(&(file.info().version(), c)) {
+    match memo::facts::get(&(file.info().version(), c)) {
         Some(Some(f)) => f.browser_refusal(c).is_none(),
         Some(None) => true,
         None => {
@@ -84,11 +84,11 @@ fn undecodable(
     c: Coding,
     path: &CStr,
     e: &DecodeError,
-    key: Option<&facts_cache::Key>,
+    key: Option<&memo::facts::Key>,
     failed: &mut Undecodable,
 ) -> Skip {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
-        facts_cache::learn_needed(key, *w);
+        memo::facts::learn_needed(key, *w);
         return too_large(req, c, path, *w, failed);
     }
     counters::passed_over(Reason::Undecodable, c);
@@ -165,7 +165,7 @@ fn decodable_facts(
     file: &File<'_>,
     path: &CStr,
     failed: &mut Undecodable,
-) -> Result<(Facts, facts_cache::Key), Skip> {
+) -> Result<(Facts, memo::facts::Key), Skip> {
     let (facts, key) = sibling_facts(req, c, file, path)
         .map_err(|e| undecodable(req, c, path, &e, None, failed))?;
     if facts.needed > decode::MAX_WINDOW {
@@ -199,7 +199,7 @@ struct Chunk {
 }
 
 /// Decodes the next chunk, or up to the end of the stream.
-fn fill(dec: &mut Body<'_, File<'_>>) -> Result<Chunk, DecodeError> {
+fn fill(dec: &mut Body<'_, Readable<'_>>) -> Result<Chunk, DecodeError> {
     let (filled, eof) = dec.fill()?;
     Ok(Chunk { filled, eof })
 }
@@ -242,7 +242,8 @@ pub(super) fn decompress<'r>(
     let cpu = counters::cpu_now();
     let (facts, key) = checked?;
     let size = file.info().size();
-    let body = Body::new(c, &file, size, Some(&facts), OUT_CHUNK);
+    let src = Readable(file);
+    let body = Body::new(c, &src, size, Some(&facts), OUT_CHUNK);
     let started = body.and_then(|mut dec| {
         let first = fill(&mut dec)?;
         match mismatch(first.filled as u64, first.eof, facts.declared_len) {
@@ -265,7 +266,7 @@ pub(super) fn decompress<'r>(
     }
     let (st, complete) = stream(req, &bb, &mut dec, first, s.path, declared, &key);
     if let (Some(len), None) = (complete, declared) {
-        facts_cache::learn_len(&key, len);
+        memo::facts::learn_len(&key, len);
     }
     if let Some(len) = complete {
         a.served(Outcome::Decoded(c), len);
@@ -373,11 +374,11 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
 fn stream(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
-    dec: &mut Body<'_, File<'_>>,
+    dec: &mut Body<'_, Readable<'_>>,
     first: Chunk,
     path: &CStr,
     declared: Option<u64>,
-    key: &facts_cache::Key,
+    key: &memo::facts::Key,
 ) -> (Status, Option<u64>) {
     let mut chunk = first;
     let mut total: u64 = 0;
@@ -394,7 +395,7 @@ fn stream(
             Ok(c) => c,
             Err(e) => {
                 if let DecodeError::TooLarge(w) = e {
-                    facts_cache::learn_needed(key, w);
+                    memo::facts::learn_needed(key, w);
                 }
                 return (abort(req, bb, path, &e), None);
             }
@@ -402,5 +403,14 @@ fn stream(
         if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
             return (abort(req, bb, path, &e), None);
         }
+    }
+}
+
+/// An open sibling as the core's decoders read it: positional reads.
+struct Readable<'r>(File<'r>);
+
+impl decode::ReadAt for Readable<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read_at(offset, buf)
     }
 }

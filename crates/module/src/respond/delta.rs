@@ -4,7 +4,7 @@
 
 use crate::dictionary::{self, DeltaCoding, Hash};
 use crate::httpd::{File, FileVersion, Level, PoolBytes, Request};
-use crate::version_cache::VersionCache;
+use crate::memo::version::VersionCache;
 use std::ffi::CStr;
 
 /// Verdicts kept.

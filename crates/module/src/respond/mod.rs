@@ -10,15 +10,14 @@ mod padding;
 use crate::cache::{self, Copy};
 use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
-use crate::counters;
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
 use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings, Skip, Unopenable};
+use crate::metrics::counters;
+use crate::metrics::tally::{self, Outcome};
 use crate::negotiate::Ranked;
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::Kind;
-use crate::size_memo;
-use crate::tally::{self, Outcome};
 use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use decompress::{browsers_decode, decompress, none_decodable, Undecodable};
 use padding::plan_jitter;
@@ -231,7 +230,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             return sizes;
         }
         let (v, now) = (self.req.finfo().version(), self.req.request_time_secs());
-        let mut memo = size_memo::get(&v, now).unwrap_or_default();
+        let mut memo = crate::memo::size::get(&v, now).unwrap_or_default();
         let mut learned = false;
         for c in Coding::ALL {
             let known = &mut memo.codings[c.index()];
@@ -246,7 +245,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             }
         }
         if learned {
-            size_memo::put(v, memo, now);
+            crate::memo::size::put(v, memo, now);
         }
         self.memo.set(Some(memo));
         sizes.codings = memo.codings;
@@ -272,7 +271,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let Some(memo) = self.memo.get() else { return };
         let known = memo.codings[c.index()];
         if known != Size::Unknown && known != actual {
-            size_memo::forget(&self.req.finfo().version());
+            crate::memo::size::forget(&self.req.finfo().version());
             self.memo.set(None);
         }
     }
@@ -362,7 +361,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             let fresh = fresh.is_some();
             if !fresh {
                 lookup::warn_stale(self.req, self.filename, &s);
-                counters::passed_over(crate::tally::Reason::Stale, c);
+                counters::passed_over(crate::metrics::tally::Reason::Stale, c);
             }
             Some((s, fresh))
         })

@@ -3,10 +3,9 @@
 
 use crate::coding::Coding;
 use crate::config::{Jitter, JitterLength};
-use crate::decode;
 use crate::httpd::{self, File, FileVersion, Level, PoolBytes, Request};
 use crate::jitter::{self, Secret};
-use crate::version_cache::VersionCache;
+use crate::memo::version::VersionCache;
 use std::ffi::CStr;
 
 /// A planned padded representation.
@@ -156,10 +155,4 @@ fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
         BROTLI_PROOFS.put(v, r);
     }
     r
-}
-
-impl decode::ReadAt for File<'_> {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        File::read_at(self, offset, buf)
-    }
 }

@@ -13,7 +13,7 @@
 //! When any is asked for, a file's deltas are exactly those of this run:
 //! a delta whose dictionary is no longer among them is removed.
 
-pub(super) mod codec;
+pub(super) use gdn_core::publish::delta_codec as codec;
 mod make;
 mod previous;
 
@@ -70,17 +70,6 @@ pub(super) struct Plan {
     groups: HashMap<PathBuf, Vec<PathBuf>>,
     /// Original -> its deltas on disk.
     existing: HashMap<PathBuf, Vec<Existing>>,
-}
-
-/// The top directory of the tree an argument publishes: a directory, or
-/// a file's own directory (empty for a bare name, which paths found under
-/// it are relative to).
-pub(super) fn tree_of(arg: &Path) -> PathBuf {
-    if arg.is_dir() {
-        arg.to_path_buf()
-    } else {
-        arg.parent().unwrap_or(Path::new("")).to_path_buf()
-    }
 }
 
 impl Plan {
@@ -236,6 +225,7 @@ fn dedup(dicts: Vec<Dict>) -> Vec<Dict> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::publish::state::tree_of;
 
     /// Stores of the trees of `paths`, never written by these tests.
     fn stores(paths: &[PathBuf]) -> Vec<Store> {

@@ -305,7 +305,7 @@ pub fn section(s: &Snapshot, now_secs: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tally::tests::sample;
+    use crate::metrics::tally::tests::sample;
 
     #[test]
     fn figures_show_what_was_saved_without_rows_of_zeros() {

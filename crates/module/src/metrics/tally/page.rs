@@ -139,8 +139,8 @@ pub fn chart(s: &Snapshot) -> String {
 mod tests {
     use super::*;
     use crate::coding::Coding;
-    use crate::tally::slot;
-    use crate::tally::tests::sample;
+    use crate::metrics::tally::slot;
+    use crate::metrics::tally::tests::sample;
 
     #[test]
     fn the_page_is_one_document_with_the_figures_first_and_a_chart() {

@@ -174,7 +174,7 @@ pub fn auto(s: &Snapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tally::tests::sample;
+    use crate::metrics::tally::tests::sample;
 
     #[test]
     fn prometheus_has_help_type_and_labelled_samples() {

@@ -7,8 +7,8 @@ use super::{run, Level, Settings};
 use crate::coding::Coding;
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
-use crate::publish::{self, sibling_path, CompressOptions, Report};
 use crate::test_util::{encoded_with, fast, noise, page};
+use gdn_cli::publish::{self, sibling_path, CompressOptions, Report};
 use std::fs;
 use std::io::{Cursor, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -420,7 +420,7 @@ impl Events {
         events
             .iter()
             .map(|e| match e {
-                super::Event::Copies(crate::tally::Job::Dropped, n) => *n,
+                super::Event::Copies(crate::metrics::tally::Job::Dropped, n) => *n,
                 _ => 0,
             })
             .sum()
