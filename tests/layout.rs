@@ -3,7 +3,7 @@
 //! application; Cargo refuses a cycle between crates); this checks the
 //! rest: the module Apache loads links none of the tool's crates, only
 //! gdn-httpd may hold `unsafe`, and within each crate imports between its
-//! top-level modules point one way (no module reaches, directly or through
+//! modules (a folder's modules one by one) point one way (no module reaches, directly or through
 //! others, back to itself).
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -26,28 +26,56 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to (`respond/mod.rs` → respond).
-fn top(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).expect("under src");
-    let first = rel.components().next().expect("a component");
-    first
-        .as_os_str()
-        .to_string_lossy()
-        .trim_end_matches(".rs")
-        .to_owned()
+/// The module a path of module names stands for in the graph: a top-level
+/// module, or for a folder (`metrics/`) the module of the folder it names
+/// (`metrics::status`), so a folder's modules count one by one.
+fn node(src: &Path, path: &[String]) -> String {
+    let first = &path[0];
+    match path.get(1) {
+        Some(second)
+            if src.join(first).is_dir()
+                && (src.join(first).join(format!("{second}.rs")).is_file()
+                    || src.join(first).join(second).is_dir()) =>
+        {
+            format!("{first}::{second}")
+        }
+        _ => first.clone(),
+    }
 }
 
-/// The modules a file's code (not its tests) names as `crate::x`.
-fn named(text: &str) -> BTreeSet<String> {
+/// The module a file belongs to (`respond/mod.rs` → respond,
+/// `metrics/tally/html.rs` → metrics::tally).
+fn top(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).expect("under src");
+    let path: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    node(src, &path)
+}
+
+/// The modules a file's code (not its tests) names as `crate::x::y`.
+fn named(src: &Path, text: &str) -> BTreeSet<String> {
     let code = text.split("#[cfg(test)]").next().unwrap_or("");
     code.match_indices("crate::")
-        .map(|(i, m)| {
-            code[i + m.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect::<String>()
+        .filter_map(|(i, m)| {
+            let path: Vec<String> = code[i + m.len()..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .take(2)
+                .collect();
+            (!path.is_empty()).then(|| node(src, &path))
         })
-        .filter(|n| !n.is_empty())
         .collect()
 }
 
@@ -59,7 +87,7 @@ fn crate_src(name: &str) -> PathBuf {
         .join("src")
 }
 
-/// Top-level module of crate `name` → the modules it imports.
+/// Module of crate `name` → the modules it imports.
 fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
     let src = crate_src(name);
     let mut files = Vec::new();
@@ -71,7 +99,10 @@ fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = fs::read_to_string(&f).expect("read");
-        let to: Vec<String> = named(&text).into_iter().filter(|t| *t != from).collect();
+        let to: Vec<String> = named(&src, &text)
+            .into_iter()
+            .filter(|t| *t != from)
+            .collect();
         g.entry(from).or_default().extend(to);
     }
     // Only modules count (a `crate::` path may name an exported macro).

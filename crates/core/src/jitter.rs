@@ -17,6 +17,10 @@
 //! hide nothing.
 //!
 //! Nothing here panics on any input; malformed input yields an error.
+//!
+//! This is the padding's arithmetic, pure: framing, splice points, keyed
+//! lengths. Which response gets padding, and how long (random or keyed
+//! per file version, remembered), is the module's `respond/padding.rs`.
 
 use crate::coding::Coding;
 use crate::decode::{DecodeError, Decoder};

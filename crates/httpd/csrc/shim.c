@@ -86,6 +86,18 @@ void *gdn_module_config(ap_conf_vector_t *cv, const module *m)
     return ap_get_module_config(cv, m);
 }
 
+/* The module's slot in r->request_config, by the module's index, as
+ * ap_get_module_config and ap_set_module_config reach it. */
+void *gdn_request_state(const request_rec *r, int module_index)
+{
+    return ((void **)r->request_config)[module_index];
+}
+
+void gdn_set_request_state(request_rec *r, int module_index, void *value)
+{
+    ((void **)r->request_config)[module_index] = value;
+}
+
 /* ---- Server-level log lines, and what post_config and check_config need ---- */
 
 void gdn_log_s(const server_rec *s, int module_index, int level,

@@ -15,6 +15,8 @@ int gdn_sendfile_enabled(request_rec *r);
 void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len);
 void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
+void *gdn_request_state(const request_rec *r, int module_index);
+void gdn_set_request_state(request_rec *r, int module_index, void *value);
 
 /* Whether a sibling name of a request's file would be served (access.c). */
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server);

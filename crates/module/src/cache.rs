@@ -136,7 +136,7 @@ pub fn version(f: &Finfo) -> Version {
 }
 
 /// A copy found in the cache.
-pub enum Copy<'r> {
+pub enum CachedCopy<'r> {
     /// The copy, where it is, opened.
     Ready(&'r CStr, crate::httpd::File<'r>),
     /// Compressing this version was not worth it, or the copy cannot be
@@ -152,25 +152,25 @@ impl Active {
     /// opened without following a symlink, is a copy: anything else at
     /// its name was planted, and counts as not worth compressing (the
     /// original or a sibling is served, and no job asked for).
-    pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> Copy<'r> {
+    pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> CachedCopy<'r> {
         let mut name = NameBuf::new();
         let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
         let st = match req.open_nofollow(path) {
             Ok(f) if f.info().kind() != FileKind::Regular || f.info().user() != self.uid => {
-                return Copy::NotWorth
+                return CachedCopy::NotWorth
             }
-            Ok(f) if f.info().size() == 0 => return Copy::NotWorth,
-            Ok(f) => return Copy::Ready(path, f),
+            Ok(f) if f.info().size() == 0 => return CachedCopy::NotWorth,
+            Ok(f) => return CachedCopy::Ready(path, f),
             Err(st) => st,
         };
         if st == libc::ENOENT || st == libc::ENOTDIR {
-            return Copy::Missing;
+            return CachedCopy::Missing;
         }
         // Not opened for another reason (a symlink: ELOOP): missing unless
         // something is there.
         match req.stat(path, true) {
-            Ok(f) if f.kind() != FileKind::Missing => Copy::NotWorth,
-            _ => Copy::Missing,
+            Ok(f) if f.kind() != FileKind::Missing => CachedCopy::NotWorth,
+            _ => CachedCopy::Missing,
         }
     }
 

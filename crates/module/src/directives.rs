@@ -233,11 +233,11 @@ mod tests {
     /// section for every directive it names.
     #[test]
     fn configuration_md_has_the_table() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/configuration.md");
         let doc = std::fs::read_to_string(path).unwrap();
         assert!(
             doc.contains(&markdown_table()),
-            "docs/configuration.md's directive table differs from src/directives.rs; \
+            "docs/configuration.md's directive table differs from crates/module/src/directives.rs; \
              replace it with the output of `target/release/gzip-disk-ng-docs --directive-table`:\n{}",
             markdown_table()
         );

@@ -6,7 +6,7 @@
 use crate::coding::{Coding, DeltaCoding};
 use crate::dictionary;
 use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
-use crate::memo::version::VersionCache;
+use crate::memo::version::VersionMemo;
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use crate::variant::FileMeta;
@@ -259,7 +259,7 @@ impl<S> Siblings<S> {
 }
 
 /// Sibling versions already reported stale by this child.
-static STALE_SEEN: VersionCache<FileVersion, ()> = VersionCache::new(4096);
+static STALE_SEEN: VersionMemo<FileVersion, ()> = VersionMemo::new(4096);
 
 /// Warns once per sibling version per child: the warning is about the
 /// published files, and repeating it per request would let any client

@@ -9,6 +9,7 @@ use crate::httpd::{self, Args, Command, Directive, Hook, Order, PostConfig, Requ
 use crate::jitter::Secret;
 use crate::metrics::counters;
 use crate::metrics::status;
+use crate::store_guard;
 use std::ffi::CStr;
 use std::sync::{PoisonError, RwLock};
 
@@ -100,10 +101,13 @@ impl httpd::Module for GzipDiskNg {
     }
 
     fn handler(req: &Request<'_>) -> Status {
-        handler::handle(req, || settings(req))
+        status::route(req).unwrap_or_else(|| handler::handle(req, || settings(req)))
     }
 
     fn fixups(req: &Request<'_>) -> Status {
+        if let Some(st) = store_guard::refuse_request(req) {
+            return st;
+        }
         handler::fixup(req, || dir_config(req))
     }
 

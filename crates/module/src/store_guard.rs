@@ -5,7 +5,7 @@
 
 use crate::dictionary;
 use crate::httpd::{FileKind, FileVersion, Level, Request, Status};
-use crate::memo::version::VersionCache;
+use crate::memo::version::VersionMemo;
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -18,7 +18,7 @@ const HASH_HEX: usize = 2 * dictionary::HASH_LEN;
 /// tool never hard-links a stored file, and a move changes the ctime), so
 /// it is resolved once per process, not checked with an `lstat` on every
 /// request (a syscall saved on each request the server answers).
-static IN_STORE: VersionCache<FileVersion, bool> = VersionCache::new(16_384);
+static IN_STORE: VersionMemo<FileVersion, bool> = VersionMemo::new(16_384);
 
 /// The request's file, by its name or resolved, lies in a store: 404,
 /// whatever the handler, with one info line.

@@ -6,7 +6,7 @@
 use crate::coding::Coding;
 use crate::decode::Facts;
 use crate::httpd::FileVersion;
-use crate::memo::version::VersionCache;
+use crate::memo::version::VersionMemo;
 
 /// A file version and the coding it is read as.
 pub type Key = (FileVersion, Coding);
@@ -16,22 +16,22 @@ const MAX_ENTRIES: usize = 16_384;
 
 /// `None`: the sibling could not be inspected (corrupt, truncated), so the
 /// precompressed path does not walk it again on every request.
-static CACHE: VersionCache<Key, Option<Facts>> = VersionCache::new(MAX_ENTRIES);
+static MEMO: VersionMemo<Key, Option<Facts>> = VersionMemo::new(MAX_ENTRIES);
 
 /// The remembered facts of a file version (`Some(None)`: not inspectable).
 pub fn get(key: &Key) -> Option<Option<Facts>> {
-    CACHE.get(key)
+    MEMO.get(key)
 }
 
 /// Remembers the facts of a file version.
 pub fn put(key: Key, facts: Option<Facts>) {
-    CACHE.put(key, facts);
+    MEMO.put(key, facts);
 }
 
 /// Records the decoded length of a file version after a complete decode,
 /// when its headers did not declare one.
 pub fn learn_len(key: &Key, len: u64) {
-    CACHE.update(key, |f| {
+    MEMO.update(key, |f| {
         if let Some(f) = f {
             f.declared_len.get_or_insert(len);
         }
@@ -41,7 +41,7 @@ pub fn learn_len(key: &Key, len: u64) {
 /// Records that decoding a file version needs `window` bytes of history
 /// (its content outgrew a smaller window), so it is passed over up front.
 pub fn learn_needed(key: &Key, window: u64) {
-    CACHE.update(key, |f| {
+    MEMO.update(key, |f| {
         if let Some(f) = f {
             f.needed = f.needed.max(window);
         }
@@ -92,6 +92,6 @@ mod tests {
         for i in 0..(MAX_ENTRIES as u64 + 10) {
             put((v(9, i, 0, 0), Coding::Br), Some(Facts::default()));
         }
-        assert!(CACHE.len() <= MAX_ENTRIES, "{}", CACHE.len());
+        assert!(MEMO.len() <= MAX_ENTRIES, "{}", MEMO.len());
     }
 }

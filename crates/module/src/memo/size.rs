@@ -6,7 +6,7 @@
 //! Apache would serve it, when its candidate is reached.
 
 use crate::httpd::FileVersion;
-use crate::memo::version::VersionCache;
+use crate::memo::version::VersionMemo;
 use crate::variant::Sizes;
 
 /// Entries kept.
@@ -18,25 +18,24 @@ const MAX_ENTRIES: usize = 16_384;
 pub const RELEARN_SECS: i64 = 10;
 
 /// The sizes, and the second they were learned.
-static CACHE: VersionCache<FileVersion, (Sizes, i64)> = VersionCache::new(MAX_ENTRIES);
+static MEMO: VersionMemo<FileVersion, (Sizes, i64)> = VersionMemo::new(MAX_ENTRIES);
 
 /// The sizes remembered for this version of the original, if learned
 /// within `RELEARN_SECS` of `now` (seconds).
 pub fn get(v: &FileVersion, now: i64) -> Option<Sizes> {
-    CACHE
-        .get(v)
+    MEMO.get(v)
         .filter(|&(_, at)| (0..RELEARN_SECS).contains(&(now - at)))
         .map(|(s, _)| s)
 }
 
 /// Remembers the sizes learned at `now` (seconds).
 pub fn put(v: FileVersion, sizes: Sizes, now: i64) {
-    CACHE.put(v, (sizes, now));
+    MEMO.put(v, (sizes, now));
 }
 
 /// Forgets what was learned: a representation turned out otherwise.
 pub fn forget(v: &FileVersion) {
-    CACHE.update(v, |e| e.1 = i64::MIN);
+    MEMO.update(v, |e| e.1 = i64::MIN);
 }
 
 #[cfg(test)]

@@ -36,21 +36,21 @@ type Map<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// A bounded map from file versions (or keys made of them) to answers,
 /// shared by the threads of a process.
-pub struct VersionCache<K, V> {
+pub struct VersionMemo<K, V> {
     map: Mutex<Option<Map<K, V>>>,
     max: usize,
 }
 
-impl<K: Hash + Eq, V> VersionCache<K, V> {
-    /// An empty cache holding at most `max` entries.
+impl<K: Hash + Eq, V> VersionMemo<K, V> {
+    /// An empty memo holding at most `max` entries.
     pub const fn new(max: usize) -> Self {
-        VersionCache {
+        VersionMemo {
             map: Mutex::new(None),
             max,
         }
     }
 
-    /// The map, unless a thread panicked holding it (then the cache is
+    /// The map, unless a thread panicked holding it (then the memo is
     /// simply not used).
     fn lock(&self) -> Option<MutexGuard<'_, Option<Map<K, V>>>> {
         self.map.lock().ok()
@@ -98,7 +98,7 @@ mod tests {
 
     #[test]
     fn remembers_updates_and_stays_bounded() {
-        let c: VersionCache<u64, u32> = VersionCache::new(4);
+        let c: VersionMemo<u64, u32> = VersionMemo::new(4);
         assert!(c.put(1, 10));
         assert!(!c.put(1, 11));
         assert_eq!(c.get(&1), Some(11));

@@ -16,6 +16,18 @@ pub const METRICS_HANDLER: &CStr = c"gzip-disk-ng-metrics";
 /// The handler name of the module's status page, for `SetHandler`.
 pub const PAGE_HANDLER: &CStr = c"gzip-disk-ng-status";
 
+/// The metrics route: answers a request whose handler is
+/// `gzip-disk-ng-metrics` or `gzip-disk-ng-status`; `None` for others.
+pub fn route(req: &Request<'_>) -> Option<Status> {
+    if req.handler_is(METRICS_HANDLER) {
+        Some(metrics(req))
+    } else if req.handler_is(PAGE_HANDLER) {
+        Some(page(req))
+    } else {
+        None
+    }
+}
+
 /// The module's part of `server-status`.
 pub fn section(req: &Request<'_>, short: bool) {
     let Some(s) = counters::snapshot(cache::active().is_some()) else {

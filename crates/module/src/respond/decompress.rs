@@ -2,7 +2,7 @@
 //! accepts none, streamed through a fixed buffer.
 
 use super::{offer_as_dictionary, pass_status, set_marker, Attempt};
-use crate::cache::{self, Copy};
+use crate::cache::{self, CachedCopy};
 use crate::coding::Coding;
 use crate::decode::{self, Body, DecodeError, Facts};
 use crate::httpd::{Brigade, File, Level, Request, Status};
@@ -285,12 +285,12 @@ fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Opt
     let cache = a.cache?;
     let v = cache::version(&s.info);
     let file = match cache.find(a.req, &v, Kind::Decoded) {
-        Copy::Ready(_, file) => file,
-        Copy::Missing => {
+        CachedCopy::Ready(_, file) => file,
+        CachedCopy::Missing => {
             cache.queue_decode(s.path, c, v, a.req.request_time_secs());
             return None;
         }
-        Copy::NotWorth => return None,
+        CachedCopy::NotWorth => return None,
     };
     a.decoding(c);
     cache.touch(v, Kind::Decoded, a.req.request_time_secs());

@@ -4,7 +4,7 @@
 
 use crate::dictionary::{self, DeltaCoding, Hash};
 use crate::httpd::{File, FileVersion, Level, PoolBytes, Request};
-use crate::memo::version::VersionCache;
+use crate::memo::version::VersionMemo;
 use std::ffi::CStr;
 
 /// Verdicts kept.
@@ -13,7 +13,7 @@ const MAX_ENTRIES: usize = 16_384;
 /// A delta file's version, its coding and the dictionary it is named for.
 type Key = (FileVersion, DeltaCoding, Hash);
 
-static VERDICTS: VersionCache<Key, bool> = VersionCache::new(MAX_ENTRIES);
+static VERDICTS: VersionMemo<Key, bool> = VersionMemo::new(MAX_ENTRIES);
 
 /// Whether the delta at `path` starts with the `d` header naming `h`; a
 /// mismatch is logged once per file version (and process) and the delta

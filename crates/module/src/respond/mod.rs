@@ -7,7 +7,7 @@ mod decompress;
 mod delta;
 mod padding;
 
-use crate::cache::{self, Copy};
+use crate::cache::{self, CachedCopy};
 use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
 use crate::httpd::{self, File, FileKind, Level, Request, Status};
@@ -193,9 +193,9 @@ impl<'a, 'r> Attempt<'a, 'r> {
             return Held::Missing;
         }
         match cache.find(self.req, &v, Kind::Coded(c)) {
-            Copy::Ready(path, file) => Held::Ready(path, file),
-            Copy::NotWorth => Held::NotWorth,
-            Copy::Missing => {
+            CachedCopy::Ready(path, file) => Held::Ready(path, file),
+            CachedCopy::NotWorth => Held::NotWorth,
+            CachedCopy::Missing => {
                 self.wanted.set(self.wanted.get().with(c));
                 Held::Missing
             }

@@ -1,11 +1,13 @@
-//! BREACH jitter for a precompressed sibling: the padding length (random,
-//! or keyed per file version) and where it is spliced in.
+//! BREACH jitter for one response: whether a precompressed sibling gets
+//! padding, its length (random, or keyed per file version and remembered
+//! in a memo), and what of the file the splice needs read. The framing
+//! and splice arithmetic are the core's `jitter`.
 
 use crate::coding::Coding;
 use crate::config::{Jitter, JitterLength};
 use crate::httpd::{self, File, FileVersion, Level, PoolBytes, Request};
 use crate::jitter::{self, Secret};
-use crate::memo::version::VersionCache;
+use crate::memo::version::VersionMemo;
 use std::ffi::CStr;
 
 /// A planned padded representation.
@@ -18,16 +20,16 @@ pub(super) struct Padded {
 /// Bytes read from a gzip sibling to find the end of its header.
 const GZIP_HEADER_READ: usize = 4096;
 
-const JITTER_CACHE_MAX: usize = 16_384;
+const PADDING_MEMO_MAX: usize = 16_384;
 
 /// Keyed padding lengths per file version, max, bytes hashed and key id.
 type JitterKey = (FileVersion, u32, u64, u64);
 
-static JITTER_CACHE: VersionCache<JitterKey, u32> = VersionCache::new(JITTER_CACHE_MAX);
+static PADDING_MEMO: VersionMemo<JitterKey, u32> = VersionMemo::new(PADDING_MEMO_MAX);
 
 /// Brotli proofs (`jitter::prove_brotli`, two decodes) per file version.
-static BROTLI_PROOFS: VersionCache<FileVersion, Result<(), jitter::NoJitter>> =
-    VersionCache::new(JITTER_CACHE_MAX);
+static BROTLI_PROOFS: VersionMemo<FileVersion, Result<(), jitter::NoJitter>> =
+    VersionMemo::new(PADDING_MEMO_MAX);
 
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
@@ -55,7 +57,7 @@ pub(super) fn plan_jitter(
                 if tail.len() != n {
                     return Err(jitter::NoJitter::Io); // shrunk since the stat
                 }
-                // The cheap look at the ending first, then the cached proof.
+                // The cheap look at the ending first, then the remembered proof.
                 jitter::splice(c, &[], tail, size, 1)?;
                 brotli_proven(file, size)?;
                 (&[][..], tail)
@@ -94,7 +96,7 @@ fn jitter_len(
     };
     let secret = secret.ok_or(jitter::NoJitter::NoKey)?;
     let key: JitterKey = (file.info().version(), j.max, hashed, secret.id());
-    if let Some(p) = JITTER_CACHE.get(&key) {
+    if let Some(p) = PADDING_MEMO.get(&key) {
         return Ok(p);
     }
     let n = hashed.min(size);
@@ -108,7 +110,7 @@ fn jitter_len(
         .map(PoolBytes::bytes)
         .map_err(|_| jitter::NoJitter::Io)?;
     let p = jitter::keyed_len(j.max, secret, size, head, tail);
-    JITTER_CACHE.put(key, p);
+    PADDING_MEMO.put(key, p);
     Ok(p)
 }
 

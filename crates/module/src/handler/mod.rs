@@ -1,36 +1,33 @@
-//! The content handler and its fixup: the facts of the request and of the
-//! files beside it go to `variant` for a decision, and each planned
-//! outcome to `respond`, until one answers.
+//! The content handler: the facts of the request and of the files beside
+//! it go to `variant` for a decision, and each planned outcome to
+//! `respond`, until one answers. Its neighbours: the index fixup
+//! (`fixup`), the error responses' `Vary` (`error_vary`); the metrics
+//! route is `metrics::status::route`, the store refusal `store_guard`.
+
+mod error_vary;
+mod fixup;
+
+pub use error_vary::insert_error_filter;
+pub use fixup::fixup;
 
 use crate::cache;
 use crate::coding::Coding;
 use crate::config::{DirConfig, Settings};
 use crate::httpd::{self, FileKind, Request, Status};
 use crate::lookup;
-use crate::metrics::status;
 use crate::negotiate::{self, Accepted};
 use crate::respond::Attempt;
-use crate::store_guard;
 use crate::variant::{self, Inputs, Method};
 use std::ffi::CStr;
 
 /// The handler name, as `SetHandler` and `[H=…]` give it.
 pub const HANDLER: &CStr = c"gzip-disk-ng";
 
-/// Set by the fixup when `r->finfo` describes a sibling, not the original.
-const NOTE_SIBLING_FINFO: &CStr = c"gzip-disk-ng-sibling-finfo";
-
 /// The content handler: the request's facts to `variant`, its candidates
 /// to `respond`. `settings` reads the configuration, once, for requests
 /// this handler takes.
 pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) -> Status {
     if !req.handler_is(HANDLER) {
-        if req.handler_is(status::METRICS_HANDLER) {
-            return status::metrics(req);
-        }
-        if req.handler_is(status::PAGE_HANDLER) {
-            return status::page(req);
-        }
         return Status::DECLINED;
     }
     let Some(filename) = req.filename() else {
@@ -86,7 +83,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
 /// sibling's stat there.
 fn original_kind(req: &Request<'_>) -> FileKind {
     match req.finfo().kind() {
-        FileKind::Regular if req.notes_get(NOTE_SIBLING_FINFO).is_some() => FileKind::Missing,
+        FileKind::Regular if fixup::put_sibling_finfo(req) => FileKind::Missing,
         kind => kind,
     }
 }
@@ -135,54 +132,4 @@ fn accepted(req: &Request<'_>) -> Accepted {
         }
     }
     accepted
-}
-
-/// An error response made after the handler chose a representation (a
-/// 416 from the byterange filter, a filter's 500) keeps only
-/// err_headers_out: carry the handler's Vary over, so caches still key
-/// the error on Accept-Encoding. Costs nothing on successful responses.
-pub fn insert_error_filter(req: &Request<'_>) {
-    if !req.handler_is(HANDLER) {
-        return;
-    }
-    for name in [c"Accept-Encoding", c"Available-Dictionary"] {
-        let listed = req.header_out(c"Vary").is_some_and(|v| {
-            v.split(|&b| b == b',')
-                .any(|t| t.trim_ascii().eq_ignore_ascii_case(name.to_bytes()))
-        });
-        if listed {
-            req.vary_on_error(name);
-        }
-    }
-}
-
-/// Late fixup: when this module will handle an index subrequest whose file
-/// is missing but a sibling exists, make the sibling's stat visible so
-/// mod_dir accepts it as a DirectoryIndex candidate. Main requests need no
-/// help (the handler copes with a missing file), so they pay nothing here
-/// beyond the refusal of the old in-tree dictionary store (`store_guard`).
-pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Status {
-    if let Some(st) = store_guard::refuse_request(req) {
-        return st;
-    }
-    if !req.is_subrequest()
-        || req.is_sibling_check()
-        || !req.handler_is(HANDLER)
-        || req.finfo().kind() != FileKind::Missing
-        || req.rejects_path_info()
-    {
-        return Status::DECLINED;
-    }
-    let Some(filename) = req.filename() else {
-        return Status::DECLINED;
-    };
-    let first = dir()
-        .encodings()
-        .iter()
-        .find_map(|&c| lookup::find_sibling(req, filename, c));
-    if let Some(s) = first {
-        req.set_finfo(&s.info);
-        req.set_note(NOTE_SIBLING_FINFO, c"1");
-    }
-    Status::DECLINED
 }
