@@ -9,15 +9,15 @@ use crate::dictionary::{hash, header, split_header, to_hex, DeltaCoding, Hash};
 use std::io::{self, Read, Write};
 
 /// Largest brotli window a `dcb` may use: 16 MiB (RFC 9842, 5.1).
-pub const DCB_LGWIN_MAX: u32 = 24;
+const DCB_LGWIN_MAX: u32 = 24;
 
 /// Largest zstd window a `dcz` may use, whatever the dictionary (RFC 9842,
 /// 5.2: 8 MiB or 1.25 times the dictionary, at most 128 MiB).
-pub const DCZ_WINDOW_CAP: u64 = 128 << 20;
+const DCZ_WINDOW_CAP: u64 = 128 << 20;
 
 /// The largest window RFC 9842 lets a `dcz` use with a dictionary of
 /// `dict_len` bytes: 8 MiB or 1.25 times the dictionary, at most 128 MiB.
-pub fn dcz_window_max(dict_len: u64) -> u64 {
+fn dcz_window_max(dict_len: u64) -> u64 {
     (8u64 << 20)
         .max(dict_len.saturating_add(dict_len / 4))
         .min(DCZ_WINDOW_CAP)
@@ -26,7 +26,7 @@ pub fn dcz_window_max(dict_len: u64) -> u64 {
 /// zstd window log for a delta: wide enough to reach the whole dictionary
 /// while the whole input is encoded (a prefix is only reachable within the
 /// window), within `dcz_window_max`.
-pub fn dcz_window_log(dict_len: u64, data_len: u64) -> u32 {
+fn dcz_window_log(dict_len: u64, data_len: u64) -> u32 {
     let max = dcz_window_max(dict_len);
     let max_log = 63 - max.leading_zeros();
     let need = dict_len.saturating_add(data_len).max(1 << 10);
@@ -44,7 +44,7 @@ pub fn dcb_fits(dict_len: u64, data_len: u64) -> bool {
 
 /// Brotli window bits for a delta: the dictionary and the input in one
 /// window, so every byte of the dictionary can be referred to.
-pub fn dcb_lgwin(dict_len: u64, data_len: u64) -> u32 {
+fn dcb_lgwin(dict_len: u64, data_len: u64) -> u32 {
     let need = dict_len.saturating_add(data_len).saturating_add(16);
     let mut bits = 16;
     while bits < DCB_LGWIN_MAX && (1u64 << bits) < need {
@@ -199,7 +199,7 @@ const TRAINED_REPCODES: [u8; 12] = [1, 0, 0, 0, 4, 0, 0, 0, 8, 0, 0, 0];
 /// magic, id and entropy tables, which a raw-content user (RFC 9842) would
 /// only read as noise, and whose magic would make `zstd -D` (or any
 /// decoder that guesses) take the file for a structured dictionary.
-pub fn trained_content(trained: &[u8]) -> &[u8] {
+fn trained_content(trained: &[u8]) -> &[u8] {
     const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
     if !trained.starts_with(&ZSTD_DICT_MAGIC) {
         return trained;
