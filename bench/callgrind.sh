@@ -64,7 +64,7 @@ if [ -n "$WHOLE" ]; then
         dgz=$(whole "/modonlygz/$n" "" "")
         dzst=$(whole "/modonlyzst/$n" "" "")
         delta=$(EXTRA_HEADER="Available-Dictionary: $(cat "$D/moddelta/$n.announce")" \
-            whole "/moddelta/$n" "gzip, deflate, br, zstd, dcb, dcz" dcz)
+            whole "/moddelta/$n" "gzip, deflate, br, zstd, dcz" dcz)
         echo
         echo "$n ($(stat -c %s "$p") bytes, .gz $(stat -c %s "$D/core/$n.gz") bytes)"
         printf '%-40s %12s %8s\n' case instr/req ratio

@@ -15,7 +15,7 @@ fn query(tool: &str, args: &[&str]) -> Vec<String> {
         .collect()
 }
 
-fn main() {
+fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("cargo:rerun-if-changed=csrc");
     println!("cargo:rerun-if-changed=build.rs");
     let mut includes = Vec::new();
@@ -65,9 +65,10 @@ fn main() {
     for d in &defines {
         builder = builder.clang_arg(d.clone());
     }
-    let bindings = builder.generate().expect("bindgen failed on httpd headers");
-    let out = PathBuf::from(env::var("OUT_DIR").expect("OUT_DIR"));
-    bindings
-        .write_to_file(out.join("bindings.rs"))
-        .expect("writing bindings");
+    let bindings = builder
+        .generate()
+        .map_err(|e| format!("bindgen failed on httpd headers: {e}"))?;
+    let out = PathBuf::from(env::var("OUT_DIR")?);
+    bindings.write_to_file(out.join("bindings.rs"))?;
+    Ok(())
 }

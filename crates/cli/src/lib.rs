@@ -2,7 +2,7 @@
 //! `publish::cli`) and the engine's walks, workers, deltas and reports
 //! (`publish`), over the rules and encoders of gdn-core. The binaries are
 //! thin entry points in the workspace's root package.
-#![deny(unsafe_code)]
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
 pub mod publish;
 mod run;

@@ -4,7 +4,7 @@
 //! dictionaries (`dictionary`), configuration values (`config`), and the
 //! publish engine's rules and encoders (`publish`), which the tool and
 //! the module's on-demand compressor share. Unit-tested alone.
-#![deny(unsafe_code)]
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
 pub mod coding;
 pub mod decode;

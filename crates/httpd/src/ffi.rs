@@ -5,6 +5,8 @@
     non_snake_case,
     dead_code,
     clippy::all,
+    // bindgen's code: its unsafe blocks carry no SAFETY comments.
+    clippy::undocumented_unsafe_blocks,
     unsafe_op_in_unsafe_fn,
     improper_ctypes,
     unnecessary_transmutes

@@ -19,6 +19,7 @@ pub struct ServerLog(*mut ffi::server_rec);
 // SAFETY: the server record is configuration, read-only once the helper
 // runs; ap_log_error is thread-safe.
 unsafe impl Send for ServerLog {}
+// SAFETY: as above.
 unsafe impl Sync for ServerLog {}
 
 impl ServerLog {

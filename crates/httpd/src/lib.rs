@@ -5,6 +5,7 @@
 //! Everything handed out borrows the request and lives no longer than its
 //! pool; strings handed to `apr_table_setn` are `'static` or pool copies.
 #![allow(unsafe_code)]
+#![deny(unsafe_op_in_unsafe_fn)]
 
 mod brigade;
 pub mod ffi;
@@ -21,7 +22,9 @@ pub use brigade::Brigade;
 pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
 pub use file::{File, FileKind, FileReader, FileVersion, Finfo, PoolBytes, SymlinkPolicy};
 pub use log::Level;
-pub use module::{Args, Command, Config, Directive, Hook, Module, Order, PostConfig, Scope, Takes};
+pub use module::{
+    Args, Command, Config, Directive, Hook, Module, Order, Parms, PostConfig, Scope, Set, Takes,
+};
 pub use request::Request;
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,

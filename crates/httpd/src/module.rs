@@ -94,21 +94,156 @@ pub enum Scope {
     DirectoryFileInfo,
 }
 
+impl<'a> Args<'a> {
+    /// The `On`/`Off` of a [`Takes::Flag`] directive.
+    pub fn flag(self) -> Result<bool, String> {
+        match self {
+            Args::Flag(on) => Ok(on),
+            _ => Err("takes On or Off".into()),
+        }
+    }
+
+    /// The word of a [`Takes::One`] directive.
+    pub fn one(self) -> Result<&'a str, String> {
+        match self {
+            Args::One(w) => Ok(w),
+            _ => Err("takes one argument".into()),
+        }
+    }
+
+    /// The words of a [`Takes::List`] directive.
+    pub fn list(self) -> Result<&'a [&'a str], String> {
+        match self {
+            Args::List(l) => Ok(l),
+            _ => Err("takes a list of arguments".into()),
+        }
+    }
+}
+
+/// Applies a directive's arguments to a configuration object; an error
+/// (without the directive's name, which the dispatch puts in front) is
+/// what `apache2 -t` shows.
+pub type Setter<T> = fn(&mut T, Args<'_>, &dyn Parms) -> Result<(), String>;
+
+/// What a directive sets: the configuration of the scope it appears in,
+/// or its server's (or virtual host's).
+pub enum Set<D, S> {
+    Dir(Setter<D>),
+    Server(Setter<S>),
+}
+
+/// One row of a module's directive table, as mod_deflate's
+/// `AP_INIT_TAKE1(name, setter, …, help)` or an nginx `ngx_command_t`:
+/// what httpd is told, what the manual says, and the setter httpd's
+/// command table dispatches to. `D` and `S` are the module's directory
+/// and server configuration types.
+pub struct Directive<D: 'static, S: 'static> {
+    pub name: &'static CStr,
+    pub takes: Takes,
+    pub scope: Scope,
+    /// What `apache2 -t` shows after a wrong use: its arguments and a word.
+    pub help: &'static CStr,
+    /// Its syntax, in the Apache manual's style (`|` between choices).
+    pub syntax: &'static str,
+    /// Its default, in Markdown (code in backquotes).
+    pub default: &'static str,
+    /// Only the main server's value counts: its context is "server
+    /// config", though a virtual host accepts it.
+    pub main_server: bool,
+    pub set: Set<D, S>,
+}
+
+impl<D, S> Directive<D, S> {
+    /// The directive's name.
+    pub fn name(&self) -> &'static str {
+        self.name.to_str().unwrap_or("")
+    }
+
+    /// Where it may appear, as the Apache manual says it.
+    pub fn context(&self) -> &'static str {
+        match self.scope {
+            Scope::Server if self.main_server => "server config",
+            Scope::Server => "server config, virtual host",
+            Scope::DirectoryFileInfo => "server config, virtual host, directory, .htaccess",
+        }
+    }
+
+    /// The `AllowOverride` class it needs in .htaccess, if it may be there.
+    pub fn allow_override(&self) -> Option<&'static str> {
+        match self.scope {
+            Scope::Server => None,
+            Scope::DirectoryFileInfo => Some("FileInfo"),
+        }
+    }
+
+    /// `help` as text.
+    pub fn help(&self) -> &'static str {
+        self.help.to_str().unwrap_or("")
+    }
+
+    /// What it is for: `help` without the arguments it starts with, which
+    /// a manual shows as the syntax; capitalised.
+    pub fn description(&self) -> String {
+        let h = self.help();
+        let words = h.split_once(": ").map_or(h, |(_, w)| w);
+        let mut c = words.chars();
+        c.next()
+            .map(|f| f.to_uppercase().chain(c).collect())
+            .unwrap_or_default()
+    }
+}
+
+/// An inner scope's value of a setting where it has one, else the
+/// enclosing scope's (see [`config_by_field!`](crate::config_by_field)).
+pub fn inherit<T: Clone>(outer: &Option<T>, inner: &Option<T>) -> Option<T> {
+    inner.as_ref().or(outer.as_ref()).cloned()
+}
+
+/// Whether a setting holds memory that dropping it frees.
+pub fn owns_heap<T>(v: &Option<T>) -> bool {
+    std::mem::needs_drop::<T>() && v.is_some()
+}
+
+/// Implements [`Config`] for a struct whose fields are all `Option`s, named
+/// here: an inner scope overrides the settings it sets, an unset scope
+/// merges to the other, and a value owns heap memory where a set field's
+/// type needs dropping. The names are matched exhaustively, so a field
+/// left out of the list does not compile.
+#[macro_export]
+macro_rules! config_by_field {
+    ($ty:ident { $($field:ident),* $(,)? }) => {
+        impl $crate::module::Config for $ty {
+            fn merge(&self, child: &Self) -> Self {
+                let $ty { $($field),* } = child;
+                $ty { $($field: $crate::module::inherit(&self.$field, $field)),* }
+            }
+
+            fn needs_drop(&self) -> bool {
+                let $ty { $($field),* } = self;
+                false $(|| $crate::module::owns_heap($field))*
+            }
+
+            fn is_unset(&self) -> bool {
+                let $ty { $($field),* } = self;
+                true $(&& $field.is_none())*
+            }
+        }
+    };
+}
+
 /// An application module: its configuration types, directives and hooks.
 pub trait Module: Sized + 'static {
     type Dir: Config;
     type Server: Config;
     /// The source name httpd shows (`mod_x.c`).
     const NAME: &'static CStr;
-    /// The directive table, ending with [`Command::END`].
+    /// httpd's command table: one [`Command::new`] per [`Directive`],
+    /// ending with [`Command::END`].
     const COMMANDS: &'static [Command];
     const HOOKS: &'static [Hook];
 
     /// The record [`declare_module!`](crate::declare_module) exported.
     fn record() -> &'static ModuleRecord;
-
-    /// Applies one directive; an error is shown by `apache2 -t`.
-    fn directive(cmd: &mut Directive<'_, Self>, args: Args<'_>) -> Result<(), String>;
 
     fn handler(_req: &Request<'_>) -> Status {
         Status::DECLINED
@@ -216,6 +351,7 @@ impl PostConfig<'_> {
             // root is a pool string or NULL.
             let root = unsafe { ffi::gdn_document_root(s) };
             if !root.is_null() {
+                // SAFETY: as above; NUL-terminated.
                 let b = unsafe { CStr::from_ptr(root) }.to_bytes();
                 out.push(Path::new(OsStr::from_bytes(b)).to_path_buf());
             }
@@ -305,14 +441,10 @@ pub struct Command(ffi::command_rec);
 unsafe impl Sync for Command {}
 
 impl Command {
-    /// Directive `name` of module `M`, dispatched to `M::directive`.
-    pub const fn new<M: Module>(
-        name: &'static CStr,
-        takes: Takes,
-        scope: Scope,
-        help: &'static CStr,
-    ) -> Command {
-        let (func, how) = match takes {
+    /// httpd's entry for directive `d` of module `M`: the trampoline for
+    /// its argument form, with `d` as the `cmd_data` it hands back.
+    pub const fn new<M: Module>(d: &'static Directive<M::Dir, M::Server>) -> Command {
+        let (func, how) = match d.takes {
             Takes::Flag => (
                 ffi::cmd_func {
                     flag: Some(flag_directive::<M>),
@@ -332,19 +464,19 @@ impl Command {
                 ffi::cmd_how_TAKE_ARGV,
             ),
         };
-        let req_override = match scope {
+        let req_override = match d.scope {
             Scope::Server => ffi::RSRC_CONF as c_int,
             Scope::DirectoryFileInfo => {
                 (ffi::RSRC_CONF | ffi::ACCESS_CONF | ffi::OR_FILEINFO) as c_int
             }
         };
         Command(ffi::command_rec {
-            name: name.as_ptr(),
+            name: d.name.as_ptr(),
             func,
-            cmd_data: ptr::null_mut(),
+            cmd_data: ptr::from_ref(d).cast_mut().cast(),
             req_override,
             args_how: how,
-            errmsg: help.as_ptr(),
+            errmsg: d.help.as_ptr(),
         })
     }
 
@@ -359,49 +491,48 @@ impl Command {
     });
 }
 
-/// A directive being applied: its name, scope configuration and server.
-pub struct Directive<'c, M: Module> {
-    cmd: *mut ffi::cmd_parms,
-    dir: *mut c_void,
-    _m: PhantomData<&'c M>,
+/// What a setter may ask of httpd about the directive being read. A
+/// trait, so the table (which the manual pages are also made from) links
+/// without httpd and its setters run in unit tests.
+pub trait Parms {
+    /// `path` relative to ServerRoot, as httpd resolves file arguments.
+    fn server_relative(&self, path: &str) -> Option<PathBuf>;
 }
 
-impl<M: Module> Directive<'_, M> {
-    /// The directive's name as written in the table.
-    pub fn name(&self) -> &str {
-        // SAFETY: cmd->cmd is this module's table entry; names are 'static.
-        unsafe { CStr::from_ptr((*(*self.cmd).cmd).name) }
-            .to_str()
-            .unwrap_or("")
-    }
+/// httpd's `cmd_parms` of the directive being read.
+struct CmdParms<'c> {
+    cmd: *mut ffi::cmd_parms,
+    _life: PhantomData<&'c ffi::cmd_parms>,
+}
 
-    /// The configuration of the scope the directive appears in.
-    pub fn dir(&mut self) -> Option<&mut M::Dir> {
-        // SAFETY: httpd passes the object create_dir_config made for this
-        // scope; configuration is read single-threaded.
-        unsafe { (self.dir as *mut M::Dir).as_mut() }
-    }
-
-    /// The configuration of the server (or virtual host) being read.
-    pub fn server(&mut self) -> Option<&mut M::Server> {
-        // SAFETY: the server's vector slot holds the object this module's
-        // create_server_config made; configuration is single-threaded.
-        unsafe {
-            let v = (*(*self.cmd).server).module_config;
-            (ffi::gdn_module_config(v, M::record().as_ptr()) as *mut M::Server).as_mut()
-        }
-    }
-
-    /// `path` relative to ServerRoot, as httpd resolves file arguments.
-    pub fn server_relative(&self, path: &str) -> Option<PathBuf> {
+impl Parms for CmdParms<'_> {
+    fn server_relative(&self, path: &str) -> Option<PathBuf> {
         let c = std::ffi::CString::new(path).ok()?;
-        // SAFETY: a pool string, or NULL for a path that cannot be resolved.
+        // SAFETY: cmd is the live cmd_parms of the directive being read;
+        // the result is a pool string, or NULL for a path that cannot be
+        // resolved.
         let full = unsafe { ffi::ap_server_root_relative((*self.cmd).pool, c.as_ptr()) };
-        // SAFETY: NUL-terminated, lives in the configuration pool.
         (!full.is_null()).then(|| {
+            // SAFETY: NUL-terminated, lives in the configuration pool.
             let b = unsafe { CStr::from_ptr(full) }.to_bytes();
             Path::new(OsStr::from_bytes(b)).to_path_buf()
         })
+    }
+}
+
+/// The configuration module `M` made for the server (or virtual host)
+/// whose directive `cmd` is.
+///
+/// # Safety
+/// `cmd` is the live cmd_parms of one of `M`'s directives, and nothing
+/// else borrows that server's configuration while the result lives.
+unsafe fn server_config<'c, M: Module>(cmd: *mut ffi::cmd_parms) -> Option<&'c mut M::Server> {
+    // SAFETY: the server's vector slot holds the object this module's
+    // create_server_config made (or NULL); configuration is read
+    // single-threaded.
+    unsafe {
+        let v = (*(*cmd).server).module_config;
+        (ffi::gdn_module_config(v, M::record().as_ptr()) as *mut M::Server).as_mut()
     }
 }
 
@@ -412,35 +543,58 @@ enum Given {
     List(Vec<String>),
 }
 
-/// Runs a directive; errors (and panics) become a pool string httpd prints.
+impl Given {
+    /// Calls `f` with the arguments borrowed as [`Args`].
+    fn with<R>(&self, f: impl FnOnce(Args<'_>) -> R) -> R {
+        match self {
+            Given::Flag(on) => f(Args::Flag(*on)),
+            Given::One(w) => f(Args::One(w)),
+            Given::List(l) => f(Args::List(
+                &l.iter().map(String::as_str).collect::<Vec<_>>(),
+            )),
+        }
+    }
+}
+
+/// Runs the setter of the directive httpd is reading; an error (or a
+/// panic) becomes a pool string httpd prints, prefixed with the
+/// directive's name, as `apache2 -t` messages of httpd's own modules are.
 fn run_directive<M: Module>(
     cmd: *mut ffi::cmd_parms,
     dir: *mut c_void,
     given: impl FnOnce() -> Result<Given, String>,
 ) -> *const c_char {
+    // SAFETY: httpd passes the cmd_parms of a directive of this module's
+    // table, whose cmd_data Command::new set to the 'static row.
+    let d = unsafe { &*((*cmd).info as *const Directive<M::Dir, M::Server>) };
+    let parms = CmdParms {
+        cmd,
+        _life: PhantomData,
+    };
     let result = catch_unwind(AssertUnwindSafe(|| {
         let given = given()?;
-        let words: Vec<&str> = match &given {
-            Given::List(l) => l.iter().map(String::as_str).collect(),
-            _ => Vec::new(),
-        };
-        let args = match &given {
-            Given::Flag(on) => Args::Flag(*on),
-            Given::One(w) => Args::One(w),
-            Given::List(_) => Args::List(&words),
-        };
-        let mut d = Directive::<M> {
-            cmd,
-            dir,
-            _m: PhantomData,
-        };
-        M::directive(&mut d, args)
+        match d.set {
+            Set::Dir(set) => {
+                // SAFETY: httpd passes the object create_dir_config made
+                // for this scope; configuration is read single-threaded.
+                let dir = unsafe { (dir as *mut M::Dir).as_mut() }
+                    .ok_or("no configuration for this scope")?;
+                given.with(|args| set(dir, args, &parms))
+            }
+            Set::Server(set) => {
+                // SAFETY: the cmd_parms of one of M's directives; only
+                // this setter borrows the server's configuration.
+                let server =
+                    unsafe { server_config::<M>(cmd) }.ok_or("no configuration for this server")?;
+                given.with(|args| set(server, args, &parms))
+            }
+        }
     }))
     .unwrap_or_else(|_| Err("internal error in directive".into()));
     match result {
         Ok(()) => ptr::null(),
         Err(msg) => {
-            let msg = msg.replace('\0', " ");
+            let msg = format!("{}: {msg}", d.name()).replace('\0', " ");
             // SAFETY: cmd->pool is the configuration pool.
             unsafe { ffi::apr_pstrmemdup((*cmd).pool, msg.as_ptr().cast(), msg.len()) }
         }
@@ -452,7 +606,8 @@ fn run_directive<M: Module>(
 /// # Safety
 /// `p` is a NUL-terminated string.
 unsafe fn word(p: *const c_char) -> Result<String, String> {
-    CStr::from_ptr(p)
+    // SAFETY: the caller's promise.
+    unsafe { CStr::from_ptr(p) }
         .to_str()
         .map(str::to_owned)
         .map_err(|_| "argument is not UTF-8".to_string())
@@ -495,7 +650,7 @@ unsafe extern "C" fn list_directive<M: Module>(
 fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
     unsafe extern "C" fn drop_it<T>(data: *mut c_void) -> ffi::apr_status_t {
         // SAFETY: registered only for a T written by pool_box.
-        ptr::drop_in_place(data as *mut T);
+        unsafe { ptr::drop_in_place(data as *mut T) };
         0
     }
     let p = pool_place(pool, value);

@@ -56,7 +56,9 @@ impl<const N: usize> Counters<N> {
         // SAFETY: aligned for u64 (page aligned) and `size` bytes long:
         // a layout word followed by N counters, only ever used atomically.
         let words = unsafe { &*(base as *const [AtomicU64; 1]) };
+        // SAFETY: as above: the counters follow the layout word.
         let block = unsafe { (base as *mut AtomicU64).add(1) as *mut [AtomicU64; N] };
+        // SAFETY: as above.
         let counters = unsafe { &*block };
         let reset = fresh != 0 || words[0].load(Ordering::Acquire) != layout;
         if reset {

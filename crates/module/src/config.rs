@@ -1,7 +1,9 @@
-//! Per-directory configuration: the directives' parsing and merge rules.
+//! The module's configuration: the directives' parsing and merge rules.
 //!
 //! Every field is optional so that an inner scope overrides only what it
-//! sets; `resolved` applies the defaults.
+//! sets (`config_by_field!` writes the merges); the accessors apply the
+//! defaults. Parse errors leave out the directive's name: httpd's
+//! dispatch (`httpd::module`) puts it in front.
 
 use crate::coding::Coding;
 use crate::jitter::Secret;
@@ -57,17 +59,15 @@ pub struct ServerConfig {
     pub compressor_workers: Option<usize>,
 }
 
-impl ServerConfig {
-    /// A virtual host without its own settings uses the main server's.
-    pub fn merge(&self, child: &ServerConfig) -> ServerConfig {
-        ServerConfig {
-            jitter_key: child.jitter_key.clone().or_else(|| self.jitter_key.clone()),
-            cache_root: child.cache_root.clone().or_else(|| self.cache_root.clone()),
-            cache_max_size: child.cache_max_size.or(self.cache_max_size),
-            compressor_workers: child.compressor_workers.or(self.compressor_workers),
-        }
-    }
+// A virtual host without its own settings uses the main server's.
+gdn_httpd::config_by_field!(ServerConfig {
+    jitter_key,
+    cache_root,
+    cache_max_size,
+    compressor_workers,
+});
 
+impl ServerConfig {
     /// Total bytes of on-demand copies kept (default 1 GiB).
     pub fn cache_max_size(&self) -> u64 {
         self.cache_max_size.unwrap_or(DEFAULT_CACHE_MAX_SIZE)
@@ -86,8 +86,7 @@ pub const DEFAULT_CACHE_MAX_SIZE: u64 = 1 << 30;
 /// `GzipDiskNgCacheMaxSize 512M`: bytes, with an optional K, M or G
 /// (powers of 1024).
 pub fn parse_size(arg: &str) -> Result<u64, String> {
-    let bad =
-        || format!("GzipDiskNgCacheMaxSize: '{arg}' is not a size (bytes, or with K, M or G)");
+    let bad = || format!("'{arg}' is not a size (bytes, or with K, M or G)");
     let (num, unit) = match arg.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => (&arg[..i], c.to_ascii_uppercase()),
         _ => (arg, 'B'),
@@ -108,7 +107,7 @@ pub fn parse_workers(arg: &str) -> Result<usize, String> {
     arg.parse()
         .ok()
         .filter(|n| (1..=64).contains(n))
-        .ok_or_else(|| format!("GzipDiskNgCompressorWorkers: '{arg}' is not a number from 1 to 64"))
+        .ok_or_else(|| format!("'{arg}' is not a number from 1 to 64"))
 }
 
 /// `GzipDiskNgCacheRoot DIR`: a directory, canonical. A missing one is
@@ -118,11 +117,9 @@ pub fn check_cache_root(dir: &Path) -> Result<PathBuf, String> {
     let shown = dir.display();
     match std::fs::metadata(dir) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir.to_path_buf()),
-        Err(e) => Err(format!("GzipDiskNgCacheRoot: {shown}: {e}")),
-        Ok(m) if !m.is_dir() => Err(format!("GzipDiskNgCacheRoot: {shown} is not a directory")),
-        Ok(_) => {
-            std::fs::canonicalize(dir).map_err(|e| format!("GzipDiskNgCacheRoot: {shown}: {e}"))
-        }
+        Err(e) => Err(format!("{shown}: {e}")),
+        Ok(m) if !m.is_dir() => Err(format!("{shown} is not a directory")),
+        Ok(_) => std::fs::canonicalize(dir).map_err(|e| format!("{shown}: {e}")),
     }
 }
 
@@ -146,7 +143,7 @@ pub fn check_cache_root_served(root: &Path, document_roots: &[PathBuf]) -> Resul
 /// so the same file on every server gives the same padding and ETags.
 pub fn load_jitter_key(path: &Path) -> Result<Secret, String> {
     let shown = path.display();
-    let fail = |why: String| format!("GzipDiskNgJitterKey: cannot use {shown}: {why}");
+    let fail = |why: String| format!("cannot use {shown}: {why}");
     let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
     if !meta.is_file() {
         return Err(fail("not a regular file".into()));
@@ -188,7 +185,7 @@ const URL_PATTERN_SPECIAL: &[u8] = b"\\*:(){}?+";
 
 /// `GzipDiskNgUseAsDictionary Off | <match pattern>|self [<id>]`
 pub fn parse_use_as_dictionary(args: &[&str]) -> Result<UseAsDictionary, String> {
-    const USAGE: &str = "GzipDiskNgUseAsDictionary takes Off, or a match pattern \
+    const USAGE: &str = "takes Off, or a match pattern \
          (a path such as /assets/app.*.js, or self) and an optional id";
     let (pattern, id) = match args {
         [off] if off.eq_ignore_ascii_case("off") => return Ok(UseAsDictionary::Off),
@@ -199,7 +196,7 @@ pub fn parse_use_as_dictionary(args: &[&str]) -> Result<UseAsDictionary, String>
     if let Some(id) = id {
         if id.len() > 1024 || sfv::StringRef::from_str(id).is_err() {
             return Err(format!(
-                "GzipDiskNgUseAsDictionary: id '{id}' is not printable ASCII of at most 1024 bytes"
+                "id '{id}' is not printable ASCII of at most 1024 bytes"
             ));
         }
     }
@@ -210,13 +207,13 @@ pub fn parse_use_as_dictionary(args: &[&str]) -> Result<UseAsDictionary, String>
     }
     if !pattern.starts_with('/') || pattern.contains(['(', ')']) {
         return Err(format!(
-            "GzipDiskNgUseAsDictionary: '{pattern}' is not a same-origin path pattern \
+            "'{pattern}' is not a same-origin path pattern \
              (it must start with / and browsers refuse regular-expression groups)"
         ));
     }
     use_as_dictionary_header(pattern, id)
         .map(UseAsDictionary::Header)
-        .ok_or_else(|| format!("GzipDiskNgUseAsDictionary: '{pattern}' is not printable ASCII"))
+        .ok_or_else(|| format!("'{pattern}' is not printable ASCII"))
 }
 
 /// The `Use-As-Dictionary` value for a pattern and optional id; `None`
@@ -245,7 +242,6 @@ pub fn literal_url_pattern(path: &str) -> String {
     out
 }
 
-/// One scope's settings, as written.
 /// What the configuration says for one request, read once by the module
 /// and handed down with it.
 #[derive(Clone, Copy)]
@@ -255,6 +251,7 @@ pub struct Settings<'r> {
     pub secret: Option<&'r Secret>,
 }
 
+/// One scope's settings, as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct DirConfig {
     /// Allowed codings in preference order.
@@ -267,50 +264,17 @@ pub struct DirConfig {
     pub on_demand: Option<bool>,
 }
 
+// An inner scope overrides the settings it sets.
+gdn_httpd::config_by_field!(DirConfig {
+    encodings,
+    decompress,
+    status_header,
+    jitter,
+    use_as_dictionary,
+    on_demand,
+});
+
 impl DirConfig {
-    /// Inner scope `child` overrides `self` field by field.
-    pub fn merge(&self, child: &DirConfig) -> DirConfig {
-        DirConfig {
-            encodings: child.encodings.clone().or_else(|| self.encodings.clone()),
-            decompress: child.decompress.or(self.decompress),
-            status_header: child
-                .status_header
-                .clone()
-                .or_else(|| self.status_header.clone()),
-            jitter: child.jitter.or(self.jitter),
-            use_as_dictionary: child
-                .use_as_dictionary
-                .clone()
-                .or_else(|| self.use_as_dictionary.clone()),
-            on_demand: child.on_demand.or(self.on_demand),
-        }
-    }
-
-    /// Whether the scope sets nothing at all (merging it changes nothing).
-    pub fn is_unset(&self) -> bool {
-        // Named field by field, so a new setting cannot be left out.
-        let DirConfig {
-            encodings,
-            decompress,
-            status_header,
-            jitter,
-            use_as_dictionary,
-            on_demand,
-        } = self;
-        encodings.is_none()
-            && decompress.is_none()
-            && status_header.is_none()
-            && jitter.is_none()
-            && use_as_dictionary.is_none()
-            && on_demand.is_none()
-    }
-
-    /// Whether any setting owns heap memory (a list or a string), which
-    /// dropping the configuration frees.
-    pub fn owns_heap(&self) -> bool {
-        self.encodings.is_some() || self.status_header.is_some() || self.use_as_dictionary.is_some()
-    }
-
     /// Whether on-demand compression is on (default off).
     pub fn on_demand(&self) -> bool {
         self.on_demand.unwrap_or(false)
@@ -360,15 +324,14 @@ impl DirConfig {
 /// `GzipDiskNgEncodings zstd br gzip`
 pub fn parse_encodings(args: &[&str]) -> Result<Vec<Coding>, String> {
     if args.is_empty() {
-        return Err("GzipDiskNgEncodings needs one or more of: zstd br gzip".into());
+        return Err("needs one or more of: zstd br gzip".into());
     }
     let mut out = Vec::new();
     for a in args {
-        let c = Coding::from_token(a).ok_or_else(|| {
-            format!("GzipDiskNgEncodings: unknown coding '{a}' (allowed: zstd br gzip)")
-        })?;
+        let c = Coding::from_token(a)
+            .ok_or_else(|| format!("unknown coding '{a}' (allowed: zstd br gzip)"))?;
         if out.contains(&c) {
-            return Err(format!("GzipDiskNgEncodings: '{a}' listed twice"));
+            return Err(format!("'{a}' listed twice"));
         }
         out.push(c);
     }
@@ -388,15 +351,13 @@ pub fn parse_status_header(arg: &str) -> Result<StatusHeader, String> {
     {
         Ok(StatusHeader::Named(arg.into()))
     } else {
-        Err(format!(
-            "GzipDiskNgStatusHeader: '{arg}' is not On, Off or a header field name"
-        ))
+        Err(format!("'{arg}' is not On, Off or a header field name"))
     }
 }
 
 /// `GzipDiskNgJitter Off | <max-bytes> [<buffer-bytes>] [paranoid]`
 pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
-    const USAGE: &str = "GzipDiskNgJitter takes Off, or <max-bytes 1..65536> \
+    const USAGE: &str = "takes Off, or <max-bytes 1..65536> \
          [<buffer-bytes up to 1048576 (1 MiB), negative: random>] [paranoid]";
     match args {
         [off] if off.eq_ignore_ascii_case("off") => return Ok(JitterSetting::Off),
@@ -428,7 +389,7 @@ pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
     };
     if buffer > JITTER_BUFFER_MAX {
         return Err(format!(
-            "GzipDiskNgJitter: buffer {buffer} exceeds the maximum of \
+            "buffer {buffer} exceeds the maximum of \
              {JITTER_BUFFER_MAX} bytes (1 MiB)"
         ));
     }
@@ -443,6 +404,7 @@ pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::httpd::Config;
 
     #[test]
     fn defaults() {
@@ -520,6 +482,43 @@ mod tests {
             assert_eq!(unset.merge(&c), c);
             assert_eq!(c.merge(&unset), c);
         }
+    }
+
+    /// What a merged scope owns follows from its fields' types: lists and
+    /// strings need dropping, flags and jitter do not.
+    #[test]
+    fn heap_ownership_follows_the_fields() {
+        assert!(!DirConfig::default().needs_drop());
+        let flags = DirConfig {
+            decompress: Some(false),
+            jitter: Some(JitterSetting::Off),
+            on_demand: Some(true),
+            ..Default::default()
+        };
+        assert!(!flags.needs_drop());
+        for owning in [
+            DirConfig {
+                encodings: Some(vec![Coding::Br]),
+                ..Default::default()
+            },
+            DirConfig {
+                status_header: Some(StatusHeader::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                use_as_dictionary: Some(UseAsDictionary::Off),
+                ..Default::default()
+            },
+        ] {
+            assert!(owning.needs_drop(), "{owning:?}");
+            assert!(flags.merge(&owning).needs_drop());
+        }
+        let server = ServerConfig {
+            cache_max_size: Some(5),
+            ..Default::default()
+        };
+        assert!(!server.needs_drop() && !server.is_unset());
+        assert!(ServerConfig::default().is_unset());
     }
 
     #[test]
@@ -600,10 +599,7 @@ mod tests {
         let a = load_jitter_key(&k).unwrap();
         assert_eq!(a, Secret::new(b"secret one"));
         let e = load_jitter_key(&d.path().join("missing")).unwrap_err();
-        assert!(
-            e.contains("missing") && e.contains("GzipDiskNgJitterKey"),
-            "{e}"
-        );
+        assert!(e.contains("missing") && e.contains("cannot use"), "{e}");
         std::fs::write(&k, b"").unwrap();
         assert!(load_jitter_key(&k).unwrap_err().contains("empty"));
         assert!(load_jitter_key(d.path()).unwrap_err().contains("regular"));
@@ -628,9 +624,7 @@ mod tests {
         assert_eq!(parse_size("2G"), Ok(2 << 30));
         for bad in ["", "0", "1T", "x", "-5M", "99999999999G"] {
             assert!(
-                parse_size(bad)
-                    .unwrap_err()
-                    .contains("GzipDiskNgCacheMaxSize"),
+                parse_size(bad).unwrap_err().contains("is not a size"),
                 "{bad}"
             );
         }

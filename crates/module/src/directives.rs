@@ -1,42 +1,36 @@
-//! The module's directives, in one table: httpd's command table
-//! (`module.rs`), the directive table of docs/configuration.md and the
+//! The module's directives, in one table whose rows carry their setters:
+//! httpd's command table (`module.rs`) dispatches each directive to its
+//! row, and the directive table of docs/configuration.md and the
 //! `mod_gzip_disk_ng(8)` manual page (written by `gzip-disk-ng-docs`) are
-//! all made from it, so they cannot disagree; a test holds
-//! docs/configuration.md to it.
+//! made from it too, so they cannot disagree; a test holds
+//! docs/configuration.md to it. A new directive is one row.
 
-use crate::httpd::{Scope, Takes};
-use std::ffi::CStr;
+use crate::config::{self, DirConfig, ServerConfig};
+use crate::httpd::{Args, Directive, Parms, Scope, Set, Takes};
 use std::fmt::Write;
+use std::path::PathBuf;
 
-/// One directive: what httpd is told, and what its manual says.
-pub struct DirectiveDoc {
-    pub name: &'static CStr,
-    pub takes: Takes,
-    pub scope: Scope,
-    /// What `apache2 -t` shows after a wrong use: its arguments and a word.
-    pub help: &'static CStr,
-    /// Its syntax, in the Apache manual's style (`|` between choices).
-    pub syntax: &'static str,
-    /// Its default, in Markdown (code in backquotes).
-    pub default: &'static str,
-    /// Only the main server's value counts (one cache and one compressor
-    /// serve the whole instance): its context is "server config", though
-    /// a virtual host accepts it.
-    pub main_server: bool,
-}
+/// One directive: what httpd is told, what its manual says, and its setter.
+pub type DirectiveDoc = Directive<DirConfig, ServerConfig>;
 
-/// Every directive, in the manual's order.
-pub const DIRECTIVES: [DirectiveDoc; 10] = [
-    DirectiveDoc {
+/// Every directive, in the manual's order. httpd's command table
+/// dispatches each to its own setter, whose error the dispatch prefixes
+/// with the directive's name.
+pub static DIRECTIVES: [DirectiveDoc; 10] = [
+    Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
         scope: Scope::DirectoryFileInfo,
-        help: c"Codings served from siblings, in server preference order: zstd br gzip",
+        help: c"Codings served from siblings, in this fixed order (default: zstd br gzip, smallest first)",
         syntax: "GzipDiskNgEncodings coding [coding] [coding]",
-        default: "`zstd br gzip`",
+        default: "all three, smallest first",
         main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.encodings = Some(config::parse_encodings(a.list()?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgDecompress",
         takes: Takes::Flag,
         scope: Scope::DirectoryFileInfo,
@@ -44,8 +38,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgDecompress On|Off",
         default: "`On`",
         main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.decompress = Some(a.flag()?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgStatusHeader",
         takes: Takes::One,
         scope: Scope::DirectoryFileInfo,
@@ -53,8 +51,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgStatusHeader On|Off|header-name",
         default: "`On`",
         main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.status_header = Some(config::parse_status_header(a.one()?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgJitter",
         takes: Takes::List,
         scope: Scope::DirectoryFileInfo,
@@ -62,8 +64,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgJitter Off|max [buffer] [paranoid]",
         default: "`Off`",
         main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.jitter = Some(config::parse_jitter(a.list()?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgJitterKey",
         takes: Takes::One,
         scope: Scope::Server,
@@ -71,8 +77,14 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgJitterKey file",
         default: "none: a random key per start",
         main_server: false,
+        // Read now, at configuration time, so a bad file fails
+        // `apache2 -t` rather than a request.
+        set: Set::Server(|s, a, p| {
+            s.jitter_key = Some(config::load_jitter_key(&server_relative(p, a)?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgUseAsDictionary",
         takes: Takes::List,
         scope: Scope::DirectoryFileInfo,
@@ -80,8 +92,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgUseAsDictionary Off|pattern|self [id]",
         default: "`Off`",
         main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.use_as_dictionary = Some(config::parse_use_as_dictionary(a.list()?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgOnDemand",
         takes: Takes::Flag,
         scope: Scope::DirectoryFileInfo,
@@ -89,8 +105,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgOnDemand On|Off",
         default: "`Off`",
         main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.on_demand = Some(a.flag()?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgCacheRoot",
         takes: Takes::One,
         scope: Scope::Server,
@@ -98,8 +118,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgCacheRoot directory",
         default: "none (no on-demand cache)",
         main_server: true,
+        set: Set::Server(|s, a, p| {
+            s.cache_root = Some(config::check_cache_root(&server_relative(p, a)?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgCacheMaxSize",
         takes: Takes::One,
         scope: Scope::Server,
@@ -107,8 +131,12 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgCacheMaxSize size[K|M|G]",
         default: "`1G`",
         main_server: true,
+        set: Set::Server(|s, a, _| {
+            s.cache_max_size = Some(config::parse_size(a.one()?)?);
+            Ok(())
+        }),
     },
-    DirectiveDoc {
+    Directive {
         name: c"GzipDiskNgCompressorWorkers",
         takes: Takes::One,
         scope: Scope::Server,
@@ -116,47 +144,18 @@ pub const DIRECTIVES: [DirectiveDoc; 10] = [
         syntax: "GzipDiskNgCompressorWorkers n",
         default: "`1`",
         main_server: true,
+        set: Set::Server(|s, a, _| {
+            s.compressor_workers = Some(config::parse_workers(a.one()?)?);
+            Ok(())
+        }),
     },
 ];
 
-impl DirectiveDoc {
-    /// The directive's name.
-    pub fn name(&self) -> &'static str {
-        self.name.to_str().unwrap_or("")
-    }
-
-    /// Where it may appear, as the Apache manual says it.
-    pub fn context(&self) -> &'static str {
-        match self.scope {
-            Scope::Server if self.main_server => "server config",
-            Scope::Server => "server config, virtual host",
-            Scope::DirectoryFileInfo => "server config, virtual host, directory, .htaccess",
-        }
-    }
-
-    /// The `AllowOverride` class it needs in .htaccess, if it may be there.
-    pub fn allow_override(&self) -> Option<&'static str> {
-        match self.scope {
-            Scope::Server => None,
-            Scope::DirectoryFileInfo => Some("FileInfo"),
-        }
-    }
-
-    /// `help` as text.
-    pub fn help(&self) -> &'static str {
-        self.help.to_str().unwrap_or("")
-    }
-
-    /// What it is for: `help` without the arguments it starts with, which
-    /// the page shows as the syntax; capitalised.
-    pub fn description(&self) -> String {
-        let h = self.help();
-        let words = h.split_once(": ").map_or(h, |(_, w)| w);
-        let mut c = words.chars();
-        c.next()
-            .map(|f| f.to_uppercase().chain(c).collect())
-            .unwrap_or_default()
-    }
+/// A file argument, relative to ServerRoot as httpd resolves them.
+fn server_relative(p: &dyn Parms, a: Args<'_>) -> Result<PathBuf, String> {
+    let path = a.one()?;
+    p.server_relative(path)
+        .ok_or_else(|| format!("invalid path {path}"))
 }
 
 /// The directive table of docs/configuration.md, header included.
@@ -250,6 +249,50 @@ mod tests {
             .map(|d| &d.name()["GzipDiskNg".len()..])
             .collect();
         assert_eq!(sections, names);
+    }
+
+    /// Resolves file arguments against a directory, as httpd does
+    /// against ServerRoot.
+    struct Root(PathBuf);
+
+    impl Parms for Root {
+        fn server_relative(&self, path: &str) -> Option<PathBuf> {
+            Some(self.0.join(path))
+        }
+    }
+
+    fn row(name: &str) -> &'static DirectiveDoc {
+        DIRECTIVES.iter().find(|d| d.name() == name).unwrap()
+    }
+
+    /// Each row's setter sets its own setting, and only where its scope
+    /// says: a server-only directive sets the server's configuration.
+    #[test]
+    fn each_row_sets_its_own_setting() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("k"), b"key").unwrap();
+        let root = Root(dir.path().to_path_buf());
+        let mut d = DirConfig::default();
+        let mut s = ServerConfig::default();
+        let mut apply = |name: &str, args: Args<'_>| match row(name).set {
+            Set::Dir(set) => set(&mut d, args, &root),
+            Set::Server(set) => set(&mut s, args, &root),
+        };
+        apply("GzipDiskNgEncodings", Args::List(&["br"])).unwrap();
+        apply("GzipDiskNgDecompress", Args::Flag(false)).unwrap();
+        apply("GzipDiskNgCacheMaxSize", Args::One("2M")).unwrap();
+        apply("GzipDiskNgJitterKey", Args::One("k")).unwrap();
+        let e = apply("GzipDiskNgJitterKey", Args::One("missing")).unwrap_err();
+        assert!(e.starts_with("cannot use") && e.contains("missing"), "{e}");
+        assert!(apply("GzipDiskNgCompressorWorkers", Args::One("0")).is_err());
+        assert_eq!(d.encodings(), &[crate::coding::Coding::Br]);
+        assert!(!d.decompress());
+        assert_eq!(s.cache_max_size(), 2 << 20);
+        assert!(s.jitter_key.is_some());
+        for r in &DIRECTIVES {
+            let server = matches!(r.set, Set::Server(_));
+            assert_eq!(server, matches!(r.scope, Scope::Server), "{}", r.name());
+        }
     }
 
     #[test]

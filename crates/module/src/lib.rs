@@ -9,7 +9,7 @@
 //! on-demand copies, `memo` holds what is remembered per file version,
 //! `metrics` counts. The core's modules are re-exported under their old
 //! paths.
-#![deny(unsafe_code)]
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
 pub use gdn_core::{coding, decode, dictionary, jitter, negotiate, publish, variant};
 use gdn_httpd as httpd;

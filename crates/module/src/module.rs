@@ -5,7 +5,7 @@ use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::directives::DIRECTIVES;
 use crate::handler;
-use crate::httpd::{self, Args, Command, Directive, Hook, Order, PostConfig, Request, Status};
+use crate::httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
 use crate::jitter::Secret;
 use crate::metrics::counters;
 use crate::metrics::status;
@@ -18,34 +18,14 @@ pub struct GzipDiskNg;
 
 gdn_httpd::declare_module!(gzip_disk_ng_module, GzipDiskNg);
 
-impl httpd::Config for DirConfig {
-    fn merge(&self, child: &Self) -> Self {
-        DirConfig::merge(self, child)
-    }
-
-    fn needs_drop(&self) -> bool {
-        DirConfig::owns_heap(self)
-    }
-
-    fn is_unset(&self) -> bool {
-        DirConfig::is_unset(self)
-    }
-}
-
-impl httpd::Config for ServerConfig {
-    fn merge(&self, child: &Self) -> Self {
-        ServerConfig::merge(self, child)
-    }
-}
-
 /// httpd's command table, made from the one directive table the manual
-/// pages and docs are made from too.
+/// pages and docs are made from too; each entry dispatches to its row's
+/// setter.
 static COMMANDS: [Command; DIRECTIVES.len() + 1] = {
     let mut table = [Command::END; DIRECTIVES.len() + 1];
     let mut i = 0;
     while i < DIRECTIVES.len() {
-        let d = &DIRECTIVES[i];
-        table[i] = Command::new::<GzipDiskNg>(d.name, d.takes, d.scope, d.help);
+        table[i] = Command::new::<GzipDiskNg>(&DIRECTIVES[i]);
         i += 1;
     }
     table
@@ -69,35 +49,6 @@ impl httpd::Module for GzipDiskNg {
 
     fn record() -> &'static httpd::module::ModuleRecord {
         &gzip_disk_ng_module
-    }
-
-    fn directive(cmd: &mut Directive<'_, Self>, args: Args<'_>) -> Result<(), String> {
-        if cmd.name() == "GzipDiskNgJitterKey" {
-            return set_jitter_key(cmd, args);
-        }
-        if let Some(r) = server_directive(cmd, args) {
-            return r;
-        }
-        let name = cmd.name().to_owned();
-        let dir = cmd
-            .dir()
-            .ok_or("mod_gzip_disk_ng: no configuration for this scope")?;
-        match (name.as_str(), args) {
-            ("GzipDiskNgEncodings", Args::List(a)) => {
-                dir.encodings = Some(config::parse_encodings(a)?)
-            }
-            ("GzipDiskNgDecompress", Args::Flag(on)) => dir.decompress = Some(on),
-            ("GzipDiskNgStatusHeader", Args::One(w)) => {
-                dir.status_header = Some(config::parse_status_header(w)?)
-            }
-            ("GzipDiskNgJitter", Args::List(a)) => dir.jitter = Some(config::parse_jitter(a)?),
-            ("GzipDiskNgUseAsDictionary", Args::List(a)) => {
-                dir.use_as_dictionary = Some(config::parse_use_as_dictionary(a)?)
-            }
-            ("GzipDiskNgOnDemand", Args::Flag(on)) => dir.on_demand = Some(on),
-            (other, _) => return Err(format!("mod_gzip_disk_ng: unknown directive {other}")),
-        }
-        Ok(())
     }
 
     fn handler(req: &Request<'_>) -> Status {
@@ -154,60 +105,6 @@ impl httpd::Module for GzipDiskNg {
         }
         Ok(())
     }
-}
-
-/// The on-demand cache's server settings; `None` for other directives.
-fn server_directive(
-    cmd: &mut Directive<'_, GzipDiskNg>,
-    args: Args<'_>,
-) -> Option<Result<(), String>> {
-    let Args::One(arg) = args else {
-        return None;
-    };
-    let name = cmd.name().to_owned();
-    let value = match name.as_str() {
-        "GzipDiskNgCacheRoot" => cmd
-            .server_relative(arg)
-            .ok_or_else(|| format!("GzipDiskNgCacheRoot: invalid path {arg}"))
-            .and_then(|p| config::check_cache_root(&p))
-            .map(|p| move |s: &mut ServerConfig| s.cache_root = Some(p))
-            .map(boxed),
-        "GzipDiskNgCacheMaxSize" => config::parse_size(arg)
-            .map(|n| move |s: &mut ServerConfig| s.cache_max_size = Some(n))
-            .map(boxed),
-        "GzipDiskNgCompressorWorkers" => config::parse_workers(arg)
-            .map(|n| move |s: &mut ServerConfig| s.compressor_workers = Some(n))
-            .map(boxed),
-        _ => return None,
-    };
-    Some(value.and_then(|set| {
-        let server = cmd
-            .server()
-            .ok_or("mod_gzip_disk_ng: no configuration for this server")?;
-        set(server);
-        Ok(())
-    }))
-}
-
-fn boxed(f: impl FnOnce(&mut ServerConfig) + 'static) -> Box<dyn FnOnce(&mut ServerConfig)> {
-    Box::new(f)
-}
-
-/// `GzipDiskNgJitterKey <file>`: reads the key now, at configuration time,
-/// so a bad file fails `apache2 -t` rather than a request.
-fn set_jitter_key(cmd: &mut Directive<'_, GzipDiskNg>, args: Args<'_>) -> Result<(), String> {
-    let Args::One(file) = args else {
-        return Err("GzipDiskNgJitterKey takes one file name".into());
-    };
-    let full = cmd
-        .server_relative(file)
-        .ok_or_else(|| format!("GzipDiskNgJitterKey: invalid path {file}"))?;
-    let key = config::load_jitter_key(&full)?;
-    let server = cmd
-        .server()
-        .ok_or("mod_gzip_disk_ng: no configuration for this server")?;
-    server.jitter_key = Some(key);
-    Ok(())
 }
 
 /// What the configuration says for a request: its directory settings and,
