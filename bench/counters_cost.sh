@@ -27,7 +27,7 @@ build
 # The same source with its bench knobs, in a target directory of its own so
 # that neither build undoes the other.
 (cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench-knobs" \
-    cargo build --release --locked --lib --features bench-knobs)
+    cargo build --release --locked -p mod_gzip_disk_ng --lib --features bench-knobs)
 MANUAL=/usr/share/doc/apache2-doc/manual/en/mod
 FEW="${FEW:-50}"
 MANY="${MANY:-1050}"

@@ -16,7 +16,7 @@ chmod 755 "$WORK"
 trap 'apache_stop "$WORK"; sleep 1; rm -rf "$WORK"' EXIT
 # In a target directory of its own, so the release build stays as it is.
 (cd "$ROOT" && CARGO_TARGET_DIR="$ROOT/target/bench-knobs" \
-    cargo build --release --locked -q --lib --features bench-knobs)
+    cargo build --release --locked -q -p mod_gzip_disk_ng --lib --features bench-knobs)
 cp "$ROOT/target/bench-knobs/release/libmod_gzip_disk_ng.so" "$WORK/module.so"
 declare -A POOL_READ_MAX=([mmap]=0 [pool]=1073741824)
 D="$WORK/docs"

@@ -1,8 +1,6 @@
 //! Apache's own rules for a sibling's name, subrequests, FileETag, and the
 //! HTTP details of issue-prone paths, against a real Apache: a sibling is
 //! served only where a request for its own name would be.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

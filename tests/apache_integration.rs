@@ -1,8 +1,6 @@
 //! Apache integration: directives in every scope and their merge, config
 //! errors, DirectoryIndex, symlink policy, the log note, coexistence with
 //! mod_deflate/mod_brotli, and the shipped a2enmod files.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

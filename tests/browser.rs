@@ -1,8 +1,6 @@
 //! Real clients: headless Chromium over HTTPS and HTTP/2 (browsers offer br
 //! and zstd only over TLS) with a certificate this test makes, plus
 //! Python's urllib with its own decoders.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -6,8 +6,6 @@
 //! decode to the original, repeated requests reach the module once per
 //! representation, 304 and Range work, and a delta goes only to a client
 //! holding its dictionary.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -5,8 +5,6 @@
 //! sibling giving way to the next; absurd zstd content sizes; the 8 MiB
 //! decompression memory limit, which a declared window larger than the
 //! content does not reach; and `gzip-disk-ng verify` on such siblings.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

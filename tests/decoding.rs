@@ -5,8 +5,6 @@
 //! h2c, and which sibling is decoded: zstd, then gzip, then brotli, with a
 //! zstd window over 128 KiB giving way to gzip (read from the log note);
 //! a sibling rewritten in place with its old size and mtime re-inspected.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

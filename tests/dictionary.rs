@@ -3,8 +3,6 @@
 //! that announces the dictionary and names `dcz`; every other request gets
 //! the normal negotiation, as does one whose delta's header names
 //! another dictionary.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,7 +1,5 @@
 //! Fault matrix: each bad input as users meet it gets a clean status and at
 //! most one module log line; no child dies; the next request works.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -2,8 +2,6 @@
 //! bytes: Accept-Encoding parsing, the streaming decoders fed corrupt or
 //! truncated data, and jitter framing. Bounded for CI; set
 //! `PROPTEST_CASES=100000` for a long run.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,8 +1,6 @@
 //! BREACH jitter in a real Apache: padded bodies decode with every client
 //! decoder, lengths stay in range, and Content-Length, ETag, HEAD and Range
 //! all describe the padded representation.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

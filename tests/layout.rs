@@ -1,12 +1,18 @@
-//! The source's shape: imports between the crate's top-level modules point
-//! one way (no module reaches, directly or through others, back to
-//! itself), and `src/httpd/`, the FFI layer, names no application module.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The source's shape where the compiler does not see it. Crate
+//! boundaries it does enforce (gdn-httpd depends on nothing of the
+//! application; Cargo refuses a cycle between crates); this checks the
+//! rest: the module Apache loads links none of the tool's crates, only
+//! gdn-httpd may hold `unsafe`, and within each crate imports between its
+//! modules (a folder's modules one by one) point one way (no module reaches, directly or through
+//! others, back to itself).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// The workspace's crates, by folder name.
+const CRATES: [&str; 4] = ["httpd", "core", "module", "cli"];
 
 /// Every `.rs` file under `dir`.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -20,34 +26,70 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The top-level module a file belongs to (`respond/mod.rs` → respond).
-fn top(src: &Path, file: &Path) -> String {
-    let rel = file.strip_prefix(src).expect("under src");
-    let first = rel.components().next().expect("a component");
-    first
-        .as_os_str()
-        .to_string_lossy()
-        .trim_end_matches(".rs")
-        .to_owned()
+/// The module a path of module names stands for in the graph: a top-level
+/// module, or for a folder (`metrics/`) the module of the folder it names
+/// (`metrics::status`), so a folder's modules count one by one.
+fn node(src: &Path, path: &[String]) -> String {
+    let first = &path[0];
+    match path.get(1) {
+        Some(second)
+            if src.join(first).is_dir()
+                && (src.join(first).join(format!("{second}.rs")).is_file()
+                    || src.join(first).join(second).is_dir()) =>
+        {
+            format!("{first}::{second}")
+        }
+        _ => first.clone(),
+    }
 }
 
-/// The modules a file's code (not its tests) names as `crate::x`.
-fn named(text: &str) -> BTreeSet<String> {
+/// The module a file belongs to (`respond/mod.rs` → respond,
+/// `metrics/tally/html.rs` → metrics::tally).
+fn top(src: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(src).expect("under src");
+    let path: Vec<String> = rel
+        .components()
+        .map(|c| {
+            c.as_os_str()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
+        .collect();
+    node(src, &path)
+}
+
+/// The modules a file's code (not its tests) names as `crate::x::y`.
+fn named(src: &Path, text: &str) -> BTreeSet<String> {
     let code = text.split("#[cfg(test)]").next().unwrap_or("");
     code.match_indices("crate::")
-        .map(|(i, m)| {
-            code[i + m.len()..]
-                .chars()
-                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                .collect::<String>()
+        .filter_map(|(i, m)| {
+            let path: Vec<String> = code[i + m.len()..]
+                .split("::")
+                .map(|s| {
+                    s.chars()
+                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                        .collect::<String>()
+                })
+                .take_while(|s| !s.is_empty())
+                .take(2)
+                .collect();
+            (!path.is_empty()).then(|| node(src, &path))
         })
-        .filter(|n| !n.is_empty())
         .collect()
 }
 
-/// Top-level module → the modules it imports.
-fn graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+/// The `src` folder of the workspace crate `name`.
+fn crate_src(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("crates")
+        .join(name)
+        .join("src")
+}
+
+/// Module of crate `name` → the modules it imports.
+fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let src = crate_src(name);
     let mut files = Vec::new();
     sources(&src, &mut files);
     let mut g: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
@@ -57,7 +99,10 @@ fn graph() -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = fs::read_to_string(&f).expect("read");
-        let to: Vec<String> = named(&text).into_iter().filter(|t| *t != from).collect();
+        let to: Vec<String> = named(&src, &text)
+            .into_iter()
+            .filter(|t| *t != from)
+            .collect();
         g.entry(from).or_default().extend(to);
     }
     // Only modules count (a `crate::` path may name an exported macro).
@@ -92,21 +137,69 @@ fn circle(g: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<Str
 
 #[test]
 fn imports_between_modules_point_one_way() {
-    let g = graph();
-    assert!(g.len() > 15, "the crate's modules: {:?}", g.keys());
-    let circles: Vec<String> = g
-        .keys()
-        .filter_map(|m| circle(&g, m))
-        .map(|c| c.join(" → "))
-        .collect();
+    let mut modules = 0;
+    let mut circles = Vec::new();
+    for name in CRATES {
+        let g = graph(name);
+        modules += g.len();
+        circles.extend(
+            g.keys()
+                .filter_map(|m| circle(&g, m))
+                .map(|c| c.join(" → ")),
+        );
+    }
+    assert!(modules > 20, "the crates' modules: {modules}");
     assert!(circles.is_empty(), "import circles: {circles:#?}");
 }
 
+/// The packages `package` links, as `cargo tree -e normal` lists them.
+fn linked(package: &str) -> BTreeSet<String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let out = Command::new(cargo)
+        .args([
+            "tree", "--frozen", "-e", "normal", "--prefix", "none", "--format", "{p}",
+        ])
+        .args(["-p", package])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("run cargo tree");
+    assert!(
+        out.status.success(),
+        "cargo tree: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
-fn the_ffi_layer_names_no_application_module() {
-    let g = graph();
-    let httpd = g.get("httpd").expect("src/httpd");
-    assert!(httpd.is_empty(), "src/httpd imports {httpd:?}");
+fn the_module_links_none_of_the_tools_crates() {
+    let module = linked("mod_gzip_disk_ng");
+    assert!(
+        module.contains("gdn-core") && module.contains("zstd"),
+        "{module:?}"
+    );
+    let tool: Vec<&str> = ["clap", "indicatif", "walkdir", "rayon", "gdn-cli"]
+        .into_iter()
+        .filter(|c| module.contains(*c))
+        .collect();
+    assert!(tool.is_empty(), "the module links {tool:?}");
+    // The check sees them where they are.
+    assert!(linked("gdn-cli").contains("clap"));
+}
+
+#[test]
+fn only_the_ffi_crate_may_hold_unsafe() {
+    for name in CRATES.iter().filter(|n| **n != "httpd") {
+        let lib = fs::read_to_string(crate_src(name).join("lib.rs")).expect("lib.rs");
+        assert!(
+            lib.contains("#![deny(unsafe_code") || lib.contains("#![forbid(unsafe_code"),
+            "crates/{name}/src/lib.rs allows unsafe code"
+        );
+    }
 }
 
 #[test]

@@ -5,8 +5,6 @@
 //! as the peak RSS growth of a child process that only decodes, and is
 //! the frame's window (8 MiB at most, `ZSTD_WINDOW_LOG_MAX`) plus its
 //! block buffers.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 
@@ -27,12 +25,9 @@ static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 /// Serializes whole tests: encoding in one would count in another's peak.
 static ONE_TEST_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-// SAFETY: every call is passed on to the system allocator unchanged;
-// only the counters are added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        // SAFETY: the caller's layout, as GlobalAlloc::alloc requires.
-        let p = unsafe { System.alloc(l) };
+        let p = System.alloc(l);
         if !p.is_null() {
             let now = LIVE.fetch_add(l.size(), Ordering::SeqCst) + l.size();
             PEAK.fetch_max(now, Ordering::SeqCst);
@@ -40,8 +35,7 @@ unsafe impl GlobalAlloc for Counting {
         p
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: `p` came from System.alloc with layout `l`.
-        unsafe { System.dealloc(p, l) };
+        System.dealloc(p, l);
         LIVE.fetch_sub(l.size(), Ordering::SeqCst);
     }
 }

@@ -5,8 +5,6 @@
 //! stale siblings and the no-gzip/no-brotli/no-zstd variables over h2c.
 //! The docs' and the package's configuration snippets, guarded by
 //! `<IfModule>`, pass `apache2 -t` without the module.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

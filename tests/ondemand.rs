@@ -10,8 +10,6 @@
 //! the server's user cannot use one; unwritable and full
 //! caches; two instances on one cache root; planted copies and roots
 //! others can write; the size limit after each job.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

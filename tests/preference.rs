@@ -4,8 +4,6 @@
 //! `GzipDiskNgEncodings` keeps its fixed order; q-values still win; the
 //! choice for a file version is the same on every request, with the
 //! validators, ranges and HEAD of the representation sent.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

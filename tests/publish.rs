@@ -1,6 +1,4 @@
 //! End-to-end tests of the `gzip-disk-ng` binary on generated trees.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -1,8 +1,6 @@
 //! `gzip-disk-ng clean`, run as the real binary on a tree that mixes what
 //! `compress` wrote with files it did not write: exactly its own output
 //! goes, and `--dry-run` removes nothing.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

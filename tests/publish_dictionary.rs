@@ -1,8 +1,6 @@
 //! End-to-end tests of the `gzip-disk-ng` binary's dictionary transport
 //! (RFC 9842) features: deltas against earlier versions, group members and
 //! a trained site dictionary; the store; `verify` of deltas.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -2,8 +2,6 @@
 //! real bash, and the manual pages, rendered by `man` without warnings,
 //! with every option's argument in the synopsis and every directive on
 //! the module's page.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

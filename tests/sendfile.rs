@@ -3,8 +3,6 @@
 //! goes out by sendfile, which the child's read-syscall count in
 //! `/proc/<pid>/io` shows (a sendfile call counts as one read; without
 //! sendfile and mmap, Apache reads the file 8 000 bytes at a time).
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -6,8 +6,6 @@
 //! decompressed response would add. Short by default (8 s, 8 clients);
 //! `SOAK_SECS=600` for a long run (64 clients unless `SOAK_CLIENTS` says
 //! otherwise). Clients alternate HTTP/1.1 and h2c.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

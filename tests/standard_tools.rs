@@ -7,8 +7,6 @@
 //! over 8 MiB): then it is not sent as zstd. A client accepting no coding
 //! gets the original with 200, on GET and on HEAD. Some also over HTTP/2
 //! (h2c). One assertion lists every failing combination.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

@@ -6,8 +6,6 @@
 //! agrees; counts survive a graceful restart; the log notes; the
 //! on-demand counters against the cache directory; a soak of concurrent
 //! clients; and the status section as headless Chromium renders it.
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

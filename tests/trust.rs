@@ -5,8 +5,6 @@
 //! direct request's status and the module's answer agree, against a real
 //! Apache, both where the module judges names by sections alone and where
 //! it asks Apache (a subrequest per sibling).
-// Tests may unwrap: a failed unwrap is a failed test.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

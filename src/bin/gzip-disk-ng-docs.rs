@@ -9,7 +9,7 @@
 //! A binary of its own, built with the tool by `cargo build --release` and
 //! run by scripts/lib.sh's `build`, rather than:
 //! - build.rs: it runs before the library it would need the definitions
-//!   from is compiled (the CLI lives in the library);
+//!   from is compiled (the CLI lives in crates/cli);
 //! - a hidden subcommand of the tool: clap_complete completes hidden
 //!   subcommands, so it would show up in the completion it writes, and
 //!   every installed tool would carry the generators;
@@ -19,8 +19,8 @@
 //! It is not installed: the packages carry what it writes.
 
 use clap_mangen::Man;
+use gdn_cli::publish::cli::{self, NAME};
 use mod_gzip_disk_ng::directives;
-use mod_gzip_disk_ng::publish::cli::{self, NAME};
 use std::fs::{self, File};
 use std::io::{self, BufWriter, Write};
 use std::path::Path;

@@ -1,0 +1,209 @@
+//! Finding the files to work on: directory walks, globs and symlink
+//! policy, with the compress rules of `gdn_core::publish::rules`.
+
+use super::atomic::is_temp_name;
+pub use super::rules::{compress_rule, SkipReason};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use std::path::{Path, PathBuf};
+
+/// One file the walk found.
+#[derive(Debug)]
+pub enum Found {
+    /// A regular file to work on, with its size.
+    File(PathBuf, u64),
+    /// A file left alone, and why.
+    Skipped(PathBuf, SkipReason),
+    /// A file or directory that could not be examined.
+    Error(PathBuf, String),
+}
+
+impl Found {
+    /// The path found.
+    pub fn path(&self) -> &Path {
+        match self {
+            Found::File(p, _) | Found::Skipped(p, _) | Found::Error(p, _) => p,
+        }
+    }
+}
+
+/// What to walk and what to leave out.
+#[derive(Debug, Default)]
+pub struct Filter {
+    include: Option<GlobSet>,
+    exclude: Option<GlobSet>,
+    /// Follow symlinks below the given paths.
+    pub follow_symlinks: bool,
+    /// Files smaller than this are skipped (compress only).
+    pub min_size: u64,
+    /// Apply the compress skip rules (extensions, size); verify wants all.
+    pub compress_rules: bool,
+}
+
+/// One set of `globs`; `None` when there are none.
+fn glob_set(globs: &[String]) -> Result<Option<GlobSet>, String> {
+    if globs.is_empty() {
+        return Ok(None);
+    }
+    let mut b = GlobSetBuilder::new();
+    for g in globs {
+        b.add(Glob::new(g).map_err(|e| format!("bad glob {g:?}: {e}"))?);
+    }
+    b.build().map(Some).map_err(|e| e.to_string())
+}
+
+impl Filter {
+    /// A filter with the given include and exclude globs.
+    pub fn new(include: &[String], exclude: &[String]) -> Result<Filter, String> {
+        Ok(Filter {
+            include: glob_set(include)?,
+            exclude: glob_set(exclude)?,
+            ..Filter::default()
+        })
+    }
+
+    /// Globs match the path relative to the walked argument, or the bare
+    /// file name, so both `docs/**/*.html` and `*.html` do what users mean.
+    fn matches(set: &GlobSet, rel: &Path) -> bool {
+        set.is_match(rel) || rel.file_name().is_some_and(|n| set.is_match(n))
+    }
+
+    fn excluded(&self, rel: &Path) -> bool {
+        self.exclude.as_ref().is_some_and(|s| Self::matches(s, rel))
+    }
+
+    fn included(&self, rel: &Path) -> bool {
+        self.include.as_ref().is_none_or(|s| Self::matches(s, rel))
+    }
+
+    /// Classifies one regular file.
+    fn classify(&self, path: PathBuf, rel: &Path, len: u64) -> Found {
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            return Found::Error(path, "file name is not valid UTF-8".into());
+        };
+        if path.to_str().is_none() {
+            return Found::Error(path, "path is not valid UTF-8".into());
+        }
+        if is_temp_name(name) {
+            return Found::Skipped(path, SkipReason::Temporary);
+        }
+        if self.excluded(rel) || !self.included(rel) {
+            return Found::Skipped(path, SkipReason::Filtered);
+        }
+        if self.compress_rules {
+            if let Some(why) = compress_rule(name, len, self.min_size) {
+                return Found::Skipped(path, why);
+            }
+        }
+        Found::File(path, len)
+    }
+
+    /// Walks every root (file or directory) and classifies what it finds.
+    pub fn walk(&self, roots: &[PathBuf]) -> Vec<Found> {
+        let mut out = Vec::new();
+        for root in roots {
+            let walker = walkdir::WalkDir::new(root)
+                .follow_links(self.follow_symlinks)
+                .sort_by_file_name()
+                .into_iter()
+                .filter_entry(|e| {
+                    // Prune excluded directories, and an in-tree store
+                    // an older release left (a dry run leaves it),
+                    // without entering them.
+                    e.depth() == 0
+                        || !e.file_type().is_dir()
+                        || !(e.file_name() == crate::dictionary::STORE_DIR
+                            || self.excluded(e.path().strip_prefix(root).unwrap_or(e.path())))
+                });
+            for entry in walker {
+                let entry = match entry {
+                    Ok(e) => e,
+                    Err(e) => {
+                        let p = e.path().unwrap_or(root).to_path_buf();
+                        let msg = match e.io_error() {
+                            Some(io) => io.to_string(),
+                            None => e.to_string(),
+                        };
+                        out.push(Found::Error(p, msg));
+                        continue;
+                    }
+                };
+                let ft = entry.file_type();
+                if ft.is_dir() {
+                    continue;
+                }
+                let path = entry.path().to_path_buf();
+                if ft.is_symlink() {
+                    out.push(Found::Skipped(path, SkipReason::Symlink));
+                    continue;
+                }
+                if !ft.is_file() {
+                    out.push(Found::Skipped(path, SkipReason::NotRegular));
+                    continue;
+                }
+                let len = match entry.metadata() {
+                    Ok(m) => m.len(),
+                    Err(e) => {
+                        out.push(Found::Error(path, e.to_string()));
+                        continue;
+                    }
+                };
+                let rel = if entry.depth() == 0 {
+                    PathBuf::from(path.file_name().unwrap_or(path.as_os_str()))
+                } else {
+                    path.strip_prefix(root).unwrap_or(&path).to_path_buf()
+                };
+                out.push(self.classify(path, &rel, len));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn walk_applies_rules() {
+        let d = tempfile::tempdir().unwrap();
+        let r = d.path();
+        fs::create_dir_all(r.join("sub/skipme")).unwrap();
+        fs::write(r.join("a.html"), vec![b'a'; 1000]).unwrap();
+        fs::write(r.join("small.css"), b"x").unwrap();
+        fs::write(r.join("pic.png"), vec![0; 1000]).unwrap();
+        fs::write(r.join("sub/b.js"), vec![b'b'; 1000]).unwrap();
+        fs::write(r.join("sub/skipme/c.js"), vec![b'c'; 1000]).unwrap();
+        fs::write(r.join("sub/.b.js.gz.tmp12ab"), vec![b'c'; 1000]).unwrap();
+        std::os::unix::fs::symlink(r.join("a.html"), r.join("link.html")).unwrap();
+        let mut f = Filter::new(&[], &["skipme".into()]).unwrap();
+        f.min_size = 256;
+        f.compress_rules = true;
+        let found = f.walk(&[r.to_path_buf()]);
+        let mut files = Vec::new();
+        let mut skipped = Vec::new();
+        for x in found {
+            match x {
+                Found::File(p, _) => files.push(p.strip_prefix(r).unwrap().to_path_buf()),
+                Found::Skipped(p, why) => {
+                    skipped.push((p.strip_prefix(r).unwrap().to_path_buf(), why))
+                }
+                Found::Error(p, e) => panic!("{p:?}: {e}"),
+            }
+        }
+        assert_eq!(files, [PathBuf::from("a.html"), PathBuf::from("sub/b.js")]);
+        assert!(skipped.contains(&("small.css".into(), SkipReason::TooSmall)));
+        assert!(skipped.contains(&("pic.png".into(), SkipReason::Compressed)));
+        assert!(skipped.contains(&("link.html".into(), SkipReason::Symlink)));
+        assert!(skipped.contains(&("sub/.b.js.gz.tmp12ab".into(), SkipReason::Temporary)));
+        assert!(!skipped.iter().any(|(p, _)| p.starts_with("sub/skipme")));
+
+        let f = Filter::new(&["*.js".into()], &[]).unwrap();
+        let n = f
+            .walk(&[r.to_path_buf()])
+            .into_iter()
+            .filter(|x| matches!(x, Found::File(..)))
+            .count();
+        assert_eq!(n, 2);
+    }
+}

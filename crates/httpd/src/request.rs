@@ -1,0 +1,616 @@
+//! The request: a borrowed `request_rec` and what the module asks of it
+//! and tells it (headers, notes, files, conditionals, status, config).
+
+use super::apr_status_t;
+use super::{ffi, module, File, Finfo, Module, Status, SymlinkPolicy};
+use std::ffi::{c_char, c_int, c_void, CStr};
+use std::io;
+use std::marker::PhantomData;
+use std::ptr;
+
+/// A borrowed `request_rec`.
+pub struct Request<'r> {
+    pub(crate) r: *mut ffi::request_rec,
+    _life: PhantomData<&'r mut ffi::request_rec>,
+}
+
+impl<'r> Request<'r> {
+    /// # Safety
+    /// `r` is a live request for the duration of `'r`.
+    pub(crate) unsafe fn from_raw(r: *mut ffi::request_rec) -> Request<'r> {
+        Request {
+            r,
+            _life: PhantomData,
+        }
+    }
+
+    pub(crate) fn raw(&self) -> &ffi::request_rec {
+        // SAFETY: valid for 'r by construction.
+        unsafe { &*self.r }
+    }
+
+    /// Whether `r->handler` is `name` (a byte comparison: every hook asks).
+    pub fn handler_is(&self, name: &CStr) -> bool {
+        let p = self.raw().handler;
+        // SAFETY: a non-NULL handler is a NUL-terminated string.
+        !p.is_null() && unsafe { CStr::from_ptr(p) } == name
+    }
+
+    /// `r->filename` as bytes-safe C string.
+    pub fn filename(&self) -> Option<&'r CStr> {
+        let p = self.raw().filename;
+        // SAFETY: pool string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+    }
+
+    /// Whether the URL carried path info after the file (and the
+    /// configuration does not accept it).
+    pub fn rejects_path_info(&self) -> bool {
+        let r = self.raw();
+        // SAFETY: a non-NULL path_info is a NUL-terminated pool string.
+        let has = !r.path_info.is_null() && unsafe { *r.path_info } != 0;
+        has && r.used_path_info != ffi::AP_REQ_ACCEPT_PATH_INFO as c_int
+    }
+
+    /// A subrequest (e.g. mod_dir's index lookup or SSI includes).
+    pub fn is_subrequest(&self) -> bool {
+        !self.raw().main.is_null()
+    }
+
+    /// The request this subrequest was made for, if it is one.
+    pub fn main_request(&self) -> Option<Request<'r>> {
+        let main = self.raw().main;
+        // SAFETY: a subrequest's main request outlives it.
+        (!main.is_null()).then(|| unsafe { Request::from_raw(main) })
+    }
+
+    /// Keeps `value`, copied into the request pool, as this module's state
+    /// for the request in `r->request_config`: httpd's per-module slot,
+    /// which, unlike a note, no other module reads or logs.
+    pub fn set_request_state(&self, value: &CStr) {
+        let index = module::index();
+        if index < 0 {
+            return;
+        }
+        // SAFETY: a NUL-terminated string copied into the live pool.
+        let copy = unsafe { ffi::apr_pstrdup(self.raw().pool, value.as_ptr()) };
+        // SAFETY: live request; request_config has a slot per module.
+        unsafe { ffi::gdn_set_request_state(self.r, index, copy as *mut c_void) }
+    }
+
+    /// The state `set_request_state` kept for this request, if any.
+    pub fn request_state(&self) -> Option<&'r CStr> {
+        let index = module::index();
+        if index < 0 {
+            return None;
+        }
+        // SAFETY: live request; the slot is NULL or a pool string of ours.
+        let p = unsafe { ffi::gdn_request_state(self.r, index) } as *const c_char;
+        // SAFETY: NUL-terminated, in a pool that outlives the request.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+    }
+
+    /// What `r->finfo` says is at `r->filename`.
+    pub fn finfo(&self) -> Finfo {
+        Finfo {
+            raw: self.raw().finfo,
+        }
+    }
+
+    /// Replaces `r->finfo` (the DirectoryIndex fixup makes a sibling
+    /// visible to mod_dir this way).
+    pub fn set_finfo(&self, f: &Finfo) {
+        // SAFETY: plain struct write into the live request.
+        unsafe { (*self.r).finfo = f.raw }
+    }
+
+    /// `r->method_number`: one of the `M_*` numbers (HEAD is `M_GET`).
+    pub fn method_number(&self) -> u32 {
+        u32::try_from(self.raw().method_number).unwrap_or(ffi::M_INVALID)
+    }
+
+    /// HEAD request: headers only.
+    pub fn header_only(&self) -> bool {
+        self.raw().header_only != 0
+    }
+
+    /// Marks GET (and so HEAD) and OPTIONS as the methods this resource
+    /// allows, for `Allow` on 405 and OPTIONS.
+    pub fn allow_get_options(&self) {
+        // SAFETY: live request; the list ends with -1 as the API requires.
+        unsafe {
+            ffi::ap_allow_standard_methods(
+                self.r,
+                0,
+                ffi::M_GET as c_int,
+                ffi::M_OPTIONS as c_int,
+                -1 as c_int,
+            )
+        };
+    }
+
+    /// Reads and drops any request body, as core does before answering.
+    pub fn discard_body(&self) -> Status {
+        // SAFETY: live request.
+        Status(unsafe { ffi::ap_discard_request_body(self.r) })
+    }
+
+    /// Answers OPTIONS as core does.
+    pub fn send_options(&self) -> Status {
+        // SAFETY: live request.
+        Status(unsafe { ffi::ap_send_http_options(self.r) })
+    }
+
+    /// A request header as bytes, `None` if absent.
+    pub fn header_in(&self, name: &CStr) -> Option<&'r [u8]> {
+        // SAFETY: table strings live in the request pool.
+        unsafe {
+            let p = ffi::apr_table_get(self.raw().headers_in, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+        }
+    }
+
+    /// A response header set so far (`headers_out`).
+    pub fn header_out(&self, name: &CStr) -> Option<&'r [u8]> {
+        // SAFETY: table strings live in the request pool.
+        unsafe {
+            let p = ffi::apr_table_get(self.raw().headers_out, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+        }
+    }
+
+    /// Removes a request header (e.g. Range where ranges are not offered).
+    pub fn unset_header_in(&self, name: &CStr) {
+        // SAFETY: live table.
+        unsafe { ffi::apr_table_unset(self.raw().headers_in, name.as_ptr()) }
+    }
+
+    /// Whether no environment variable is set at all (the common case,
+    /// which spares looking up each name).
+    pub fn env_is_empty(&self) -> bool {
+        // SAFETY: live table.
+        unsafe { ffi::apr_is_empty_table(self.raw().subprocess_env) != 0 }
+    }
+
+    /// Whether an environment variable (SetEnvIf, BrowserMatch) is set.
+    pub fn env_is_set(&self, name: &CStr) -> bool {
+        // SAFETY: live table.
+        unsafe { !ffi::apr_table_get(self.raw().subprocess_env, name.as_ptr()).is_null() }
+    }
+
+    /// Sets a response header from static strings (no copy).
+    pub fn set_header_static(&self, name: &'static CStr, value: &'static CStr) {
+        // SAFETY: 'static strings outlive the pool.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), value.as_ptr()) }
+    }
+
+    /// Sets a response header, copying both strings into the pool.
+    pub fn set_header(&self, name: &str, value: &CStr) {
+        let n = self.pool_str(name);
+        // SAFETY: pool copies; apr_table_set copies again anyway.
+        unsafe { ffi::apr_table_set(self.raw().headers_out, n, value.as_ptr()) }
+    }
+
+    /// Sets a response header to a value copied into the pool.
+    pub fn set_header_value(&self, name: &'static CStr, value: &str) {
+        let v = self.pool_str(value);
+        // SAFETY: static name, pool copy of the value.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
+    }
+
+    /// Adds a request header's name to `Vary` (http_filters merges
+    /// and dedups the list).
+    pub fn vary(&self, header: &'static CStr) {
+        // SAFETY: static strings, so mergen needs no copy.
+        unsafe { ffi::apr_table_mergen(self.raw().headers_out, c"Vary".as_ptr(), header.as_ptr()) }
+    }
+
+    /// Also on error responses (406/500), which only keep err_headers_out.
+    pub fn vary_on_error(&self, header: &'static CStr) {
+        // SAFETY: static strings, so mergen needs no copy.
+        unsafe {
+            ffi::apr_table_mergen(
+                self.raw().err_headers_out,
+                c"Vary".as_ptr(),
+                header.as_ptr(),
+            )
+        }
+    }
+
+    /// The path of the request line as the client sent it (still
+    /// percent-encoded), without the query.
+    pub fn raw_path(&self) -> Option<&'r [u8]> {
+        let p = self.raw().unparsed_uri;
+        // SAFETY: a non-NULL unparsed_uri is a NUL-terminated pool string.
+        let uri = (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())?;
+        let end = uri.iter().position(|&b| b == b'?' || b == b'#');
+        Some(&uri[..end.unwrap_or(uri.len())])
+    }
+
+    /// Sets `r->content_encoding`, which the header filter turns into
+    /// `Content-Encoding` and compressing filters respect.
+    pub fn set_content_encoding(&self, token: &'static CStr) {
+        // SAFETY: static string.
+        unsafe { (*self.r).content_encoding = token.as_ptr() }
+    }
+
+    /// The query string (`r->args`), without its `?`.
+    pub fn query(&self) -> Option<&'r [u8]> {
+        let p = self.raw().args;
+        // SAFETY: a string in the request pool.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+
+    /// The response's `Content-Encoding` as it stands: the header a
+    /// filter (mod_deflate, mod_brotli) set, else `r->content_encoding`.
+    pub fn content_encoding(&self) -> Option<&'r [u8]> {
+        self.header_out(c"Content-Encoding").or_else(|| {
+            let p = self.raw().content_encoding;
+            // SAFETY: a string in the request pool, or static.
+            (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+        })
+    }
+
+    /// Sets a request note (for `%{gzip-disk-ng}n` in LogFormat).
+    pub fn set_note(&self, name: &'static CStr, value: &'static CStr) {
+        // SAFETY: both static, so setn needs no copy.
+        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), value.as_ptr()) }
+    }
+
+    /// When the request arrived, in seconds since the epoch.
+    pub fn request_time_secs(&self) -> i64 {
+        self.raw().request_time / 1_000_000
+    }
+
+    /// When the request began, in microseconds since the epoch.
+    pub fn request_time_us(&self) -> i64 {
+        self.raw().request_time
+    }
+
+    /// Sets a request note to the concatenation of `parts`, copied into
+    /// the request pool.
+    pub fn set_note_copy(&self, name: &'static CStr, parts: &[&[u8]]) {
+        let v = self.pool_concat(parts);
+        // SAFETY: a static name and a pool string.
+        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
+    }
+
+    /// Adds request notes holding the decimals of `N` numbers. Added, not
+    /// set: these notes are made once per request, so there is no earlier
+    /// value to replace.
+    pub fn add_note_numbers<const N: usize>(&self, notes: [(&'static CStr, u64); N]) {
+        for (name, n) in notes {
+            let v = self.pool_str(itoa::Buffer::new().format(n));
+            // SAFETY: a static name and a pool string.
+            unsafe { ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v) }
+        }
+    }
+
+    /// A request note.
+    pub fn notes_get(&self, name: &CStr) -> Option<&'r [u8]> {
+        // SAFETY: table strings live in the request pool.
+        unsafe {
+            let p = ffi::apr_table_get(self.raw().notes, name.as_ptr());
+            (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+        }
+    }
+
+    /// Copies a Rust string into the request pool.
+    pub(crate) fn pool_str(&self, s: &str) -> *const c_char {
+        // SAFETY: apr_pstrmemdup copies len bytes and NUL-terminates.
+        unsafe { ffi::apr_pstrmemdup(self.raw().pool, s.as_ptr().cast(), s.len()) }
+    }
+
+    /// `base` + `suffix`, in the request pool.
+    pub fn path_with_suffix(&self, base: &CStr, suffix: impl AsRef<[u8]>) -> &'r CStr {
+        let p = self.pool_concat(&[base.to_bytes(), suffix.as_ref()]);
+        // SAFETY: a NUL-terminated pool string.
+        unsafe { CStr::from_ptr(p) }
+    }
+
+    /// `lstat` (`link` true) or `stat` of a path.
+    pub fn stat(&self, path: &CStr, link: bool) -> Result<Finfo, apr_status_t> {
+        let mut raw = ffi::apr_finfo_t::default();
+        let wanted = ffi::APR_FINFO_MIN | if link { ffi::APR_FINFO_LINK } else { 0 };
+        // SAFETY: raw is a valid out-parameter; pool is live.
+        let st = unsafe { ffi::apr_stat(&mut raw, path.as_ptr(), wanted as i32, self.raw().pool) };
+        if st == 0 || st == ffi::APR_INCOMPLETE as apr_status_t {
+            Ok(Finfo { raw })
+        } else {
+            Err(st)
+        }
+    }
+
+    /// Whether Apache's rules could treat `filename + suffix` differently
+    /// from the request's own file. False only where the configuration
+    /// was read as one whose sections alone tell names apart (see
+    /// csrc/access.c) and those sections match both names alike.
+    pub fn sibling_rules_may_differ(&self, suffix: &CStr) -> bool {
+        // SAFETY: live request with a filename (checked by the caller's
+        // lookup); the shim allocates from the request pool.
+        unsafe { ffi::gdn_sibling_rules_may_differ(self.r, suffix.as_ptr()) != 0 }
+    }
+
+    /// Asks Apache (a GET subrequest for the sibling's URI, built as httpd
+    /// builds one) whether it would serve `path`, the request's file plus
+    /// `suffix`: the file it found there, or the status it refused with.
+    pub fn ask_sibling(&self, path: &CStr, suffix: &CStr) -> Result<Finfo, Status> {
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: live request; the subrequest is destroyed by the shim
+        // before it returns, and `raw` is copied out of it.
+        let st = unsafe { ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw) };
+        if st == ffi::HTTP_OK as c_int {
+            Ok(Finfo { raw })
+        } else {
+            Err(Status(st))
+        }
+    }
+
+    /// Whether this is the subrequest that asks Apache about a sibling.
+    pub fn is_sibling_check(&self) -> bool {
+        // SAFETY: live request.
+        unsafe { ffi::gdn_in_sibling_check(self.r) != 0 }
+    }
+
+    /// Whether `Options` allow following symlinks here: `Always`,
+    /// `IfOwnerMatch`, or `Never`.
+    pub fn symlink_policy(&self) -> SymlinkPolicy {
+        // SAFETY: live request.
+        let opts = unsafe { ffi::ap_allow_options(self.r) } as u32;
+        if opts & ffi::OPT_SYM_LINKS != 0 {
+            SymlinkPolicy::Always
+        } else if opts & ffi::OPT_SYM_OWNER != 0 {
+            SymlinkPolicy::IfOwnerMatch
+        } else {
+            SymlinkPolicy::Never
+        }
+    }
+
+    /// Gives an error status a plain-text body (as `ErrorDocument` would).
+    pub fn custom_response(&self, status: Status, text: &str) {
+        let t = self.pool_str(text);
+        // SAFETY: pool string; httpd copies it into the request's config.
+        unsafe { ffi::ap_custom_response(self.r, status.0, t) }
+    }
+
+    /// Opens a file as core's handler does (sendfile per EnableSendfile).
+    pub fn open(&self, path: &CStr) -> Result<File<'r>, apr_status_t> {
+        let mut fd: *mut ffi::apr_file_t = ptr::null_mut();
+        // SAFETY: shim opens into the request pool.
+        let st = unsafe { ffi::gdn_open_for_send(self.r, path.as_ptr(), &mut fd) };
+        if st != 0 || fd.is_null() {
+            return Err(st);
+        }
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: fd was just opened.
+        let st = unsafe { ffi::apr_file_info_get(&mut raw, ffi::APR_FINFO_MIN as i32, fd) };
+        if st != 0 && st != ffi::APR_INCOMPLETE as apr_status_t {
+            // SAFETY: fd is open and owned here.
+            unsafe { ffi::apr_file_close(fd) };
+            return Err(st);
+        }
+        Ok(File {
+            fd,
+            info: Finfo { raw },
+            _life: PhantomData,
+        })
+    }
+
+    /// Opens a file as `open` does, but not through a symlink at its last
+    /// component (O_NOFOLLOW: ELOOP there), for files in a directory
+    /// whose entries another user might have planted. APR 1 has no such
+    /// flag: the descriptor is opened here, handed to APR, and closed
+    /// with the request pool.
+    pub fn open_nofollow(&self, path: &CStr) -> Result<File<'r>, apr_status_t> {
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK;
+        // SAFETY: a NUL-terminated path.
+        let os = unsafe { libc::open(path.as_ptr(), flags) };
+        if os < 0 {
+            return Err(io::Error::last_os_error()
+                .raw_os_error()
+                .unwrap_or(libc::EIO));
+        }
+        let pool = self.raw().pool;
+        // SAFETY: the descriptor is closed by this cleanup, whatever follows.
+        unsafe {
+            ffi::apr_pool_cleanup_register(
+                pool,
+                os as isize as *mut c_void,
+                Some(close_fd),
+                Some(ffi::apr_pool_cleanup_null),
+            )
+        };
+        // SAFETY: live request.
+        let sendfile = unsafe { ffi::gdn_sendfile_enabled(self.r) } != 0;
+        let mut aflags = (ffi::APR_FOPEN_READ | ffi::APR_FOPEN_BINARY) as i32;
+        if sendfile {
+            aflags |= ffi::APR_FOPEN_SENDFILE_ENABLED as i32;
+        }
+        let mut fd: *mut ffi::apr_file_t = ptr::null_mut();
+        let mut osfd: c_int = os;
+        // SAFETY: wraps the open descriptor in a pool-allocated apr_file_t.
+        let st = unsafe { ffi::apr_os_file_put(&mut fd, &mut osfd, aflags, pool) };
+        if st != 0 || fd.is_null() {
+            return Err(st);
+        }
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: fd wraps an open descriptor.
+        let st = unsafe { ffi::apr_file_info_get(&mut raw, ffi::APR_FINFO_MIN as i32, fd) };
+        if st != 0 && st != ffi::APR_INCOMPLETE as apr_status_t {
+            return Err(st);
+        }
+        Ok(File {
+            fd,
+            info: Finfo { raw },
+            _life: PhantomData,
+        })
+    }
+
+    /// `ap_update_mtime` + `ap_set_last_modified` for a served file.
+    pub fn set_last_modified(&self, f: &Finfo) {
+        // SAFETY: live request.
+        unsafe {
+            ffi::ap_update_mtime(self.r, f.raw.mtime);
+            ffi::ap_set_last_modified(self.r);
+        }
+    }
+
+    /// Sets an ETag made as core makes one for `file` (honouring
+    /// FileETag), with `-suffix` inside the closing quote.
+    pub fn set_etag(&self, file: &File<'_>, path: &CStr, suffix: &str, force_weak: bool) {
+        self.set_etag_raw(&file.info, file.fd, path, suffix, force_weak);
+    }
+
+    /// `set_etag` for a file known by its stat, not opened (a
+    /// representation whose ETag is another file's, as a decoded copy's
+    /// is its sibling's).
+    pub fn set_etag_of(&self, info: &Finfo, path: &CStr, suffix: &str, force_weak: bool) {
+        self.set_etag_raw(info, ptr::null_mut(), path, suffix, force_weak);
+    }
+
+    fn set_etag_raw(
+        &self,
+        info: &Finfo,
+        fd: *mut ffi::apr_file_t,
+        path: &CStr,
+        suffix: &str,
+        force_weak: bool,
+    ) {
+        let mut finfo = info.raw;
+        let mut er = ffi::etag_rec {
+            vlist_validator: ptr::null(),
+            request_time: self.raw().request_time,
+            finfo: &mut finfo,
+            pathname: path.as_ptr(),
+            fd,
+            force_weak: c_int::from(force_weak),
+        };
+        // SAFETY: er's pointers are valid for the call.
+        let tag = unsafe { ffi::ap_make_etag_ex(self.r, &mut er) };
+        if tag.is_null() {
+            return;
+        }
+        // SAFETY: pool string from ap_make_etag_ex.
+        let t = unsafe { CStr::from_ptr(tag) }.to_bytes();
+        if t.is_empty() {
+            // `FileETag None`: no ETag at all, Last-Modified validates.
+            return;
+        }
+        if suffix.is_empty() {
+            // SAFETY: tag is a pool string.
+            unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), tag) };
+            return;
+        }
+        let (head, close) = match t.split_last() {
+            Some((b'"', head)) => (head, &b"\""[..]),
+            _ => (t, &b""[..]),
+        };
+        let v = self.pool_concat(&[head, b"-", suffix.as_bytes(), close]);
+        // SAFETY: pool string.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), v) }
+    }
+
+    /// The concatenation of `parts` as a NUL-terminated pool string.
+    fn pool_concat(&self, parts: &[&[u8]]) -> *const c_char {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        // SAFETY: len + 1 bytes allocated in the pool and filled in full.
+        unsafe {
+            let p = ffi::apr_palloc(self.raw().pool, len + 1) as *mut u8;
+            let mut at = 0;
+            for part in parts {
+                ptr::copy_nonoverlapping(part.as_ptr(), p.add(at), part.len());
+                at += part.len();
+            }
+            *p.add(len) = 0;
+            p as *const c_char
+        }
+    }
+
+    /// Whether the request came over HTTP/2: its connection is a stream of
+    /// a primary connection.
+    pub fn is_http2_stream(&self) -> bool {
+        // SAFETY: the connection outlives the request.
+        unsafe { !(*self.raw().connection).master.is_null() }
+    }
+
+    /// Whether `EnableSendfile` is on for the request's directory (off
+    /// unless set, as in Debian's default configuration).
+    pub fn sendfile_enabled(&self) -> bool {
+        // SAFETY: live request.
+        unsafe { ffi::gdn_sendfile_enabled(self.r) != 0 }
+    }
+
+    /// `Accept-Ranges: bytes` (or none when MaxRanges forbids).
+    pub fn set_accept_ranges(&self) {
+        // SAFETY: live request.
+        unsafe { ffi::ap_set_accept_ranges(self.r) }
+    }
+
+    pub fn set_content_length(&self, len: u64) {
+        // SAFETY: live request.
+        unsafe { ffi::ap_set_content_length(self.r, len as ffi::apr_off_t) }
+    }
+
+    /// 304/412 per If-None-Match, If-Modified-Since, etc.
+    pub fn meets_conditions(&self) -> Status {
+        // SAFETY: live request.
+        Status(unsafe { ffi::ap_meets_conditions(self.r) })
+    }
+
+    /// `r->status`.
+    pub fn status(&self) -> Status {
+        Status(self.raw().status)
+    }
+
+    pub fn set_status(&self, status: Status) {
+        // SAFETY: field write.
+        unsafe { (*self.r).status = status.0 }
+    }
+
+    /// Body bytes the filters passed on so far (what `%B` logs): after
+    /// the last brigade, the response's.
+    pub fn bytes_sent(&self) -> u64 {
+        u64::try_from(self.raw().bytes_sent).unwrap_or(0)
+    }
+
+    /// Sets `Content-Type`.
+    pub fn set_content_type(&self, value: &'static CStr) {
+        // SAFETY: a static string, which httpd keeps without copying.
+        unsafe { ffi::ap_set_content_type(self.r, value.as_ptr()) }
+    }
+
+    /// Writes body bytes through httpd's buffered output (`ap_rwrite`),
+    /// as mod_status's hooks do.
+    pub fn write(&self, data: &[u8]) {
+        if let Ok(len) = c_int::try_from(data.len()) {
+            // SAFETY: live request; ap_rwrite copies `data`.
+            unsafe { ffi::ap_rwrite(data.as_ptr().cast(), len, self.r) };
+        }
+    }
+
+    /// The client went away.
+    pub fn aborted(&self) -> bool {
+        // SAFETY: the connection outlives the request.
+        unsafe { (*self.raw().connection).aborted != 0 }
+    }
+
+    /// Module `M`'s settings for the request's directory, if any scope
+    /// made them.
+    pub fn dir_config<M: Module>(&self) -> Option<&'r M::Dir> {
+        module::config_in(self.raw().per_dir_config, M::record().as_ptr())
+    }
+
+    /// Module `M`'s settings for the request's server (or virtual host).
+    pub fn server_config<M: Module>(&self) -> Option<&'r M::Server> {
+        // SAFETY: a request's server outlives it.
+        let s = unsafe { self.raw().server.as_ref() }?;
+        module::config_in(s.module_config, M::record().as_ptr())
+    }
+}
+
+/// Pool cleanup closing a descriptor `open_nofollow` opened.
+unsafe extern "C" fn close_fd(data: *mut c_void) -> apr_status_t {
+    // SAFETY: the descriptor registered with this cleanup, closed once.
+    unsafe { libc::close(data as isize as c_int) };
+    0
+}

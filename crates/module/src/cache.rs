@@ -1,0 +1,340 @@
+//! The module's side of on-demand compression: the compressor started
+//! with the configuration, and, on the request path, where a copy of a
+//! file version would be in the cache, and the jobs that ask for one.
+//!
+//! One cache and one compressor serve the Apache instance (the main
+//! server's `GzipDiskNgCacheRoot`). Children send jobs on the compressor's
+//! channel without blocking; a full queue drops a job, which a later
+//! request sends again.
+
+use crate::coding::Coding;
+use crate::config::ServerConfig;
+use crate::httpd::helper::{self, Channel, ServerLog};
+use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
+
+use crate::metrics::counters;
+use crate::metrics::tally;
+use crate::ondemand::compressor::{self, Event, Settings};
+use crate::ondemand::job::{self, CodingSet, Job};
+use crate::ondemand::key::{self, Kind, NameBuf, Version};
+use std::ffi::{CStr, CString};
+use std::fs::File;
+use std::hash::{Hash, Hasher};
+use std::os::unix::ffi::OsStringExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+/// What the children know of this generation's cache.
+pub struct Active {
+    /// The cache root, ending in `/`.
+    root: CString,
+    channel: Channel,
+    /// The uid copies are made as (the compressor runs as `User`): a
+    /// copy owned by anyone else was planted, not made.
+    uid: u32,
+}
+
+/// Set in the parent by `start`, before the children fork; a restart
+/// starts a new generation. Records are leaked (a few dozen bytes per
+/// restart) so children hold plain references.
+static ACTIVE: RwLock<Option<&'static Active>> = RwLock::new(None);
+
+/// The cache of this Apache instance, if one is configured and its
+/// compressor started.
+pub fn active() -> Option<&'static Active> {
+    *ACTIVE.read().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// What the compressor process runs with, set before it is forked.
+static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
+
+/// Starts the compressor for the main server's `GzipDiskNgCacheRoot`, if
+/// any (post_config, in the parent).
+pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
+    // The last generation's channel was closed with its configuration:
+    // its descriptor may be another file's by now.
+    *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = None;
+    let Some(sc) = server else { return };
+    let Some(root) = sc.cache_root.clone() else {
+        return;
+    };
+    let uid = crate::httpd::server_uid();
+    if let Some(why) = unusable(&root) {
+        // The first pass said it already (check_config), on the console.
+        if !ctx.dry_run() {
+            ctx.log().log(Level::Warn, &why);
+        }
+        return;
+    }
+    let settings = Settings {
+        root: root.clone(),
+        max_size: sc.cache_max_size(),
+        workers: sc.compressor_workers(),
+        levels: crate::publish::encode::Levels::default(),
+        min_saving: crate::publish::CompressOptions::default().min_saving,
+    };
+    *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
+    let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
+        return;
+    };
+    let mut r = root.into_os_string().into_vec();
+    r.push(b'/');
+    let Ok(root) = CString::new(r) else { return };
+    let record: &'static Active = Box::leak(Box::new(Active { root, channel, uid }));
+    *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = Some(record);
+}
+
+/// Why on-demand compression cannot use the cache root `root` for the
+/// server's user, naming the directive and the remedy; `None` if it can.
+pub fn unusable(root: &std::path::Path) -> Option<String> {
+    let (uid, name) = (crate::httpd::server_uid(), crate::httpd::server_user_name());
+    crate::ondemand::root::unusable(root, uid, &name)
+}
+
+/// The compressor process: jobs from the channel until every sender is
+/// gone.
+fn compressor_main(jobs: File, log: ServerLog) {
+    let settings = SETTINGS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    let Some(settings) = settings else { return };
+    let say = |level: compressor::Level, msg: &str| {
+        let l = match level {
+            compressor::Level::Error => Level::Err,
+            compressor::Level::Warn => Level::Warn,
+            compressor::Level::Notice => Level::Notice,
+            compressor::Level::Info => Level::Info,
+            compressor::Level::Debug => Level::Debug,
+        };
+        log.log(l, &format!("gdn-compressor: {msg}"));
+    };
+    counters::compressor_started();
+    let tally = |e: Event| {
+        match e {
+            Event::Copies(j, n) => counters::copies(j, n),
+            Event::Holding {
+                entries,
+                bytes,
+                evicted,
+            } => counters::cache_holds(entries, bytes, evicted),
+        }
+        counters::compressor_cpu();
+    };
+    compressor::run(&settings, jobs, &say, &tally);
+}
+
+/// A file version as the cache keys it.
+pub fn version(f: &Finfo) -> Version {
+    Version {
+        device: f.device(),
+        inode: f.inode(),
+        size: f.size(),
+        mtime_us: f.mtime(),
+        ctime_us: f.ctime(),
+    }
+}
+
+/// A copy found in the cache.
+pub enum CachedCopy<'r> {
+    /// The copy, where it is, opened.
+    Ready(&'r CStr, crate::httpd::File<'r>),
+    /// Compressing this version was not worth it, or the copy cannot be
+    /// opened: nothing to send, nothing to ask for.
+    NotWorth,
+    Missing,
+}
+
+impl Active {
+    /// The copy of `kind` of the file version `v`, as the cache holds it,
+    /// opened: one open finds it, where a stat and an open would cost two
+    /// calls per hit. Only a regular file the compressor's user owns,
+    /// opened without following a symlink, is a copy: anything else at
+    /// its name was planted, and counts as not worth compressing (the
+    /// original or a sibling is served, and no job asked for).
+    pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> CachedCopy<'r> {
+        let mut name = NameBuf::new();
+        let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
+        let st = match req.open_nofollow(path) {
+            Ok(f) if f.info().kind() != FileKind::Regular || f.info().user() != self.uid => {
+                return CachedCopy::NotWorth
+            }
+            Ok(f) if f.info().size() == 0 => return CachedCopy::NotWorth,
+            Ok(f) => return CachedCopy::Ready(path, f),
+            Err(st) => st,
+        };
+        if st == libc::ENOENT || st == libc::ENOTDIR {
+            return CachedCopy::Missing;
+        }
+        // Not opened for another reason (a symlink: ELOOP): missing unless
+        // something is there.
+        match req.stat(path, true) {
+            Ok(f) if f.kind() != FileKind::Missing => CachedCopy::NotWorth,
+            _ => CachedCopy::Missing,
+        }
+    }
+
+    /// Whether this process asked for the copy of `v` in coding `c` in
+    /// the tick of `now_us` (see `ASK_TICK`): the copy is then still being
+    /// made (or its job was dropped), so a request need not look for it.
+    /// A copy is seen at most a tick after it is made, and a cache the
+    /// compressor cannot write costs a failed open a tick, not a request.
+    pub fn asked_lately(&self, v: &Version, c: Coding, now_us: i64) -> bool {
+        ASKED.done(v, CodingSet::empty().with(c).bits(), now_us >> ASK_TICK)
+    }
+
+    /// Asks for the copies of `codings` of the original at `path`, unless
+    /// this process asked for them in the tick of `now_us` (the
+    /// compressor is then at work on them, or dropped them and a later
+    /// request asks again); whether a job was sent.
+    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet, now_us: i64) -> bool {
+        let (bits, now) = (codings.bits(), now_us >> ASK_TICK);
+        if ASKED.done(&v, bits, now) {
+            return false;
+        }
+        let sent = self.send(&Job::Compress {
+            path: path.to_bytes(),
+            version: v,
+            codings,
+        });
+        queued(sent, codings.len());
+        if sent {
+            ASKED.remember(&v, bits, now);
+        }
+        sent
+    }
+
+    /// Asks for the decoded copy of the sibling at `path`, unless this
+    /// process did within the last second.
+    pub fn queue_decode(&self, path: &CStr, coding: Coding, v: Version, now: i64) -> bool {
+        static ASKED: Lately = Lately::new();
+        if ASKED.done(&v, 1, now) {
+            return false;
+        }
+        let sent = self.send(&Job::Decode {
+            path: path.to_bytes(),
+            coding,
+            version: v,
+        });
+        queued(sent, 1);
+        if sent {
+            ASKED.remember(&v, 1, now);
+        }
+        sent
+    }
+
+    /// Tells the compressor a copy was served, at most once a second per
+    /// copy and process, for its least-recently-used eviction.
+    pub fn touch(&self, v: Version, kind: Kind, now: i64) {
+        static SENT: Lately = Lately::new();
+        if SENT.done(&(v, kind), 1, now) {
+            return;
+        }
+        SENT.remember(&(v, kind), 1, now);
+        self.send(&Job::Touch { version: v, kind });
+    }
+
+    fn send(&self, j: &Job<'_>) -> bool {
+        let mut buf = [0; job::MAX_JOB];
+        job::encode(j, &mut buf).is_some_and(|m| self.channel.send(m))
+    }
+}
+
+/// The copies this process asked the compressor for, by tick.
+static ASKED: Lately = Lately::new();
+
+/// A tick of `ASKED`: 2^17 µs, about an eighth of a second. A copy is
+/// found that much after it is made at most; a job is asked for at most
+/// that often per process (the compressor merges repeats).
+const ASK_TICK: u32 = 17;
+
+/// What each process did lately, by key (a copy, a file version): a slot
+/// per key's hash holding that hash's high 24 bits, what was done (8
+/// bits) and the second or tick (32 bits), read and written without a
+/// lock. A key replaces another of its slot; two keys alike in slot and
+/// those bits are taken for each other within a second (or tick), which
+/// costs a touch, a job or a look for a copy at most that much late.
+struct Lately {
+    slots: [AtomicU64; LATELY_SLOTS],
+}
+
+const LATELY_SLOTS: usize = 1024;
+
+impl Lately {
+    const fn new() -> Self {
+        Lately {
+            slots: [const { AtomicU64::new(0) }; LATELY_SLOTS],
+        }
+    }
+
+    /// The key's slot, and the tag its entry carries.
+    fn slot(&self, k: &impl Hash) -> (&AtomicU64, u64) {
+        let mut h = rustc_hash::FxHasher::default();
+        k.hash(&mut h);
+        let h = h.finish();
+        (&self.slots[(h as usize) % LATELY_SLOTS], h >> 40)
+    }
+
+    /// Whether all of `bits` were done for `k` in the second `now`.
+    fn done(&self, k: &impl Hash, bits: u8, now: i64) -> bool {
+        let (slot, tag) = self.slot(k);
+        let e = slot.load(Ordering::Relaxed);
+        e >> 40 == tag && (e >> 32) as u8 & bits == bits && e as u32 == now as u32
+    }
+
+    /// Remembers that `bits` were done for `k` in the second `now`, with
+    /// what was done for it earlier in that second.
+    fn remember(&self, k: &impl Hash, bits: u8, now: i64) {
+        let (slot, tag) = self.slot(k);
+        let e = slot.load(Ordering::Relaxed);
+        let earlier = if e >> 40 == tag && e as u32 == now as u32 {
+            (e >> 32) as u8
+        } else {
+            0
+        };
+        let b = u64::from(earlier | bits);
+        slot.store(
+            tag << 40 | b << 32 | u64::from(now as u32),
+            Ordering::Relaxed,
+        );
+    }
+}
+
+/// Counts `n` copies asked for: queued, or dropped when the channel was
+/// full.
+fn queued(sent: bool, n: usize) {
+    let state = if sent {
+        tally::Job::Queued
+    } else {
+        tally::Job::Dropped
+    };
+    counters::copies(state, n as u64);
+}
+
+/// Whether a file of this name and size is compressed on demand.
+pub fn compressible(name: &CStr, size: u64) -> bool {
+    key::compressible(name.to_bytes(), size)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Lately;
+
+    #[test]
+    fn lately_remembers_for_the_second_and_what_was_done() {
+        let l = Lately::new();
+        assert!(!l.done(&7u64, 1, 100));
+        l.remember(&7u64, 0b001, 100);
+        assert!(l.done(&7u64, 0b001, 100));
+        assert!(!l.done(&7u64, 0b010, 100), "another coding");
+        assert!(!l.done(&8u64, 0b001, 100), "another key");
+        l.remember(&7u64, 0b010, 100);
+        assert!(l.done(&7u64, 0b011, 100), "both, this second");
+        assert!(!l.done(&7u64, 0b001, 101), "a second later");
+        l.remember(&7u64, 0b100, 101);
+        assert!(
+            !l.done(&7u64, 0b001, 101),
+            "the older second's bits are gone"
+        );
+    }
+}

@@ -1,0 +1,704 @@
+//! The module's configuration: the directives' parsing and merge rules.
+//!
+//! Every field is optional so that an inner scope overrides only what it
+//! sets (`config_by_field!` writes the merges); the accessors apply the
+//! defaults. Parse errors leave out the directive's name: httpd's
+//! dispatch (`httpd::module`) puts it in front.
+
+use crate::coding::Coding;
+use crate::jitter::Secret;
+use std::path::{Path, PathBuf};
+
+/// Default name of the marker header.
+pub const DEFAULT_STATUS_HEADER: &str = "Mod-Gzip-Disk-Ng";
+
+/// `GzipDiskNgJitter`: padding appended to precompressed responses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Jitter {
+    /// Largest padding, bytes (1..=max are added).
+    pub max: u32,
+    pub length: JitterLength,
+}
+
+/// How a padding length is chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum JitterLength {
+    /// Drawn per response (a negative buffer in the directive).
+    Random,
+    /// A keyed hash of the file's first `hashed` bytes (at most
+    /// `JITTER_BUFFER_MAX`), so every response of a version is alike.
+    Keyed { hashed: u64 },
+}
+
+/// A scope's `GzipDiskNgJitter`: `Off` overrides an enclosing setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum JitterSetting {
+    Off,
+    On(Jitter),
+}
+
+/// Largest `GzipDiskNgJitter` buffer: 1 MiB. The bytes hashed are read on
+/// a request (once per file version), so the read must stay small.
+pub const JITTER_BUFFER_MAX: i64 = 1 << 20;
+
+/// Largest `GzipDiskNgJitterKey` file; a bigger one is not a key file.
+pub const JITTER_KEY_MAX: u64 = 4096;
+
+/// Per-server settings (server config and virtual hosts).
+#[derive(Clone, Debug, Default)]
+pub struct ServerConfig {
+    /// `GzipDiskNgJitterKey`: the secret keying padding lengths.
+    pub jitter_key: Option<Secret>,
+    /// `GzipDiskNgCacheRoot`: where on-demand copies live. One cache and
+    /// one compressor serve the whole Apache instance: the main server's
+    /// setting is the one used.
+    pub cache_root: Option<PathBuf>,
+    /// `GzipDiskNgCacheMaxSize`: total bytes of copies kept.
+    pub cache_max_size: Option<u64>,
+    /// `GzipDiskNgCompressorWorkers`: compression threads.
+    pub compressor_workers: Option<usize>,
+}
+
+// A virtual host without its own settings uses the main server's.
+gdn_httpd::config_by_field!(ServerConfig {
+    jitter_key,
+    cache_root,
+    cache_max_size,
+    compressor_workers,
+});
+
+impl ServerConfig {
+    /// Total bytes of on-demand copies kept (default 1 GiB).
+    pub fn cache_max_size(&self) -> u64 {
+        self.cache_max_size.unwrap_or(DEFAULT_CACHE_MAX_SIZE)
+    }
+
+    /// Compression threads of the compressor (default 1).
+    pub fn compressor_workers(&self) -> usize {
+        self.compressor_workers.unwrap_or(1)
+    }
+}
+
+/// Default `GzipDiskNgCacheMaxSize`: 1 GiB, some 20 times the compressed
+/// size of Debian's whole Apache manual in all three codings.
+pub const DEFAULT_CACHE_MAX_SIZE: u64 = 1 << 30;
+
+/// `GzipDiskNgCacheMaxSize 512M`: bytes, with an optional K, M or G
+/// (powers of 1024).
+pub fn parse_size(arg: &str) -> Result<u64, String> {
+    let bad = || format!("'{arg}' is not a size (bytes, or with K, M or G)");
+    let (num, unit) = match arg.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => (&arg[..i], c.to_ascii_uppercase()),
+        _ => (arg, 'B'),
+    };
+    let shift = match unit {
+        'B' => 0,
+        'K' => 10,
+        'M' => 20,
+        'G' => 30,
+        _ => return Err(bad()),
+    };
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    n.checked_mul(1 << shift).filter(|&n| n > 0).ok_or_else(bad)
+}
+
+/// `GzipDiskNgCompressorWorkers N`: 1 to 64 threads.
+pub fn parse_workers(arg: &str) -> Result<usize, String> {
+    arg.parse()
+        .ok()
+        .filter(|n| (1..=64).contains(n))
+        .ok_or_else(|| format!("'{arg}' is not a number from 1 to 64"))
+}
+
+/// `GzipDiskNgCacheRoot DIR`: a directory, canonical. A missing one is
+/// taken as it is written: check_config warns, naming the remedy, and
+/// on-demand compression stays off (see `ondemand::root::unusable`).
+pub fn check_cache_root(dir: &Path) -> Result<PathBuf, String> {
+    let shown = dir.display();
+    match std::fs::metadata(dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(dir.to_path_buf()),
+        Err(e) => Err(format!("{shown}: {e}")),
+        Ok(m) if !m.is_dir() => Err(format!("{shown} is not a directory")),
+        Ok(_) => std::fs::canonicalize(dir).map_err(|e| format!("{shown}: {e}")),
+    }
+}
+
+/// The cache root must not be served: refused inside any `DocumentRoot`.
+pub fn check_cache_root_served(root: &Path, document_roots: &[PathBuf]) -> Result<(), String> {
+    for d in document_roots {
+        let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+        if root.starts_with(&d) {
+            return Err(format!(
+                "GzipDiskNgCacheRoot {} is inside DocumentRoot {}: the cache would be served \
+                 as it is; choose a directory outside every DocumentRoot",
+                root.display(),
+                d.display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Reads a `GzipDiskNgJitterKey` file: its bytes, as they are, are the key,
+/// so the same file on every server gives the same padding and ETags.
+pub fn load_jitter_key(path: &Path) -> Result<Secret, String> {
+    let shown = path.display();
+    let fail = |why: String| format!("cannot use {shown}: {why}");
+    let meta = std::fs::metadata(path).map_err(|e| fail(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(fail("not a regular file".into()));
+    }
+    if meta.len() > JITTER_KEY_MAX {
+        return Err(fail(format!("larger than {JITTER_KEY_MAX} bytes")));
+    }
+    let key = std::fs::read(path).map_err(|e| fail(e.to_string()))?;
+    if key.is_empty() {
+        return Err(fail(
+            "the file is empty (write e.g. 32 random bytes into it)".into(),
+        ));
+    }
+    Ok(Secret::new(&key))
+}
+
+/// The marker header setting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatusHeader {
+    Off,
+    Named(String),
+}
+
+/// `GzipDiskNgUseAsDictionary`: offer responses as dictionaries for
+/// later requests (RFC 9842 `Use-As-Dictionary`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum UseAsDictionary {
+    Off,
+    /// The header value, serialized once at configuration time.
+    Header(String),
+    /// `self`: the request's own path is the pattern, with this `id`.
+    OwnPath {
+        id: Option<String>,
+    },
+}
+
+/// Characters with a meaning in a URL pattern, escaped in a literal path.
+const URL_PATTERN_SPECIAL: &[u8] = b"\\*:(){}?+";
+
+/// `GzipDiskNgUseAsDictionary Off | <match pattern>|self [<id>]`
+pub fn parse_use_as_dictionary(args: &[&str]) -> Result<UseAsDictionary, String> {
+    const USAGE: &str = "takes Off, or a match pattern \
+         (a path such as /assets/app.*.js, or self) and an optional id";
+    let (pattern, id) = match args {
+        [off] if off.eq_ignore_ascii_case("off") => return Ok(UseAsDictionary::Off),
+        [p] => (*p, None),
+        [p, id] => (*p, Some(*id)),
+        _ => return Err(USAGE.into()),
+    };
+    if let Some(id) = id {
+        if id.len() > 1024 || sfv::StringRef::from_str(id).is_err() {
+            return Err(format!(
+                "id '{id}' is not printable ASCII of at most 1024 bytes"
+            ));
+        }
+    }
+    if pattern == "self" {
+        return Ok(UseAsDictionary::OwnPath {
+            id: id.map(str::to_owned),
+        });
+    }
+    if !pattern.starts_with('/') || pattern.contains(['(', ')']) {
+        return Err(format!(
+            "'{pattern}' is not a same-origin path pattern \
+             (it must start with / and browsers refuse regular-expression groups)"
+        ));
+    }
+    use_as_dictionary_header(pattern, id)
+        .map(UseAsDictionary::Header)
+        .ok_or_else(|| format!("'{pattern}' is not printable ASCII"))
+}
+
+/// The `Use-As-Dictionary` value for a pattern and optional id; `None`
+/// when either is not a structured-field string (printable ASCII).
+pub fn use_as_dictionary_header(pattern: &str, id: Option<&str>) -> Option<String> {
+    let mut dict = sfv::DictSerializer::new();
+    let _ = dict.bare_item(
+        sfv::key_ref("match"),
+        sfv::StringRef::from_str(pattern).ok()?,
+    );
+    if let Some(id) = id {
+        let _ = dict.bare_item(sfv::key_ref("id"), sfv::StringRef::from_str(id).ok()?);
+    }
+    dict.finish()
+}
+
+/// A literal URL path as a URL pattern matching exactly it.
+pub fn literal_url_pattern(path: &str) -> String {
+    let mut out = String::with_capacity(path.len() + 4);
+    for ch in path.chars() {
+        if ch.is_ascii() && URL_PATTERN_SPECIAL.contains(&(ch as u8)) {
+            out.push('\\');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// What the configuration says for one request, read once by the module
+/// and handed down with it.
+#[derive(Clone, Copy)]
+pub struct Settings<'r> {
+    pub dir: &'r DirConfig,
+    /// The key for keyed jitter lengths, where jitter is on.
+    pub secret: Option<&'r Secret>,
+}
+
+/// One scope's settings, as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct DirConfig {
+    /// Allowed codings in preference order.
+    pub encodings: Option<Vec<Coding>>,
+    pub decompress: Option<bool>,
+    pub status_header: Option<StatusHeader>,
+    pub jitter: Option<JitterSetting>,
+    pub use_as_dictionary: Option<UseAsDictionary>,
+    /// `GzipDiskNgOnDemand`: compress into the cache what has no sibling.
+    pub on_demand: Option<bool>,
+}
+
+// An inner scope overrides the settings it sets.
+gdn_httpd::config_by_field!(DirConfig {
+    encodings,
+    decompress,
+    status_header,
+    jitter,
+    use_as_dictionary,
+    on_demand,
+});
+
+impl DirConfig {
+    /// Whether on-demand compression is on (default off).
+    pub fn on_demand(&self) -> bool {
+        self.on_demand.unwrap_or(false)
+    }
+
+    /// Whether, among equal q, the smallest representation goes first:
+    /// the default, unless `GzipDiskNgEncodings` set an order of its own.
+    pub fn smallest_first(&self) -> bool {
+        self.encodings.is_none()
+    }
+
+    /// Allowed codings in preference order.
+    pub fn encodings(&self) -> &[Coding] {
+        self.encodings.as_deref().unwrap_or(&Coding::ALL)
+    }
+
+    /// Whether decompression on the fly is on.
+    pub fn decompress(&self) -> bool {
+        self.decompress.unwrap_or(true)
+    }
+
+    /// The marker header name, if any.
+    pub fn status_header(&self) -> Option<&str> {
+        match &self.status_header {
+            None => Some(DEFAULT_STATUS_HEADER),
+            Some(StatusHeader::Off) => None,
+            Some(StatusHeader::Named(n)) => Some(n),
+        }
+    }
+
+    /// The dictionary offer, if on.
+    pub fn use_as_dictionary(&self) -> Option<&UseAsDictionary> {
+        self.use_as_dictionary
+            .as_ref()
+            .filter(|u| **u != UseAsDictionary::Off)
+    }
+
+    /// The jitter setting, if on.
+    pub fn jitter(&self) -> Option<Jitter> {
+        match self.jitter {
+            Some(JitterSetting::On(j)) => Some(j),
+            _ => None,
+        }
+    }
+}
+
+/// `GzipDiskNgEncodings zstd br gzip`
+pub fn parse_encodings(args: &[&str]) -> Result<Vec<Coding>, String> {
+    if args.is_empty() {
+        return Err("needs one or more of: zstd br gzip".into());
+    }
+    let mut out = Vec::new();
+    for a in args {
+        let c = Coding::from_token(a)
+            .ok_or_else(|| format!("unknown coding '{a}' (allowed: zstd br gzip)"))?;
+        if out.contains(&c) {
+            return Err(format!("'{a}' listed twice"));
+        }
+        out.push(c);
+    }
+    Ok(out)
+}
+
+/// `GzipDiskNgStatusHeader On|Off|<header-name>`
+pub fn parse_status_header(arg: &str) -> Result<StatusHeader, String> {
+    if arg.eq_ignore_ascii_case("on") {
+        Ok(StatusHeader::Named(DEFAULT_STATUS_HEADER.into()))
+    } else if arg.eq_ignore_ascii_case("off") {
+        Ok(StatusHeader::Off)
+    } else if !arg.is_empty()
+        && arg
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+    {
+        Ok(StatusHeader::Named(arg.into()))
+    } else {
+        Err(format!("'{arg}' is not On, Off or a header field name"))
+    }
+}
+
+/// `GzipDiskNgJitter Off | <max-bytes> [<buffer-bytes>] [paranoid]`
+pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
+    const USAGE: &str = "takes Off, or <max-bytes 1..65536> \
+         [<buffer-bytes up to 1048576 (1 MiB), negative: random>] [paranoid]";
+    match args {
+        [off] if off.eq_ignore_ascii_case("off") => return Ok(JitterSetting::Off),
+        [] => return Err(USAGE.into()),
+        _ => {}
+    }
+    let mut rest = args;
+    // Accepted for old configurations: the length is always HMAC-SHA256.
+    if let [head @ .., last] = rest {
+        if last.eq_ignore_ascii_case("paranoid") {
+            rest = head;
+        }
+    }
+    let (max, buffer) = match rest {
+        [m] => (*m, None),
+        [m, b] => (*m, Some(*b)),
+        _ => return Err(USAGE.into()),
+    };
+    let max: u32 = max
+        .parse()
+        .ok()
+        .filter(|m| (1..=65536).contains(m))
+        .ok_or_else(|| format!("{USAGE}; got max '{max}'"))?;
+    let buffer: i64 = match buffer {
+        None => 0,
+        Some(b) => b
+            .parse()
+            .map_err(|_| format!("{USAGE}; got buffer '{b}'"))?,
+    };
+    if buffer > JITTER_BUFFER_MAX {
+        return Err(format!(
+            "buffer {buffer} exceeds the maximum of \
+             {JITTER_BUFFER_MAX} bytes (1 MiB)"
+        ));
+    }
+    let length = match buffer {
+        b if b < 0 => JitterLength::Random,
+        0 => JitterLength::Keyed { hashed: 64 * 1024 },
+        b => JitterLength::Keyed { hashed: b as u64 },
+    };
+    Ok(JitterSetting::On(Jitter { max, length }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::httpd::Config;
+
+    #[test]
+    fn defaults() {
+        let c = DirConfig::default();
+        assert_eq!(c.encodings(), &Coding::ALL);
+        assert!(c.smallest_first());
+        assert!(c.decompress());
+        assert_eq!(c.status_header(), Some(DEFAULT_STATUS_HEADER));
+        assert_eq!(c.jitter(), None);
+    }
+
+    #[test]
+    fn merge_is_field_by_field() {
+        let outer = DirConfig {
+            encodings: Some(vec![Coding::Gzip]),
+            decompress: Some(false),
+            ..Default::default()
+        };
+        let inner = DirConfig {
+            decompress: Some(true),
+            status_header: Some(StatusHeader::Off),
+            ..Default::default()
+        };
+        let m = outer.merge(&inner);
+        assert_eq!(m.encodings(), &[Coding::Gzip]);
+        // An order set outside stays fixed inside, even the default one.
+        assert!(!m.smallest_first());
+        let all = DirConfig {
+            encodings: Some(Coding::ALL.to_vec()),
+            ..Default::default()
+        };
+        assert!(!DirConfig::default().merge(&all).smallest_first());
+        assert!(!all.merge(&inner).smallest_first());
+        assert!(DirConfig::default().merge(&inner).smallest_first());
+        assert!(m.decompress());
+        assert_eq!(m.status_header(), None);
+        let back = inner.merge(&DirConfig::default());
+        assert_eq!(back, inner);
+    }
+
+    /// An unset scope is skipped by the merge: merging with it must give
+    /// the other side, either way round.
+    #[test]
+    fn an_unset_scope_merges_to_the_other() {
+        let unset = DirConfig::default();
+        assert!(unset.is_unset());
+        let each = [
+            DirConfig {
+                encodings: Some(vec![Coding::Br]),
+                ..Default::default()
+            },
+            DirConfig {
+                decompress: Some(true),
+                ..Default::default()
+            },
+            DirConfig {
+                status_header: Some(StatusHeader::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                jitter: Some(JitterSetting::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                use_as_dictionary: Some(UseAsDictionary::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                on_demand: Some(false),
+                ..Default::default()
+            },
+        ];
+        for c in each {
+            assert!(!c.is_unset(), "{c:?}");
+            assert_eq!(unset.merge(&c), c);
+            assert_eq!(c.merge(&unset), c);
+        }
+    }
+
+    /// What a merged scope owns follows from its fields' types: lists and
+    /// strings need dropping, flags and jitter do not.
+    #[test]
+    fn heap_ownership_follows_the_fields() {
+        assert!(!DirConfig::default().needs_drop());
+        let flags = DirConfig {
+            decompress: Some(false),
+            jitter: Some(JitterSetting::Off),
+            on_demand: Some(true),
+            ..Default::default()
+        };
+        assert!(!flags.needs_drop());
+        for owning in [
+            DirConfig {
+                encodings: Some(vec![Coding::Br]),
+                ..Default::default()
+            },
+            DirConfig {
+                status_header: Some(StatusHeader::Off),
+                ..Default::default()
+            },
+            DirConfig {
+                use_as_dictionary: Some(UseAsDictionary::Off),
+                ..Default::default()
+            },
+        ] {
+            assert!(owning.needs_drop(), "{owning:?}");
+            assert!(flags.merge(&owning).needs_drop());
+        }
+        let server = ServerConfig {
+            cache_max_size: Some(5),
+            ..Default::default()
+        };
+        assert!(!server.needs_drop() && !server.is_unset());
+        assert!(ServerConfig::default().is_unset());
+    }
+
+    #[test]
+    fn encodings_parse() {
+        assert_eq!(
+            parse_encodings(&["gzip", "BR"]).unwrap(),
+            vec![Coding::Gzip, Coding::Br]
+        );
+        assert!(parse_encodings(&["deflate"])
+            .unwrap_err()
+            .contains("deflate"));
+        assert!(parse_encodings(&["gzip", "gzip"]).is_err());
+        assert!(parse_encodings(&[]).is_err());
+    }
+
+    #[test]
+    fn status_header_parse() {
+        assert_eq!(parse_status_header("off").unwrap(), StatusHeader::Off);
+        assert_eq!(
+            parse_status_header("X-Precompressed").unwrap(),
+            StatusHeader::Named("X-Precompressed".into())
+        );
+        assert!(parse_status_header("bad header").is_err());
+    }
+
+    #[test]
+    fn jitter_parse() {
+        assert_eq!(parse_jitter(&["Off"]).unwrap(), JitterSetting::Off);
+        assert_eq!(
+            parse_jitter(&["32"]).unwrap(),
+            JitterSetting::On(Jitter {
+                max: 32,
+                length: JitterLength::Keyed { hashed: 65536 }
+            })
+        );
+        assert_eq!(
+            parse_jitter(&["32", "-1", "paranoid"]).unwrap(),
+            JitterSetting::On(Jitter {
+                max: 32,
+                length: JitterLength::Random
+            })
+        );
+        assert_eq!(
+            parse_jitter(&["8", "paranoid"]).unwrap(),
+            JitterSetting::On(Jitter {
+                max: 8,
+                length: JitterLength::Keyed { hashed: 65536 }
+            })
+        );
+        for bad in [
+            &["0"][..],
+            &["x"],
+            &["1", "2", "3"],
+            &[],
+            &["70000"],
+            &["5", "z"],
+            &["32", "1048577"],
+        ] {
+            assert!(parse_jitter(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            parse_jitter(&["32", "1048576"]).unwrap(),
+            JitterSetting::On(Jitter {
+                max: 32,
+                length: JitterLength::Keyed { hashed: 1 << 20 }
+            })
+        );
+        assert!(parse_jitter(&["32", "2000000"])
+            .unwrap_err()
+            .contains("1 MiB"));
+    }
+
+    #[test]
+    fn jitter_key_files() {
+        let d = tempfile::tempdir().unwrap();
+        let k = d.path().join("key");
+        std::fs::write(&k, b"secret one").unwrap();
+        let a = load_jitter_key(&k).unwrap();
+        assert_eq!(a, Secret::new(b"secret one"));
+        let e = load_jitter_key(&d.path().join("missing")).unwrap_err();
+        assert!(e.contains("missing") && e.contains("cannot use"), "{e}");
+        std::fs::write(&k, b"").unwrap();
+        assert!(load_jitter_key(&k).unwrap_err().contains("empty"));
+        assert!(load_jitter_key(d.path()).unwrap_err().contains("regular"));
+        std::fs::write(&k, vec![7u8; 5000]).unwrap();
+        assert!(load_jitter_key(&k).unwrap_err().contains("larger"));
+        let main = ServerConfig {
+            jitter_key: Some(a.clone()),
+            ..ServerConfig::default()
+        };
+        assert_eq!(main.merge(&ServerConfig::default()).jitter_key, Some(a));
+        assert!(
+            format!("{main:?}").contains("redacted"),
+            "no secret in logs"
+        );
+    }
+
+    #[test]
+    fn cache_settings_parse_and_refuse_what_would_be_served() {
+        assert_eq!(parse_size("4096"), Ok(4096));
+        assert_eq!(parse_size("512K"), Ok(512 << 10));
+        assert_eq!(parse_size("64m"), Ok(64 << 20));
+        assert_eq!(parse_size("2G"), Ok(2 << 30));
+        for bad in ["", "0", "1T", "x", "-5M", "99999999999G"] {
+            assert!(
+                parse_size(bad).unwrap_err().contains("is not a size"),
+                "{bad}"
+            );
+        }
+        assert_eq!(parse_workers("4"), Ok(4));
+        assert!(parse_workers("0").is_err() && parse_workers("65").is_err());
+        let d = tempfile::tempdir().unwrap();
+        let root = check_cache_root(d.path()).unwrap();
+        // Missing: taken as written; check_config warns (root::unusable).
+        let missing = d.path().join("missing");
+        assert_eq!(check_cache_root(&missing), Ok(missing.clone()));
+        std::fs::write(d.path().join("file"), b"x").unwrap();
+        assert!(check_cache_root(&d.path().join("file"))
+            .unwrap_err()
+            .contains("not a directory"));
+        let parent = root.parent().unwrap().to_path_buf();
+        let e = check_cache_root_served(&root, &[PathBuf::from("/srv/none"), parent]).unwrap_err();
+        assert!(e.contains("inside DocumentRoot"), "{e}");
+        assert!(check_cache_root_served(&root, &[PathBuf::from("/srv/none")]).is_ok());
+        let merged = ServerConfig::default().merge(&ServerConfig {
+            cache_max_size: Some(5),
+            ..ServerConfig::default()
+        });
+        assert_eq!(
+            (merged.cache_max_size(), merged.compressor_workers()),
+            (5, 1)
+        );
+    }
+
+    #[test]
+    fn use_as_dictionary_parse() {
+        assert_eq!(
+            parse_use_as_dictionary(&["Off"]).unwrap(),
+            UseAsDictionary::Off
+        );
+        assert_eq!(
+            parse_use_as_dictionary(&["/assets/app.*.js"]).unwrap(),
+            UseAsDictionary::Header(r#"match="/assets/app.*.js""#.into())
+        );
+        assert_eq!(
+            parse_use_as_dictionary(&["/a/*", "v1"]).unwrap(),
+            UseAsDictionary::Header(r#"match="/a/*", id="v1""#.into())
+        );
+        assert_eq!(
+            parse_use_as_dictionary(&["self", "x"]).unwrap(),
+            UseAsDictionary::OwnPath {
+                id: Some("x".into())
+            }
+        );
+        for bad in [
+            &[][..],
+            &["app.js"],
+            &["/a/(\\d+).js"],
+            &["/a", "b", "c"],
+            &["/caf\u{e9}"],
+            &["/a", "\u{7f}"],
+        ] {
+            assert!(parse_use_as_dictionary(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            use_as_dictionary_header(&literal_url_pattern("/a b/x*.js?"), None).unwrap(),
+            r#"match="/a b/x\\*.js\\?""#
+        );
+        let outer = DirConfig {
+            use_as_dictionary: Some(UseAsDictionary::OwnPath { id: None }),
+            ..Default::default()
+        };
+        let off = DirConfig {
+            use_as_dictionary: Some(UseAsDictionary::Off),
+            ..Default::default()
+        };
+        assert!(outer
+            .merge(&DirConfig::default())
+            .use_as_dictionary()
+            .is_some());
+        assert!(outer.merge(&off).use_as_dictionary().is_none());
+    }
+}

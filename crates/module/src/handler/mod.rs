@@ -1,0 +1,135 @@
+//! The content handler: the facts of the request and of the files beside
+//! it go to `variant` for a decision, and each planned outcome to
+//! `respond`, until one answers. Its neighbours: the index fixup
+//! (`fixup`), the error responses' `Vary` (`error_vary`); the metrics
+//! route is `metrics::status::route`, the store refusal `store_guard`.
+
+mod error_vary;
+mod fixup;
+
+pub use error_vary::insert_error_filter;
+pub use fixup::fixup;
+
+use crate::cache;
+use crate::coding::Coding;
+use crate::config::{DirConfig, Settings};
+use crate::httpd::{self, FileKind, Request, Status};
+use crate::lookup;
+use crate::negotiate::{self, Accepted};
+use crate::respond::Attempt;
+use crate::variant::{self, Inputs, Method};
+use std::ffi::CStr;
+
+/// The handler name, as `SetHandler` and `[H=…]` give it.
+pub const HANDLER: &CStr = c"gzip-disk-ng";
+
+/// The content handler: the request's facts to `variant`, its candidates
+/// to `respond`. `settings` reads the configuration, once, for requests
+/// this handler takes.
+pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) -> Status {
+    if !req.handler_is(HANDLER) {
+        return Status::DECLINED;
+    }
+    let Some(filename) = req.filename() else {
+        return Status::DECLINED;
+    };
+    let kind = original_kind(req);
+    if kind == FileKind::Directory {
+        return Status::DECLINED;
+    }
+    req.allow_get_options();
+    let st = req.discard_body();
+    if st != Status::OK {
+        return st;
+    }
+    let settings = settings();
+    if let Some(c) = variant::before_files(method(req), req.rejects_path_info()) {
+        return Attempt::new(req, filename, settings, None, None, None).answer(c);
+    }
+    let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
+    let accepted = accepted(req);
+    let mut deltas = variant::delta_codings(&accepted);
+    let dictionary = announced_dictionary(req, settings.dir, &deltas);
+    if dictionary.is_none() {
+        deltas = [None; 2];
+    }
+    let dir = settings.dir;
+    // On demand: a compressible original's codings, or a sibling's
+    // decoded content where there is no original.
+    let cache = dir
+        .on_demand()
+        .then(cache::active)
+        .flatten()
+        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
+    let ranked = accepted.ranked(dir.encodings());
+    let attempt = Attempt::new(req, filename, settings, original, dictionary, cache);
+    // The default order sends the smallest; an admin's order is fixed.
+    let sizes =
+        (original.is_some() && dir.smallest_first()).then(|| attempt.sizes(&ranked, &deltas));
+    let candidates = variant::candidates(&Inputs {
+        original,
+        ranked,
+        allowed: dir.encodings(),
+        identity_preference: accepted.identity_preference(),
+        decompress: dir.decompress(),
+        deltas,
+        cache: cache.is_some(),
+        sizes,
+    });
+    attempt.walk(&candidates)
+}
+
+/// What `r->finfo` says of the original: missing when the fixup put a
+/// sibling's stat there.
+fn original_kind(req: &Request<'_>) -> FileKind {
+    match req.finfo().kind() {
+        FileKind::Regular if fixup::put_sibling_finfo(req) => FileKind::Missing,
+        kind => kind,
+    }
+}
+
+fn method(req: &Request<'_>) -> Method {
+    match req.method_number() {
+        httpd::M_GET => Method::Get,
+        httpd::M_OPTIONS => Method::Options,
+        httpd::M_INVALID => Method::Invalid,
+        _ => Method::Other,
+    }
+}
+
+/// Dictionary transport (RFC 9842): the dictionary the client announced,
+/// when it names `dcz` or `dcb`. Responses vary on `Available-Dictionary`
+/// wherever it is read (a request naming a dictionary coding) and in
+/// scopes that offer dictionaries.
+fn announced_dictionary(
+    req: &Request<'_>,
+    dir: &DirConfig,
+    deltas: &[Option<(crate::coding::DeltaCoding, u16)>; 2],
+) -> Option<[u8; 32]> {
+    let named = deltas.iter().any(Option::is_some);
+    if named || dir.use_as_dictionary().is_some() {
+        req.vary(c"Available-Dictionary");
+    }
+    if !named {
+        return None;
+    }
+    negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)
+}
+
+/// What the client accepts. Subrequests (mod_include, mod_dir) get
+/// identity: their output is embedded in or stands for another response,
+/// which negotiates for itself, as mod_deflate leaves them alone too.
+fn accepted(req: &Request<'_>) -> Accepted {
+    if req.is_subrequest() {
+        return Accepted::none();
+    }
+    let mut accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
+    if !req.env_is_empty() {
+        for c in Coding::ALL {
+            if req.env_is_set(c.no_env()) {
+                accepted.forbid(c);
+            }
+        }
+    }
+    accepted
+}

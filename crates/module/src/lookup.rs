@@ -1,0 +1,355 @@
+//! Finding a request's siblings as Apache would serve them under their
+//! own names: stat (symlinks per `Options`), the access rules for the
+//! sibling's name, and opening with the symlink check repeated.
+
+use crate::coding::{Coding, DeltaCoding};
+use crate::dictionary;
+use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
+use crate::memo::version::VersionMemo;
+use crate::metrics::counters;
+use crate::metrics::tally::Reason;
+use crate::variant::FileMeta;
+use std::cell::OnceCell;
+use std::ffi::CStr;
+
+/// What the decision needs of a stat.
+pub fn meta(f: &Finfo) -> FileMeta {
+    FileMeta {
+        mtime: f.mtime(),
+        size: f.size(),
+    }
+}
+
+#[derive(Clone, Copy)]
+pub struct Sibling<'r> {
+    pub path: &'r CStr,
+    pub info: Finfo,
+    /// How it was judged, which says how its open is checked.
+    pub judged: Judged,
+    /// Already opened by the lookup: where symlinks are followed, opening
+    /// is the stat (one `open` and one `fstat`, an `lstat` fewer).
+    pub opened: Option<File<'r>>,
+}
+
+/// How a sibling was judged.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judged {
+    /// By sections and `Options` alone.
+    Short,
+    /// By Apache's own lookup of its URI, which found `info`; `link`: the
+    /// name was a symlink just before.
+    Asked { link: bool },
+}
+
+/// What is at `path` as Apache would serve it under that name: the file
+/// itself, or a symlink's target where `Options` allow following it.
+/// Used only where the configuration keeps `Options` in `<Directory>`
+/// (csrc/access.c), so the merged options are the directory walk's.
+pub fn resolve(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
+    let link = req.stat(path, true).ok()?;
+    if link.kind() != FileKind::Symlink {
+        return Some(link);
+    }
+    let policy = req.symlink_policy();
+    let target = req.stat(path, false).ok()?;
+    let allowed = match policy {
+        SymlinkPolicy::Always => true,
+        SymlinkPolicy::IfOwnerMatch => target.user() == link.user(),
+        SymlinkPolicy::Never => false,
+    };
+    if !allowed {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "symlink refused by Options ({policy:?}): {}",
+                path.to_string_lossy()
+            )
+        });
+        return None;
+    }
+    (!crate::store_guard::link_refused(req, path)).then_some(target)
+}
+
+/// Whether an opened file is the one `Options` allow under `path`. Where
+/// symlinks are restricted the path is checked again after the open, so a
+/// file swapped for a symlink between the check and the open is refused.
+pub fn opened_as_allowed(req: &Request<'_>, path: &CStr, opened: &Finfo) -> bool {
+    if req.symlink_policy() == SymlinkPolicy::Always {
+        return true;
+    }
+    let ok = resolve(req, path).is_some_and(|now| now.same_file(opened));
+    if !ok {
+        log_swapped(req, path);
+    }
+    ok
+}
+
+fn log_swapped(req: &Request<'_>, path: &CStr) {
+    req.log_with(Level::Info, 0, || {
+        format!(
+            "{} changed while being opened; refused",
+            path.to_string_lossy()
+        )
+    });
+}
+
+/// Why a sibling name gives nothing to serve.
+enum NotServed {
+    /// No such file, or not one Apache would send (a directory, a link
+    /// `Options` refuse).
+    Absent,
+    /// A file Apache's rules refuse under its own URI.
+    Refused,
+}
+
+/// A sibling of the request's file at `path` (the file's name plus
+/// `suffix`), as Apache would serve it under its own URI: a regular file
+/// (or a symlink to one that `Options` allow) that its rules permit.
+/// Judged by sections alone where the configuration allows it (one stat),
+/// else asked of Apache once the name exists (a subrequest).
+fn stat_sibling<'r>(
+    req: &Request<'r>,
+    path: &'r CStr,
+    suffix: &CStr,
+) -> Result<Sibling<'r>, NotServed> {
+    if !req.sibling_rules_may_differ(suffix) {
+        if req.symlink_policy() == SymlinkPolicy::Always {
+            return open_followed(req, path);
+        }
+        let info = resolve(req, path).ok_or(NotServed::Absent)?;
+        if info.kind() != FileKind::Regular {
+            req.log_with(Level::Debug, 0, || {
+                format!("ignoring {}: not a regular file", path.to_string_lossy())
+            });
+            return Err(NotServed::Absent);
+        }
+        let (judged, opened) = (Judged::Short, None);
+        return Ok(Sibling {
+            path,
+            info,
+            judged,
+            opened,
+        });
+    }
+    let before = req.stat(path, true).map_err(|_| NotServed::Absent)?;
+    let info = req.ask_sibling(path, suffix).map_err(|status| {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "sibling refused by the access rules for its own name (status {status}): {}",
+                path.to_string_lossy()
+            )
+        });
+        NotServed::Refused
+    })?;
+    let judged = Judged::Asked {
+        link: before.kind() == FileKind::Symlink,
+    };
+    let opened = None;
+    Ok(Sibling {
+        path,
+        info,
+        judged,
+        opened,
+    })
+}
+
+/// A sibling where `Options` follow every symlink (and sections decide):
+/// opened as core opens a file, its `fstat` the lookup's answer; one in
+/// an old in-tree store (reached through a link) is passed over.
+fn open_followed<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, NotServed> {
+    let f = req.open(path).map_err(|st| {
+        // Missing is the common case; anything else is worth a line.
+        if st != libc::ENOENT && st != libc::ENOTDIR {
+            let msg = format!(
+                "cannot open sibling, trying next: {}",
+                path.to_string_lossy()
+            );
+            req.log(Level::Debug, st, &msg);
+        }
+        NotServed::Absent
+    })?;
+    let info = *f.info();
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!("ignoring {}: not a regular file", path.to_string_lossy())
+        });
+        return Err(NotServed::Absent);
+    }
+    if crate::store_guard::opened_refused(req, path, info.version()) {
+        return Err(NotServed::Absent);
+    }
+    Ok(Sibling {
+        path,
+        info,
+        judged: Judged::Short,
+        opened: Some(f),
+    })
+}
+
+/// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
+/// exists and that Apache would serve under its own name.
+pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sibling<'r>> {
+    c.suffixes()
+        .iter()
+        .zip(c.c_suffixes())
+        .find_map(|(suffix, c_suffix)| {
+            match stat_sibling(req, req.path_with_suffix(base, suffix), c_suffix) {
+                Ok(s) => Some(s),
+                Err(NotServed::Refused) => {
+                    counters::passed_over(Reason::Refused, c);
+                    None
+                }
+                Err(NotServed::Absent) => None,
+            }
+        })
+}
+
+/// The delta of `base` against the dictionary with SHA-256 `hash`, if it
+/// exists and Apache would serve it under its own name.
+pub fn find_delta<'r>(
+    req: &Request<'r>,
+    base: &CStr,
+    d: DeltaCoding,
+    hash: &[u8; 32],
+) -> Option<Sibling<'r>> {
+    let suffix = dictionary::DeltaSuffix::new(hash, d);
+    let path = req.path_with_suffix(base, suffix.as_str());
+    // The suffix as a C string: the tail of the path just built.
+    let c_suffix = &path.to_bytes_with_nul()[base.to_bytes().len()..];
+    let c_suffix = CStr::from_bytes_with_nul(c_suffix).ok()?;
+    stat_sibling(req, path, c_suffix).ok()
+}
+
+/// What a request knows of one coding's sibling.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found<S> {
+    /// Not looked up yet.
+    Unknown,
+    Missing,
+    /// Older than the original beside it: never served.
+    Stale,
+    Fresh(S),
+}
+
+/// A request's siblings, each looked up the first time a candidate asks,
+/// so the common case costs one stat and none is looked up twice.
+pub struct Siblings<S>([OnceCell<Found<S>>; 3]);
+
+impl<S> Default for Siblings<S> {
+    fn default() -> Self {
+        Siblings([OnceCell::new(), OnceCell::new(), OnceCell::new()])
+    }
+}
+
+impl<S> Siblings<S> {
+    /// What is known of `c`, looking it up with `find` (the sibling, and
+    /// whether it is fresh) the first time.
+    pub fn get(&self, c: Coding, find: impl FnOnce() -> Option<(S, bool)>) -> &Found<S> {
+        self.0[c.index()].get_or_init(|| match find() {
+            Some((s, true)) => Found::Fresh(s),
+            Some((_, false)) => Found::Stale,
+            None => Found::Missing,
+        })
+    }
+
+    /// What is known of `c` without looking it up.
+    pub fn known(&self, c: Coding) -> &Found<S> {
+        self.0[c.index()].get().unwrap_or(&Found::Unknown)
+    }
+}
+
+/// Sibling versions already reported stale by this child.
+static STALE_SEEN: VersionMemo<FileVersion, ()> = VersionMemo::new(4096);
+
+/// Warns once per sibling version per child: the warning is about the
+/// published files, and repeating it per request would let any client
+/// flood the log.
+pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
+    let first = STALE_SEEN.put(s.info.version(), ());
+    let level = if first { Level::Warn } else { Level::Debug };
+    req.log_with(level, 0, || {
+        format!(
+            "stale sibling not served (older than {}): {}",
+            original.to_string_lossy(),
+            s.path.to_string_lossy()
+        )
+    });
+}
+
+/// Why a file could not be opened as Apache would serve it.
+pub enum Refused {
+    /// The open failed (permissions, vanished): APR's status.
+    Unreadable(crate::httpd::apr_status_t),
+    /// What was opened is not what `Options` allow under the name.
+    Swapped,
+}
+
+/// Opens `path` for sending, as core does, and checks that what was
+/// opened is what `Options` allow under that name: the one open every
+/// responder uses for the request's own file.
+pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, Refused> {
+    let f = req.open(path).map_err(Refused::Unreadable)?;
+    if opened_as_allowed(req, path, f.info()) {
+        Ok(f)
+    } else {
+        Err(Refused::Swapped)
+    }
+}
+
+/// Opens a sibling for sending: judged by sections, what `Options` allow
+/// under its name; asked of Apache, the very file Apache found, reached
+/// as it was (a name that was no symlink must still be none, so a link
+/// swapped in and out around Apache's own stat and lstat is refused).
+pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, Refused> {
+    if let Some(f) = s.opened {
+        return Ok(f);
+    }
+    let Judged::Asked { link } = s.judged else {
+        return open_as_allowed(req, s.path);
+    };
+    let f = req.open(s.path).map_err(Refused::Unreadable)?;
+    let same = f.info().same_file(&s.info)
+        && (link
+            || req
+                .stat(s.path, true)
+                .is_ok_and(|now| now.same_file(f.info())));
+    if same {
+        Ok(f)
+    } else {
+        log_swapped(req, s.path);
+        Err(Refused::Swapped)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::cell::Cell;
+
+    #[test]
+    fn siblings_are_looked_up_once() {
+        let table = Siblings::default();
+        let looked = Cell::new(0);
+        let find = |r: Option<(&'static str, bool)>| {
+            let looked = &looked;
+            move || {
+                looked.set(looked.get() + 1);
+                r
+            }
+        };
+        assert_eq!(*table.known(Coding::Gzip), Found::Unknown);
+        let fresh = Found::Fresh("x.gz");
+        assert_eq!(*table.get(Coding::Gzip, find(Some(("x.gz", true)))), fresh);
+        assert_eq!(*table.get(Coding::Gzip, find(None)), fresh);
+        assert_eq!(
+            *table.get(Coding::Zstd, find(Some(("x.zst", false)))),
+            Found::Stale
+        );
+        assert_eq!(*table.get(Coding::Br, find(None)), Found::Missing);
+        assert_eq!(
+            *table.get(Coding::Br, find(Some(("x.br", true)))),
+            Found::Missing
+        );
+        assert_eq!(looked.get(), 3);
+    }
+}

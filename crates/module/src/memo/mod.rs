@@ -1,0 +1,8 @@
+//! What the module remembers per version of a file, in process memory,
+//! bounded: sibling facts (`facts`), the sizes that order equal-q codings
+//! (`size`), on the one per-version memory (`version`). Not to be confused
+//! with the on-disk on-demand cache (`cache.rs`).
+
+pub(crate) mod facts;
+pub(crate) mod size;
+pub(crate) mod version;

@@ -1,0 +1,193 @@
+//! The `gzip_disk_ng_module` httpd loads: its directives, configuration
+//! types and hooks, built on the `httpd` layer's module blocks.
+
+use crate::cache;
+use crate::config::{self, DirConfig, ServerConfig, Settings};
+use crate::directives::DIRECTIVES;
+use crate::handler;
+use crate::httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
+use crate::jitter::Secret;
+use crate::metrics::counters;
+use crate::metrics::status;
+use crate::store_guard;
+use std::ffi::CStr;
+use std::sync::{PoisonError, RwLock};
+
+/// The module, as `LoadModule gzip_disk_ng_module …` names it.
+pub struct GzipDiskNg;
+
+gdn_httpd::declare_module!(gzip_disk_ng_module, GzipDiskNg);
+
+/// httpd's command table, made from the one directive table the manual
+/// pages and docs are made from too; each entry dispatches to its row's
+/// setter.
+static COMMANDS: [Command; DIRECTIVES.len() + 1] = {
+    let mut table = [Command::END; DIRECTIVES.len() + 1];
+    let mut i = 0;
+    while i < DIRECTIVES.len() {
+        table[i] = Command::new::<GzipDiskNg>(&DIRECTIVES[i]);
+        i += 1;
+    }
+    table
+};
+
+impl httpd::Module for GzipDiskNg {
+    type Dir = DirConfig;
+    type Server = ServerConfig;
+    const NAME: &'static CStr = c"mod_gzip_disk_ng.c";
+    const COMMANDS: &'static [Command] = &COMMANDS;
+    const HOOKS: &'static [Hook] = &[
+        Hook::Handler(Order::Middle),
+        // Last, so mod_dir's DirectoryIndex fixup sees what it would
+        // otherwise miss only after every other module had its say.
+        Hook::Fixups(Order::Last),
+        Hook::InsertErrorFilter(Order::Middle),
+        Hook::PostConfig(Order::Middle),
+        Hook::CheckConfig(Order::Middle),
+        Hook::Status(Order::Middle),
+    ];
+
+    fn record() -> &'static httpd::module::ModuleRecord {
+        &gzip_disk_ng_module
+    }
+
+    fn handler(req: &Request<'_>) -> Status {
+        status::route(req).unwrap_or_else(|| handler::handle(req, || settings(req)))
+    }
+
+    fn fixups(req: &Request<'_>) -> Status {
+        if let Some(st) = store_guard::refuse_request(req) {
+            return st;
+        }
+        handler::fixup(req, || dir_config(req))
+    }
+
+    fn insert_error_filter(req: &Request<'_>) {
+        handler::insert_error_filter(req)
+    }
+
+    /// Reads the parsed configuration once per (re)start, before the
+    /// children fork: whether siblings' names may be judged by sections
+    /// alone or are asked of Apache, and the start-up padding key.
+    fn post_config(ctx: &PostConfig<'_>) -> Result<(), String> {
+        ctx.scan_sibling_rules();
+        let secret = make_startup_secret(httpd::random_bytes)?;
+        *STARTUP_SECRET
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = Some(Box::leak(Box::new(secret)));
+        // Before the compressor forks: it counts too.
+        counters::attach(ctx);
+        cache::start(ctx, ctx.server_config::<GzipDiskNg>());
+        Ok(())
+    }
+
+    fn status(req: &Request<'_>, short: bool) {
+        status::section(req, short)
+    }
+
+    /// The on-demand cache must not be served (also under `apache2 -t`);
+    /// a root the server's user cannot use is a warning, on the console
+    /// in the first pass (`apache2 -t`, `apache2ctl start`), as Apache
+    /// warns of a missing `DocumentRoot`: the rest of the site still
+    /// starts.
+    fn check_config(ctx: &PostConfig<'_>) -> Result<(), String> {
+        let Some(root) = ctx
+            .server_config::<GzipDiskNg>()
+            .and_then(|c| c.cache_root.as_ref())
+        else {
+            return Ok(());
+        };
+        config::check_cache_root_served(root, &ctx.document_roots())?;
+        if ctx.dry_run() {
+            if let Some(why) = cache::unusable(root) {
+                ctx.log().log(httpd::Level::Warn, &why);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What the configuration says for a request: its directory settings and,
+/// where jitter is on, the key for keyed lengths.
+fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
+    let dir = dir_config(req);
+    Settings {
+        dir,
+        secret: dir.jitter().and_then(|_| jitter_secret(req)),
+    }
+}
+
+/// The request's directory settings (the defaults where no scope set any).
+fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
+    static DEFAULT: DirConfig = DirConfig {
+        encodings: None,
+        decompress: None,
+        status_header: None,
+        jitter: None,
+        use_as_dictionary: None,
+        on_demand: None,
+    };
+    req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
+}
+
+/// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
+/// the random key made at start-up.
+fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
+    req.server_config::<GzipDiskNg>()
+        .and_then(|c| c.jitter_key.as_ref())
+        .or_else(|| startup_secret())
+}
+
+/// The padding key of servers without `GzipDiskNgJitterKey`: random,
+/// made each time the configuration is read, in the parent before the
+/// children fork, so every child pads alike and a restart (graceful or
+/// not) makes a new one. Records are leaked (a few hundred bytes per
+/// restart) so requests hold plain references.
+static STARTUP_SECRET: RwLock<Option<&'static Secret>> = RwLock::new(None);
+
+fn startup_secret() -> Option<&'static Secret> {
+    *STARTUP_SECRET
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A start-up key from `random`, or why there is none: a key made of
+/// anything else (time, pid) could be guessed, and padding keyed by it
+/// would hide nothing, so the server does not start.
+fn make_startup_secret(random: impl FnOnce(&mut [u8]) -> bool) -> Result<Secret, String> {
+    let mut key = [0u8; 32];
+    if !random(&mut key) {
+        return Err(
+            "mod_gzip_disk_ng: the random source (APR, /dev/urandom) failed: \
+                    no key for jitter padding; not starting"
+                .into(),
+        );
+    }
+    Ok(Secret::new(&key))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::make_startup_secret;
+
+    #[test]
+    fn a_failed_random_source_refuses_to_start() {
+        let e = make_startup_secret(|_| false).unwrap_err();
+        assert!(
+            e.starts_with("mod_gzip_disk_ng:") && e.contains("random"),
+            "{e}"
+        );
+        let bytes = |fill: u8| {
+            move |b: &mut [u8]| {
+                b.fill(fill);
+                true
+            }
+        };
+        let (a, b) = (make_startup_secret(bytes(1)), make_startup_secret(bytes(2)));
+        assert_ne!(
+            a.unwrap().id(),
+            b.unwrap().id(),
+            "the key is the random bytes"
+        );
+    }
+}

@@ -1,0 +1,331 @@
+//! The compressor: the process that makes the cache's copies, started by
+//! the module and fed jobs by Apache's children (see `job`). Pure Rust,
+//! no Apache: it runs as Apache's `User` and logs through a callback.
+//!
+//! One thread reads jobs, drops those already pending or done (and those
+//! that failed for good), and queues the rest, up to `QUEUE` of them (a
+//! job that finds the queue full is dropped: a later request sends it
+//! again). `Settings::workers` threads make the copies (`make`). The
+//! cache's state (`state`, `index`) is shared behind one lock, held for
+//! bookkeeping only, never while compressing.
+//!
+//! The cache root is owned by one compressor at a time (`owner`): one
+//! that finds another Apache's compressor at work there drops its jobs,
+//! touching nothing, until the lock is free, then starts as any other.
+
+mod index;
+mod make;
+mod owner;
+mod state;
+
+use super::job::{OwnedJob, Reader};
+use super::key::Kind;
+use crate::metrics::tally::Job;
+use make::Ctx;
+use owner::Taken;
+use state::State;
+use std::fs::File;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::{Mutex, PoisonError};
+use std::thread::{self, Scope};
+
+/// What the compressor runs with.
+#[derive(Clone, Debug)]
+pub struct Settings {
+    /// The cache root (exists; the process can write it).
+    pub root: PathBuf,
+    /// Total bytes of copies kept.
+    pub max_size: u64,
+    /// Compression threads.
+    pub workers: usize,
+    /// Encoder settings: the publish tool's defaults, so copies are what
+    /// `gzip-disk-ng compress` writes.
+    pub levels: crate::publish::encode::Levels,
+    /// Least saving, in percent, for a copy to be kept.
+    pub min_saving: f64,
+}
+
+/// How important a log line is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warn,
+    Notice,
+    Info,
+    Debug,
+}
+
+/// Where log lines go.
+type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
+
+/// What the compressor tells of its work, for the module's counters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Event {
+    /// `n` copies asked for reached this state.
+    Copies(crate::metrics::tally::Job, u64),
+    /// After a job or at start: what the cache holds, and how many copies
+    /// were evicted since the last such event.
+    Holding {
+        entries: u64,
+        bytes: u64,
+        evicted: u64,
+    },
+}
+
+/// Where events go.
+pub type Tally<'a> = &'a (dyn Fn(Event) + Sync);
+
+/// Jobs waiting for a worker at most: enough for a burst of misses across
+/// a site, small enough that a job is never stale for long.
+pub const QUEUE: usize = 1024;
+
+/// A job taken on, for a worker.
+enum Work {
+    Compress(OwnedJob),
+    Decode(OwnedJob),
+}
+
+/// Runs until `jobs` reaches its end (the module closes the channel when
+/// Apache stops or restarts) and the jobs already queued are done; the
+/// module may end it sooner with a signal, and what a killed run leaves
+/// is removed at the next start. While another process owns the root,
+/// jobs are dropped and the lock tried again every `owner::RETRY`.
+pub fn run<R: Read>(settings: &Settings, jobs: R, log: Log<'_>, tally: Tally<'_>) {
+    let (held, busy) = match owner::take(&settings.root, log) {
+        Taken::Owned(lock) => (lock, None),
+        Taken::Busy(lock) => (None, Some(lock)),
+    };
+    let state = match busy {
+        None => State::start(settings, log),
+        Some(_) => {
+            log(Level::Warn, &standby_warning(settings));
+            State::standby()
+        }
+    };
+    let state = Mutex::new(state);
+    let ctx = Ctx {
+        settings,
+        state: &state,
+        log,
+        tally,
+    };
+    // A standby holds nothing, and says so: the counters would otherwise
+    // keep what an earlier generation that owned the root held.
+    ctx.holding();
+    let (queue, waiting) = mpsc::sync_channel::<Work>(QUEUE);
+    let waiting = Mutex::new(waiting);
+    let (stop, stopped) = mpsc::channel::<()>();
+    let _taken_later = thread::scope(|scope| {
+        let taker = busy.and_then(|lock| spawn_taker(scope, &ctx, lock, stopped));
+        if start_workers(scope, &ctx, &waiting) == 0 {
+            return None;
+        }
+        read_jobs(&ctx, jobs, &queue);
+        drop(queue);
+        drop(stop);
+        // Held until the workers are done with the queue.
+        taker.and_then(|t| t.join().ok().flatten())
+    });
+    drop(held);
+}
+
+/// The warning of a compressor that finds its root owned by another.
+fn standby_warning(settings: &Settings) -> String {
+    format!(
+        "cache {} is in use by another Apache's compressor: this instance serves the copies \
+         it finds there but makes none while the other uses the cache root (its lock {} is \
+         tried again every {} s)",
+        settings.root.display(),
+        owner::LOCK_NAME,
+        owner::RETRY.as_secs()
+    )
+}
+
+/// Starts `Settings::workers` worker threads; how many started.
+fn start_workers<'s>(
+    scope: &'s Scope<'s, '_>,
+    ctx: &'s Ctx<'_>,
+    waiting: &'s Mutex<Receiver<Work>>,
+) -> usize {
+    let mut started = 0;
+    for i in 0..ctx.settings.workers.max(1) {
+        let spawned = thread::Builder::new()
+            .name(format!("gdn-compress-{i}"))
+            .spawn_scoped(scope, move || work(ctx, waiting));
+        match spawned {
+            Ok(_) => started += 1,
+            Err(e) => (ctx.log)(Level::Error, &format!("cannot start a worker thread: {e}")),
+        }
+    }
+    started
+}
+
+/// Starts the thread that waits for the root's lock; without it the
+/// compressor stays in standby until it ends.
+fn spawn_taker<'s>(
+    scope: &'s Scope<'s, '_>,
+    ctx: &'s Ctx<'_>,
+    lock: File,
+    stopped: Receiver<()>,
+) -> Option<thread::ScopedJoinHandle<'s, Option<File>>> {
+    let spawned = thread::Builder::new()
+        .name("gdn-cache-lock".into())
+        .spawn_scoped(scope, move || take_over(ctx, lock, &stopped));
+    spawned
+        .map_err(|e| (ctx.log)(Level::Error, &format!("cannot start the lock thread: {e}")))
+        .ok()
+}
+
+/// Tries the lock every `RETRY` until it is taken (then starts the cache
+/// as at a normal start, and returns the lock to hold) or `stopped` says
+/// the jobs ended.
+fn take_over(ctx: &Ctx<'_>, lock: File, stopped: &Receiver<()>) -> Option<File> {
+    loop {
+        match stopped.recv_timeout(owner::RETRY) {
+            Err(RecvTimeoutError::Timeout) => {}
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => return None,
+        }
+        if owner::try_again(&lock) {
+            break;
+        }
+    }
+    // Scanned before the swap: jobs read meanwhile are dropped, not held.
+    let started = State::start(ctx.settings, ctx.log);
+    *ctx.state.lock().unwrap_or_else(PoisonError::into_inner) = started;
+    let root = ctx.settings.root.display();
+    (ctx.log)(
+        Level::Notice,
+        &format!("cache {root} is free: this instance's compressor took it over"),
+    );
+    ctx.holding();
+    Some(lock)
+}
+
+/// Reads jobs until the end of the stream, taking each on or dropping it.
+fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
+    let mut reader = Reader::new(jobs);
+    loop {
+        match reader.next() {
+            Ok(Some(job)) => take(ctx, job, queue),
+            Ok(None) => return,
+            Err(e) => {
+                (ctx.log)(Level::Error, &format!("cannot read jobs: {e}"));
+                return;
+            }
+        }
+    }
+}
+
+/// Handles a touch at once; queues what is left of a compress or decode
+/// job once pending and done copies are taken out.
+fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
+    let lock = || ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
+    if !lock().owner() {
+        return standby_drop(ctx, &job);
+    }
+    let work = match job {
+        OwnedJob::Touch { version, kind } => {
+            lock().touch(ctx.settings, &(version, kind));
+            return;
+        }
+        OwnedJob::Compress {
+            path,
+            version,
+            codings,
+        } => {
+            let mut state = lock();
+            let asked = codings.len();
+            let codings = codings
+                .iter()
+                .filter(|&c| !state.claim(ctx.settings, (version, Kind::Coded(c))))
+                .fold(codings, |set, c| set.without(c));
+            merged(ctx, asked - codings.len());
+            if codings.is_empty() {
+                return;
+            }
+            Work::Compress(OwnedJob::Compress {
+                path,
+                version,
+                codings,
+            })
+        }
+        OwnedJob::Decode { version, .. } => {
+            if !lock().claim(ctx.settings, (version, Kind::Decoded)) {
+                merged(ctx, 1);
+                return;
+            }
+            Work::Decode(job)
+        }
+    };
+    if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
+        (ctx.log)(Level::Debug, "queue full: job dropped");
+        let mut state = lock();
+        let keys = keys(&w);
+        for key in &keys {
+            state.release(key);
+        }
+        (ctx.tally)(Event::Copies(Job::Dropped, keys.len() as u64));
+    }
+}
+
+/// Drops `job` while another compressor owns the root: its copies are
+/// counted as dropped, as a full queue's are (a touch asks for none).
+fn standby_drop(ctx: &Ctx<'_>, job: &OwnedJob) {
+    let n = match job {
+        OwnedJob::Compress { codings, .. } => codings.len(),
+        OwnedJob::Decode { .. } => 1,
+        OwnedJob::Touch { .. } => return,
+    };
+    (ctx.log)(
+        Level::Debug,
+        "job dropped: another Apache's compressor uses the cache",
+    );
+    (ctx.tally)(Event::Copies(Job::Dropped, n as u64));
+}
+
+/// `n` copies asked for are pending, made or failed already.
+fn merged(ctx: &Ctx<'_>, n: usize) {
+    if n > 0 {
+        (ctx.tally)(Event::Copies(Job::Merged, n as u64));
+    }
+}
+
+/// The copies a job makes.
+fn keys(w: &Work) -> Vec<index::Key> {
+    match w {
+        Work::Compress(OwnedJob::Compress {
+            version, codings, ..
+        }) => codings.iter().map(|c| (*version, Kind::Coded(c))).collect(),
+        Work::Decode(OwnedJob::Decode { version, .. }) => vec![(*version, Kind::Decoded)],
+        _ => Vec::new(),
+    }
+}
+
+/// A worker: jobs from the queue until it is closed and empty.
+fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
+    loop {
+        let next = waiting
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .recv();
+        match next {
+            Ok(Work::Compress(OwnedJob::Compress {
+                path,
+                version,
+                codings,
+            })) => ctx.compress(&path, version, codings),
+            Ok(Work::Decode(OwnedJob::Decode {
+                path,
+                coding,
+                version,
+            })) => ctx.decode(&path, coding, version),
+            Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,290 @@
+//! Making one job's copies: each coding of an original through the
+//! publish tool's own lifecycle (`publish::make_copy`), or a sibling's
+//! decoded content, each only while its file keeps the version the
+//! request saw, before and after the work.
+
+use super::state::{copy_path, State};
+use super::{Event, Level, Log, Settings, Tally};
+use crate::coding::Coding;
+use crate::decode::{self, DecodeError, Decoder};
+use crate::metrics::tally::Job;
+use crate::ondemand::job::CodingSet;
+use crate::ondemand::key::{compressible, Kind, Version, MAX_SIZE};
+use crate::publish::atomic::TempFile;
+use crate::publish::{self, Outcome, PublishError};
+use std::fs::{self, File};
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+/// What a worker needs for any job.
+pub(super) struct Ctx<'a> {
+    pub(super) settings: &'a Settings,
+    pub(super) state: &'a Mutex<State>,
+    pub(super) log: Log<'a>,
+    pub(super) tally: Tally<'a>,
+}
+
+/// Why a job made nothing.
+enum Problem {
+    /// The cache cannot be written.
+    Cache(io::Error),
+    /// The file is gone or has another version now: nothing to do.
+    Gone(String),
+    /// Left alone by choice (too large decoded): not retried.
+    Declined(String),
+    /// Failed in a way a retry would repeat: not retried.
+    Failed(String),
+}
+
+impl Ctx<'_> {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Tells the counters `n` copies reached state `j`.
+    fn copies(&self, j: Job, n: usize) {
+        if n > 0 {
+            (self.tally)(Event::Copies(j, n as u64));
+        }
+    }
+
+    /// Tells the counters what the cache holds after a job.
+    pub(super) fn holding(&self) {
+        let (entries, bytes, evicted) = self.state().holding();
+        (self.tally)(Event::Holding {
+            entries,
+            bytes,
+            evicted,
+        });
+    }
+
+    /// Tells `problem` and keeps the jobs of `keys` from being retried
+    /// when a retry would do the same.
+    fn report(&self, keys: impl Iterator<Item = (Version, Kind)>, problem: Problem) {
+        let (level, why) = match problem {
+            Problem::Cache(e) => return self.state().cache_failed(self.settings, &e, self.log),
+            Problem::Gone(why) => (Level::Debug, why),
+            Problem::Declined(why) => (Level::Info, why),
+            Problem::Failed(why) => (Level::Warn, why),
+        };
+        (self.log)(level, &why);
+        if level != Level::Debug {
+            let mut state = self.state();
+            keys.for_each(|k| state.failed(k));
+        }
+    }
+
+    /// Makes the copies of `codings` of the original at `path`.
+    pub(super) fn compress(&self, path: &Path, version: Version, codings: CodingSet) {
+        let keys = move || codings.iter().map(move |c| (version, Kind::Coded(c)));
+        let mut finished = 0;
+        if let Err(problem) = self.compress_codings(path, version, codings, &mut finished) {
+            self.copies(Job::Failed, codings.len() - finished);
+            self.report(keys(), problem);
+        }
+        {
+            let mut state = self.state();
+            keys().for_each(|k| state.release(&k));
+        }
+        self.holding();
+    }
+
+    fn compress_codings(
+        &self,
+        path: &Path,
+        version: Version,
+        codings: CodingSet,
+        finished: &mut usize,
+    ) -> Result<(), Problem> {
+        let meta = current(path, &version)?;
+        if !compressible(path.as_os_str().as_bytes(), meta.len()) {
+            return Err(Problem::Gone(format!(
+                "{} is not compressed on demand",
+                path.display()
+            )));
+        }
+        for c in codings.iter() {
+            let key = (version, Kind::Coded(c));
+            let made = self.compress_one(path, &meta, &version, c)?;
+            *finished += 1;
+            let Some(size) = made else {
+                self.copies(Job::Merged, 1);
+                continue;
+            };
+            let kept = self.state().made(self.settings, key, size, self.log);
+            let done = size > 0 && kept;
+            self.copies(if done { Job::Done } else { Job::NotWorth }, 1);
+            (self.log)(
+                Level::Debug,
+                &format!("{}: {} copy of {size} bytes", path.display(), c.token()),
+            );
+        }
+        Ok(())
+    }
+
+    /// Makes the `c` copy (or the marker that it does not pay); its size,
+    /// or `None` when it was there already.
+    fn compress_one(
+        &self,
+        path: &Path,
+        meta: &fs::Metadata,
+        version: &Version,
+        c: Coding,
+    ) -> Result<Option<u64>, Problem> {
+        let s = self.settings;
+        let target = copy_path(&s.root, &(*version, Kind::Coded(c)));
+        if fs::symlink_metadata(&target).is_ok() {
+            return Ok(None);
+        }
+        make_dir(&target)?;
+        let outcome = publish::make_copy(path, meta, c, &s.levels, s.min_saving, &target);
+        let size = match outcome {
+            Outcome::Written(sizes) => sizes.size,
+            Outcome::NotWorth { .. } => {
+                File::create(&target).map_err(Problem::Cache)?;
+                0
+            }
+            Outcome::Failed(e) => return Err(publish_problem(path, c, e)),
+            other => {
+                let why = format!("{}: {}: unexpected {other:?}", path.display(), c.token());
+                return Err(Problem::Failed(why));
+            }
+        };
+        // The lifecycle saw no change in size and mtime; a new inode or
+        // ctime would still make the copy another version's.
+        if let Err(p) = current(path, version) {
+            let _ = fs::remove_file(&target);
+            return Err(p);
+        }
+        Ok(Some(size))
+    }
+
+    /// Keeps the decoded content of the `coding` sibling at `path`.
+    pub(super) fn decode(&self, path: &Path, coding: Coding, version: Version) {
+        let key = (version, Kind::Decoded);
+        match self.decode_sibling(path, coding, &version) {
+            Ok(Some(size)) => {
+                let kept = self.state().made(self.settings, key, size, self.log);
+                self.copies(if kept { Job::Done } else { Job::NotWorth }, 1);
+            }
+            Ok(None) => self.copies(Job::Merged, 1),
+            Err(problem) => {
+                self.copies(Job::Failed, 1);
+                self.report(std::iter::once(key), problem);
+            }
+        }
+        self.state().release(&key);
+        self.holding();
+    }
+
+    fn decode_sibling(
+        &self,
+        path: &Path,
+        coding: Coding,
+        version: &Version,
+    ) -> Result<Option<u64>, Problem> {
+        let meta = current(path, version)?;
+        let target = copy_path(&self.settings.root, &(*version, Kind::Decoded));
+        if fs::symlink_metadata(&target).is_ok() {
+            return Ok(None);
+        }
+        make_dir(&target)?;
+        let file = File::open(path).map_err(|e| read_problem(path, e))?;
+        let mut tmp = TempFile::new(&target).map_err(Problem::Cache)?;
+        let decoded = decode_into(coding, &file, meta.len(), &mut tmp);
+        // A change explains a decoding error, and voids a good decode.
+        current(path, version)?;
+        let size = decoded.map_err(|e| match e {
+            DecodeFailed::Sink(e) => Problem::Cache(e),
+            DecodeFailed::TooLarge => Problem::Declined(format!(
+                "{} decodes to over {} bytes: not kept",
+                path.display(),
+                MAX_SIZE
+            )),
+            DecodeFailed::Decode(e) => {
+                Problem::Failed(format!("cannot decode {}: {e}", path.display()))
+            }
+        })?;
+        tmp.commit(&target, &meta).map_err(Problem::Cache)?;
+        Ok(Some(size))
+    }
+}
+
+/// Why decoding into the cache stopped.
+enum DecodeFailed {
+    Decode(DecodeError),
+    Sink(io::Error),
+    TooLarge,
+}
+
+/// Decodes the `coding` stream in `file` (`len` bytes) into `sink`, with
+/// the memory bound the module's decompress path has; the decoded length.
+fn decode_into(
+    coding: Coding,
+    file: &File,
+    len: u64,
+    sink: &mut impl Write,
+) -> Result<u64, DecodeFailed> {
+    let facts = decode::inspect(coding, file, len).map_err(DecodeFailed::Decode)?;
+    let mut decoder =
+        Decoder::with_facts(coding, file, Some(&facts)).map_err(DecodeFailed::Decode)?;
+    let mut buf = vec![0u8; 64 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = decoder.read(&mut buf).map_err(DecodeFailed::Decode)?;
+        if n == 0 {
+            return Ok(total);
+        }
+        total += n as u64;
+        if total > MAX_SIZE {
+            return Err(DecodeFailed::TooLarge);
+        }
+        sink.write_all(&buf[..n]).map_err(DecodeFailed::Sink)?;
+    }
+}
+
+/// The file at `path` while it still has `version`.
+fn current(path: &Path, version: &Version) -> Result<fs::Metadata, Problem> {
+    let meta = fs::metadata(path).map_err(|e| read_problem(path, e))?;
+    if !meta.is_file() || Version::of(&meta) != *version {
+        return Err(Problem::Gone(format!(
+            "{} is not the version queued any more",
+            path.display()
+        )));
+    }
+    Ok(meta)
+}
+
+/// An original or sibling that cannot be read: gone, or failing.
+fn read_problem(path: &Path, e: io::Error) -> Problem {
+    let why = format!("cannot read {}: {e}", path.display());
+    match e.kind() {
+        io::ErrorKind::NotFound => Problem::Gone(why),
+        _ => Problem::Failed(why),
+    }
+}
+
+/// What the lifecycle's failure means here.
+fn publish_problem(path: &Path, c: Coding, e: PublishError) -> Problem {
+    match e {
+        PublishError::Write(_, e) => Problem::Cache(e),
+        PublishError::Stat(e) | PublishError::StatAgain(e) | PublishError::Read(e) => {
+            read_problem(path, e)
+        }
+        PublishError::Changed => Problem::Gone(format!("{}: {e}", path.display())),
+        e => Problem::Failed(format!("{}: {}: {e}", path.display(), c.token())),
+    }
+}
+
+/// Creates the fan-out directory `target` goes in, if needed: 0755 at
+/// most, whatever the umask, as the start-up check of the root wants.
+fn make_dir(target: &Path) -> Result<(), Problem> {
+    use std::os::unix::fs::DirBuilderExt;
+    let dir = target.parent().unwrap_or(Path::new("."));
+    match fs::DirBuilder::new().mode(0o755).create(dir) {
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(Problem::Cache(e)),
+        _ => Ok(()),
+    }
+}

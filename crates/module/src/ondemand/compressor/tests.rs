@@ -1,0 +1,524 @@
+//! `run` over real files in temporary directories, its jobs read from a
+//! list of messages or a socket, its copies compared with what the publish
+//! tool writes.
+
+use super::state::{copy_path, State};
+use super::{run, Level, Settings};
+use crate::coding::Coding;
+use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
+use crate::ondemand::key::{Kind, Version};
+use crate::test_util::{encoded_with, fast, noise, page, seqpacket_pair, Messages};
+use gdn_cli::publish::{self, sibling_path, CompressOptions, Report};
+use std::fs;
+use std::io::Write;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+fn settings(root: &Path) -> Settings {
+    Settings {
+        root: root.to_path_buf(),
+        max_size: 1 << 30,
+        workers: 2,
+        levels: fast(),
+        min_saving: 5.0,
+    }
+}
+
+/// The log lines of one or more runs.
+#[derive(Default)]
+struct Lines(Mutex<Vec<(Level, String)>>);
+
+impl Lines {
+    fn log(&self) -> impl Fn(Level, &str) + Sync + '_ {
+        |l, m: &str| self.0.lock().unwrap().push((l, m.to_owned()))
+    }
+    fn count(&self, level: Level, has: &str) -> usize {
+        let lines = self.0.lock().unwrap();
+        lines
+            .iter()
+            .filter(|(l, m)| *l == level && m.contains(has))
+            .count()
+    }
+}
+
+fn version(p: &Path) -> Version {
+    Version::of(&fs::metadata(p).unwrap())
+}
+
+fn record(job: &Job<'_>) -> Vec<u8> {
+    let mut buf = [0u8; MAX_JOB];
+    encode(job, &mut buf).unwrap().to_vec()
+}
+
+fn all() -> CodingSet {
+    Coding::ALL
+        .into_iter()
+        .fold(CodingSet::empty(), CodingSet::with)
+}
+
+fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
+    record(&Job::Compress {
+        path: p.as_os_str().as_bytes(),
+        version: version(p),
+        codings,
+    })
+}
+
+fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
+    run(s, Messages::new(stream), &lines.log(), &|_| {});
+}
+
+fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
+    copy_path(&s.root, &(version(p), kind))
+}
+
+/// A page of `n` bytes at `dir/name`.
+fn page_file(dir: &Path, name: &str, n: usize, seed: u64) -> PathBuf {
+    let p = dir.join(name);
+    fs::write(&p, page(n, seed)).unwrap();
+    p
+}
+
+/// A document tree and a cache root beside it.
+fn tree() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let (docs, cache) = (d.path().join("docs"), d.path().join("cache"));
+    fs::create_dir(&docs).unwrap();
+    fs::create_dir(&cache).unwrap();
+    (d, docs, cache)
+}
+
+#[test]
+fn copies_are_what_compress_writes() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "a.html", 20_000, 3);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    // Over a socket, as Apache's children send it.
+    let (mut tx, rx) = seqpacket_pair();
+    let job = compress_job(&p, all());
+    let writer = std::thread::spawn(move || tx.write_all(&job).unwrap());
+    run(&s, rx, &lines.log(), &|_| {});
+    writer.join().unwrap();
+    let opts = CompressOptions {
+        levels: fast(),
+        report: Report::Quiet,
+        ..CompressOptions::default()
+    };
+    publish::compress(std::slice::from_ref(&p), &opts).unwrap();
+    let original = fs::metadata(&p).unwrap();
+    for c in Coding::ALL {
+        let made = copy(&s, &p, Kind::Coded(c));
+        assert_eq!(
+            fs::read(&made).unwrap(),
+            fs::read(sibling_path(&p, c)).unwrap()
+        );
+        let m = fs::metadata(&made).unwrap();
+        assert_eq!(m.modified().unwrap(), original.modified().unwrap());
+    }
+    assert_eq!(lines.count(Level::Warn, ""), 0);
+}
+
+#[test]
+fn duplicate_jobs_compress_once() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "b.css", 8000, 4);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let gzip = CodingSet::empty().with(Coding::Gzip);
+    let mut stream = vec![compress_job(&p, all())];
+    stream.push(compress_job(&p, all()));
+    stream.push(compress_job(&p, gzip));
+    run_over(&s, stream, &lines);
+    assert_eq!(lines.count(Level::Debug, "copy of"), 3);
+    let ino = fs::metadata(copy(&s, &p, Kind::Coded(Coding::Gzip)))
+        .unwrap()
+        .ino();
+    // A later run knows the copies from the cache itself.
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(lines.count(Level::Debug, "copy of"), 3);
+    let again = fs::metadata(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
+    assert_eq!(again.ino(), ino);
+    // Removed behind its back: made again.
+    fs::remove_file(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(lines.count(Level::Debug, "copy of"), 4);
+}
+
+#[test]
+fn another_version_is_refused() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "c.js", 8000, 5);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let mut v = version(&p);
+    v.size += 1;
+    let job = Job::Compress {
+        path: p.as_os_str().as_bytes(),
+        version: v,
+        codings: all(),
+    };
+    let mut stream = vec![record(&job)];
+    let missing = docs.join("gone.html");
+    let other = Version {
+        inode: v.inode + 1,
+        ..v
+    };
+    stream.push(record(&Job::Compress {
+        path: missing.as_os_str().as_bytes(),
+        version: other,
+        codings: all(),
+    }));
+    run_over(&s, stream, &lines);
+    assert_eq!(lines.count(Level::Debug, "not the version queued"), 1);
+    assert_eq!(lines.count(Level::Debug, "gone.html"), 1);
+    assert_eq!(lines.count(Level::Warn, ""), 0);
+    for c in Coding::ALL {
+        assert!(!copy_path(&s.root, &(v, Kind::Coded(c))).exists());
+    }
+}
+
+#[test]
+fn incompressible_data_leaves_markers() {
+    let (_d, docs, cache) = tree();
+    let p = docs.join("noise.txt");
+    fs::write(&p, noise(20_000, 9)).unwrap();
+    let tiny = docs.join("tiny.html");
+    fs::write(&tiny, b"<p>small</p>").unwrap();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let mut stream = vec![compress_job(&p, all())];
+    stream.push(compress_job(&tiny, all()));
+    run_over(&s, stream, &lines);
+    for c in Coding::ALL {
+        let m = fs::metadata(copy(&s, &p, Kind::Coded(c))).unwrap();
+        assert_eq!(m.len(), 0, "{c:?}");
+        assert!(!copy(&s, &tiny, Kind::Coded(c)).exists());
+    }
+}
+
+#[test]
+fn decoded_copies_equal_the_original() {
+    let (_d, docs, cache) = tree();
+    let content = page(30_000, 6);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let mut stream = Vec::new();
+    let mut siblings = Vec::new();
+    for c in Coding::ALL {
+        let sib = sibling_path(&docs.join(format!("{}.html", c.token())), c);
+        fs::write(&sib, encoded_with(c, &fast(), &content)).unwrap();
+        stream.push(record(&Job::Decode {
+            path: sib.as_os_str().as_bytes(),
+            coding: c,
+            version: version(&sib),
+        }));
+        siblings.push(sib);
+    }
+    let corrupt = docs.join("bad.html.gz");
+    fs::write(&corrupt, b"\x1f\x8b\x08 not really gzip at all").unwrap();
+    stream.push(record(&Job::Decode {
+        path: corrupt.as_os_str().as_bytes(),
+        coding: Coding::Gzip,
+        version: version(&corrupt),
+    }));
+    run_over(&s, stream, &lines);
+    for sib in &siblings {
+        let made = copy(&s, sib, Kind::Decoded);
+        assert_eq!(fs::read(&made).unwrap(), content, "{}", sib.display());
+        let (m, sm) = (fs::metadata(&made).unwrap(), fs::metadata(sib).unwrap());
+        assert_eq!(m.modified().unwrap(), sm.modified().unwrap());
+    }
+    assert!(!copy(&s, &corrupt, Kind::Decoded).exists());
+    assert_eq!(lines.count(Level::Warn, "cannot decode"), 1);
+}
+
+#[test]
+fn eviction_keeps_the_limit_and_a_touched_copy() {
+    let (_d, docs, cache) = tree();
+    let gzip = CodingSet::empty().with(Coding::Gzip);
+    let files: Vec<PathBuf> = (0..4)
+        .map(|i| page_file(&docs, &format!("{i}.html"), 6000, 10 + i))
+        .collect();
+    let sizes: Vec<u64> = files
+        .iter()
+        .map(|p| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64)
+        .collect();
+    let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
+    let mut s = settings(&cache);
+    s.workers = 1;
+    s.max_size = 3 * max + min / 2;
+    let lines = Lines::default();
+    let mut stream = vec![compress_job(&files[0], gzip)];
+    stream.push(compress_job(&files[1], gzip));
+    run_over(&s, stream, &lines);
+    // The first copy is served, then two more are made.
+    let mut stream = vec![record(&Job::Touch {
+        version: version(&files[0]),
+        kind: Kind::Coded(Coding::Gzip),
+    })];
+    stream.push(compress_job(&files[2], gzip));
+    stream.push(compress_job(&files[3], gzip));
+    run_over(&s, stream, &lines);
+    let kept: Vec<bool> = files
+        .iter()
+        .map(|p| copy(&s, p, Kind::Coded(Coding::Gzip)).exists())
+        .collect();
+    assert_eq!(kept, [true, false, true, true]);
+    let total: u64 = walkdir::WalkDir::new(&cache)
+        .into_iter()
+        .map(|e| e.unwrap().metadata().unwrap())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    assert!(total <= s.max_size, "{total} > {}", s.max_size);
+    // A restart with a smaller limit evicts at once, least recent first.
+    s.max_size = max;
+    run_over(&s, Vec::new(), &lines);
+    assert!(copy(&s, &files[3], Kind::Coded(Coding::Gzip)).exists());
+    assert!(!copy(&s, &files[0], Kind::Coded(Coding::Gzip)).exists());
+}
+
+/// Bytes of every file under `root` (copies, markers, the lock).
+fn bytes_under(root: &Path) -> u64 {
+    walkdir::WalkDir::new(root)
+        .into_iter()
+        .map(|e| e.unwrap().metadata().unwrap())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[test]
+fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job() {
+    let (_d, docs, cache) = tree();
+    let gzip = CodingSet::empty().with(Coding::Gzip);
+    let small = page_file(&docs, "small.html", 6000, 3);
+    let large = page_file(&docs, "large.html", 200_000, 4);
+    let size = |p: &Path| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64;
+    let mut s = settings(&cache);
+    s.workers = 1;
+    s.max_size = size(&small) * 3 / 2;
+    assert!(
+        size(&large) > s.max_size,
+        "the large page's copy must exceed the limit"
+    );
+    let lines = Lines::default();
+    run_over(&s, vec![compress_job(&small, gzip)], &lines);
+    assert!(bytes_under(&cache) <= s.max_size);
+    run_over(&s, vec![compress_job(&large, gzip)], &lines);
+    assert!(
+        bytes_under(&cache) <= s.max_size,
+        "{} > {}",
+        bytes_under(&cache),
+        s.max_size
+    );
+    // A marker stands in for it, so it is not made again per request.
+    let marker = copy(&s, &large, Kind::Coded(Coding::Gzip));
+    assert_eq!(fs::metadata(&marker).unwrap().len(), 0);
+    assert_eq!(lines.count(Level::Info, "not kept"), 1);
+    assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
+}
+
+#[test]
+fn leftovers_are_removed_at_start() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "d.html", 5000, 7);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    let made = copy(&s, &p, Kind::Coded(Coding::Br));
+    let name = made.file_name().unwrap().to_str().unwrap();
+    let dir = made.parent().unwrap();
+    let left = [
+        dir.join(format!(".{name}.tmp1a2b3c")),
+        cache.join(format!(".{name}.tmpff")),
+    ];
+    for l in &left {
+        fs::write(l, b"partial").unwrap();
+    }
+    let foreign = dir.join("notes.txt");
+    fs::write(&foreign, b"not ours").unwrap();
+    run_over(&s, Vec::new(), &lines);
+    assert!(left.iter().all(|l| !l.exists()));
+    assert!(foreign.exists() && made.exists());
+    assert_eq!(lines.count(Level::Info, "3 entries"), 1);
+    assert!(
+        cache.join(super::owner::LOCK_NAME).exists(),
+        "kept, not counted"
+    );
+    assert_eq!(
+        lines.count(Level::Info, "2 leftover temporaries removed"),
+        1
+    );
+}
+
+#[test]
+fn an_unwritable_cache_warns_once() {
+    let (d, docs, _) = tree();
+    let file = d.path().join("a-file");
+    fs::write(&file, b"").unwrap();
+    let s = settings(&file.join("cache"));
+    let lines = Lines::default();
+    let mut stream = Vec::new();
+    for i in 0..3 {
+        let p = page_file(&docs, &format!("{i}.html"), 5000, i);
+        stream.push(compress_job(&p, all()));
+    }
+    let sib = docs.join("s.html.gz");
+    fs::write(&sib, encoded_with(Coding::Gzip, &fast(), &page(5000, 1))).unwrap();
+    stream.push(record(&Job::Decode {
+        path: sib.as_os_str().as_bytes(),
+        coding: Coding::Gzip,
+        version: version(&sib),
+    }));
+    run_over(&s, stream, &lines);
+    assert_eq!(lines.count(Level::Warn, ""), 1);
+    assert_eq!(lines.count(Level::Warn, "cannot write the cache"), 1);
+}
+
+#[test]
+fn the_warning_comes_again_after_a_recovery() {
+    let (_d, _docs, cache) = tree();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let log = lines.log();
+    let mut state = State::start(&s, &log);
+    let e = std::io::Error::from(std::io::ErrorKind::StorageFull);
+    state.cache_failed(&s, &e, &log);
+    state.cache_failed(&s, &e, &log);
+    assert_eq!(lines.count(Level::Warn, ""), 1);
+    let v = Version {
+        device: 1,
+        inode: 2,
+        size: 3,
+        mtime_us: 4,
+        ctime_us: 5,
+    };
+    state.made(&s, (v, Kind::Decoded), 0, &log);
+    assert_eq!(lines.count(Level::Notice, "written again"), 1);
+    state.cache_failed(&s, &e, &log);
+    assert_eq!(lines.count(Level::Warn, ""), 2);
+}
+
+/// Events of a run, to count what it dropped.
+#[derive(Default)]
+struct Events(Mutex<Vec<super::Event>>);
+
+impl Events {
+    fn tally(&self) -> impl Fn(super::Event) + Sync + '_ {
+        |e| self.0.lock().unwrap().push(e)
+    }
+    fn dropped(&self) -> u64 {
+        let events = self.0.lock().unwrap();
+        events
+            .iter()
+            .map(|e| match e {
+                super::Event::Copies(crate::metrics::tally::Job::Dropped, n) => *n,
+                _ => 0,
+            })
+            .sum()
+    }
+}
+
+/// Waits (up to 20 s) until `done` holds.
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A run on `s` in a thread, reading jobs from a socket until the
+/// returned end is dropped; started once its start is logged.
+fn running<'a>(
+    scope: &'a std::thread::Scope<'a, '_>,
+    s: &'a Settings,
+    lines: &'a Lines,
+    events: &'a Events,
+) -> fs::File {
+    let (tx, rx) = seqpacket_pair();
+    let before = lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use");
+    scope.spawn(move || run(s, rx, &lines.log(), &events.tally()));
+    wait_until("the run's start", || {
+        lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use") > before
+    });
+    tx
+}
+
+/// A leftover temporary in a fan-out directory of `cache`.
+fn leftover(s: &Settings, p: &Path) -> PathBuf {
+    let made = copy(s, p, Kind::Coded(Coding::Gzip));
+    let dir = made.parent().unwrap();
+    fs::create_dir_all(dir).unwrap();
+    let name = made.file_name().unwrap().to_str().unwrap();
+    let left = dir.join(format!(".{name}.tmp1f"));
+    fs::write(&left, b"partial").unwrap();
+    left
+}
+
+#[test]
+fn a_second_run_on_a_held_root_makes_nothing_and_warns_once() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "e.html", 9000, 8);
+    let s = settings(&cache);
+    let (first, second) = (Lines::default(), Lines::default());
+    let events = Events::default();
+    std::thread::scope(|scope| {
+        let tx = running(scope, &s, &first, &events);
+        let left = leftover(&s, &p);
+        let mut stream = vec![compress_job(&p, all())];
+        stream.push(compress_job(&p, CodingSet::empty().with(Coding::Br)));
+        let second_events = Events::default();
+        run(
+            &s,
+            Messages::new(stream),
+            &second.log(),
+            &second_events.tally(),
+        );
+        assert_eq!(second.count(Level::Warn, ""), 1);
+        let root = cache.display().to_string();
+        assert_eq!(second.count(Level::Warn, &root), 1);
+        assert_eq!(second.count(Level::Warn, "makes none"), 1);
+        assert_eq!(second_events.dropped(), 4);
+        assert!(left.exists(), "a standby cleans nothing");
+        for c in Coding::ALL {
+            assert!(!copy(&s, &p, Kind::Coded(c)).exists(), "{c:?}");
+        }
+        drop(tx);
+    });
+    assert_eq!(first.count(Level::Warn, ""), 0);
+}
+
+#[test]
+fn the_second_run_takes_over_once_the_first_ends() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "f.html", 9000, 9);
+    let s = settings(&cache);
+    let (first, second) = (Lines::default(), Lines::default());
+    let (first_events, second_events) = (Events::default(), Events::default());
+    std::thread::scope(|scope| {
+        let tx = running(scope, &s, &first, &first_events);
+        let mut jobs = running(scope, &s, &second, &second_events);
+        assert_eq!(second.count(Level::Warn, "in use"), 1);
+        let left = leftover(&s, &p);
+        drop(tx);
+        wait_until("the takeover", || {
+            second.count(Level::Notice, "took it over") == 1
+        });
+        assert!(!left.exists(), "a taken-over root is cleaned");
+        jobs.write_all(&compress_job(&p, all())).unwrap();
+        wait_until("the copies", || {
+            Coding::ALL
+                .iter()
+                .all(|&c| copy(&s, &p, Kind::Coded(c)).exists())
+        });
+        drop(jobs);
+    });
+    assert_eq!(second.count(Level::Warn, ""), 1);
+    assert_eq!(second_events.dropped(), 0);
+    assert!(cache.join(super::owner::LOCK_NAME).exists());
+}

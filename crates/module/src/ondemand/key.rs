@@ -1,0 +1,390 @@
+//! What names a copy in the cache: the version of the file it was made
+//! from and what it holds, spelled as a file name written on the stack,
+//! and which files are compressed on demand at all.
+//!
+//! A copy's name is `<fan-out>/<device>-<inode>-<size>-<mtime>-<ctime>.<ext>`
+//! in lower-case hex, the fan-out being the inode's low byte (two digits),
+//! so no directory holds more than a 256th of the cache. `ext` is `zst`,
+//! `br` or `gz` for a compressed copy of an original, `id` for the decoded
+//! (identity) content of a sibling, keyed by the sibling's version. A
+//! zero-length file at a copy's name marks a version not worth
+//! compressing: no valid stream of any coding is empty.
+
+use crate::coding::Coding;
+use crate::publish::atomic::is_temp_name;
+use crate::publish::rules::compress_rule;
+use crate::publish::DEFAULT_MIN_SIZE;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+
+/// One version of a file: a copy made from it is served only while the
+/// file still has all of these. The ctime catches a rewrite that kept the
+/// size and put the mtime back (`rsync -t`, `touch -r`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Version {
+    pub device: u64,
+    pub inode: u64,
+    pub size: u64,
+    /// Modification time, microseconds since the epoch (as APR keeps it).
+    pub mtime_us: i64,
+    /// Inode change time, microseconds since the epoch.
+    pub ctime_us: i64,
+}
+
+impl Version {
+    /// The version `meta` describes, as the request path's `apr_finfo_t`
+    /// gives it (APR truncates nanoseconds to microseconds).
+    pub fn of(meta: &fs::Metadata) -> Version {
+        let us = |s: i64, ns: i64| s.saturating_mul(1_000_000).saturating_add(ns / 1000);
+        Version {
+            device: meta.dev(),
+            inode: meta.ino(),
+            size: meta.size(),
+            mtime_us: us(meta.mtime(), meta.mtime_nsec()),
+            ctime_us: us(meta.ctime(), meta.ctime_nsec()),
+        }
+    }
+}
+
+/// What a copy holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// The original in this coding.
+    Coded(Coding),
+    /// A sibling's decoded content.
+    Decoded,
+}
+
+impl Kind {
+    /// The copy name's extension.
+    pub const fn ext(self) -> &'static str {
+        match self {
+            Kind::Coded(Coding::Zstd) => "zst",
+            Kind::Coded(Coding::Br) => "br",
+            Kind::Coded(Coding::Gzip) => "gz",
+            Kind::Decoded => "id",
+        }
+    }
+
+    /// The kind whose extension is `ext`.
+    pub fn from_ext(ext: &str) -> Option<Kind> {
+        [
+            Kind::Coded(Coding::Zstd),
+            Kind::Coded(Coding::Br),
+            Kind::Coded(Coding::Gzip),
+            Kind::Decoded,
+        ]
+        .into_iter()
+        .find(|k| k.ext() == ext)
+    }
+}
+
+/// Longest name: two fan-out digits, a slash, five 16-digit numbers, four
+/// dashes, a dot and a three-letter extension make 91 bytes.
+const NAME_MAX: usize = 96;
+
+/// A copy's name, written on the stack.
+pub struct NameBuf {
+    bytes: [u8; NAME_MAX],
+    len: usize,
+}
+
+impl Default for NameBuf {
+    fn default() -> Self {
+        NameBuf::new()
+    }
+}
+
+impl NameBuf {
+    pub fn new() -> Self {
+        NameBuf {
+            bytes: [0; NAME_MAX],
+            len: 0,
+        }
+    }
+
+    /// The name written last (empty before any).
+    pub fn as_str(&self) -> &str {
+        // Only ASCII is ever pushed; the fallback cannot happen.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+
+    /// The name written last, as bytes (ASCII).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
+    /// Appends a byte; at most 90 are ever written (see `NAME_MAX`).
+    fn push(&mut self, b: u8) {
+        if let Some(slot) = self.bytes.get_mut(self.len) {
+            *slot = b;
+            self.len += 1;
+        }
+    }
+
+    /// Appends `n` in lower-case hex, without leading zeros.
+    fn push_hex(&mut self, n: u64) {
+        let digits = (64 - n.leading_zeros()).div_ceil(4).max(1);
+        for i in (0..digits).rev() {
+            self.push(b"0123456789abcdef"[(n >> (4 * i)) as usize & 0xf]);
+        }
+    }
+}
+
+/// The fan-out directory of a copy of the file with this inode.
+pub fn fan_out(inode: u64) -> u8 {
+    (inode & 0xff) as u8
+}
+
+/// Writes the name of the `kind` copy of version `v` (relative to the
+/// cache root) into `buf` and returns it. Times are written as their
+/// 64-bit two's complement, so a time before 1970 still has one name.
+pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
+    write_copy_name(v, kind, buf);
+    buf.as_str()
+}
+
+/// `copy_name` as bytes.
+pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
+    // Digits by hand, not `write!`: formatting cost over 1 % of an
+    // on-demand hit (bench/ondemand_callgrind.sh).
+    buf.len = 0;
+    let fan = fan_out(v.inode);
+    buf.push_hex(u64::from(fan >> 4));
+    buf.push_hex(u64::from(fan & 0xf));
+    buf.push(b'/');
+    let numbers = [v.device, v.inode, v.size, v.mtime_us as u64];
+    for n in numbers {
+        buf.push_hex(n);
+        buf.push(b'-');
+    }
+    buf.push_hex(v.ctime_us as u64);
+    buf.push(b'.');
+    for &b in kind.ext().as_bytes() {
+        buf.push(b);
+    }
+    buf.as_bytes()
+}
+
+/// The version and kind a copy's file name (without its fan-out
+/// directory) stands for; `None` for any other name.
+pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
+    let (stem, ext) = name.rsplit_once('.')?;
+    let kind = Kind::from_ext(ext)?;
+    let mut parts = stem.split('-');
+    let mut next = || -> Option<u64> {
+        let p = parts.next()?;
+        let canonical = !p.is_empty()
+            && p.len() <= 16
+            && p.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            && (p == "0" || !p.starts_with('0'));
+        canonical.then(|| u64::from_str_radix(p, 16).ok())?
+    };
+    let v = Version {
+        device: next()?,
+        inode: next()?,
+        size: next()?,
+        mtime_us: next()? as i64,
+        ctime_us: next()? as i64,
+    };
+    parts.next().is_none().then_some((v, kind))
+}
+
+/// Largest original compressed on demand: 64 MiB. Brotli at quality 11
+/// is slow, so a file this size already holds the (by default single)
+/// compressor worker for a long while, and every other miss waits; pages,
+/// scripts and styles are far smaller, and what is larger (logs, data
+/// dumps) is better published with the tool.
+pub const MAX_SIZE: u64 = 64 << 20;
+
+/// Whether a file with this name (or path: only its last component
+/// counts) and size is compressed on demand: the publish tool's rules
+/// (not a temporary of its own, not a delta, not an already-compressed
+/// format, at least its default `--min-size`) and at most `MAX_SIZE`.
+pub fn compressible(name: &[u8], size: u64) -> bool {
+    let base = name.rsplit(|&b| b == b'/').next().unwrap_or_default();
+    // The tool refuses names that are not UTF-8 too.
+    let Ok(base) = std::str::from_utf8(base) else {
+        return false;
+    };
+    size <= MAX_SIZE
+        && !base.is_empty()
+        && !is_temp_name(base)
+        && compress_rule(base, size, DEFAULT_MIN_SIZE).is_none()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v() -> Version {
+        Version {
+            device: 0x803,
+            inode: 0x1_2345,
+            size: 5000,
+            mtime_us: 1_700_000_000_123_456,
+            ctime_us: 1_700_000_001_000_000,
+        }
+    }
+
+    #[test]
+    fn names_round_trip() {
+        let mut buf = NameBuf::new();
+        assert_eq!(buf.as_str(), "");
+        let kinds = [
+            Kind::Coded(Coding::Zstd),
+            Kind::Coded(Coding::Br),
+            Kind::Coded(Coding::Gzip),
+            Kind::Decoded,
+        ];
+        for k in kinds {
+            let name = copy_name(&v(), k, &mut buf).to_owned();
+            assert!(name.starts_with("45/803-12345-1388-"), "{name}");
+            assert!(name.ends_with(&format!(".{}", k.ext())));
+            let (dir, file) = name.split_once('/').unwrap();
+            assert_eq!(dir, "45");
+            assert_eq!(parse_copy_name(file), Some((v(), k)));
+        }
+        let extreme = Version {
+            device: u64::MAX,
+            inode: u64::MAX,
+            size: u64::MAX,
+            mtime_us: -1,
+            ctime_us: i64::MIN,
+        };
+        let name = copy_name(&extreme, Kind::Decoded, &mut buf).to_owned();
+        assert_eq!(name.len(), 90);
+        assert!(name.starts_with("ff/ffffffffffffffff-"));
+        let file = name.split_once('/').unwrap().1;
+        assert_eq!(parse_copy_name(file), Some((extreme, Kind::Decoded)));
+        let zero = Version {
+            device: 0,
+            inode: 0,
+            size: 0,
+            mtime_us: 0,
+            ctime_us: 0,
+        };
+        assert_eq!(copy_name(&zero, Kind::Decoded, &mut buf), "00/0-0-0-0-0.id");
+    }
+
+    #[test]
+    fn other_names_are_not_copies() {
+        for bad in [
+            "803-12345-1388-1-2",
+            "803-12345-1388-1.zst",
+            "803-12345-1388-1-2-3.zst",
+            "803-12345-1388-1-2.txt",
+            "803-012345-1388-1-2.zst",
+            "803-12345-1388-1-2X.zst",
+            "803-12345--1-2.zst",
+            ".803-12345-1388-1-2.zst.tmp1a2b",
+            "10000000000000000-1-1-1-1.gz",
+        ] {
+            assert_eq!(parse_copy_name(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn version_comes_from_metadata_in_microseconds() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a");
+        fs::write(&p, b"12345").unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+        fs::File::options()
+            .write(true)
+            .open(&p)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        let m = fs::metadata(&p).unwrap();
+        let v = Version::of(&m);
+        assert_eq!((v.inode, v.size), (m.ino(), 5));
+        assert_eq!(v.mtime_us, 1_000_000_123_456);
+        assert!(v.ctime_us > v.mtime_us);
+    }
+
+    #[test]
+    fn compressible_is_the_publish_tools_rule() {
+        use crate::publish::rules::compress_rule;
+        let delta = format!("page.html.{}.dcz", "ab".repeat(32));
+        let names: [&[u8]; 14] = [
+            b"a.html",
+            b"/x/.hidden",
+            b".html",
+            b"/x/a.PNG",
+            b"a.tar.GZ",
+            b"noext",
+            b"/d.ir/noext",
+            b"a.",
+            b"/x/.a.html.br.tmp0f",
+            b"/x/.a.html.tmpzz",
+            delta.as_bytes(),
+            b"x.dcz",
+            b"a.verylongext",
+            b"caf\xe9.png",
+        ];
+        for n in names {
+            for size in [
+                0,
+                DEFAULT_MIN_SIZE - 1,
+                DEFAULT_MIN_SIZE,
+                MAX_SIZE,
+                MAX_SIZE + 1,
+            ] {
+                let base = n.rsplit(|&b| b == b'/').next().unwrap_or(n);
+                let rule = std::str::from_utf8(base).is_ok_and(|b| {
+                    size <= MAX_SIZE
+                        && !b.is_empty()
+                        && !crate::publish::atomic::is_temp_name(b)
+                        && compress_rule(b, size, DEFAULT_MIN_SIZE).is_none()
+                });
+                assert_eq!(compressible(n, size), rule, "{n:?} {size}");
+            }
+        }
+    }
+
+    #[test]
+    fn names_of_every_length() {
+        for digits in 0..=16 {
+            let n = if digits == 0 {
+                0
+            } else {
+                u64::MAX >> (64 - 4 * digits)
+            };
+            let v = Version {
+                device: n,
+                inode: n ^ 0x5a,
+                size: n / 3,
+                mtime_us: n as i64,
+                ctime_us: (n >> 1) as i64,
+            };
+            let mut buf = NameBuf::new();
+            let want = format!(
+                "{:02x}/{:x}-{:x}-{:x}-{:x}-{:x}.gz",
+                v.inode & 0xff,
+                v.device,
+                v.inode,
+                v.size,
+                v.mtime_us as u64,
+                v.ctime_us as u64
+            );
+            assert_eq!(copy_name(&v, Kind::Coded(Coding::Gzip), &mut buf), want);
+        }
+    }
+
+    #[test]
+    fn compressible_follows_the_publish_rules() {
+        assert!(compressible(b"/var/www/index.html", 5000));
+        assert!(compressible(b"style.css", DEFAULT_MIN_SIZE));
+        assert!(compressible(b"/srv/big.json", MAX_SIZE));
+        assert!(!compressible(b"/srv/big.json", MAX_SIZE + 1));
+        assert!(!compressible(b"tiny.html", DEFAULT_MIN_SIZE - 1));
+        assert!(!compressible(b"/var/www/photo.JPG", 5000));
+        assert!(!compressible(b"/var/www/page.html.gz", 5000));
+        assert!(!compressible(b"/var/www/.page.html.gz.tmp1a2b", 5000));
+        let delta = format!("/d/app.js.{}.dcz", "ab".repeat(32));
+        assert!(!compressible(delta.as_bytes(), 5000));
+        assert!(!compressible(b"/var/www/caf\xe9.html", 5000));
+        assert!(!compressible(b"/var/www/", 5000));
+    }
+}

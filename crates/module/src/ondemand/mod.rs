@@ -1,0 +1,22 @@
+//! On-demand compression: the module compresses each version of a file
+//! once, in the background, with no publish step.
+//!
+//! In an `On` scope, a request for a compressible original whose coding
+//! has no fresh sibling is served from a copy in the cache root when one
+//! exists for the original's current version; otherwise it is answered as
+//! without the cache and the file is queued. A separate compressor
+//! process makes the copies with exactly what `gzip-disk-ng compress`
+//! would write, checks the file's version before and after, and evicts the
+//! least recently used copies beyond the size limit. Decoded copies do the
+//! same for sibling-only pages served to clients accepting no coding.
+//!
+//! - `key`: what names a copy (version and kind), without allocating,
+//!   and which files are compressed on demand;
+//! - `job`: the jobs children send and their wire format;
+//! - `compressor`: the process that makes the copies;
+//! - `root`: whether a cache root only the server's user can write.
+
+pub(crate) mod compressor;
+pub(crate) mod job;
+pub mod key;
+pub(crate) mod root;

@@ -1,0 +1,392 @@
+//! The decompress responder: a sibling decoded on the fly for a client
+//! that accepts none, streamed through a fixed buffer, or its decoded
+//! copy from the on-demand cache; and the 500 when none can be decoded.
+
+use super::{offer_as_dictionary, pass_status, send_file, set_marker, Attempt};
+use super::{Answer, Held, Representation, Skip, Tag, Tried};
+use crate::coding::Coding;
+use crate::decode::{self, Body, DecodeError, Facts};
+use crate::httpd::{Brigade, File, Level, Request, Status};
+use crate::lookup::Sibling;
+use crate::memo;
+use crate::metrics::counters;
+use crate::metrics::tally::Outcome;
+use crate::variant::Window;
+use std::ffi::CStr;
+
+/// Decoded bytes per pass down the filter chain.
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// A zstd window above this prefers a gzip sibling, keeping the decompress
+/// path's memory bounded (gzip needs 32 KiB).
+const ZSTD_PREFERRED_WINDOW: u64 = 128 * 1024;
+
+/// What a sibling's headers say, from the per-version cache or read once.
+/// A sibling browsers cannot decode is logged when first found, so once
+/// per file version (and process).
+fn sibling_facts(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+) -> Result<(Facts, memo::facts::Key), DecodeError> {
+    let key = (file.info().version(), c);
+    if let Some(Some(f)) = memo::facts::get(&key) {
+        return Ok((f, key));
+    }
+    let f = decode::inspect(c, &Readable(*file), file.info().size()).inspect_err(|_| {
+        memo::facts::put(key, None);
+    })?;
+    if let Some(why) = f.browser_refusal(c) {
+        req.log(
+            Level::Info,
+            0,
+            &format!(
+                "{}: {why}; not sent as {}, another representation is",
+                path.to_string_lossy(),
+                c.token()
+            ),
+        );
+    }
+    memo::facts::put(key, Some(f));
+    Ok((f, key))
+}
+
+/// Whether browsers can decode a zstd or brotli sibling (RFC 9659 window,
+/// no large-window brotli). One that cannot be inspected is sent as it is,
+/// as core would send it, and is not inspected again.
+pub(super) fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
+    match memo::facts::get(&(file.info().version(), c)) {
+        Some(Some(f)) => f.browser_refusal(c).is_none(),
+        Some(None) => true,
+        None => {
+            sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
+        }
+    }
+}
+
+/// Logs a sibling that failed to decode before anything was sent; one
+/// that needs more memory than the cap is remembered as such.
+fn undecodable<'r>(
+    req: &Request<'_>,
+    c: Coding,
+    path: &'r CStr,
+    e: &DecodeError,
+    key: Option<&memo::facts::Key>,
+) -> Skip<'r> {
+    if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
+        memo::facts::learn_needed(key, *w);
+        return too_large(req, c, path, *w);
+    }
+    req.log(
+        Level::Err,
+        0,
+        &format!("cannot decode {}: {e}", path.to_string_lossy()),
+    );
+    Skip::Undecodable(c)
+}
+
+/// Passes over a sibling whose window exceeds the decoding limit.
+fn too_large<'r>(req: &Request<'_>, coding: Coding, path: &'r CStr, window: u64) -> Skip<'r> {
+    req.log_with(Level::Debug, 0, || {
+        format!(
+            "{} window of {} exceeds the {} decompression limit; trying the next sibling",
+            path.to_string_lossy(),
+            decode::show_size(window),
+            decode::show_size(decode::MAX_WINDOW)
+        )
+    });
+    Skip::TooLarge {
+        coding,
+        path,
+        window,
+    }
+}
+
+/// The answer when siblings exist but none could be decoded: 500, with an
+/// error line unless one already says why.
+pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Tried<'_>) -> Answer {
+    let (req, filename) = (a.req, a.filename);
+    if let Some((path, window)) = failed.too_large.filter(|_| !failed.logged) {
+        req.log(
+            Level::Err,
+            0,
+            &format!(
+                "{} needs a window of {}, over the {} decoding limit, and no other \
+                 sibling of {} can be decoded; `gzip-disk-ng compress` rewrites it within \
+                 the limit (`gzip-disk-ng verify` lists such siblings)",
+                path.to_string_lossy(),
+                decode::show_size(window),
+                decode::show_size(decode::MAX_WINDOW),
+                filename.to_string_lossy()
+            ),
+        );
+    } else if !failed.logged {
+        req.log(
+            Level::Err,
+            0,
+            &format!(
+                "no sibling of {} can be decoded within the 8 MiB window limit",
+                filename.to_string_lossy()
+            ),
+        );
+    }
+    Answer::new(Status::INTERNAL_SERVER_ERROR, Outcome::Error, 0)
+}
+
+/// The facts of a sibling the decompress path will decode: its window must
+/// fit the memory cap.
+fn decodable_facts<'r>(
+    req: &Request<'_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &'r CStr,
+) -> Result<(Facts, memo::facts::Key), Skip<'r>> {
+    let (facts, key) =
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, c, path, &e, None))?;
+    if facts.needed > decode::MAX_WINDOW {
+        return Err(too_large(req, c, path, facts.window));
+    }
+    Ok((facts, key))
+}
+
+/// Whether a sibling needs more history than a `Window::Small` candidate
+/// allows: a large zstd window then waits for its `Window::Any` turn,
+/// after gzip.
+fn waits(req: &Request<'_>, c: Coding, w: Window, facts: &Facts, path: &CStr) -> bool {
+    let wait = w == Window::Small && c == Coding::Zstd && facts.needed > ZSTD_PREFERRED_WINDOW;
+    if wait {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "zstd window {} of {} is large; a gzip sibling is decoded first if there is one",
+                facts.needed,
+                path.to_string_lossy()
+            )
+        });
+    }
+    wait
+}
+
+/// Decoded bytes in the output buffer, and whether the stream ended.
+#[derive(Clone, Copy)]
+struct Chunk {
+    filled: usize,
+    eof: bool,
+}
+
+/// Decodes the next chunk, or up to the end of the stream.
+fn fill(dec: &mut Body<'_, Readable<'_>>) -> Result<Chunk, DecodeError> {
+    let (filled, eof) = dec.fill()?;
+    Ok(Chunk { filled, eof })
+}
+
+/// A decoded total that contradicts the declared length.
+fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError> {
+    let d = declared?;
+    (total > d || (eof && total != d)).then(|| {
+        DecodeError::Corrupt(format!(
+            "decoded length {total}{} does not match the declared {d}",
+            if eof { "" } else { "+" }
+        ))
+    })
+}
+
+/// A decoder for `file` with its first chunk decoded and checked against
+/// the declared length.
+fn start<'s, 'r>(
+    c: Coding,
+    file: &'s Readable<'r>,
+    facts: &Facts,
+) -> Result<(Body<'s, Readable<'r>>, Chunk), DecodeError> {
+    let mut dec = Body::new(c, file, file.0.info().size(), Some(facts), OUT_CHUNK)?;
+    let first = fill(&mut dec)?;
+    match mismatch(first.filled as u64, first.eof, facts.declared_len) {
+        Some(e) => Err(e),
+        None => Ok((dec, first)),
+    }
+}
+
+/// Decodes a sibling on the fly for a client that accepts none. The first
+/// chunk is decoded before any header is set, so a sibling that fails
+/// early gives way to the next candidate, and a body that ends within it
+/// gets its exact Content-Length; a longer one gets the length its headers
+/// make certain or an earlier complete decode established, else none.
+pub(super) fn decompress<'r>(
+    a: &Attempt<'_, 'r>,
+    c: Coding,
+    s: &Sibling<'r>,
+    w: Window,
+    tried: &Tried<'r>,
+) -> Result<Answer, Skip<'r>> {
+    let req = a.req;
+    if let Some(answer) = from_decoded_copy(a, c, s) {
+        return Ok(answer);
+    }
+    let file = a.open(Some(c), s, tried)?;
+    let checked = decodable_facts(req, c, &file, s.path);
+    if let Ok((facts, _)) = &checked {
+        if waits(req, c, w, facts, s.path) {
+            return Err(Skip::Later);
+        }
+    }
+    let cpu = counters::cpu_now();
+    let (facts, key) = checked?;
+    let src = Readable(file);
+    let (mut dec, first) =
+        start(c, &src, &facts).map_err(|e| undecodable(req, c, s.path, &e, Some(&key)))?;
+    let declared = if first.eof {
+        Some(first.filled as u64)
+    } else {
+        facts.declared_len
+    };
+    set_decoded_headers(a, &file, s.path, declared);
+    let unknown = Answer::new(
+        Status::OK,
+        Outcome::Decoded(c),
+        declared.unwrap_or(u64::MAX),
+    );
+    let bb = req.brigade();
+    let cond = req.meets_conditions();
+    if cond != Status::OK || req.header_only() {
+        let status = finish_without_body(req, &bb, cond, declared);
+        return Ok(Answer { status, ..unknown });
+    }
+    let (status, complete) = stream(req, &bb, &mut dec, first, s.path, declared, &key);
+    if let (Some(len), None) = (complete, declared) {
+        memo::facts::learn_len(&key, len);
+    }
+    let answer = match complete {
+        _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
+        Some(len) => Answer::new(status, Outcome::Decoded(c), len),
+        None => Answer { status, ..unknown },
+    };
+    let micros = counters::cpu_now().saturating_sub(cpu);
+    Ok(Answer {
+        decode_cpu: Some((c, micros)),
+        ..answer
+    })
+}
+
+/// On demand, a decoded copy of this sibling version answers as the
+/// decoding would, from a file; a missing one is asked for once the walk
+/// is over (and the sibling decoded as before).
+fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Option<Answer> {
+    let Held::Ready(_, file) = a.decoded_copy(c, s) else {
+        return None;
+    };
+    Some(send_file(
+        a,
+        Representation {
+            file: &file,
+            path: s.path,
+            validators_of: Some(&s.info),
+            coding: None,
+            tag: Tag::Plain("identity"),
+            as_is: Some(false),
+            outcome: Outcome::DecodedCopy(c),
+            splice: None,
+        },
+    ))
+}
+
+/// The headers of a decoded response: validators of the sibling's file
+/// with an `identity` ETag, no ranges, the length where it is known.
+fn set_decoded_headers(a: &Attempt<'_, '_>, file: &File<'_>, path: &CStr, declared: Option<u64>) {
+    let req = a.req;
+    req.set_last_modified(file.info());
+    req.set_etag(file, path, "identity", false);
+    req.set_header("Accept-Ranges", c"none");
+    req.unset_header_in(c"Range");
+    if let Some(len) = declared {
+        req.set_content_length(len);
+    }
+    set_marker(a, false);
+    offer_as_dictionary(a);
+}
+
+/// Ends a 304/412 or a HEAD response.
+fn finish_without_body(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    cond: Status,
+    declared: Option<u64>,
+) -> Status {
+    if cond != Status::OK {
+        req.set_status(cond);
+    } else if declared.is_none() {
+        // HEAD of a body of unknown length: headers go out before EOS,
+        // so no Content-Length (rather than a false 0) is computed.
+        bb.flush();
+        bb.pass();
+        bb.cleanup();
+    }
+    bb.eos();
+    let st = bb.pass();
+    bb.cleanup();
+    pass_status(req, st)
+}
+
+/// Ends a response whose body failed mid-stream: the error bucket makes
+/// Apache cut the connection (or reset the stream), so the client sees a
+/// failed transfer rather than a short body.
+fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeError) -> Status {
+    req.log(
+        Level::Err,
+        0,
+        &format!("decoding {} failed: {what}", path.to_string_lossy()),
+    );
+    bb.cleanup();
+    bb.error(Status::BAD_GATEWAY);
+    bb.eos();
+    bb.pass();
+    bb.cleanup();
+    Status::DONE
+}
+
+/// Streams the decoded body in fixed chunks, starting with the one already
+/// decoded; memory stays bounded by the decoder's window plus one chunk,
+/// or by the size `decode::Body` decodes whole. Returns the status and,
+/// when the stream was decoded to its end, its length.
+fn stream(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    dec: &mut Body<'_, Readable<'_>>,
+    first: Chunk,
+    path: &CStr,
+    declared: Option<u64>,
+    key: &memo::facts::Key,
+) -> (Status, Option<u64>) {
+    let mut chunk = first;
+    let mut total: u64 = 0;
+    loop {
+        total += chunk.filled as u64;
+        let st = bb.pass_borrowed(dec.chunk(), chunk.eof);
+        if chunk.eof {
+            return (pass_status(req, st), Some(total));
+        }
+        if st != 0 || req.aborted() {
+            return (pass_status(req, st), None);
+        }
+        chunk = match fill(dec) {
+            Ok(c) => c,
+            Err(e) => {
+                if let DecodeError::TooLarge(w) = e {
+                    memo::facts::learn_needed(key, w);
+                }
+                return (abort(req, bb, path, &e), None);
+            }
+        };
+        if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
+            return (abort(req, bb, path, &e), None);
+        }
+    }
+}
+
+/// An open sibling as the core's decoders read it: positional reads.
+struct Readable<'r>(File<'r>);
+
+impl decode::ReadAt for Readable<'_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read_at(offset, buf)
+    }
+}

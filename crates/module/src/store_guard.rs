@@ -1,0 +1,158 @@
+//! The dictionary store older releases of the publish tool kept inside the
+//! tree (`TREE/.gzip-disk-ng/`) holds earlier versions of files, perhaps
+//! withdrawn because they must no longer be seen: never served, whether a
+//! request names it or reaches it through a symlink.
+
+use crate::dictionary;
+use crate::httpd::{FileKind, FileVersion, Level, Request, Status};
+use crate::memo::version::VersionMemo;
+use std::ffi::{CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+/// Length of a hash in hex, as the store names every file it holds.
+const HASH_HEX: usize = 2 * dictionary::HASH_LEN;
+
+/// Whether a file or directory version lies in a store, by where its
+/// path resolves: a fact of the version (a directory has one parent, the
+/// tool never hard-links a stored file, and a move changes the ctime), so
+/// it is resolved once per process, not checked with an `lstat` on every
+/// request (a syscall saved on each request the server answers).
+static IN_STORE: VersionMemo<FileVersion, bool> = VersionMemo::new(16_384);
+
+/// The request's file, by its name or resolved, lies in a store: 404,
+/// whatever the handler, with one info line.
+pub fn refuse_request(req: &Request<'_>) -> Option<Status> {
+    let filename = req.filename()?;
+    let bytes = filename.to_bytes();
+    let resolved = if dictionary::in_store_bytes(bytes) {
+        None
+    } else {
+        Some(resolves_into_store(
+            req,
+            Path::new(OsStr::from_bytes(bytes)),
+        )?)
+    };
+    log_refusal(req, filename, resolved.as_deref());
+    Some(Status::NOT_FOUND)
+}
+
+/// Where the request's file resolves, when that is inside a store. A
+/// missing file (the module may answer it from a sibling) is resolved
+/// only when its name is a stored file's, a 64-hex hash: every file a
+/// store holds is named so.
+fn resolves_into_store(req: &Request<'_>, path: &Path) -> Option<PathBuf> {
+    let info = req.finfo();
+    match info.kind() {
+        FileKind::Regular | FileKind::Directory => version_in_store(path, info.version()),
+        _ => {
+            let name = path.file_name()?.as_bytes();
+            has_hash_run(name).then(|| in_store_resolved(path))?
+        }
+    }
+}
+
+/// Where `path`, whose file is version `v`, resolves, when that is inside
+/// a store: resolved the first time this process meets `v`.
+fn version_in_store(path: &Path, v: FileVersion) -> Option<PathBuf> {
+    if IN_STORE.get(&v) == Some(false) {
+        return None;
+    }
+    let real = in_store_resolved(path);
+    IN_STORE.put(v, real.is_some());
+    real
+}
+
+/// A sibling or delta opened at `path` (following symlinks), version `v`:
+/// refused (with one info line) when it lies in a store.
+pub fn opened_refused(req: &Request<'_>, path: &CStr, v: FileVersion) -> bool {
+    let Some(real) = version_in_store(Path::new(OsStr::from_bytes(path.to_bytes())), v) else {
+        return false;
+    };
+    log_refusal(req, path, Some(&real));
+    true
+}
+
+/// A sibling or delta at `path` whose lstat showed a symlink `Options`
+/// allow: refused (with one info line) when it resolves into a store.
+pub fn link_refused(req: &Request<'_>, path: &CStr) -> bool {
+    let Some(real) = in_store_resolved(Path::new(OsStr::from_bytes(path.to_bytes()))) else {
+        return false;
+    };
+    log_refusal(req, path, Some(&real));
+    true
+}
+
+/// Where `path` resolves (following every symlink; its directory when it
+/// does not exist), when that is inside a store.
+fn in_store_resolved(path: &Path) -> Option<PathBuf> {
+    let real = match std::fs::canonicalize(path) {
+        Ok(real) => real,
+        Err(_) => std::fs::canonicalize(path.parent()?).ok()?,
+    };
+    dictionary::in_store(&real).then_some(real)
+}
+
+fn log_refusal(req: &Request<'_>, path: &CStr, real: Option<&Path>) {
+    req.log_with(Level::Info, 0, || match real {
+        None => format!(
+            "request into the dictionary store refused: {}",
+            path.to_string_lossy()
+        ),
+        Some(real) => format!(
+            "request into the dictionary store refused: {} resolves to {}",
+            path.to_string_lossy(),
+            real.display()
+        ),
+    });
+}
+
+/// Whether `name` holds 64 hex digits in a row, as every file the store
+/// holds is named (`<hex>.zst`, `<hex>`, their temporaries).
+fn has_hash_run(name: &[u8]) -> bool {
+    let mut run = 0;
+    name.iter().any(|b| {
+        run = if b.is_ascii_hexdigit() { run + 1 } else { 0 };
+        run >= HASH_HEX
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hash_names_are_recognised() {
+        let hex = dictionary::to_hex(&dictionary::hash(b"v1"));
+        assert!(has_hash_run(format!("{hex}.zst").as_bytes()));
+        assert!(has_hash_run(hex.as_bytes()));
+        assert!(has_hash_run(format!(".{hex}.zst.tmp1a2b").as_bytes()));
+        assert!(!has_hash_run(&hex.as_bytes()[1..]));
+        assert!(!has_hash_run(b"index.html"));
+        let split = format!("{}-{}", &hex[..32], &hex[32..]);
+        assert!(!has_hash_run(split.as_bytes()));
+    }
+
+    #[test]
+    fn resolved_paths_are_checked_through_symlinks() {
+        let d = tempfile::tempdir().unwrap();
+        let store = d.path().join(".gzip-disk-ng/versions/a.html");
+        std::fs::create_dir_all(&store).unwrap();
+        std::fs::write(store.join("x.zst"), b"old").unwrap();
+        let link = d.path().join("link");
+        std::os::unix::fs::symlink(d.path().join(".gzip-disk-ng"), &link).unwrap();
+        let file = d.path().join("old.html");
+        std::os::unix::fs::symlink(store.join("x.zst"), &file).unwrap();
+        for p in [
+            link.join("versions/a.html/x.zst"),
+            link.join("versions/a.html/missing"),
+            file,
+            link,
+        ] {
+            assert!(in_store_resolved(&p).is_some(), "{}", p.display());
+        }
+        std::fs::write(d.path().join("page.html"), b"new").unwrap();
+        assert!(in_store_resolved(&d.path().join("page.html")).is_none());
+        assert!(in_store_resolved(&d.path().join("gone/x")).is_none());
+    }
+}
