@@ -100,8 +100,28 @@ pub fn clean(paths: &[PathBuf], opts: &CleanOptions) -> Result<CleanSummary, Str
         }
     }
     let leftovers = made.temporaries.iter().filter(|t| is_abandoned(t));
-    for path in leftovers.chain(&places) {
-        match remove(path, opts.dry_run) {
+    let removals: Vec<&PathBuf> = leftovers.chain(&places).collect();
+    remove_leftovers(&removals, &places, opts.dry_run, &progress, &mut summary);
+    summary.elapsed = start.elapsed();
+    Ok(summary)
+}
+
+/// Removes the leftover temporaries of killed runs and the tree's stores
+/// (`places`), counting each in `summary`.
+fn remove_leftovers(
+    paths: &[&PathBuf],
+    places: &[PathBuf],
+    dry_run: bool,
+    progress: &Progress,
+    summary: &mut CleanSummary,
+) {
+    let what = if dry_run {
+        "would be removed"
+    } else {
+        "removed"
+    };
+    for &path in paths {
+        match remove(path, dry_run) {
             Ok(()) if places.contains(path) => summary.stores.push(path.clone()),
             Ok(()) => summary.temporaries += 1,
             Err(e) => {
@@ -109,15 +129,8 @@ pub fn clean(paths: &[PathBuf], opts: &CleanOptions) -> Result<CleanSummary, Str
                 summary.errors += 1;
             }
         }
-        let what = if opts.dry_run {
-            "would be removed"
-        } else {
-            "removed"
-        };
         progress.file_line(&format!("{}: {what}", path.display()));
     }
-    summary.elapsed = start.elapsed();
-    Ok(summary)
 }
 
 /// Decides on one sibling or delta, and removes it when it goes (unless

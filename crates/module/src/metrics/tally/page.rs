@@ -99,40 +99,44 @@ pub fn chart(s: &Snapshot) -> String {
         LABEL_W + 148,
     );
     for (i, b) in bars.iter().enumerate() {
-        let y = TOP + ROW_H * i as u64;
-        let _ = writeln!(
-            out,
-            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
-            LABEL_W - 10,
-            y + 21,
-            b.label
-        );
-        // Known sizes only: the uncompressed bar against what those
-        // bodies sent; a row of unknown size has the sent bar alone.
-        let sent = if b.t.any_known() {
-            let _ = writeln!(
-                out,
-                "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#9ecae1\"/>",
-                y + 2,
-                scale(b.t.original)
-            );
-            b.t.known_sent()
-        } else {
-            b.t.sent
-        };
-        let _ = write!(
-            out,
-            "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#08519c\"/>\n\
-             <text x=\"{}\" y=\"{}\">{}</text>\n",
-            y + 18,
-            scale(sent),
-            LABEL_W + BAR_W + 10,
-            y + 21,
-            figures(&b.t),
-        );
+        bar_row(&mut out, TOP + ROW_H * i as u64, b, &scale);
     }
     out.push_str("</svg>\n");
     out
+}
+
+/// One row of the chart at height `y`: the label, the bars and the figures.
+fn bar_row(out: &mut String, y: u64, b: &Bar, scale: &dyn Fn(u64) -> f64) {
+    let _ = writeln!(
+        out,
+        "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>",
+        LABEL_W - 10,
+        y + 21,
+        b.label
+    );
+    // Known sizes only: the uncompressed bar against what those
+    // bodies sent; a row of unknown size has the sent bar alone.
+    let sent = if b.t.any_known() {
+        let _ = writeln!(
+            out,
+            "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#9ecae1\"/>",
+            y + 2,
+            scale(b.t.original)
+        );
+        b.t.known_sent()
+    } else {
+        b.t.sent
+    };
+    let _ = write!(
+        out,
+        "<rect x=\"{LABEL_W}\" y=\"{}\" width=\"{:.1}\" height=\"14\" fill=\"#08519c\"/>\n\
+         <text x=\"{}\" y=\"{}\">{}</text>\n",
+        y + 18,
+        scale(sent),
+        LABEL_W + BAR_W + 10,
+        y + 21,
+        figures(&b.t),
+    );
 }
 
 #[cfg(test)]
