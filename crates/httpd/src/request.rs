@@ -234,6 +234,46 @@ impl<'r> Request<'r> {
         unsafe { (*self.r).content_encoding = token.as_ptr() }
     }
 
+    /// The virtual host answering, as `host:port` (`server_hostname`
+    /// and the port it was configured with): what names it across
+    /// restarts.
+    pub fn host_key(&self) -> Vec<u8> {
+        // SAFETY: every request has a server, whose hostname is a pool
+        // string or NULL.
+        let s = unsafe { &*self.raw().server };
+        let host: &[u8] = if s.server_hostname.is_null() {
+            b""
+        } else {
+            // SAFETY: a NUL-terminated pool string.
+            unsafe { CStr::from_ptr(s.server_hostname) }.to_bytes()
+        };
+        let mut key = host.to_vec();
+        key.push(b':');
+        key.extend(s.port.to_string().as_bytes());
+        key
+    }
+
+    /// The user the request authenticated as (`r->user`), if any.
+    pub fn user(&self) -> Option<&'r [u8]> {
+        let p = self.raw().user;
+        // SAFETY: a non-NULL user is a NUL-terminated pool string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+
+    /// The response's media type as set so far (`r->content_type`).
+    pub fn content_type(&self) -> Option<&'r [u8]> {
+        let p = self.raw().content_type;
+        // SAFETY: a non-NULL content_type is a NUL-terminated string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+
+    /// The decoded path of the request (`r->uri`).
+    pub fn uri(&self) -> Option<&'r [u8]> {
+        let p = self.raw().uri;
+        // SAFETY: a non-NULL uri is a NUL-terminated pool string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+
     /// The query string (`r->args`), without its `?`.
     pub fn query(&self) -> Option<&'r [u8]> {
         let p = self.raw().args;

@@ -15,7 +15,7 @@ use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
 use crate::metrics::counters;
 use crate::metrics::tally;
 use crate::ondemand::compressor::{self, Event, Settings};
-use crate::ondemand::job::{self, CodingSet, Job};
+use crate::ondemand::job::{self, CodingSet, Deltas, Job};
 use crate::ondemand::key::{self, Kind, NameBuf, Version};
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -72,6 +72,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         workers: sc.compressor_workers(),
         levels: crate::publish::encode::Levels::default(),
         min_saving: crate::publish::CompressOptions::default().min_saving,
+        delta_levels: crate::publish::delta_codec::DeltaLevels::default(),
     };
     *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
     let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
@@ -174,6 +175,19 @@ impl Active {
         }
     }
 
+    /// Whether the cache keeps the version whose content has SHA-256 `h`
+    /// (a dictionary deltas on demand are made against): a delta missing
+    /// against it is worth asking for, one against any other hash is not.
+    pub fn keeps(&self, req: &Request<'_>, h: &crate::dictionary::Hash) -> bool {
+        let mut name = NameBuf::new();
+        let kind = Kind::Kept(*h);
+        let path = req.path_with_suffix(
+            &self.root,
+            key::write_copy_name(&Version::NONE, kind, &mut name),
+        );
+        matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid)
+    }
+
     /// Whether this process asked for the copy of `v` in coding `c` in
     /// the tick of `now_us` (see `ASK_TICK`): the copy is then still being
     /// made (or its job was dropped), so a request need not look for it.
@@ -183,12 +197,20 @@ impl Active {
         ASKED.done(v, CodingSet::empty().with(c).bits(), now_us >> ASK_TICK)
     }
 
-    /// Asks for the copies of `codings` of the original at `path`, unless
-    /// this process asked for them in the tick of `now_us` (the
-    /// compressor is then at work on them, or dropped them and a later
-    /// request asks again); whether a job was sent.
-    pub fn queue_compress(&self, path: &CStr, v: Version, codings: CodingSet, now_us: i64) -> bool {
-        let (bits, now) = (codings.bits(), now_us >> ASK_TICK);
+    /// Asks for the copies of `codings` of the original at `path`, and
+    /// its `deltas`, unless this process asked for them in the tick of
+    /// `now_us` (the compressor is then at work on them, or dropped them
+    /// and a later request asks again); whether a job was sent.
+    pub fn queue_compress(
+        &self,
+        path: &CStr,
+        v: Version,
+        codings: CodingSet,
+        deltas: Option<Deltas<'_>>,
+        now_us: i64,
+    ) -> bool {
+        let bits = codings.bits() | if deltas.is_some() { DELTAS_ASKED } else { 0 };
+        let now = now_us >> ASK_TICK;
         if ASKED.done(&v, bits, now) {
             return false;
         }
@@ -196,6 +218,7 @@ impl Active {
             path: path.to_bytes(),
             version: v,
             codings,
+            deltas,
         });
         queued(sent, codings.len());
         if sent {
@@ -242,6 +265,9 @@ impl Active {
 
 /// The copies this process asked the compressor for, by tick.
 static ASKED: Lately = Lately::new();
+
+/// `ASKED`'s bit for a version's deltas (the codings take the low three).
+const DELTAS_ASKED: u8 = 0x80;
 
 /// A tick of `ASKED`: 2^17 µs, about an eighth of a second. A copy is
 /// found that much after it is made at most; a job is asked for at most

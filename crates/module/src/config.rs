@@ -57,6 +57,9 @@ pub struct ServerConfig {
     pub cache_max_size: Option<u64>,
     /// `GzipDiskNgCompressorWorkers`: compression threads.
     pub compressor_workers: Option<usize>,
+    /// `GzipDiskNgSiteDictionary`: the URL path of the host's trained
+    /// dictionary, for deltas of its pages on demand.
+    pub site_dictionary: Option<String>,
 }
 
 // A virtual host without its own settings uses the main server's.
@@ -65,6 +68,7 @@ gdn_httpd::config_by_field!(ServerConfig {
     cache_root,
     cache_max_size,
     compressor_workers,
+    site_dictionary,
 });
 
 impl ServerConfig {
@@ -78,6 +82,41 @@ impl ServerConfig {
         self.compressor_workers.unwrap_or(1)
     }
 }
+
+/// `GzipDiskNgSiteDictionary /dictionary.dat`: a local URL path, in
+/// printable ASCII, so it can stand in a `Link` header as it is.
+pub fn parse_site_dictionary(arg: &str) -> Result<String, String> {
+    let printable = arg.bytes().all(|b| b.is_ascii_graphic());
+    if !arg.starts_with('/')
+        || arg.starts_with("//")
+        || !printable
+        || arg.contains(['<', '>', '?', '#'])
+    {
+        return Err(format!(
+            "'{arg}' is not a local URL path (it must start with a single /, \
+             in printable ASCII without <, >, ? or #)"
+        ));
+    }
+    Ok(arg.to_owned())
+}
+
+/// `GzipDiskNgDeltaVersions N`: 0 (no deltas on demand) to 16.
+pub fn parse_delta_versions(arg: &str) -> Result<u8, String> {
+    arg.parse()
+        .ok()
+        .filter(|n| *n <= MAX_DELTA_VERSIONS)
+        .ok_or_else(|| format!("'{arg}' is not a number from 0 to {MAX_DELTA_VERSIONS}"))
+}
+
+/// Most earlier versions a file or group keeps on demand: each is a
+/// delta of every new version per dictionary coding, made at brotli's
+/// and zstd's highest levels.
+pub const MAX_DELTA_VERSIONS: u8 = 16;
+
+/// Default `GzipDiskNgDeltaVersions`: browsers hold the version they last
+/// fetched, which, for a file updated a few times between visits, is one
+/// of the last few.
+pub const DEFAULT_DELTA_VERSIONS: u8 = 3;
 
 /// Default `GzipDiskNgCacheMaxSize`: 1 GiB, some 20 times the compressed
 /// size of Debian's whole Apache manual in all three codings.
@@ -172,8 +211,12 @@ pub enum StatusHeader {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum UseAsDictionary {
     Off,
-    /// The header value, serialized once at configuration time.
-    Header(String),
+    /// A pattern: the header value, serialized once at configuration
+    /// time, and the pattern, which names the versioned group on demand.
+    Header {
+        value: String,
+        pattern: String,
+    },
     /// `self`: the request's own path is the pattern, with this `id`.
     OwnPath {
         id: Option<String>,
@@ -212,7 +255,10 @@ pub fn parse_use_as_dictionary(args: &[&str]) -> Result<UseAsDictionary, String>
         ));
     }
     use_as_dictionary_header(pattern, id)
-        .map(UseAsDictionary::Header)
+        .map(|value| UseAsDictionary::Header {
+            value,
+            pattern: pattern.to_owned(),
+        })
         .ok_or_else(|| format!("'{pattern}' is not printable ASCII"))
 }
 
@@ -249,6 +295,8 @@ pub struct Settings<'r> {
     pub dir: &'r DirConfig,
     /// The key for keyed jitter lengths, where jitter is on.
     pub secret: Option<&'r Secret>,
+    /// `GzipDiskNgSiteDictionary` of the request's virtual host.
+    pub site_dictionary: Option<&'r str>,
 }
 
 /// One scope's settings, as written.
@@ -262,6 +310,9 @@ pub struct DirConfig {
     pub use_as_dictionary: Option<UseAsDictionary>,
     /// `GzipDiskNgOnDemand`: compress into the cache what has no sibling.
     pub on_demand: Option<bool>,
+    /// `GzipDiskNgDeltaVersions`: earlier versions kept for deltas on
+    /// demand.
+    pub delta_versions: Option<u8>,
 }
 
 // An inner scope overrides the settings it sets.
@@ -272,12 +323,18 @@ gdn_httpd::config_by_field!(DirConfig {
     jitter,
     use_as_dictionary,
     on_demand,
+    delta_versions,
 });
 
 impl DirConfig {
     /// Whether on-demand compression is on (default off).
     pub fn on_demand(&self) -> bool {
         self.on_demand.unwrap_or(false)
+    }
+
+    /// Earlier versions kept for deltas on demand (default 3; 0: none).
+    pub fn delta_versions(&self) -> u8 {
+        self.delta_versions.unwrap_or(DEFAULT_DELTA_VERSIONS)
     }
 
     /// Whether, among equal q, the smallest representation goes first:
@@ -661,11 +718,17 @@ mod tests {
         );
         assert_eq!(
             parse_use_as_dictionary(&["/assets/app.*.js"]).unwrap(),
-            UseAsDictionary::Header(r#"match="/assets/app.*.js""#.into())
+            UseAsDictionary::Header {
+                value: r#"match="/assets/app.*.js""#.into(),
+                pattern: "/assets/app.*.js".into()
+            }
         );
         assert_eq!(
             parse_use_as_dictionary(&["/a/*", "v1"]).unwrap(),
-            UseAsDictionary::Header(r#"match="/a/*", id="v1""#.into())
+            UseAsDictionary::Header {
+                value: r#"match="/a/*", id="v1""#.into(),
+                pattern: "/a/*".into()
+            }
         );
         assert_eq!(
             parse_use_as_dictionary(&["self", "x"]).unwrap(),

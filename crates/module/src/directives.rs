@@ -16,7 +16,7 @@ pub type DirectiveDoc = Directive<DirConfig, ServerConfig>;
 /// Every directive, in the manual's order. httpd's command table
 /// dispatches each to its own setter, whose error the dispatch prefixes
 /// with the directive's name.
-pub static DIRECTIVES: [DirectiveDoc; 10] = [
+pub static DIRECTIVES: [DirectiveDoc; 12] = [
     Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
@@ -107,6 +107,32 @@ pub static DIRECTIVES: [DirectiveDoc; 10] = [
         main_server: false,
         set: Set::Dir(|d, a, _| {
             d.on_demand = Some(a.flag()?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgDeltaVersions",
+        takes: Takes::One,
+        scope: Scope::DirectoryFileInfo,
+        help: c"<n>: earlier versions kept per file or group for deltas on demand, 0 to 16 (default 3)",
+        syntax: "GzipDiskNgDeltaVersions n",
+        default: "`3`",
+        main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.delta_versions = Some(config::parse_delta_versions(a.one()?)?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgSiteDictionary",
+        takes: Takes::One,
+        scope: Scope::Server,
+        help: c"<url-path>: where a dictionary trained on the host's pages is served, for deltas on demand",
+        syntax: "GzipDiskNgSiteDictionary url-path",
+        default: "none",
+        main_server: false,
+        set: Set::Server(|s, a, _| {
+            s.site_dictionary = Some(config::parse_site_dictionary(a.one()?)?);
             Ok(())
         }),
     },

@@ -114,6 +114,9 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
     Settings {
         dir,
         secret: dir.jitter().and_then(|_| jitter_secret(req)),
+        site_dictionary: req
+            .server_config::<GzipDiskNg>()
+            .and_then(|c| c.site_dictionary.as_deref()),
     }
 }
 
@@ -126,6 +129,7 @@ fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
         jitter: None,
         use_as_dictionary: None,
         on_demand: None,
+        delta_versions: None,
     };
     req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
 }

@@ -109,10 +109,7 @@ impl Store {
         super::state::create_private(&self.dir)?;
         fs::create_dir_all(&dir)?;
         let mut tmp = TempFile::new(&path)?;
-        let mut e = zstd::stream::write::Encoder::new(&mut tmp, STORE_LEVEL)?;
-        e.include_checksum(true)?;
-        e.write_all(content)?;
-        e.finish()?;
+        write_version(&mut tmp, content, STORE_LEVEL)?;
         tmp.commit(&path, like)?;
         Ok(true)
     }
@@ -180,6 +177,17 @@ impl Store {
         };
         Ok((dictionary::hash(&content) == *hash).then_some(content))
     }
+}
+
+/// Writes `content` as a stored version is kept (zstd at `level`, with a
+/// checksum), for `load_version` to read back: the store's versions, and
+/// the versions the module's on-demand compressor keeps for its deltas.
+pub fn write_version(out: &mut impl Write, content: &[u8], level: i32) -> io::Result<()> {
+    let mut e = zstd::stream::write::Encoder::new(out, level)?;
+    e.include_checksum(true)?;
+    e.write_all(content)?;
+    e.finish()?;
+    Ok(())
 }
 
 /// A stored version's content.

@@ -12,11 +12,11 @@ pub use fixup::fixup;
 
 use crate::cache;
 use crate::coding::Coding;
-use crate::config::{DirConfig, Settings};
+use crate::config::{DirConfig, Settings, UseAsDictionary};
 use crate::httpd::{self, FileKind, Request, Status};
 use crate::lookup;
 use crate::negotiate::{self, Accepted};
-use crate::respond::Attempt;
+use crate::respond::{Attempt, OnDemandDeltas};
 use crate::variant::{self, Inputs, Method};
 use std::ffi::CStr;
 
@@ -62,7 +62,10 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         .flatten()
         .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
     let ranked = accepted.ranked(dir.encodings());
-    let attempt = Attempt::new(req, filename, settings, original, dictionary, cache);
+    let mut attempt = Attempt::new(req, filename, settings, original, dictionary, cache);
+    if cache.is_some() && original.is_some() {
+        attempt.deltas_on_demand = deltas_on_demand(req, &settings);
+    }
     // The default order sends the smallest; an admin's order is fixed.
     let sizes =
         (original.is_some() && dir.smallest_first()).then(|| attempt.sizes(&ranked, &deltas));
@@ -77,6 +80,37 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         sizes,
     });
     attempt.walk(&candidates)
+}
+
+/// Deltas on demand in the request's scope: its file's own versions
+/// (`GzipDiskNgUseAsDictionary self`), its versioned group's (a pattern),
+/// and, for an HTML page where `GzipDiskNgSiteDictionary` is set, the
+/// host's site dictionary. A page served to an authenticated user never
+/// joins the site dictionary, which anyone may fetch.
+fn deltas_on_demand(req: &Request<'_>, settings: &Settings<'_>) -> Option<OnDemandDeltas> {
+    let dir = settings.dir;
+    let versions = dir.delta_versions();
+    let host = || req.host_key();
+    let (versions, group) = match dir.use_as_dictionary() {
+        _ if versions == 0 => (0, Vec::new()),
+        Some(UseAsDictionary::OwnPath { .. }) => (versions, Vec::new()),
+        Some(UseAsDictionary::Header { pattern, .. }) => {
+            (versions, [&host()[..], b" ", pattern.as_bytes()].concat())
+        }
+        _ => (0, Vec::new()),
+    };
+    let page = req
+        .content_type()
+        .is_some_and(|t| t.len() >= 9 && t[..9].eq_ignore_ascii_case(b"text/html"));
+    let site = match settings.site_dictionary {
+        Some(_) if page && req.user().is_none() => host(),
+        _ => Vec::new(),
+    };
+    (versions > 0 || !site.is_empty()).then_some(OnDemandDeltas {
+        versions,
+        group,
+        site,
+    })
 }
 
 /// What `r->finfo` says of the original: missing when the fixup put a

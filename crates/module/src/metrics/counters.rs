@@ -88,6 +88,11 @@ pub fn response(c: Counted) {
     }
 }
 
+/// What a delta of coding `d` saved against the br representation.
+pub fn delta_saved_vs_br(d: crate::coding::DeltaCoding, bytes: u64) {
+    add(slot::delta_saved_vs_br(d), bytes);
+}
+
 /// A sibling not used, and why.
 pub fn passed_over(r: Reason, c: Coding) {
     add(slot::passed_over(r, c), 1);

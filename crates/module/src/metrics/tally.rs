@@ -25,6 +25,8 @@ pub enum Outcome {
     Delta(DeltaCoding),
     /// An on-demand copy.
     Cached(Coding),
+    /// A delta on demand, against a version the cache kept.
+    CachedDelta(DeltaCoding),
     /// A sibling decoded on the fly.
     Decoded(Coding),
     /// A sibling's decoded copy from the on-demand cache.
@@ -44,7 +46,7 @@ pub enum Outcome {
 }
 
 /// The response outcomes, as the counters index them.
-pub const OUTCOMES: usize = 22;
+pub const OUTCOMES: usize = 24;
 
 impl Outcome {
     /// Every outcome, in counter order.
@@ -71,6 +73,8 @@ impl Outcome {
         Outcome::NotFound,
         Outcome::Error,
         Outcome::Other,
+        Outcome::CachedDelta(DeltaCoding::Dcz),
+        Outcome::CachedDelta(DeltaCoding::Dcb),
     ];
 
     /// Position in `ALL`.
@@ -87,6 +91,7 @@ impl Outcome {
             Outcome::NotFound => 19,
             Outcome::Error => 20,
             Outcome::Other => 21,
+            Outcome::CachedDelta(d) => 22 + d.index(),
         }
     }
 
@@ -96,6 +101,7 @@ impl Outcome {
             Outcome::Precompressed(_) => "precompressed",
             Outcome::Delta(_) => "delta",
             Outcome::Cached(_) => "cached",
+            Outcome::CachedDelta(_) => "cached_delta",
             Outcome::Decoded(_) => "decoded",
             Outcome::DecodedCopy(_) => "decoded_copy",
             Outcome::OnTheFly(_) => "on_the_fly",
@@ -116,7 +122,7 @@ impl Outcome {
             | Outcome::OnTheFly(c)
             | Outcome::Decoded(c)
             | Outcome::DecodedCopy(c) => Some(c.token()),
-            Outcome::Delta(d) => Some(d.token()),
+            Outcome::Delta(d) | Outcome::CachedDelta(d) => Some(d.token()),
             Outcome::Original => Some("identity"),
             _ => None,
         }
@@ -129,6 +135,7 @@ impl Outcome {
             self,
             Outcome::Precompressed(_)
                 | Outcome::Delta(_)
+                | Outcome::CachedDelta(_)
                 | Outcome::Cached(_)
                 | Outcome::OnTheFly(_)
         )
@@ -330,8 +337,13 @@ pub mod slot {
     pub const CACHE_EVICTIONS: usize = BASE + 8;
     /// When the counters started at zero, seconds since the epoch.
     pub const SINCE: usize = BASE + 9;
+    /// Bytes a delta of this coding saved against the br representation
+    /// of the same version (sibling or copy), where its size was known.
+    pub fn delta_saved_vs_br(d: crate::coding::DeltaCoding) -> usize {
+        BASE + 10 + d.index()
+    }
     /// Every slot.
-    pub const COUNT: usize = BASE + 10;
+    pub const COUNT: usize = BASE + 12;
 }
 
 /// The counters, read at one moment.

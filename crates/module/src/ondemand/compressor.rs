@@ -13,9 +13,11 @@
 //! that finds another Apache's compressor at work there drops its jobs,
 //! touching nothing, until the lock is free, then starts as any other.
 
+mod deltas;
 mod index;
 mod make;
 mod owner;
+mod site;
 mod state;
 
 use super::job::{OwnedJob, Reader};
@@ -45,6 +47,8 @@ pub struct Settings {
     pub levels: crate::publish::encode::Levels,
     /// Least saving, in percent, for a copy to be kept.
     pub min_saving: f64,
+    /// Delta encoder settings: the publish tool's defaults.
+    pub delta_levels: crate::publish::delta_codec::DeltaLevels,
 }
 
 /// How important a log line is.
@@ -234,6 +238,7 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
             path,
             version,
             codings,
+            deltas,
         } => {
             let mut state = lock();
             let asked = codings.len();
@@ -242,13 +247,15 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
                 .filter(|&c| !state.claim(ctx.settings, (version, Kind::Coded(c))))
                 .fold(codings, |set, c| set.without(c));
             merged(ctx, asked - codings.len());
-            if codings.is_empty() {
+            let deltas = deltas.filter(|_| state.claim_deltas(version));
+            if codings.is_empty() && deltas.is_none() {
                 return;
             }
             Work::Compress(OwnedJob::Compress {
                 path,
                 version,
                 codings,
+                deltas,
             })
         }
         OwnedJob::Decode { version, .. } => {
@@ -262,6 +269,14 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
     if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
         (ctx.log)(Level::Debug, "queue full: job dropped");
         let mut state = lock();
+        if let Work::Compress(OwnedJob::Compress {
+            version,
+            deltas: Some(_),
+            ..
+        }) = &w
+        {
+            state.forget_deltas(version);
+        }
         let keys = keys(&w);
         for key in &keys {
             state.release(key);
@@ -315,7 +330,8 @@ fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
                 path,
                 version,
                 codings,
-            })) => ctx.compress(&path, version, codings),
+                deltas,
+            })) => ctx.compress(&path, version, codings, deltas.as_ref()),
             Ok(Work::Decode(OwnedJob::Decode {
                 path,
                 coding,

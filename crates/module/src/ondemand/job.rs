@@ -2,20 +2,24 @@
 //!
 //! A child sends one message per job on the helper's `SOCK_SEQPACKET`
 //! socket, which delivers each message whole or not at all. A message is a
-//! fixed header and the path:
+//! fixed header and up to three byte strings:
 //!
 //! ```text
 //! tag | argument byte | device, inode, size u64 LE | mtime, ctime i64 LE (µs)
-//! | path (Compress, Decode)
+//! | delta versions u8 | group length u16 LE | site length u16 LE
+//! | path (Compress, Decode; a Touch of a delta: the dictionary's SHA-256)
+//! | group | site (Compress with deltas)
 //! ```
 //!
 //! The tag is 1 Compress (argument: coding bits), 2 Decode (the coding),
-//! 3 Touch (the kind: a coding, or 3 for decoded). The reader drops a
-//! message it cannot read (unknown tag or argument, a relative path, too
-//! short or too long) and goes on with the next.
+//! 3 Touch (the kind: a coding, 3 for decoded, 4 and 5 for a dcz and a
+//! dcb delta, 6 for a kept version). The reader drops a message it cannot read (unknown tag or
+//! argument, a relative path, lengths that do not add up, too short or
+//! too long) and goes on with the next.
 
 use super::key::{Kind, Version};
-use crate::coding::Coding;
+use crate::coding::{Coding, DeltaCoding};
+use crate::dictionary::Hash;
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -28,8 +32,9 @@ pub const MAX_JOB: usize = 4096;
 const TAG_COMPRESS: u8 = 1;
 const TAG_DECODE: u8 = 2;
 const TAG_TOUCH: u8 = 3;
-/// Bytes before the path: tag, argument, version.
-const HEAD: usize = 2 + 40;
+/// Bytes before the path: tag, argument, version, delta versions and the
+/// two lengths.
+const HEAD: usize = 2 + 40 + 5;
 /// Longest path a message carries.
 pub const MAX_PATH: usize = MAX_JOB - HEAD;
 
@@ -81,15 +86,39 @@ impl CodingSet {
     }
 }
 
+/// Deltas on demand for a compress job: which history the version joins
+/// and how much of it is kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Deltas<'a> {
+    /// Earlier versions kept (`GzipDiskNgDeltaVersions`); 0 with a site:
+    /// no history of the file's own.
+    pub versions: u8,
+    /// The versioned group the file is a member of (its virtual host and
+    /// `GzipDiskNgUseAsDictionary` pattern); empty: the file's own path.
+    pub group: &'a [u8],
+    /// The virtual host whose site dictionary the page joins (an HTML
+    /// page where `GzipDiskNgSiteDictionary` is set); empty: none.
+    pub site: &'a [u8],
+}
+
+/// `Deltas`, as the compressor reads them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedDeltas {
+    pub versions: u8,
+    pub group: Vec<u8>,
+    pub site: Vec<u8>,
+}
+
 /// A job as a child sends it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Job<'a> {
     /// Make the copies of these codings of the original at `path`, whose
-    /// version was `version` when the request saw it.
+    /// version was `version` when the request saw it, and its deltas.
     Compress {
         path: &'a [u8],
         version: Version,
         codings: CodingSet,
+        deltas: Option<Deltas<'a>>,
     },
     /// Keep the decoded (identity) content of the sibling at `path`
     /// (coding `coding`, version `version`).
@@ -109,6 +138,7 @@ pub enum OwnedJob {
         path: PathBuf,
         version: Version,
         codings: CodingSet,
+        deltas: Option<OwnedDeltas>,
     },
     Decode {
         path: PathBuf,
@@ -121,37 +151,63 @@ pub enum OwnedJob {
     },
 }
 
-fn kind_byte(k: Kind) -> u8 {
+/// The kind byte of a touch, and the hash its delta carries.
+fn kind_byte(k: &Kind) -> (u8, &[u8]) {
+    let n = Coding::ALL.len() as u8;
     match k {
-        Kind::Coded(c) => c.index() as u8,
-        Kind::Decoded => Coding::ALL.len() as u8,
+        Kind::Coded(c) => (c.index() as u8, &[]),
+        Kind::Decoded => (n, &[]),
+        Kind::Delta(d, h) => (n + 1 + d.index() as u8, h),
+        Kind::Kept(h) => (n + 3, h),
     }
 }
 
-fn kind_of(b: u8) -> Option<Kind> {
-    match Coding::ALL.get(usize::from(b)) {
-        Some(&c) => Some(Kind::Coded(c)),
-        None => (usize::from(b) == Coding::ALL.len()).then_some(Kind::Decoded),
+fn kind_of(b: u8, rest: &[u8]) -> Option<Kind> {
+    let n = Coding::ALL.len();
+    match usize::from(b) {
+        i if i < n && rest.is_empty() => Some(Kind::Coded(Coding::ALL[i])),
+        i if i == n && rest.is_empty() => Some(Kind::Decoded),
+        i if i == n + 3 => Some(Kind::Kept(Hash::try_from(rest).ok()?)),
+        i => {
+            let d = *DeltaCoding::ALL.get(i.checked_sub(n + 1)?)?;
+            Some(Kind::Delta(d, Hash::try_from(rest).ok()?))
+        }
     }
 }
 
-/// Serializes `job` into `buf`; `None` when its path does not fit
+/// Serializes `job` into `buf`; `None` when its strings do not fit
 /// (`MAX_PATH`).
 pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]> {
-    let (tag, version, arg, path): (u8, &Version, u8, &[u8]) = match job {
+    let none = Deltas {
+        versions: 0,
+        group: &[],
+        site: &[],
+    };
+    let (tag, version, arg, path, deltas): (u8, &Version, u8, &[u8], Deltas<'_>) = match job {
         Job::Compress {
             path,
             version,
             codings,
-        } => (TAG_COMPRESS, version, codings.0, path),
+            deltas,
+        } => (
+            TAG_COMPRESS,
+            version,
+            codings.0,
+            path,
+            deltas.unwrap_or(none),
+        ),
         Job::Decode {
             path,
             coding,
             version,
-        } => (TAG_DECODE, version, coding.index() as u8, path),
-        Job::Touch { version, kind } => (TAG_TOUCH, version, kind_byte(*kind), &[]),
+        } => (TAG_DECODE, version, coding.index() as u8, path, none),
+        Job::Touch { version, kind } => {
+            let (b, hash) = kind_byte(kind);
+            (TAG_TOUCH, version, b, hash, none)
+        }
     };
-    if path.len() > MAX_PATH {
+    let strings = [path, deltas.group, deltas.site];
+    if strings.iter().map(|s| s.len()).sum::<usize>() > MAX_PATH {
         return None;
     }
     let fields = [
@@ -166,13 +222,20 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
     for (i, f) in fields.into_iter().enumerate() {
         buf[2 + 8 * i..10 + 8 * i].copy_from_slice(&f.to_le_bytes());
     }
-    buf[HEAD..HEAD + path.len()].copy_from_slice(path);
-    Some(&buf[..HEAD + path.len()])
+    buf[42] = deltas.versions;
+    buf[43..45].copy_from_slice(&(deltas.group.len() as u16).to_le_bytes());
+    buf[45..47].copy_from_slice(&(deltas.site.len() as u16).to_le_bytes());
+    let mut at = HEAD;
+    for s in strings {
+        buf[at..at + s.len()].copy_from_slice(s);
+        at += s.len();
+    }
+    Some(&buf[..at])
 }
 
 /// The job a message holds; `None` when anything in it is wrong.
 fn decode(msg: &[u8]) -> Option<OwnedJob> {
-    let (head, path) = msg.split_at_checked(HEAD)?;
+    let (head, rest) = msg.split_at_checked(HEAD)?;
     let field = |i: usize| {
         let mut b = [0u8; 8];
         b.copy_from_slice(&head[2 + 8 * i..10 + 8 * i]);
@@ -186,23 +249,35 @@ fn decode(msg: &[u8]) -> Option<OwnedJob> {
         ctime_us: field(4) as i64,
     };
     let arg = head[1];
+    let versions = head[42];
+    let group_len = usize::from(u16::from_le_bytes([head[43], head[44]]));
+    let site_len = usize::from(u16::from_le_bytes([head[45], head[46]]));
+    let path_len = rest.len().checked_sub(group_len + site_len)?;
+    let (path, tail) = rest.split_at(path_len);
+    let (group, site) = tail.split_at(group_len);
     // Jobs name files by absolute paths, which hold no NUL.
     let path_ok = path.first() == Some(&b'/') && !path.contains(&0);
     let owned = || PathBuf::from(OsStr::from_bytes(path));
+    let plain = versions == 0 && tail.is_empty();
     match head[0] {
         TAG_COMPRESS if path_ok => Some(OwnedJob::Compress {
             path: owned(),
             version,
             codings: CodingSet::from_bits(arg)?,
+            deltas: (!plain).then(|| OwnedDeltas {
+                versions,
+                group: group.to_vec(),
+                site: site.to_vec(),
+            }),
         }),
-        TAG_DECODE if path_ok => Some(OwnedJob::Decode {
+        TAG_DECODE if path_ok && plain => Some(OwnedJob::Decode {
             path: owned(),
             coding: *Coding::ALL.get(usize::from(arg))?,
             version,
         }),
-        TAG_TOUCH if path.is_empty() => Some(OwnedJob::Touch {
+        TAG_TOUCH if plain => Some(OwnedJob::Touch {
             version,
-            kind: kind_of(arg)?,
+            kind: kind_of(arg, path)?,
         }),
         _ => None,
     }
@@ -269,6 +344,21 @@ mod tests {
                 path: "/var/www/a.html".into(),
                 version: v(1),
                 codings: CodingSet::empty().with(Coding::Zstd).with(Coding::Gzip),
+                deltas: None,
+            },
+            OwnedJob::Compress {
+                path: "/var/www/app.2.js".into(),
+                version: v(5),
+                codings: CodingSet::empty(),
+                deltas: Some(OwnedDeltas {
+                    versions: 3,
+                    group: b"localhost:80 /app.*.js".to_vec(),
+                    site: b"localhost:80".to_vec(),
+                }),
+            },
+            OwnedJob::Touch {
+                version: v(6),
+                kind: Kind::Delta(DeltaCoding::Dcb, [7; 32]),
             },
             OwnedJob::Decode {
                 path: "/var/www/b.css.br".into(),
@@ -292,10 +382,16 @@ mod tests {
                 path,
                 version,
                 codings,
+                deltas,
             } => Job::Compress {
                 path: path.as_os_str().as_bytes(),
                 version: *version,
                 codings: *codings,
+                deltas: deltas.as_ref().map(|d| Deltas {
+                    versions: d.versions,
+                    group: &d.group,
+                    site: &d.site,
+                }),
             },
             OwnedJob::Decode {
                 path,
@@ -343,21 +439,27 @@ mod tests {
         let good = jobs();
         let mut relative = message(&good[0]);
         relative[HEAD] = b'v';
-        let mut unknown = message(&good[2]);
+        let mut unknown = message(&good[4]);
         unknown[0] = 9;
-        let mut too_long = message(&good[1]);
+        let mut too_long = message(&good[3]);
         too_long.resize(MAX_JOB + 1, b'a');
+        let mut lengths_too_long = message(&good[1]);
+        lengths_too_long[44] = 0x10;
+        let mut short_hash = message(&good[2]);
+        short_hash.pop();
         let stream = vec![
             b"junk".to_vec(),
             message(&good[0]),
-            message(&good[1])[..HEAD - 1].to_vec(),
+            message(&good[3])[..HEAD - 1].to_vec(),
             unknown,
-            message(&good[2]),
+            message(&good[4]),
             relative,
             too_long,
-            message(&good[3]),
+            lengths_too_long,
+            short_hash,
+            message(&good[5]),
         ];
-        let want = vec![good[0].clone(), good[2].clone(), good[3].clone()];
+        let want = vec![good[0].clone(), good[4].clone(), good[5].clone()];
         assert_eq!(read_all(Messages::new(stream)), want);
     }
 

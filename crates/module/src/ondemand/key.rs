@@ -6,11 +6,14 @@
 //! in lower-case hex, the fan-out being the inode's low byte (two digits),
 //! so no directory holds more than a 256th of the cache. `ext` is `zst`,
 //! `br` or `gz` for a compressed copy of an original, `id` for the decoded
-//! (identity) content of a sibling, keyed by the sibling's version. A
-//! zero-length file at a copy's name marks a version not worth
-//! compressing: no valid stream of any coding is empty.
+//! (identity) content of a sibling, keyed by the sibling's version, and
+//! `<64 hex SHA-256 of a dictionary>.dcz` or `.dcb` for a delta of the
+//! version against that dictionary (deltas on demand). A zero-length file
+//! at a copy's name marks a version not worth compressing (or a delta not
+//! worth sending): no valid stream of any coding is empty.
 
-use crate::coding::Coding;
+use crate::coding::{Coding, DeltaCoding};
+use crate::dictionary::{self, Hash};
 use crate::publish::atomic::is_temp_name;
 use crate::publish::rules::compress_rule;
 use crate::publish::DEFAULT_MIN_SIZE;
@@ -32,6 +35,15 @@ pub struct Version {
 }
 
 impl Version {
+    /// The version of what is named by content alone (`Kind::Kept`).
+    pub const NONE: Version = Version {
+        device: 0,
+        inode: 0,
+        size: 0,
+        mtime_us: 0,
+        ctime_us: 0,
+    };
+
     /// The version `meta` describes, as the request path's `apr_finfo_t`
     /// gives it (APR truncates nanoseconds to microseconds).
     pub fn of(meta: &fs::Metadata) -> Version {
@@ -53,16 +65,24 @@ pub enum Kind {
     Coded(Coding),
     /// A sibling's decoded content.
     Decoded,
+    /// A delta of the original against the dictionary with this SHA-256.
+    Delta(DeltaCoding, Hash),
+    /// An earlier version's content, by its SHA-256, zstd-compressed: a
+    /// dictionary for deltas on demand. Named by its hash alone
+    /// (`kept/<2 hex>/<64 hex>.zst`); its version is `Version::NONE`.
+    Kept(Hash),
 }
 
 impl Kind {
     /// The copy name's extension.
     pub const fn ext(self) -> &'static str {
         match self {
-            Kind::Coded(Coding::Zstd) => "zst",
+            Kind::Coded(Coding::Zstd) | Kind::Kept(_) => "zst",
             Kind::Coded(Coding::Br) => "br",
             Kind::Coded(Coding::Gzip) => "gz",
             Kind::Decoded => "id",
+            Kind::Delta(DeltaCoding::Dcz, _) => "dcz",
+            Kind::Delta(DeltaCoding::Dcb, _) => "dcb",
         }
     }
 
@@ -80,8 +100,9 @@ impl Kind {
 }
 
 /// Longest name: two fan-out digits, a slash, five 16-digit numbers, four
-/// dashes, a dot and a three-letter extension make 91 bytes.
-const NAME_MAX: usize = 96;
+/// dashes, a dot and a three-letter extension make 91 bytes; a delta's
+/// 64 hex digits and their dot 65 more.
+const NAME_MAX: usize = 160;
 
 /// A copy's name, written on the stack.
 pub struct NameBuf {
@@ -114,11 +135,19 @@ impl NameBuf {
         &self.bytes[..self.len]
     }
 
-    /// Appends a byte; at most 90 are ever written (see `NAME_MAX`).
+    /// Appends a byte; at most 156 are ever written (see `NAME_MAX`).
     fn push(&mut self, b: u8) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = b;
             self.len += 1;
+        }
+    }
+
+    /// Appends `h` in 64 lower-case hex digits.
+    fn push_hash(&mut self, h: &Hash) {
+        for &b in h {
+            self.push(b"0123456789abcdef"[usize::from(b >> 4)]);
+            self.push(b"0123456789abcdef"[usize::from(b & 0xf)]);
         }
     }
 
@@ -129,6 +158,15 @@ impl NameBuf {
             self.push(b"0123456789abcdef"[(n >> (4 * i)) as usize & 0xf]);
         }
     }
+}
+
+/// The directory of kept versions (`Kind::Kept`) under the cache root.
+pub const KEPT_DIR: &str = "kept";
+
+/// The kept version a file name in `kept/<2 hex>/` stands for.
+pub fn parse_kept_name(name: &str) -> Option<Hash> {
+    let hex = name.strip_suffix(".zst")?;
+    dictionary::from_hex(hex).filter(|h| dictionary::to_hex(h) == hex)
 }
 
 /// The fan-out directory of a copy of the file with this inode.
@@ -149,6 +187,20 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
     // Digits by hand, not `write!`: formatting cost over 1 % of an
     // on-demand hit (bench/ondemand_callgrind.sh).
     buf.len = 0;
+    if let Kind::Kept(h) = &kind {
+        for &b in KEPT_DIR.as_bytes() {
+            buf.push(b);
+        }
+        buf.push(b'/');
+        buf.push_hex(u64::from(h[0] >> 4));
+        buf.push_hex(u64::from(h[0] & 0xf));
+        buf.push(b'/');
+        buf.push_hash(h);
+        for &b in b".zst" {
+            buf.push(b);
+        }
+        return buf.as_bytes();
+    }
     let fan = fan_out(v.inode);
     buf.push_hex(u64::from(fan >> 4));
     buf.push_hex(u64::from(fan & 0xf));
@@ -160,6 +212,10 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
     }
     buf.push_hex(v.ctime_us as u64);
     buf.push(b'.');
+    if let Kind::Delta(_, h) = &kind {
+        buf.push_hash(h);
+        buf.push(b'.');
+    }
     for &b in kind.ext().as_bytes() {
         buf.push(b);
     }
@@ -170,7 +226,14 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
 /// directory) stands for; `None` for any other name.
 pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
     let (stem, ext) = name.rsplit_once('.')?;
-    let kind = Kind::from_ext(ext)?;
+    let (stem, kind) = match DeltaCoding::ALL.into_iter().find(|d| d.token() == ext) {
+        Some(d) => {
+            let (stem, hex) = stem.rsplit_once('.')?;
+            let h = dictionary::from_hex(hex).filter(|h| dictionary::to_hex(h) == hex)?;
+            (stem, Kind::Delta(d, h))
+        }
+        None => (stem, Kind::from_ext(ext)?),
+    };
     let mut parts = stem.split('-');
     let mut next = || -> Option<u64> {
         let p = parts.next()?;
@@ -265,6 +328,23 @@ mod tests {
             ctime_us: 0,
         };
         assert_eq!(copy_name(&zero, Kind::Decoded, &mut buf), "00/0-0-0-0-0.id");
+        let delta = Kind::Delta(DeltaCoding::Dcb, [0xab; 32]);
+        let name = copy_name(&extreme, delta, &mut buf).to_owned();
+        assert_eq!(name.len(), 156);
+        assert!(
+            name.ends_with(&format!(".{}.dcb", "ab".repeat(32))),
+            "{name}"
+        );
+        let file = name.split_once('/').unwrap().1;
+        assert_eq!(parse_copy_name(file), Some((extreme, delta)));
+        let kept = copy_name(&Version::NONE, Kind::Kept([0xc3; 32]), &mut buf).to_owned();
+        assert_eq!(kept, format!("kept/c3/{}.zst", "c3".repeat(32)));
+        let file = kept.rsplit_once('/').unwrap().1;
+        assert_eq!(parse_kept_name(file), Some([0xc3; 32]));
+        assert_eq!(parse_kept_name(&file.to_uppercase()), None);
+        let dcz = format!("1-2-3-4-5.{}.dcz", "0f".repeat(32));
+        let want = Kind::Delta(DeltaCoding::Dcz, [0x0f; 32]);
+        assert_eq!(parse_copy_name(&dcz).map(|p| p.1), Some(want));
     }
 
     #[test]
@@ -279,6 +359,9 @@ mod tests {
             "803-12345--1-2.zst",
             ".803-12345-1388-1-2.zst.tmp1a2b",
             "10000000000000000-1-1-1-1.gz",
+            "1-2-3-4-5.dcz",
+            "1-2-3-4-5.abcd.dcz",
+            "1-2-3-4-5.id.dcz",
         ] {
             assert_eq!(parse_copy_name(bad), None, "{bad}");
         }

@@ -84,6 +84,8 @@ pub fn note(o: Outcome, stale: bool) -> Option<&'static CStr> {
         Cached(Zstd) => c"zstd cached",
         Cached(Br) => c"br cached",
         Cached(Gzip) => c"gzip cached",
+        CachedDelta(Dcz) => c"dcz cached",
+        CachedDelta(Dcb) => c"dcb cached",
         Decoded(Zstd) => c"zstd decompressed",
         Decoded(Br) => c"br decompressed",
         Decoded(Gzip) => c"gzip decompressed",

@@ -21,7 +21,7 @@ use crate::memo;
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Outcome, Reason};
 use crate::negotiate::Ranked;
-use crate::ondemand::job::CodingSet;
+use crate::ondemand::job::{CodingSet, Deltas};
 use crate::ondemand::key::Kind;
 use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use answer::{Answer, Skip};
@@ -61,6 +61,21 @@ pub struct Attempt<'a, 'r> {
     memo: OnceCell<Sizes>,
     /// The on-demand cache, where this request's scope has it on.
     cache: Option<&'static cache::Active>,
+    /// Deltas on demand, where this request's scope makes them.
+    pub deltas_on_demand: Option<OnDemandDeltas>,
+    /// The cached deltas against the announced dictionary, looked up once.
+    cached_deltas: [OnceCell<Held<'r>>; 2],
+}
+
+/// Deltas on demand in a request's scope: what its compress job asks.
+pub struct OnDemandDeltas {
+    /// Earlier versions kept (`GzipDiskNgDeltaVersions`); 0: none of the
+    /// file's own or its group's.
+    pub versions: u8,
+    /// The versioned group (host and pattern); empty: the file's path.
+    pub group: Vec<u8>,
+    /// The host whose site dictionary the page joins; empty: none.
+    pub site: Vec<u8>,
 }
 
 /// What the walk learned from the candidates that gave way: so each
@@ -129,6 +144,8 @@ impl<'a, 'r> Attempt<'a, 'r> {
             decoded_copies: Default::default(),
             memo: OnceCell::new(),
             cache,
+            deltas_on_demand: None,
+            cached_deltas: Default::default(),
         }
     }
 
@@ -211,6 +228,11 @@ impl<'a, 'r> Attempt<'a, 'r> {
             return c.outcome;
         }
         counters::response(c);
+        if let (Outcome::Delta(d) | Outcome::CachedDelta(d), true) = (c.outcome, whole) {
+            if let Some(br) = self.br_size() {
+                counters::delta_saved_vs_br(d, br.saturating_sub(sent));
+            }
+        }
         match c.uncompressed {
             Some(original) if sent > 0 && c.outcome.is_coded() => req.add_note_numbers([
                 (NOTE_ORIGINAL, original),
@@ -236,6 +258,10 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let Some(cache) = self.cache else { return };
         let (v, kind) = match o {
             Outcome::Cached(c) => (cache::version(&self.req.finfo()), Kind::Coded(c)),
+            Outcome::CachedDelta(d) => match &self.dictionary {
+                Some(h) => (cache::version(&self.req.finfo()), Kind::Delta(d, *h)),
+                None => return,
+            },
             Outcome::DecodedCopy(c) => match self.siblings.known(c) {
                 Found::Fresh(s) => (cache::version(&s.info), Kind::Decoded),
                 _ => return,
@@ -256,11 +282,26 @@ impl<'a, 'r> Attempt<'a, 'r> {
             .into_iter()
             .filter(|c| matches!(self.copies[c.index()].get(), Some(Held::Missing)))
             .fold(CodingSet::empty(), CodingSet::with);
-        if wanted == CodingSet::empty() {
+        let delta_missing = self
+            .cached_deltas
+            .iter()
+            .any(|d| matches!(d.get(), Some(Held::Missing)));
+        // A new version (its copies missing) joins its histories; a delta
+        // missing against a version the cache keeps is made again.
+        let deltas = self
+            .deltas_on_demand
+            .as_ref()
+            .filter(|_| !wanted.is_empty() || delta_missing)
+            .map(|d| Deltas {
+                versions: d.versions,
+                group: &d.group,
+                site: &d.site,
+            });
+        if wanted.is_empty() && deltas.is_none() {
             return false;
         }
         let v = cache::version(&self.req.finfo());
-        cache.queue_compress(self.filename, v, wanted, self.req.request_time_us())
+        cache.queue_compress(self.filename, v, wanted, deltas, self.req.request_time_us())
     }
 
     /// Asks for the decoded copies this request found missing, whether
@@ -327,9 +368,13 @@ impl<'a, 'r> Attempt<'a, 'r> {
     pub fn sizes(&self, ranked: &Ranked, deltas: &[Option<(DeltaCoding, u16)>; 2]) -> Sizes {
         let mut sizes = Sizes::default();
         for &(d, _) in deltas.iter().flatten() {
-            sizes.deltas[d.index()] = self
-                .delta(d)
-                .map_or(Size::Absent, |s| Size::Bytes(s.info.size()));
+            sizes.deltas[d.index()] = match self.delta(d) {
+                Ok(s) => Size::Bytes(s.info.size()),
+                Err(_) => match self.cached_delta(d) {
+                    Held::Ready(_, f) => Size::Bytes(f.info().size()),
+                    Held::Missing | Held::NotWorth => Size::Absent,
+                },
+            };
         }
         let wanted = variant::sizes_wanted(ranked, deltas.iter().any(Option::is_some));
         if !wanted.contains(&true) {
@@ -385,11 +430,13 @@ impl<'a, 'r> Attempt<'a, 'r> {
     fn respond(&self, c: Candidate, tried: &Tried<'r>) -> Result<Answer, Skip<'r>> {
         let req = self.req;
         match c {
-            Candidate::Delta(d) => {
-                let s = self.delta(d)?;
-                self.vary(true);
-                send_delta(self, d, &s)
-            }
+            Candidate::Delta(d) => match self.delta(d) {
+                Ok(s) => {
+                    self.vary(true);
+                    send_delta(self, d, &s)
+                }
+                Err(_) => self.send_cached_delta(d),
+            },
             Candidate::Send(c) => {
                 let s = self.fresh(c)?;
                 self.vary(true);
@@ -501,6 +548,72 @@ impl<'a, 'r> Attempt<'a, 'r> {
             variant::usable(lookup::meta(&s.info), self.original).then_some(s)
         });
         (*found).ok_or(Skip::Missing)
+    }
+
+    /// The delta on demand against the announced dictionary, looked up
+    /// once per request. A missing one is asked for only when the cache
+    /// keeps that dictionary: a hash it does not know (never served here,
+    /// forged, evicted) costs one stat and asks for nothing.
+    fn cached_delta(&self, d: DeltaCoding) -> Held<'r> {
+        *self.cached_deltas[d.index()].get_or_init(|| {
+            let (Some(cache), Some(h)) = (self.cache, self.dictionary.as_ref()) else {
+                return Held::NotWorth;
+            };
+            if self.deltas_on_demand.is_none() {
+                return Held::NotWorth;
+            }
+            let v = cache::version(&self.req.finfo());
+            match Held::from(cache.find(self.req, &v, Kind::Delta(d, *h))) {
+                Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
+                held => held,
+            }
+        })
+    }
+
+    /// Sends the delta on demand against the announced dictionary, as a
+    /// published delta goes out.
+    fn send_cached_delta(&self, d: DeltaCoding) -> Result<Answer, Skip<'r>> {
+        let (path, file) = match self.cached_delta(d) {
+            Held::Ready(path, file) => (path, file),
+            Held::Missing => return Err(Skip::WantsCopy),
+            Held::NotWorth => return Err(Skip::Missing),
+        };
+        match &self.dictionary {
+            Some(h) if delta::names(self.req, d, h, &file, path) => {}
+            _ => return Err(Skip::Refused),
+        }
+        self.vary(true);
+        Ok(send_file(
+            self,
+            Representation {
+                file: &file,
+                path,
+                validators_of: None,
+                coding: Some(d.c_token()),
+                tag: Tag::Plain(d.token()),
+                as_is: Some(true),
+                outcome: Outcome::CachedDelta(d),
+                splice: None,
+            },
+        ))
+    }
+
+    /// The size of the br representation of the original's version (its
+    /// fresh sibling, else its cached copy), where known without a look
+    /// the walk did not make: what a delta is measured against.
+    fn br_size(&self) -> Option<u64> {
+        if let Some(Size::Bytes(b)) = self.memo.get().map(|m| m.codings[Coding::Br.index()]) {
+            return Some(b);
+        }
+        match self.siblings.known(Coding::Br) {
+            Found::Fresh(s) => return Some(s.info.size()),
+            Found::Unknown => {}
+            _ => return None,
+        }
+        match self.copies[Coding::Br.index()].get() {
+            Some(Held::Ready(_, f)) => Some(f.info().size()),
+            _ => None,
+        }
     }
 
     /// Opens a sibling of coding `of` (`None`: a delta) once per request:
@@ -711,7 +824,7 @@ fn send_file(a: &Attempt<'_, '_>, r: Representation<'_, '_>) -> Answer {
 fn offer_as_dictionary(a: &Attempt<'_, '_>) {
     let req = a.req;
     let value = match a.settings.dir.use_as_dictionary() {
-        Some(UseAsDictionary::Header(v)) => Cow::Borrowed(v.as_str()),
+        Some(UseAsDictionary::Header { value, .. }) => Cow::Borrowed(value.as_str()),
         Some(UseAsDictionary::OwnPath { id }) => {
             let pattern = req
                 .raw_path()

@@ -77,6 +77,15 @@ impl Index {
         Some(e.size)
     }
 
+    /// The deltas held against any of the dictionaries `hashes`.
+    pub(super) fn deltas_against(&self, hashes: &[crate::dictionary::Hash]) -> Vec<Key> {
+        self.entries
+            .keys()
+            .filter(|(_, k)| matches!(k, Kind::Delta(_, h) if hashes.contains(h)))
+            .copied()
+            .collect()
+    }
+
     /// Forgets the least recently used entries until the copies fit
     /// `max_size` bytes and `MAX_ENTRIES`; returns them, for their files
     /// to be removed.

@@ -8,7 +8,7 @@ use super::{Event, Level, Log, Settings, Tally};
 use crate::coding::Coding;
 use crate::decode::{self, DecodeError, Decoder};
 use crate::metrics::tally::Job;
-use crate::ondemand::job::CodingSet;
+use crate::ondemand::job::{CodingSet, OwnedDeltas};
 use crate::ondemand::key::{compressible, Kind, Version, MAX_SIZE};
 use crate::publish::atomic::TempFile;
 use crate::publish::{self, Outcome, PublishError};
@@ -27,7 +27,7 @@ pub(super) struct Ctx<'a> {
 }
 
 /// Why a job made nothing.
-enum Problem {
+pub(super) enum Problem {
     /// The cache cannot be written.
     Cache(io::Error),
     /// The file is gone or has another version now: nothing to do.
@@ -39,12 +39,12 @@ enum Problem {
 }
 
 impl Ctx<'_> {
-    fn state(&self) -> MutexGuard<'_, State> {
+    pub(super) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// Tells the counters `n` copies reached state `j`.
-    fn copies(&self, j: Job, n: usize) {
+    pub(super) fn copies(&self, j: Job, n: usize) {
         if n > 0 {
             (self.tally)(Event::Copies(j, n as u64));
         }
@@ -62,7 +62,7 @@ impl Ctx<'_> {
 
     /// Tells `problem` and keeps the jobs of `keys` from being retried
     /// when a retry would do the same.
-    fn report(&self, keys: impl Iterator<Item = (Version, Kind)>, problem: Problem) {
+    pub(super) fn report(&self, keys: impl Iterator<Item = (Version, Kind)>, problem: Problem) {
         let (level, why) = match problem {
             Problem::Cache(e) => return self.state().cache_failed(self.settings, &e, self.log),
             Problem::Gone(why) => (Level::Debug, why),
@@ -76,8 +76,21 @@ impl Ctx<'_> {
         }
     }
 
-    /// Makes the copies of `codings` of the original at `path`.
-    pub(super) fn compress(&self, path: &Path, version: Version, codings: CodingSet) {
+    /// Makes the deltas the job asks for, then the copies of `codings` of
+    /// the original at `path`: a browser holding an earlier version gains
+    /// most from a delta, so it comes first.
+    pub(super) fn compress(
+        &self,
+        path: &Path,
+        version: Version,
+        codings: CodingSet,
+        deltas: Option<&OwnedDeltas>,
+    ) {
+        if let Some(d) = deltas {
+            if let Err(problem) = self.read_for_deltas(path, version, d) {
+                self.report(std::iter::empty(), problem);
+            }
+        }
         let keys = move || codings.iter().map(move |c| (version, Kind::Coded(c)));
         let mut finished = 0;
         if let Err(problem) = self.compress_codings(path, version, codings, &mut finished) {
@@ -89,6 +102,34 @@ impl Ctx<'_> {
             keys().for_each(|k| state.release(&k));
         }
         self.holding();
+    }
+
+    /// Reads the original at `path` while it has `version`, for its deltas.
+    fn read_for_deltas(
+        &self,
+        path: &Path,
+        version: Version,
+        d: &OwnedDeltas,
+    ) -> Result<(), Problem> {
+        let meta = current(path, &version)?;
+        if !compressible(path.as_os_str().as_bytes(), meta.len()) {
+            return Ok(());
+        }
+        let content = fs::read(path).map_err(|e| read_problem(path, e))?;
+        current(path, &version)?;
+        if content.len() as u64 != meta.len() {
+            return Err(Problem::Gone(format!(
+                "{} changed while read",
+                path.display()
+            )));
+        }
+        if d.versions > 0 {
+            self.deltas(path, &meta, version, &content, d)?;
+        }
+        if !d.site.is_empty() {
+            self.site_page(path, &meta, version, &content, &d.site);
+        }
+        Ok(())
     }
 
     fn compress_codings(
@@ -213,7 +254,7 @@ impl Ctx<'_> {
 }
 
 /// Why decoding into the cache stopped.
-enum DecodeFailed {
+pub(super) enum DecodeFailed {
     Decode(DecodeError),
     Sink(io::Error),
     TooLarge,
@@ -221,7 +262,7 @@ enum DecodeFailed {
 
 /// Decodes the `coding` stream in `file` (`len` bytes) into `sink`, with
 /// the memory bound the module's decompress path has; the decoded length.
-fn decode_into(
+pub(super) fn decode_into(
     coding: Coding,
     file: &File,
     len: u64,
@@ -246,7 +287,7 @@ fn decode_into(
 }
 
 /// The file at `path` while it still has `version`.
-fn current(path: &Path, version: &Version) -> Result<fs::Metadata, Problem> {
+pub(super) fn current(path: &Path, version: &Version) -> Result<fs::Metadata, Problem> {
     let meta = fs::metadata(path).map_err(|e| read_problem(path, e))?;
     if !meta.is_file() || Version::of(&meta) != *version {
         return Err(Problem::Gone(format!(
@@ -278,12 +319,16 @@ fn publish_problem(path: &Path, c: Coding, e: PublishError) -> Problem {
     }
 }
 
-/// Creates the fan-out directory `target` goes in, if needed: 0755 at
+/// Creates the directories `target` goes in, if needed: 0755 at
 /// most, whatever the umask, as the start-up check of the root wants.
-fn make_dir(target: &Path) -> Result<(), Problem> {
+pub(super) fn make_dir(target: &Path) -> Result<(), Problem> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = target.parent().unwrap_or(Path::new("."));
-    match fs::DirBuilder::new().mode(0o755).create(dir) {
+    match fs::DirBuilder::new()
+        .mode(0o755)
+        .recursive(true)
+        .create(dir)
+    {
         Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(Problem::Cache(e)),
         _ => Ok(()),
     }

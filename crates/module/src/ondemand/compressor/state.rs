@@ -5,7 +5,9 @@
 
 use super::index::{Index, Key};
 use super::{Level, Log, Settings};
-use crate::ondemand::key::{copy_name, fan_out, parse_copy_name, Kind, NameBuf, Version};
+use crate::ondemand::key::{
+    copy_name, fan_out, parse_copy_name, parse_kept_name, Kind, NameBuf, Version, KEPT_DIR,
+};
 use crate::publish::atomic::TMP_MARK;
 use std::collections::HashSet;
 use std::fs;
@@ -23,6 +25,9 @@ pub(super) struct State {
     pub(super) index: Index,
     pending: HashSet<Key>,
     failed: HashSet<Key>,
+    /// Versions whose deltas are being made or were made: a repeated job
+    /// does not read and hash the file again.
+    deltas: HashSet<Version>,
     /// The cache could not be written last time it was tried.
     failing: bool,
     /// Copies evicted since `holding` last said.
@@ -83,6 +88,7 @@ impl State {
             index: Index::default(),
             pending: HashSet::new(),
             failed: HashSet::new(),
+            deltas: HashSet::new(),
             failing: false,
             evicted: 0,
             owner: false,
@@ -108,6 +114,21 @@ impl State {
             self.index.remove(&key);
         }
         self.pending.insert(key)
+    }
+
+    /// Takes on the deltas of `v`: false when they are being made, or
+    /// were made and none of them was evicted since.
+    pub(super) fn claim_deltas(&mut self, v: Version) -> bool {
+        if self.deltas.len() >= FAILED_MAX {
+            self.deltas.clear();
+        }
+        self.deltas.insert(v)
+    }
+
+    /// The deltas of `v` may be asked for again (one was evicted, or its
+    /// job was dropped).
+    pub(super) fn forget_deltas(&mut self, v: &Version) {
+        self.deltas.remove(v);
     }
 
     /// `key`'s job is over, whatever became of it.
@@ -173,9 +194,30 @@ impl State {
     }
 
     /// Evicts beyond the limits, least recently used first; how many went.
-    fn evict(&mut self, settings: &Settings, log: Log<'_>) -> usize {
-        let gone = self.index.evict(settings.max_size);
+    /// A kept version takes the deltas made against it along: no delta
+    /// is offered against a version the cache no longer holds.
+    pub(super) fn evict(&mut self, settings: &Settings, log: Log<'_>) -> usize {
+        let mut gone = self.index.evict(settings.max_size);
+        let kept: Vec<_> = gone
+            .iter()
+            .filter_map(|k| match k.1 {
+                Kind::Kept(h) => Some(h),
+                _ => None,
+            })
+            .collect();
+        if !kept.is_empty() {
+            let against = self.index.deltas_against(&kept);
+            for key in &against {
+                self.index.remove(key);
+            }
+            gone.extend(against);
+        }
         self.evicted += gone.len() as u64;
+        for key in &gone {
+            if let Kind::Delta(..) = key.1 {
+                self.deltas.remove(&key.0);
+            }
+        }
         for key in &gone {
             let path = copy_path(&settings.root, key);
             match fs::remove_file(&path) {
@@ -227,6 +269,10 @@ fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Resul
             *leftovers += usize::from(fs::remove_file(entry.path()).is_ok());
             continue;
         }
+        if name == KEPT_DIR && entry.file_type()?.is_dir() {
+            scan_kept(&entry.path(), found, leftovers)?;
+            continue;
+        }
         let Some(dir) = parse_fan_out(name) else {
             continue;
         };
@@ -247,6 +293,37 @@ fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Resul
     Ok(())
 }
 
+/// Indexes the kept versions under `kept/<2 hex>/`, removing leftover
+/// temporaries.
+fn scan_kept(dir: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
+    for entry in fs::read_dir(dir)? {
+        let entry = entry?;
+        let fan = entry.file_name();
+        let Some(fan) = fan.to_str().and_then(parse_fan_out) else {
+            continue;
+        };
+        if !entry.file_type()?.is_dir() {
+            continue;
+        }
+        for kept in fs::read_dir(entry.path())? {
+            let kept = kept?;
+            let name = kept.file_name();
+            let Some(name) = name.to_str() else { continue };
+            if is_leftover(name) {
+                *leftovers += usize::from(fs::remove_file(kept.path()).is_ok());
+                continue;
+            }
+            let Some(h) = parse_kept_name(name).filter(|h| h[0] == fan) else {
+                continue;
+            };
+            if let Some(f) = found_at(&kept, (Version::NONE, Kind::Kept(h))) {
+                found.push(f);
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A fan-out directory's number: two lower-case hex digits.
 fn parse_fan_out(name: &str) -> Option<u8> {
     let canonical = name.len() == 2 && name.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
@@ -257,13 +334,19 @@ fn parse_fan_out(name: &str) -> Option<u8> {
 /// and in its right place; last used at its atime or mtime, the later.
 fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<Found> {
     let (version, kind): (Version, Kind) = parse_copy_name(name)?;
-    let meta = entry.metadata().ok().filter(|m| m.is_file())?;
     if fan_out(version.inode) != dir {
         return None;
     }
+    found_at(entry, (version, kind))
+}
+
+/// The entry for the regular file `entry` at `key`; last used at its
+/// atime or mtime, the later.
+fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
+    let meta = entry.metadata().ok().filter(|m| m.is_file())?;
     let at = |t: io::Result<SystemTime>| t.unwrap_or(SystemTime::UNIX_EPOCH);
     Some(Found {
-        key: (version, kind),
+        key,
         size: meta.len(),
         used: at(meta.accessed()).max(at(meta.modified())),
     })
@@ -276,5 +359,5 @@ fn is_leftover(name: &str) -> bool {
     };
     !tail.is_empty()
         && tail.bytes().all(|b| b.is_ascii_hexdigit())
-        && parse_copy_name(copy).is_some()
+        && (parse_copy_name(copy).is_some() || parse_kept_name(copy).is_some())
 }
