@@ -4,9 +4,10 @@
 
 use super::state::{copy_path, State};
 use super::{run, Level, Settings};
-use crate::coding::Coding;
+use crate::coding::{Coding, DeltaCoding};
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
+use crate::publish::delta_codec::decode;
 use crate::test_util::{encoded_with, fast, noise, page, seqpacket_pair, Messages};
 use gdn_cli::publish::{self, sibling_path, CompressOptions, Report};
 use std::fs;
@@ -23,6 +24,10 @@ fn settings(root: &Path) -> Settings {
         workers: 2,
         levels: fast(),
         min_saving: 5.0,
+        delta_levels: crate::publish::delta_codec::DeltaLevels {
+            zstd: 3,
+            brotli_quality: 5,
+        },
     }
 }
 
@@ -63,6 +68,7 @@ fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
         path: p.as_os_str().as_bytes(),
         version: version(p),
         codings,
+        deltas: None,
     })
 }
 
@@ -159,6 +165,7 @@ fn another_version_is_refused() {
         path: p.as_os_str().as_bytes(),
         version: v,
         codings: all(),
+        deltas: None,
     };
     let mut stream = vec![record(&job)];
     let missing = docs.join("gone.html");
@@ -170,6 +177,7 @@ fn another_version_is_refused() {
         path: missing.as_os_str().as_bytes(),
         version: other,
         codings: all(),
+        deltas: None,
     }));
     run_over(&s, stream, &lines);
     assert_eq!(lines.count(Level::Debug, "not the version queued"), 1);
@@ -521,4 +529,118 @@ fn the_second_run_takes_over_once_the_first_ends() {
     assert_eq!(second.count(Level::Warn, ""), 1);
     assert_eq!(second_events.dropped(), 0);
     assert!(cache.join(super::owner::LOCK_NAME).exists());
+}
+
+/// A compress job asking for deltas in a scope (`group` empty: the
+/// file's own path).
+fn delta_job(p: &Path, group: &[u8]) -> Vec<u8> {
+    record(&Job::Compress {
+        path: p.as_os_str().as_bytes(),
+        version: version(p),
+        codings: all(),
+        deltas: Some(crate::ondemand::job::Deltas {
+            versions: 2,
+            group,
+            site: &[],
+        }),
+    })
+}
+
+/// The delta of the file at `p` (its current version) against `dict`.
+fn delta_of(s: &Settings, p: &Path, d: DeltaCoding, dict: &[u8]) -> Option<Vec<u8>> {
+    let kind = Kind::Delta(d, crate::dictionary::hash(dict));
+    fs::read(copy(s, p, kind)).ok()
+}
+
+#[test]
+fn a_file_rewritten_in_place_gets_deltas_against_its_earlier_versions() {
+    let (_d, docs, cache) = tree();
+    let p = docs.join("app.js");
+    let v1 = page(60_000, 7);
+    fs::write(&p, &v1).unwrap();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    // A minor release: most of the file is the same.
+    let mut v2 = v1.clone();
+    v2[30_000..30_010].copy_from_slice(b"0123456789");
+    fs::write(&p, &v2).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    for d in DeltaCoding::ALL {
+        let delta = delta_of(&s, &p, d, &v1).expect("a delta against v1");
+        assert!(delta.len() < 2000, "{} bytes", delta.len());
+        assert_eq!(decode(&v1, &delta).unwrap(), v2);
+    }
+    // v1 is kept, by its hash, from the copy it had.
+    let kept = copy_path(
+        &s.root,
+        &(Version::NONE, Kind::Kept(crate::dictionary::hash(&v1))),
+    );
+    assert!(kept.is_file());
+    // A third version gets deltas against both; a fourth drops v1 (2 kept).
+    let mut v3 = v2.clone();
+    v3.extend_from_slice(b"\n// v3\n");
+    fs::write(&p, &v3).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v1).is_some());
+    assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v2).is_some());
+    fs::write(&p, b"// v4\n".repeat(5000)).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v1).is_none());
+    assert_eq!(lines.count(Level::Warn, ""), 0);
+}
+
+#[test]
+fn a_group_member_gets_deltas_against_earlier_members() {
+    let (_d, docs, cache) = tree();
+    let (a, b, c) = (
+        docs.join("app.1.js"),
+        docs.join("app.2.js"),
+        docs.join("x.js"),
+    );
+    let v1 = page(40_000, 9);
+    let mut v2 = v1.clone();
+    v2.truncate(39_000);
+    fs::write(&a, &v1).unwrap();
+    fs::write(&b, &v2).unwrap();
+    fs::write(&c, &v2).unwrap();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let group = b"localhost:80 /app.*.js";
+    run_over(&s, vec![delta_job(&a, group)], &lines);
+    run_over(&s, vec![delta_job(&b, group)], &lines);
+    let delta = delta_of(&s, &b, DeltaCoding::Dcz, &v1).expect("app.2 against app.1");
+    assert_eq!(decode(&v1, &delta).unwrap(), v2);
+    // Another scope (its own path) has no history with app.1.
+    run_over(&s, vec![delta_job(&c, b"")], &lines);
+    assert!(delta_of(&s, &c, DeltaCoding::Dcz, &v1).is_none());
+}
+
+#[test]
+fn evicting_a_kept_version_takes_its_deltas_along() {
+    let (_d, docs, cache) = tree();
+    let p = docs.join("app.js");
+    let v1 = page(60_000, 11);
+    fs::write(&p, &v1).unwrap();
+    let mut s = settings(&cache);
+    let lines = Lines::default();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let mut v2 = v1.clone();
+    v2.push(b'\n');
+    fs::write(&p, &v2).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v1).is_some());
+    // A limit only the newest copies fit: the kept version goes first
+    // (least recently used), and its deltas with it.
+    s.max_size = 30_000;
+    let other = page_file(&docs, "other.html", 50_000, 12);
+    run_over(&s, vec![compress_job(&other, all())], &lines);
+    let kept = copy_path(
+        &s.root,
+        &(Version::NONE, Kind::Kept(crate::dictionary::hash(&v1))),
+    );
+    assert!(!kept.exists());
+    for d in DeltaCoding::ALL {
+        assert!(delta_of(&s, &p, d, &v1).is_none(), "{d:?}");
+    }
 }
