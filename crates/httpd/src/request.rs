@@ -198,6 +198,13 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
     }
 
+    /// Adds a response header (`apr_table_addn`: beside any of that name).
+    pub fn add_header_value(&self, name: &'static CStr, value: &str) {
+        let v = self.pool_str(value);
+        // SAFETY: static name, pool copy of the value.
+        unsafe { ffi::apr_table_addn(self.raw().headers_out, name.as_ptr(), v) }
+    }
+
     /// Adds a request header's name to `Vary` (http_filters merges
     /// and dedups the list).
     pub fn vary(&self, header: &'static CStr) {

@@ -188,6 +188,51 @@ impl Active {
         matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid)
     }
 
+    /// The current site dictionary of the host `host_key`, opened, if the
+    /// compressor trained one: only a regular file the compressor's user
+    /// owns, opened without following a symlink.
+    pub fn site_dictionary<'r>(
+        &self,
+        req: &Request<'r>,
+        host_key: &[u8],
+    ) -> Option<(&'r CStr, crate::httpd::File<'r>)> {
+        let name = [
+            key::site_dir_name(host_key).as_bytes(),
+            b"/",
+            key::SITE_CURRENT.as_bytes(),
+        ]
+        .concat();
+        let path = req.path_with_suffix(&self.root, name);
+        let f = req.open_nofollow(path).ok()?;
+        let info = f.info();
+        (info.kind() == FileKind::Regular && info.user() == self.uid && info.size() > 0)
+            .then_some((path, f))
+    }
+
+    /// Whether the host `host_key` has a site dictionary, looked at once
+    /// a second per process and host.
+    pub fn has_site_dictionary(&self, req: &Request<'_>, host_key: &[u8], now: i64) -> bool {
+        static SEEN: Lately = Lately::new();
+        const THERE: u8 = 1;
+        const NOT: u8 = 2;
+        if SEEN.done(&host_key, THERE, now) {
+            return true;
+        }
+        if SEEN.done(&host_key, NOT, now) {
+            return false;
+        }
+        let name = [
+            key::site_dir_name(host_key).as_bytes(),
+            b"/",
+            key::SITE_CURRENT.as_bytes(),
+        ]
+        .concat();
+        let path = req.path_with_suffix(&self.root, name);
+        let there = matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid);
+        SEEN.remember(&host_key, if there { THERE } else { NOT }, now);
+        there
+    }
+
     /// Whether this process asked for the copy of `v` in coding `c` in
     /// the tick of `now_us` (see `ASK_TICK`): the copy is then still being
     /// made (or its job was dropped), so a request need not look for it.

@@ -24,6 +24,7 @@ mod metrics;
 mod module;
 pub mod ondemand;
 mod respond;
+mod site;
 mod store_guard;
 #[cfg(test)]
 use gdn_core::test_util;

@@ -9,6 +9,7 @@ use crate::httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
 use crate::jitter::Secret;
 use crate::metrics::counters;
 use crate::metrics::status;
+use crate::site;
 use crate::store_guard;
 use std::ffi::CStr;
 use std::sync::{PoisonError, RwLock};
@@ -52,7 +53,9 @@ impl httpd::Module for GzipDiskNg {
     }
 
     fn handler(req: &Request<'_>) -> Status {
-        status::route(req).unwrap_or_else(|| handler::handle(req, || settings(req)))
+        status::route(req)
+            .or_else(|| site::route(req, site_dictionary(req)))
+            .unwrap_or_else(|| handler::handle(req, || settings(req)))
     }
 
     fn fixups(req: &Request<'_>) -> Status {
@@ -114,10 +117,14 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
     Settings {
         dir,
         secret: dir.jitter().and_then(|_| jitter_secret(req)),
-        site_dictionary: req
-            .server_config::<GzipDiskNg>()
-            .and_then(|c| c.site_dictionary.as_deref()),
+        site_dictionary: site_dictionary(req),
     }
+}
+
+/// The virtual host's `GzipDiskNgSiteDictionary`.
+fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
+    req.server_config::<GzipDiskNg>()
+        .and_then(|c| c.site_dictionary.as_deref())
 }
 
 /// The request's directory settings (the defaults where no scope set any).

@@ -163,6 +163,20 @@ impl NameBuf {
 /// The directory of kept versions (`Kind::Kept`) under the cache root.
 pub const KEPT_DIR: &str = "kept";
 
+/// The directory of site dictionaries under the cache root.
+pub const SITE_DIR: &str = "site";
+
+/// The name, under the cache root, of a site's directory: its host key
+/// (`host:port`) hashed, so any host name makes one safe name.
+pub fn site_dir_name(host_key: &[u8]) -> String {
+    let hex = dictionary::to_hex(&dictionary::hash(host_key));
+    format!("{SITE_DIR}/{hex}")
+}
+
+/// The current site dictionary's file in a site's directory: what the
+/// module serves at `GzipDiskNgSiteDictionary`.
+pub const SITE_CURRENT: &str = "current.dat";
+
 /// The kept version a file name in `kept/<2 hex>/` stands for.
 pub fn parse_kept_name(name: &str) -> Option<Hash> {
     let hex = name.strip_suffix(".zst")?;

@@ -814,6 +814,7 @@ fn send_file(a: &Attempt<'_, '_>, r: Representation<'_, '_>) -> Answer {
         set_marker(a, as_is);
     }
     offer_as_dictionary(a);
+    link_site_dictionary(a);
     let status = finish_file(req, r.file, size, r.splice);
     Answer::new(status, r.outcome, len)
 }
@@ -838,6 +839,33 @@ fn offer_as_dictionary(a: &Attempt<'_, '_>) {
         _ => return,
     };
     req.set_header_value(c"Use-As-Dictionary", &value);
+}
+
+/// `Link: <…>; rel="compression-dictionary"` on a host's HTML pages once
+/// its site dictionary is trained, so a browser fetches it and sends its
+/// hash with later navigations.
+fn link_site_dictionary(a: &Attempt<'_, '_>) {
+    let (Some(path), Some(cache), Some(d)) =
+        (a.settings.site_dictionary, a.cache, &a.deltas_on_demand)
+    else {
+        return;
+    };
+    if d.site.is_empty() || !cache.has_site_dictionary(a.req, &d.site, a.req.request_time_secs()) {
+        return;
+    }
+    let value = format!("<{path}>; rel=\"compression-dictionary\"");
+    a.req.add_header_value(c"Link", &value);
+}
+
+/// Sends the module's own file `file` (a site dictionary) as core sends a
+/// static file: validators, 304/412, ranges, HEAD.
+pub fn send_static(req: &Request<'_>, file: &File<'_>, path: &CStr) -> Status {
+    let size = file.info().size();
+    req.set_last_modified(file.info());
+    req.set_etag(file, path, "", false);
+    req.set_accept_ranges();
+    req.set_content_length(size);
+    finish_file(req, file, size, None)
 }
 
 /// 406 with the codings the resource has, when decompression is off.

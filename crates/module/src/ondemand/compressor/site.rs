@@ -1,19 +1,394 @@
-//! Site dictionaries on demand (filled in below).
+//! Site dictionaries on demand: what `gzip-disk-ng train` and
+//! `compress --dictionary` do, done by the compressor for a virtual host
+//! with `GzipDiskNgSiteDictionary`.
+//!
+//! The host's HTML pages the server serves on demand are listed in
+//! `site/<64 hex SHA-256 of the host>/pages`. Once `MIN_PAGES` are, the
+//! compressor trains a dictionary from their content with the publish
+//! tool's trainer, writes it as `current.dat` there (which the module
+//! serves) and keeps it like an earlier version (`Kind::Kept`, so it
+//! counts toward the cache's limit), then makes every listed page's
+//! deltas against it. When the pages have doubled since, it trains
+//! again: the new dictionary is current, and the deltas against the one
+//! before stay for as long as a browser may hold it (`LIFETIME` after it
+//! stopped being served), then go. The record of a host's dictionaries
+//! is `site/<…>/dictionaries`: one line each, the hash, when it was
+//! trained, from how many pages, and when it stopped being current.
 
-use super::make::Ctx;
-use crate::ondemand::key::Version;
+use super::deltas::{keep, read_kept};
+use super::make::{current, make_dir, Ctx};
+use super::state::{copy_path, State};
+use super::Level;
+use crate::dictionary::{self, Hash};
+use crate::ondemand::key::{compressible, site_dir_name, Kind, Version, SITE_CURRENT};
+use crate::publish::atomic::TempFile;
+use crate::publish::delta_codec;
 use std::fs;
-use std::path::Path;
+use std::io::{self, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// The file the module serves at `GzipDiskNgSiteDictionary`.
+const CURRENT: &str = SITE_CURRENT;
+
+/// Pages a host needs before its first dictionary: zstd's trainer picks
+/// what pages share, which a handful cannot show.
+pub const MIN_PAGES: usize = 16;
+
+/// Largest dictionary: the size the publish tool's `train` is measured
+/// with (docs/performance.md), a one-time download per browser a day.
+pub const DICTIONARY_SIZE: usize = 64 << 10;
+
+/// Pages listed per host at most (the newest kept): training reads them
+/// all.
+const MAX_PAGES: usize = 1024;
+
+/// Bytes of pages trained on at most.
+const MAX_SAMPLE_BYTES: usize = 32 << 20;
+
+/// How long a browser may keep a dictionary: the `max-age` the module
+/// serves it with. Deltas against a retrained one go this long after it
+/// stopped being served.
+pub const LIFETIME: u64 = 86_400;
+
+/// One dictionary of a host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Trained {
+    hash: Hash,
+    /// When it was trained, seconds since the epoch.
+    at: u64,
+    /// Pages it was trained from.
+    pages: usize,
+    /// When it stopped being the current one (0: it is).
+    retired: u64,
+}
+
+/// A host's files in the cache root.
+struct Site {
+    dir: PathBuf,
+}
+
+impl Site {
+    fn of(root: &Path, key: &[u8]) -> Site {
+        Site {
+            dir: root.join(site_dir_name(key)),
+        }
+    }
+
+    fn pages(&self) -> Vec<PathBuf> {
+        let text = fs::read(self.dir.join("pages")).unwrap_or_default();
+        text.split(|&b| b == b'\n')
+            .filter(|l| l.first() == Some(&b'/'))
+            .map(|l| PathBuf::from(std::ffi::OsStr::from_bytes(l)))
+            .collect()
+    }
+
+    fn dictionaries(&self) -> Vec<Trained> {
+        let text = fs::read_to_string(self.dir.join("dictionaries")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| {
+                let mut f = l.split(' ');
+                let hash = dictionary::from_hex(f.next()?)?;
+                let mut n = || f.next()?.parse::<u64>().ok();
+                let (at, pages, retired) = (n()?, n()?, n()?);
+                Some(Trained {
+                    hash,
+                    at,
+                    pages: pages as usize,
+                    retired,
+                })
+            })
+            .collect()
+    }
+
+    fn write(&self, name: &str, text: &[u8]) -> io::Result<()> {
+        let path = self.dir.join(name);
+        let mut tmp = TempFile::new(&path)?;
+        tmp.write_all(text)?;
+        tmp.persist(&path)
+    }
+
+    fn save_pages(&self, pages: &[PathBuf]) -> io::Result<()> {
+        let mut text = Vec::new();
+        for p in pages {
+            text.extend_from_slice(p.as_os_str().as_bytes());
+            text.push(b'\n');
+        }
+        self.write("pages", &text)
+    }
+
+    fn save_dictionaries(&self, d: &[Trained]) -> io::Result<()> {
+        let text: String = d
+            .iter()
+            .map(|t| {
+                let hex = dictionary::to_hex(&t.hash);
+                format!("{hex} {} {} {}\n", t.at, t.pages, t.retired)
+            })
+            .collect();
+        self.write("dictionaries", text.as_bytes())
+    }
+}
+
+/// Seconds since the epoch.
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// Lists `page` (newest last, once); whether the list changed.
+fn list(pages: &mut Vec<PathBuf>, page: &Path) -> bool {
+    if pages.last().is_some_and(|p| p == page) {
+        return false;
+    }
+    pages.retain(|p| p != page);
+    pages.push(page.to_path_buf());
+    let excess = pages.len().saturating_sub(MAX_PAGES);
+    pages.drain(..excess);
+    true
+}
+
+/// Whether a host with `pages` listed trains now: a first dictionary at
+/// `MIN_PAGES`, another once the pages doubled since the last.
+fn due(pages: usize, trained: &[Trained]) -> bool {
+    match trained.iter().find(|t| t.retired == 0) {
+        None => pages >= MIN_PAGES,
+        Some(t) => pages >= 2 * t.pages.max(MIN_PAGES),
+    }
+}
 
 impl Ctx<'_> {
-    /// Records the HTML page at `path` for its host's site dictionary.
+    /// Lists the HTML page at `path` for the site dictionary of `key`
+    /// (its host), trains one when it is due, and makes the page's deltas
+    /// against the dictionaries a browser may hold.
     pub(super) fn site_page(
         &self,
-        _path: &Path,
-        _meta: &fs::Metadata,
-        _version: Version,
-        _content: &[u8],
-        _site: &[u8],
+        path: &Path,
+        meta: &fs::Metadata,
+        version: Version,
+        content: &[u8],
+        key: &[u8],
     ) {
+        if path.as_os_str().as_bytes().contains(&b'\n') {
+            return;
+        }
+        let site = Site::of(&self.settings.root, key);
+        let (pages, trained, may_train) = {
+            // Held while the records are read and written, so two workers
+            // never lose each other's pages.
+            let mut state = self.state();
+            let mut pages = site.pages();
+            if list(&mut pages, path) {
+                let dir = make_dir(&site.dir.join("pages"));
+                if let Err(e) = dir
+                    .map_err(|_| io::Error::other("cannot make the site's directory"))
+                    .and_then(|()| site.save_pages(&pages))
+                {
+                    state.cache_failed(self.settings, &e, self.log);
+                }
+            }
+            let trained = self.expire(&site, &mut state);
+            let may = due(pages.len(), &trained) && state.may_train(&site.dir, pages.len());
+            (pages, trained, may)
+        };
+        if may_train {
+            if let Some(dict) = self.train(&site, &pages, trained.clone()) {
+                self.deltas_of_pages(&pages, &dict);
+                return;
+            }
+        }
+        let dictionaries: Vec<_> = trained
+            .iter()
+            .filter_map(|t| self.dictionary(&site, t).map(|d| (t.hash, d)))
+            .collect();
+        self.deltas_against(path, meta, version, content, &dictionaries);
+    }
+
+    /// The host's dictionaries a browser may still hold; those retired
+    /// longer than `LIFETIME` ago are forgotten, with their deltas.
+    fn expire(&self, site: &Site, state: &mut State) -> Vec<Trained> {
+        let (mut live, gone): (Vec<_>, Vec<_>) = site
+            .dictionaries()
+            .into_iter()
+            .partition(|t| t.retired == 0 || t.retired + LIFETIME > now());
+        live.sort_by_key(|t| std::cmp::Reverse(t.at));
+        if gone.is_empty() {
+            return live;
+        }
+        for t in &gone {
+            let _ = fs::remove_file(
+                site.dir
+                    .join(format!("{}.dat", dictionary::to_hex(&t.hash))),
+            );
+            state.forget_kept(self.settings, t.hash, self.log);
+        }
+        if let Err(e) = site.save_dictionaries(&live) {
+            state.cache_failed(self.settings, &e, self.log);
+        }
+        live
+    }
+
+    /// A dictionary's content: kept, else (the current one) recovered
+    /// from `current.dat`, checked against its hash.
+    fn dictionary(&self, site: &Site, t: &Trained) -> Option<Vec<u8>> {
+        let key = (Version::NONE, Kind::Kept(t.hash));
+        let kept = copy_path(&self.settings.root, &key);
+        if let Some(d) = read_kept(&kept).filter(|d| dictionary::hash(d) == t.hash) {
+            return Some(d);
+        }
+        let raw = fs::read(
+            site.dir
+                .join(format!("{}.dat", dictionary::to_hex(&t.hash))),
+        );
+        let d = raw.ok().filter(|d| dictionary::hash(d) == t.hash)?;
+        let size = keep(&kept, &d).ok()?;
+        self.state().made(self.settings, key, size, self.log);
+        Some(d)
+    }
+
+    /// Trains a dictionary from the listed pages and makes it the
+    /// current one; its content.
+    fn train(&self, site: &Site, pages: &[PathBuf], mut trained: Vec<Trained>) -> Option<Vec<u8>> {
+        let mut samples = Vec::new();
+        let mut bytes = 0;
+        for p in pages.iter().rev() {
+            let Ok(page) = fs::read(p) else { continue };
+            if !compressible(p.as_os_str().as_bytes(), page.len() as u64)
+                || bytes + page.len() > MAX_SAMPLE_BYTES
+            {
+                continue;
+            }
+            bytes += page.len();
+            samples.push(page);
+        }
+        // zstd's trainer wants many times the dictionary's size in samples.
+        let size = DICTIONARY_SIZE.min(bytes / 8).max(1024);
+        let dict = match delta_codec::train(&samples, size) {
+            Ok(d) if !d.is_empty() => d,
+            Ok(_) | Err(_) => {
+                let why = format!(
+                    "the site dictionary of {} cannot be trained from {} pages ({bytes} bytes) yet",
+                    site.dir.display(),
+                    samples.len()
+                );
+                (self.log)(Level::Info, &why);
+                // Not again before the pages doubled.
+                self.state().trained_at(site.dir.clone(), pages.len());
+                return None;
+            }
+        };
+        let hash = dictionary::hash(&dict);
+        let t = now();
+        for old in trained.iter_mut().filter(|o| o.retired == 0) {
+            old.retired = t;
+        }
+        trained.retain(|o| o.hash != hash);
+        trained.push(Trained {
+            hash,
+            at: t,
+            pages: pages.len(),
+            retired: 0,
+        });
+        let hex = dictionary::to_hex(&hash);
+        let stored = site
+            .write(&format!("{hex}.dat"), &dict)
+            .and_then(|()| site.write(CURRENT, &dict))
+            .and_then(|()| site.save_dictionaries(&trained));
+        if let Err(e) = stored {
+            self.state().cache_failed(self.settings, &e, self.log);
+            return None;
+        }
+        let kept = copy_path(&self.settings.root, &(Version::NONE, Kind::Kept(hash)));
+        if let Ok(size) = keep(&kept, &dict) {
+            self.state().made(
+                self.settings,
+                (Version::NONE, Kind::Kept(hash)),
+                size,
+                self.log,
+            );
+        }
+        (self.log)(
+            Level::Notice,
+            &format!(
+                "site dictionary {hex} trained: {} bytes from {} pages ({bytes} bytes), served from {}",
+                dict.len(),
+                samples.len(),
+                site.dir.join(CURRENT).display()
+            ),
+        );
+        Some(dict)
+    }
+
+    /// Makes every listed page's deltas against a new dictionary, for the
+    /// version each has now.
+    fn deltas_of_pages(&self, pages: &[PathBuf], dict: &[u8]) {
+        let dictionaries = [(dictionary::hash(dict), dict.to_vec())];
+        for p in pages {
+            let Ok(meta) = fs::metadata(p) else { continue };
+            let version = Version::of(&meta);
+            if !meta.is_file() || !compressible(p.as_os_str().as_bytes(), meta.len()) {
+                continue;
+            }
+            let Ok(content) = fs::read(p) else { continue };
+            if current(p, &version).is_err() || content.len() as u64 != meta.len() {
+                continue;
+            }
+            self.deltas_against(p, &meta, version, &content, &dictionaries);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trained(pages: usize, retired: u64) -> Trained {
+        Trained {
+            hash: [pages as u8; 32],
+            at: 1,
+            pages,
+            retired,
+        }
+    }
+
+    #[test]
+    fn training_is_due_at_the_threshold_then_when_pages_double() {
+        assert!(!due(MIN_PAGES - 1, &[]));
+        assert!(due(MIN_PAGES, &[]));
+        let t = [trained(20, 0), trained(16, 5)];
+        assert!(!due(39, &t));
+        assert!(due(40, &t));
+    }
+
+    #[test]
+    fn pages_are_listed_once_newest_last_and_bounded() {
+        let mut pages = Vec::new();
+        assert!(list(&mut pages, Path::new("/a.html")));
+        assert!(!list(&mut pages, Path::new("/a.html")));
+        assert!(list(&mut pages, Path::new("/b.html")));
+        assert!(list(&mut pages, Path::new("/a.html")));
+        assert_eq!(pages, [PathBuf::from("/b.html"), PathBuf::from("/a.html")]);
+        for i in 0..MAX_PAGES + 5 {
+            list(&mut pages, Path::new(&format!("/p{i}.html")));
+        }
+        assert_eq!(pages.len(), MAX_PAGES);
+        assert_eq!(
+            pages.last().unwrap(),
+            Path::new(&format!("/p{}.html", MAX_PAGES + 4))
+        );
+    }
+
+    #[test]
+    fn records_round_trip() {
+        let d = tempfile::tempdir().unwrap();
+        let site = Site::of(d.path(), b"localhost:80");
+        fs::create_dir_all(&site.dir).unwrap();
+        let t = vec![trained(16, 7), trained(32, 0)];
+        site.save_dictionaries(&t).unwrap();
+        assert_eq!(site.dictionaries(), t);
+        let pages = vec![PathBuf::from("/x y.html"), PathBuf::from("/z.html")];
+        site.save_pages(&pages).unwrap();
+        assert_eq!(site.pages(), pages);
     }
 }

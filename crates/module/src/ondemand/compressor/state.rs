@@ -5,11 +5,12 @@
 
 use super::index::{Index, Key};
 use super::{Level, Log, Settings};
+use crate::dictionary::Hash;
 use crate::ondemand::key::{
     copy_name, fan_out, parse_copy_name, parse_kept_name, Kind, NameBuf, Version, KEPT_DIR,
 };
 use crate::publish::atomic::TMP_MARK;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -28,6 +29,9 @@ pub(super) struct State {
     /// Versions whose deltas are being made or were made: a repeated job
     /// does not read and hash the file again.
     deltas: HashSet<Version>,
+    /// Site dictionaries tried, by the site's directory: the pages listed
+    /// then. A failed training is tried again once they doubled.
+    site_tries: HashMap<PathBuf, usize>,
     /// The cache could not be written last time it was tried.
     failing: bool,
     /// Copies evicted since `holding` last said.
@@ -89,6 +93,7 @@ impl State {
             pending: HashSet::new(),
             failed: HashSet::new(),
             deltas: HashSet::new(),
+            site_tries: HashMap::new(),
             failing: false,
             evicted: 0,
             owner: false,
@@ -129,6 +134,34 @@ impl State {
     /// job was dropped).
     pub(super) fn forget_deltas(&mut self, v: &Version) {
         self.deltas.remove(v);
+    }
+
+    /// Whether the site at `dir` may train with `pages` listed: not
+    /// before they doubled since a training that failed.
+    pub(super) fn may_train(&self, dir: &Path, pages: usize) -> bool {
+        self.site_tries.get(dir).is_none_or(|&n| pages >= 2 * n)
+    }
+
+    /// The site at `dir` tried to train with `pages` listed.
+    pub(super) fn trained_at(&mut self, dir: PathBuf, pages: usize) {
+        self.site_tries.insert(dir, pages);
+    }
+
+    /// Forgets the kept version `h` and the deltas against it, files and
+    /// all: a dictionary no browser may hold any more.
+    pub(super) fn forget_kept(&mut self, settings: &Settings, h: Hash, log: Log<'_>) {
+        let mut gone = self.index.deltas_against(&[h]);
+        gone.push((Version::NONE, Kind::Kept(h)));
+        for key in &gone {
+            self.index.remove(key);
+            self.deltas.remove(&key.0);
+            let path = copy_path(&settings.root, key);
+            if let Err(e) = fs::remove_file(&path) {
+                if e.kind() != io::ErrorKind::NotFound {
+                    self.cache_failed(settings, &e, log);
+                }
+            }
+        }
     }
 
     /// `key`'s job is over, whatever became of it.

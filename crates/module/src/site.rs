@@ -1,0 +1,52 @@
+//! The site dictionary as requests see it: served at the virtual host's
+//! `GzipDiskNgSiteDictionary` path once the compressor trained one from
+//! the host's pages (`ondemand::compressor`), with what makes a browser
+//! keep it for the host's pages.
+
+use crate::cache;
+use crate::httpd::{self, Level, Request, Status};
+use crate::respond;
+
+/// What a browser is told to use the dictionary for: every page of the
+/// origin, for navigations (RFC 9842 `match-dest`).
+const USE_AS_DICTIONARY: &std::ffi::CStr = cr#"match="/*", match-dest=("document")"#;
+
+/// `Cache-Control` of the dictionary: `ondemand`'s lifetime for it, after
+/// which a retrained one's deltas go.
+const CACHE_CONTROL: &std::ffi::CStr = c"max-age=86400";
+
+/// Answers a request for the host's `GzipDiskNgSiteDictionary` path;
+/// `None` for any other request.
+pub fn route(req: &Request<'_>, path: Option<&str>) -> Option<Status> {
+    let path = path?;
+    if req.uri()? != path.as_bytes() || req.is_subrequest() {
+        return None;
+    }
+    Some(serve(req))
+}
+
+fn serve(req: &Request<'_>) -> Status {
+    req.allow_get_options();
+    match req.method_number() {
+        httpd::M_GET => {}
+        httpd::M_OPTIONS => return req.send_options(),
+        _ => return Status::METHOD_NOT_ALLOWED,
+    }
+    let st = req.discard_body();
+    if st != Status::OK {
+        return st;
+    }
+    let Some(cache) = cache::active() else {
+        return Status::NOT_FOUND;
+    };
+    let Some((path, file)) = cache.site_dictionary(req, &req.host_key()) else {
+        req.log_with(Level::Debug, 0, || {
+            "no site dictionary trained yet".to_owned()
+        });
+        return Status::NOT_FOUND;
+    };
+    req.set_content_type(c"application/octet-stream");
+    req.set_header_static(c"Use-As-Dictionary", USE_AS_DICTIONARY);
+    req.set_header_static(c"Cache-Control", CACHE_CONTROL);
+    respond::send_static(req, &file, path)
+}
