@@ -494,6 +494,7 @@ pub(crate) mod tests {
             slot::CACHE_EVICTIONS,
             slot::SINCE,
         ]);
+        all.extend(DeltaCoding::ALL.map(slot::delta_saved_vs_br));
         for i in &all {
             assert!(*i < slot::COUNT, "slot {i} out of range");
             assert!(seen.insert(*i), "slot {i} used twice");
