@@ -198,8 +198,12 @@ impl Ctx<'_> {
                 return;
             }
         }
+        // The current dictionary and the one before: a browser keeps one
+        // per URL, the one it fetched last; deltas against older ones
+        // made earlier stay until they expire.
         let dictionaries: Vec<_> = trained
             .iter()
+            .take(2)
             .filter_map(|t| self.dictionary(&site, t).map(|d| (t.hash, d)))
             .collect();
         self.deltas_against(path, meta, version, content, &dictionaries);
