@@ -31,6 +31,7 @@ struct Site {
     v1: Vec<u8>,
     v2: Vec<u8>,
     plain: Vec<u8>,
+    docs: std::path::PathBuf,
 }
 
 /// A page with all three siblings, one with only `.gz` (decompressed for
@@ -52,14 +53,16 @@ fn site(docs: &Path) -> Site {
     fs::write(&p, &delta).unwrap();
     set_mtime(&p, mtime(&docs.join("app.js")));
     let plain = page(20_000, 10);
-    fs::create_dir(docs.join("fresh")).unwrap();
+    fs::create_dir_all(docs.join("fresh/js")).unwrap();
     put(docs, "fresh/plain.html", &plain);
+    put(docs, "fresh/js/app.js", &v1);
     Site {
         page: text,
         gz_only,
         v1,
         v2,
         plain,
+        docs: docs.to_path_buf(),
     }
 }
 
@@ -86,6 +89,7 @@ fn config(root: &Path, port: u16) -> String {
          <Directory {r}/docs>\nRequire all granted\nSetHandler gzip-disk-ng\n</Directory>\n\
          <Directory {r}/docs/padded>\nGzipDiskNgJitter 32\n</Directory>\n\
          <Directory {r}/docs/fresh>\nGzipDiskNgOnDemand On\n</Directory>\n\
+         <Directory {r}/docs/fresh/js>\nGzipDiskNgUseAsDictionary self\n</Directory>\n\
          <Location /server-status>\nSetHandler server-status\n</Location>\n\
          <Location /metrics>\nSetHandler gzip-disk-ng-metrics\n</Location>\n\
          <Location /gzip-disk-ng-status>\nSetHandler gzip-disk-ng-status\n</Location>\n",
@@ -248,6 +252,7 @@ fn exercise(port: u16, s: &Site) {
         assert!(Instant::now() < deadline, "no copy made on demand");
         std::thread::sleep(Duration::from_millis(500));
     }
+    delta_on_demand(port, s);
     let r = get(port, "/server-status?auto", &[]);
     let text = String::from_utf8_lossy(&r.body);
     assert!(text.contains("GzipDiskNgResponses: "), "{text}");
@@ -260,6 +265,38 @@ fn exercise(port: u16, s: &Site) {
         assert_eq!(r.status, 200, "{path}");
         assert!(!r.body.is_empty(), "{path}");
     }
+}
+
+/// Polls `path` with `headers` until it comes in `coding` (bounded).
+fn until_coded(port: u16, path: &str, headers: &[&str], coding: &str) -> Response {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let r = get(port, path, headers);
+        assert_eq!(r.status, 200, "{path}");
+        if r.coding() == Some(coding) {
+            return r;
+        }
+        assert!(Instant::now() < deadline, "no {coding} for {path}");
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// A script rewritten in place gets a delta on demand against the
+/// version served before, made by the compressor and served from the
+/// cache.
+fn delta_on_demand(port: u16, s: &Site) {
+    let path = "/fresh/js/app.js";
+    until_coded(port, path, &["Accept-Encoding: gzip"], "gzip");
+    fs::write(s.docs.join("fresh/js/app.js"), &s.v2).unwrap();
+    let announced = sfv::ItemSerializer::new()
+        .bare_item(&Sha256::digest(&s.v1)[..])
+        .finish();
+    let headers = [
+        "Accept-Encoding: gzip, dcz",
+        &format!("Available-Dictionary: {announced}"),
+    ];
+    let r = until_coded(port, path, &headers, "dcz");
+    assert_eq!(zstd_cli_decode_with(&s.v1, &r.body[40..]), s.v2);
 }
 
 #[test]

@@ -342,6 +342,24 @@ impl PostConfig<'_> {
         }
     }
 
+    /// Module `M`'s configuration of the main server and of every virtual
+    /// host, in the server list's order.
+    pub fn server_configs<M: Module>(&self) -> Vec<&M::Server> {
+        let mut out = Vec::new();
+        let mut s = self.s;
+        while !s.is_null() {
+            // SAFETY: the server list is configuration, complete here and
+            // living as long as pconf.
+            let v = unsafe { (*s).module_config };
+            if let Some(c) = config_in::<M::Server>(v, M::record().as_ptr()) {
+                out.push(c);
+            }
+            // SAFETY: as above.
+            s = unsafe { (*s).next };
+        }
+        out
+    }
+
     /// The `DocumentRoot` of the main server and of every virtual host.
     pub fn document_roots(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();

@@ -98,6 +98,7 @@ impl httpd::Module for GzipDiskNg {
             .server_config::<GzipDiskNg>()
             .and_then(|c| c.cache_root.as_ref())
         else {
+            warn_site_dictionary_without_cache(ctx);
             return Ok(());
         };
         config::check_cache_root_served(root, &ctx.document_roots())?;
@@ -107,6 +108,22 @@ impl httpd::Module for GzipDiskNg {
             }
         }
         Ok(())
+    }
+}
+
+/// `GzipDiskNgSiteDictionary` without a cache root does nothing: said on
+/// the console in the first pass, as the cache root's own warnings are.
+fn warn_site_dictionary_without_cache(ctx: &PostConfig<'_>) {
+    let set = ctx
+        .server_configs::<GzipDiskNg>()
+        .iter()
+        .find_map(|c| c.site_dictionary.as_deref());
+    if let (Some(path), true) = (set, ctx.dry_run()) {
+        let why = format!(
+            "GzipDiskNgSiteDictionary {path} has no effect without GzipDiskNgCacheRoot: \
+             the site dictionary is trained by the on-demand compressor"
+        );
+        ctx.log().log(httpd::Level::Warn, &why);
     }
 }
 
