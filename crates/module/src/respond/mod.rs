@@ -857,12 +857,12 @@ fn link_site_dictionary(a: &Attempt<'_, '_>) {
     a.req.add_header_value(c"Link", &value);
 }
 
-/// Sends the module's own file `file` (a site dictionary) as core sends a
-/// static file: validators, 304/412, ranges, HEAD.
-pub fn send_static(req: &Request<'_>, file: &File<'_>, path: &CStr) -> Status {
+/// Sends the module's own file `file` (a site dictionary) with the strong
+/// `etag` as core sends a static file: validators, 304/412, ranges, HEAD.
+pub fn send_static(req: &Request<'_>, file: &File<'_>, etag: &str) -> Status {
     let size = file.info().size();
     req.set_last_modified(file.info());
-    req.set_etag(file, path, "", false);
+    req.set_header_value(c"ETag", etag);
     req.set_accept_ranges();
     req.set_content_length(size);
     finish_file(req, file, size, None)
