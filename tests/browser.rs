@@ -6,102 +6,13 @@ mod common;
 
 use common::*;
 use std::fs;
-use std::path::Path;
 use std::process::Command;
-
-const CHROMIUM: &str = "/usr/bin/chromium";
 
 fn html(marker: &str) -> Vec<u8> {
     let mut s = format!("<!doctype html><html><head><meta charset=\"utf-8\"><title>{marker}</title></head><body><h1 id=\"m\">{marker}</h1>\n");
     s += &String::from_utf8_lossy(&page(60_000, 5)).replace(['<', '>'], "");
     s += "</body></html>\n";
     s.into_bytes()
-}
-
-fn make_cert(dir: &Path) -> (String, String) {
-    let key = dir.join("key.pem");
-    let cert = dir.join("cert.pem");
-    let st = Command::new("openssl")
-        .args([
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-days",
-            "2",
-            "-subj",
-            "/CN=localhost",
-        ])
-        .args([
-            "-addext",
-            "subjectAltName=IP:127.0.0.1,DNS:localhost",
-            "-keyout",
-        ])
-        .arg(&key)
-        .arg("-out")
-        .arg(&cert)
-        .output()
-        .expect("openssl");
-    assert!(
-        st.status.success(),
-        "{}",
-        String::from_utf8_lossy(&st.stderr)
-    );
-    (cert.display().to_string(), key.display().to_string())
-}
-
-/// Headless Chromium loading `url` with the given profile and extra flags;
-/// bounded, so a hung browser fails the test instead of the run.
-fn chromium(profile: &Path, flags: &[&str], url: &str) -> std::process::Output {
-    Command::new("timeout")
-        .args(["-k", "10", "120", CHROMIUM])
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--dump-dom",
-        ])
-        .args(flags)
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg(url)
-        .output()
-        .expect("run chromium")
-}
-
-/// The flag that makes Chromium trust exactly this certificate, as it
-/// must before it keeps or uses compression dictionaries: the base64
-/// SHA-256 of its public key.
-fn trust_flag(cert: &str) -> String {
-    let out = Command::new("sh")
-        .arg("-c")
-        .arg(format!(
-            "openssl x509 -in '{cert}' -pubkey -noout | openssl pkey -pubin -outform der \
-             | openssl dgst -sha256 -binary | base64"
-        ))
-        .output()
-        .expect("openssl");
-    assert!(out.status.success());
-    format!(
-        "--ignore-certificate-errors-spki-list={}",
-        String::from_utf8_lossy(&out.stdout).trim()
-    )
-}
-
-fn chromium_missing() -> bool {
-    if Path::new(CHROMIUM).exists() {
-        return false;
-    }
-    // scripts/test installs Debian's chromium; only a bare dev box lacks it.
-    skip(&format!(
-        "{CHROMIUM} not installed (scripts/test installs it)"
-    ));
-    true
 }
 
 #[test]
@@ -219,27 +130,6 @@ fn script(tag: &str, text: &str) -> Vec<u8> {
         "var S = \"{text}\";\ndocument.getElementById('out').textContent += ' {tag}-' + S.length;\n"
     )
     .into_bytes()
-}
-
-/// Letters and spaces only, so the text is a JavaScript string as it is.
-fn script_text(seed: u64) -> String {
-    page(60_000, seed)
-        .iter()
-        .map(|&b| {
-            if b.is_ascii_alphanumeric() {
-                b as char
-            } else {
-                ' '
-            }
-        })
-        .collect()
-}
-
-/// Loads `page` in Chromium trusting the test certificate; the DOM.
-fn load(a: &Apache, profile: &Path, trust: &str, page: &str) -> String {
-    let url = format!("https://127.0.0.1:{}/{page}", a.port);
-    let out = chromium(profile, &[trust, "--virtual-time-budget=5000"], &url);
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// RFC 9842 end to end: Chromium keeps version 1 of two scripts (offered

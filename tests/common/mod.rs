@@ -1,9 +1,11 @@
 //! The integration tests' toolkit: `harness` runs a real Apache and
-//! requests against it, `data` makes test content, `codec` encodes and
-//! decodes it, `files` lays it out as a publisher would. The crate's unit
-//! tests compile `data` and `codec` too (src/test_util.rs).
+//! requests against it, `browser` headless Chromium against it, `data`
+//! makes test content, `codec` encodes and decodes it, `files` lays it
+//! out as a publisher would. The crate's unit tests compile `data` and
+//! `codec` too (src/test_util.rs).
 #![allow(dead_code, unused_imports)]
 
+mod browser;
 mod codec;
 mod data;
 mod files;
@@ -13,6 +15,7 @@ mod harness;
 /// tests give it too).
 use mod_gzip_disk_ng as gdn;
 
+pub use browser::*;
 pub use codec::*;
 pub use data::*;
 pub use files::*;
