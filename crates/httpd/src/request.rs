@@ -198,6 +198,21 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
     }
 
+    /// For a handler that answers GET and HEAD only: `None` for those
+    /// (the body discarded); else the answer, as core's handler gives it
+    /// (OPTIONS answered, 405 for other methods, or why the body could
+    /// not be read).
+    pub fn only_get(&self) -> Option<Status> {
+        self.allow_get_options();
+        match self.method_number() {
+            ffi::M_GET => {}
+            ffi::M_OPTIONS => return Some(self.send_options()),
+            _ => return Some(Status::METHOD_NOT_ALLOWED),
+        }
+        let st = self.discard_body();
+        (st != Status::OK).then_some(st)
+    }
+
     /// Adds a response header (`apr_table_addn`: beside any of that name).
     pub fn add_header_value(&self, name: &'static CStr, value: &str) {
         let v = self.pool_str(value);

@@ -196,13 +196,7 @@ impl Active {
         req: &Request<'r>,
         host_key: &[u8],
     ) -> Option<(&'r CStr, crate::httpd::File<'r>)> {
-        let name = [
-            key::site_dir_name(host_key).as_bytes(),
-            b"/",
-            key::SITE_CURRENT.as_bytes(),
-        ]
-        .concat();
-        let path = req.path_with_suffix(&self.root, name);
+        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key));
         let f = req.open_nofollow(path).ok()?;
         let info = f.info();
         (info.kind() == FileKind::Regular && info.user() == self.uid && info.size() > 0)
@@ -221,13 +215,7 @@ impl Active {
         if SEEN.done(&host_key, NOT, now) {
             return false;
         }
-        let name = [
-            key::site_dir_name(host_key).as_bytes(),
-            b"/",
-            key::SITE_CURRENT.as_bytes(),
-        ]
-        .concat();
-        let path = req.path_with_suffix(&self.root, name);
+        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key));
         let there = matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid);
         SEEN.remember(&host_key, if there { THERE } else { NOT }, now);
         there

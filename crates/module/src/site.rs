@@ -28,14 +28,7 @@ pub fn route(req: &Request<'_>, path: Option<&str>) -> Option<Status> {
 }
 
 fn serve(req: &Request<'_>) -> Status {
-    req.allow_get_options();
-    match req.method_number() {
-        httpd::M_GET => {}
-        httpd::M_OPTIONS => return req.send_options(),
-        _ => return Status::METHOD_NOT_ALLOWED,
-    }
-    let st = req.discard_body();
-    if st != Status::OK {
+    if let Some(st) = req.only_get() {
         return st;
     }
     let Some(cache) = cache::active() else {

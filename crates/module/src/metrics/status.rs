@@ -5,7 +5,7 @@
 //! which answers them in Prometheus's text format.
 
 use crate::cache;
-use crate::httpd::{self, Level, Request, Status};
+use crate::httpd::{Level, Request, Status};
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Snapshot};
 use std::ffi::CStr;
@@ -72,14 +72,7 @@ pub fn page(req: &Request<'_>) -> Status {
 /// GET and HEAD of a text made from the counters (OPTIONS answered, 405
 /// otherwise), never cached; 503 without counters.
 fn answer(req: &Request<'_>, text: impl FnOnce(&Snapshot) -> (&'static CStr, String)) -> Status {
-    req.allow_get_options();
-    match req.method_number() {
-        httpd::M_GET => {}
-        httpd::M_OPTIONS => return req.send_options(),
-        _ => return Status::METHOD_NOT_ALLOWED,
-    }
-    let st = req.discard_body();
-    if st != Status::OK {
+    if let Some(st) = req.only_get() {
         return st;
     }
     let Some(s) = counters::snapshot(cache::active().is_some()) else {

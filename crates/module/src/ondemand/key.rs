@@ -177,6 +177,12 @@ pub fn site_dir_name(host_key: &[u8]) -> String {
 /// module serves at `GzipDiskNgSiteDictionary`.
 pub const SITE_CURRENT: &str = "current.dat";
 
+/// The current site dictionary of the host `host_key`, under the cache
+/// root.
+pub fn site_current_name(host_key: &[u8]) -> String {
+    format!("{}/{SITE_CURRENT}", site_dir_name(host_key))
+}
+
 /// The kept version a file name in `kept/<2 hex>/` stands for.
 pub fn parse_kept_name(name: &str) -> Option<Hash> {
     let hex = name.strip_suffix(".zst")?;
