@@ -1,10 +1,19 @@
-//! Whether a delta file's header names the dictionary the client holds,
-//! checked once per file version and remembered beside the other
-//! per-version facts.
+//! The deltas (RFC 9842) against the dictionary the client announced:
+//! a published one beside the file, else one the on-demand cache made,
+//! each sent only when its header names that dictionary (checked once per
+//! file version and remembered beside the other per-version facts).
 
+use super::answer::{Answer, Skip};
+use super::{send_file, Attempt, Held, Representation, Tag, Tried};
+use crate::cache;
+use crate::coding::Coding;
 use crate::dictionary::{self, DeltaCoding, Hash};
-use crate::httpd::{File, FileVersion, Level, PoolBytes, Request};
+use crate::httpd::{File, FileKind, FileVersion, Level, PoolBytes, Request};
+use crate::lookup::{self, Found, Sibling};
 use crate::memo::version::VersionMemo;
+use crate::metrics::tally::Outcome;
+use crate::ondemand::key::Kind;
+use crate::variant::{self, Size};
 use std::ffi::CStr;
 
 /// Verdicts kept.
@@ -46,4 +55,113 @@ pub(super) fn names(
     }
     VERDICTS.put(key, ok);
     ok
+}
+
+impl<'r> Attempt<'_, 'r> {
+    /// The delta against the announced dictionary, if it exists and is
+    /// fresh.
+    pub(super) fn delta(&self, d: DeltaCoding) -> Result<Sibling<'r>, Skip<'r>> {
+        let found = self.deltas[d.index()].get_or_init(|| {
+            let hash = self.dictionary.as_ref()?;
+            let s = lookup::find_delta(self.req, self.filename, d, hash)?;
+            variant::usable(lookup::meta(&s.info), self.original).then_some(s)
+        });
+        (*found).ok_or(Skip::Missing)
+    }
+
+    /// The delta on demand against the announced dictionary, looked up
+    /// once per request. A missing one is asked for only when the cache
+    /// keeps that dictionary: a hash it does not know (never served here,
+    /// forged, evicted) costs one stat and asks for nothing.
+    pub(super) fn cached_delta(&self, d: DeltaCoding) -> Held<'r> {
+        *self.cached_deltas[d.index()].get_or_init(|| {
+            let (Some(cache), Some(h)) = (self.cache, self.dictionary.as_ref()) else {
+                return Held::NotWorth;
+            };
+            if self.deltas_on_demand.is_none() {
+                return Held::NotWorth;
+            }
+            let v = cache::version(&self.req.finfo());
+            match Held::from(cache.find(self.req, &v, Kind::Delta(d, *h))) {
+                Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
+                held => held,
+            }
+        })
+    }
+
+    /// Sends the delta on demand against the announced dictionary, as a
+    /// published delta goes out.
+    pub(super) fn send_cached_delta(&self, d: DeltaCoding) -> Result<Answer, Skip<'r>> {
+        let (path, file) = match self.cached_delta(d) {
+            Held::Ready(path, file) => (path, file),
+            Held::Missing => return Err(Skip::WantsCopy),
+            Held::NotWorth => return Err(Skip::Missing),
+        };
+        match &self.dictionary {
+            Some(h) if names(self.req, d, h, &file, path) => {}
+            _ => return Err(Skip::Refused),
+        }
+        self.vary(true);
+        Ok(send_file(
+            self,
+            Representation {
+                file: &file,
+                path,
+                validators_of: None,
+                coding: Some(d.c_token()),
+                tag: Tag::Plain(d.token()),
+                as_is: Some(true),
+                outcome: Outcome::CachedDelta(d),
+                splice: None,
+            },
+        ))
+    }
+
+    /// The size of the br representation of the original's version (its
+    /// fresh sibling, else its cached copy), where known without a look
+    /// the walk did not make: what a delta is measured against.
+    pub(super) fn br_size(&self) -> Option<u64> {
+        if let Some(Size::Bytes(b)) = self.memo.get().map(|m| m.codings[Coding::Br.index()]) {
+            return Some(b);
+        }
+        match self.siblings.known(Coding::Br) {
+            Found::Fresh(s) => return Some(s.info.size()),
+            Found::Unknown => {}
+            _ => return None,
+        }
+        match self.copies[Coding::Br.index()].get() {
+            Some(Held::Ready(_, f)) => Some(f.info().size()),
+            _ => None,
+        }
+    }
+}
+
+/// Sends a delta against the dictionary the client announced (RFC 9842),
+/// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
+pub(super) fn send_delta<'r>(
+    a: &Attempt<'_, 'r>,
+    d: DeltaCoding,
+    s: &Sibling<'r>,
+) -> Result<Answer, Skip<'r>> {
+    let file = a.open(None, s, &Tried::default())?;
+    if file.info().kind() != FileKind::Regular {
+        return Err(Skip::Refused);
+    }
+    match &a.dictionary {
+        Some(h) if names(a.req, d, h, &file, s.path) => {}
+        _ => return Err(Skip::Refused),
+    }
+    Ok(send_file(
+        a,
+        Representation {
+            file: &file,
+            path: s.path,
+            validators_of: None,
+            coding: Some(d.c_token()),
+            tag: Tag::Plain(d.token()),
+            as_is: Some(true),
+            outcome: Outcome::Delta(d),
+            splice: None,
+        },
+    ))
 }

@@ -26,6 +26,7 @@ use crate::ondemand::key::Kind;
 use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use answer::{Answer, Skip};
 use decompress::{browsers_decode, decompress, none_decodable};
+use delta::send_delta;
 use padding::plan_jitter;
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -539,83 +540,6 @@ impl<'a, 'r> Attempt<'a, 'r> {
         matches!(self.siblings.known(c), Found::Stale)
     }
 
-    /// The delta against the announced dictionary, if it exists and is
-    /// fresh.
-    fn delta(&self, d: DeltaCoding) -> Result<Sibling<'r>, Skip<'r>> {
-        let found = self.deltas[d.index()].get_or_init(|| {
-            let hash = self.dictionary.as_ref()?;
-            let s = lookup::find_delta(self.req, self.filename, d, hash)?;
-            variant::usable(lookup::meta(&s.info), self.original).then_some(s)
-        });
-        (*found).ok_or(Skip::Missing)
-    }
-
-    /// The delta on demand against the announced dictionary, looked up
-    /// once per request. A missing one is asked for only when the cache
-    /// keeps that dictionary: a hash it does not know (never served here,
-    /// forged, evicted) costs one stat and asks for nothing.
-    fn cached_delta(&self, d: DeltaCoding) -> Held<'r> {
-        *self.cached_deltas[d.index()].get_or_init(|| {
-            let (Some(cache), Some(h)) = (self.cache, self.dictionary.as_ref()) else {
-                return Held::NotWorth;
-            };
-            if self.deltas_on_demand.is_none() {
-                return Held::NotWorth;
-            }
-            let v = cache::version(&self.req.finfo());
-            match Held::from(cache.find(self.req, &v, Kind::Delta(d, *h))) {
-                Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
-                held => held,
-            }
-        })
-    }
-
-    /// Sends the delta on demand against the announced dictionary, as a
-    /// published delta goes out.
-    fn send_cached_delta(&self, d: DeltaCoding) -> Result<Answer, Skip<'r>> {
-        let (path, file) = match self.cached_delta(d) {
-            Held::Ready(path, file) => (path, file),
-            Held::Missing => return Err(Skip::WantsCopy),
-            Held::NotWorth => return Err(Skip::Missing),
-        };
-        match &self.dictionary {
-            Some(h) if delta::names(self.req, d, h, &file, path) => {}
-            _ => return Err(Skip::Refused),
-        }
-        self.vary(true);
-        Ok(send_file(
-            self,
-            Representation {
-                file: &file,
-                path,
-                validators_of: None,
-                coding: Some(d.c_token()),
-                tag: Tag::Plain(d.token()),
-                as_is: Some(true),
-                outcome: Outcome::CachedDelta(d),
-                splice: None,
-            },
-        ))
-    }
-
-    /// The size of the br representation of the original's version (its
-    /// fresh sibling, else its cached copy), where known without a look
-    /// the walk did not make: what a delta is measured against.
-    fn br_size(&self) -> Option<u64> {
-        if let Some(Size::Bytes(b)) = self.memo.get().map(|m| m.codings[Coding::Br.index()]) {
-            return Some(b);
-        }
-        match self.siblings.known(Coding::Br) {
-            Found::Fresh(s) => return Some(s.info.size()),
-            Found::Unknown => {}
-            _ => return None,
-        }
-        match self.copies[Coding::Br.index()].get() {
-            Some(Held::Ready(_, f)) => Some(f.info().size()),
-            _ => None,
-        }
-    }
-
     /// Opens a sibling of coding `of` (`None`: a delta) once per request:
     /// one that cannot be opened (or is opened as something the symlink
     /// policy refuses) gives way, with a debug line, and is not tried
@@ -749,36 +673,6 @@ fn send_coded(a: &Attempt<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, o: O
             splice: pad.as_ref().map(|p| &p.splice),
         },
     )
-}
-
-/// Sends a delta against the dictionary the client announced (RFC 9842),
-/// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
-fn send_delta<'r>(
-    a: &Attempt<'_, 'r>,
-    d: DeltaCoding,
-    s: &Sibling<'r>,
-) -> Result<Answer, Skip<'r>> {
-    let file = a.open(None, s, &Tried::default())?;
-    if file.info().kind() != FileKind::Regular {
-        return Err(Skip::Refused);
-    }
-    match &a.dictionary {
-        Some(h) if delta::names(a.req, d, h, &file, s.path) => {}
-        _ => return Err(Skip::Refused),
-    }
-    Ok(send_file(
-        a,
-        Representation {
-            file: &file,
-            path: s.path,
-            validators_of: None,
-            coding: Some(d.c_token()),
-            tag: Tag::Plain(d.token()),
-            as_is: Some(true),
-            outcome: Outcome::Delta(d),
-            splice: None,
-        },
-    ))
 }
 
 /// A file to send as one representation of the resource.
