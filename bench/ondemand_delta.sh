@@ -19,6 +19,8 @@
 #    every page asked in br and in dcz and dcb against the dictionary:
 #    quartiles of delta/br over the pages, and the totals; also each
 #    training the compressor logged, and the headers of the dictionary.
+#    Then the publish tool's train and compress --dictionary at 32 to 256
+#    KiB over the same pages: the median dcz/br each size gives.
 # 3. From a change to the first delta served: vue 3.5.12's
 #    dist/vue.runtime.global.js (about 390 KB), cached, rewritten in place
 #    with 3.5.13's; the seconds from the rewrite to the first 200 in dcz,
@@ -386,6 +388,34 @@ PY
 }
 echo
 site
+
+# 2b. What the dictionary's size does: the publish tool's own train and
+# compress --dictionary over the same pages, one size after another.
+dictionary_sizes() {
+    local size dir
+    echo
+    echo "2b. Dictionary size (gzip-disk-ng train --size, then compress --dictionary --no-dcb, over the same 244 pages): median dcz/br"
+    echo
+    echo '| size | dictionary br bytes | median dcz / br |'
+    echo '|---|---|---|'
+    for size in 32K 64K 128K 192K 256K; do
+        dir="$WORK/sizes/$size"
+        mkdir -p "$dir" && cp -r "$MANUAL/." "$dir/"
+        GZIP_DISK_NG_STATE="$WORK/sizes/state" "$TOOL" train "$dir" --out "$WORK/sizes/$size.dat" --size "$size" >/dev/null
+        GZIP_DISK_NG_STATE="$WORK/sizes/state" "$TOOL" compress -q --no-dcb --dictionary "$WORK/sizes/$size.dat" "$dir" >/dev/null
+        python3 - "$dir" "$size" "$(brotli -c -q 11 "$WORK/sizes/$size.dat" | wc -c)" <<'PY'
+import glob, os, statistics, sys
+ratios = []
+for br in glob.glob(sys.argv[1] + "/**/*.html.br", recursive=True):
+    d = glob.glob(br[:-3] + ".*.dcz")
+    b = os.path.getsize(br)
+    ratios.append(min(os.path.getsize(d[0]), b) / b if d else 1.0)
+print(f"| {sys.argv[2]} | {sys.argv[3]} | {statistics.median(ratios):.3f} |")
+PY
+        rm -rf "$dir"
+    done
+}
+dictionary_sizes
 
 # 3. From a change to the first delta served.
 first_delta() {

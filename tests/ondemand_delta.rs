@@ -896,3 +896,50 @@ fn configtest_refuses_delta_versions_out_of_range() {
         &accepted,
     );
 }
+
+/// One sample of the metrics handler's text, 0 when it is not there.
+fn metric(a: &Apache, sample: &str) -> u64 {
+    let r = a.get("/metrics", None);
+    assert_eq!(r.status, 200, "metrics");
+    String::from_utf8_lossy(&r.body)
+        .lines()
+        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+#[test]
+fn deltas_on_demand_are_counted_with_what_they_saved_against_br() {
+    let v1 = script(120_000, 9);
+    let v2 = minor_release(&v1, 9);
+    let mut opts = same_path();
+    opts.server += "\n<Location /metrics>\nSetHandler gzip-disk-ng-metrics\n</Location>";
+    let a = Apache::start(opts, |d| fill(d, &[("app.js", &v1)]));
+    serve_until_cached(&a, "/app.js", &v1);
+    rewrite_in_place(&a.docroot.join("app.js"), &v2, 200);
+    wait_for_delta(&a, "/app.js", &v1, "dcz", false);
+    // The br copy of v2, made after the deltas.
+    let br = {
+        let mut got = None;
+        wait_on(&a, "the br copy of v2", || {
+            let r = ask(&a, "/app.js", "br", None, false, &[]);
+            let done = r.coding() == Some("br");
+            got = Some(r.body.len() as u64);
+            done
+        });
+        got.expect("br")
+    };
+    let sent = r#"gzip_disk_ng_responses_total{outcome="cached_delta",coding="dcz"}"#;
+    let saved = r#"gzip_disk_ng_delta_saved_vs_br_bytes_total{coding="dcz"}"#;
+    let (sent0, saved0) = (metric(&a, sent), metric(&a, saved));
+    let r = ask(&a, "/app.js", ae_for("dcz"), Some(&v1), false, &[]);
+    assert_eq!(r.coding(), Some("dcz"));
+    let dcz = r.body.len() as u64;
+    assert!(dcz < br, "{dcz} bytes of dcz, {br} of br");
+    assert_eq!(metric(&a, sent), sent0 + 1, "one more cached delta counted");
+    assert_eq!(
+        metric(&a, saved),
+        saved0 + (br - dcz),
+        "what it saved against br"
+    );
+    a.assert_no_crash();
+}
