@@ -5,9 +5,9 @@
 //! The host's HTML pages the server serves on demand are listed in
 //! `site/<64 hex SHA-256 of the host>/pages`. Once `MIN_PAGES` are, the
 //! compressor trains a dictionary from their content with the publish
-//! tool's trainer, writes it as `current.dat` there (which the module
-//! serves) and keeps it like an earlier version (`Kind::Kept`, so it
-//! counts toward the cache's limit), then makes every listed page's
+//! tool's trainer, keeps it like an earlier version (`Kind::Kept`, so it
+//! counts toward the cache's limit) and writes it as `current.dat` there
+//! (which the module serves), then makes every listed page's
 //! deltas against it. When the pages have doubled since, it trains
 //! again: the new dictionary is current, and the deltas against the one
 //! before stay for as long as a browser may hold it (`LIFETIME` after it
@@ -150,6 +150,24 @@ fn list(pages: &mut Vec<PathBuf>, page: &Path) -> bool {
     true
 }
 
+/// The content of the listed pages still there and compressed on demand,
+/// newest first, up to `MAX_SAMPLE_BYTES`; and their bytes.
+fn samples(pages: &[PathBuf]) -> (Vec<Vec<u8>>, usize) {
+    let mut samples = Vec::new();
+    let mut bytes = 0;
+    for p in pages.iter().rev() {
+        let Ok(page) = fs::read(p) else { continue };
+        if !compressible(p.as_os_str().as_bytes(), page.len() as u64)
+            || bytes + page.len() > MAX_SAMPLE_BYTES
+        {
+            continue;
+        }
+        bytes += page.len();
+        samples.push(page);
+    }
+    (samples, bytes)
+}
+
 /// Whether a host with `pages` listed trains now: a first dictionary at
 /// `MIN_PAGES`, another once the pages doubled since the last.
 fn due(pages: usize, trained: &[Trained]) -> bool {
@@ -190,11 +208,18 @@ impl Ctx<'_> {
                 }
             }
             let trained = self.expire(&site, &mut state);
-            let may = due(pages.len(), &trained) && state.may_train(&site.dir, pages.len());
+            let may = due(pages.len(), &trained) && state.take_training(&site.dir, pages.len());
             (pages, trained, may)
         };
         if may_train {
             if let Some(dict) = self.train(&site, &pages, trained.clone()) {
+                // Listed again now that the new dictionary is recorded: a
+                // page another worker listed meanwhile is here, or that
+                // worker saw the new dictionary and made its own deltas.
+                let pages = {
+                    let _state = self.state();
+                    site.pages()
+                };
                 self.deltas_of_pages(&pages, &dict);
                 return;
             }
@@ -222,10 +247,6 @@ impl Ctx<'_> {
             return live;
         }
         for t in &gone {
-            let _ = fs::remove_file(
-                site.dir
-                    .join(format!("{}.dat", dictionary::to_hex(&t.hash))),
-            );
             state.forget_kept(self.settings, t.hash, self.log);
         }
         if let Err(e) = site.save_dictionaries(&live) {
@@ -242,10 +263,7 @@ impl Ctx<'_> {
         if let Some(d) = read_kept(&kept).filter(|d| dictionary::hash(d) == t.hash) {
             return Some(d);
         }
-        let raw = fs::read(
-            site.dir
-                .join(format!("{}.dat", dictionary::to_hex(&t.hash))),
-        );
+        let raw = fs::read(site.dir.join(CURRENT));
         let d = raw.ok().filter(|d| dictionary::hash(d) == t.hash)?;
         let size = keep(&kept, &d).ok()?;
         self.state().made(self.settings, key, size, self.log);
@@ -254,36 +272,49 @@ impl Ctx<'_> {
 
     /// Trains a dictionary from the listed pages and makes it the
     /// current one; its content.
-    fn train(&self, site: &Site, pages: &[PathBuf], mut trained: Vec<Trained>) -> Option<Vec<u8>> {
-        let mut samples = Vec::new();
-        let mut bytes = 0;
-        for p in pages.iter().rev() {
-            let Ok(page) = fs::read(p) else { continue };
-            if !compressible(p.as_os_str().as_bytes(), page.len() as u64)
-                || bytes + page.len() > MAX_SAMPLE_BYTES
-            {
-                continue;
-            }
-            bytes += page.len();
-            samples.push(page);
-        }
+    fn train(&self, site: &Site, pages: &[PathBuf], trained: Vec<Trained>) -> Option<Vec<u8>> {
+        let (samples, bytes) = samples(pages);
         // zstd's trainer wants many times the dictionary's size in samples.
         let size = DICTIONARY_SIZE.min(bytes / 8).max(1024);
-        let dict = match delta_codec::train(&samples, size) {
-            Ok(d) if !d.is_empty() => d,
-            Ok(_) | Err(_) => {
-                let why = format!(
-                    "the site dictionary of {} cannot be trained from {} pages ({bytes} bytes) yet",
-                    site.dir.display(),
-                    samples.len()
-                );
-                (self.log)(Level::Info, &why);
-                // Not again before the pages doubled.
-                self.state().trained_at(site.dir.clone(), pages.len());
-                return None;
-            }
+        let Some(dict) = delta_codec::train(&samples, size)
+            .ok()
+            .filter(|d| !d.is_empty())
+        else {
+            let why = format!(
+                "the site dictionary of {} cannot be trained from {} pages ({bytes} bytes) yet",
+                site.dir.display(),
+                samples.len()
+            );
+            // Tried again once the pages doubled (`take_training`).
+            (self.log)(Level::Info, &why);
+            return None;
         };
-        let hash = dictionary::hash(&dict);
+        self.install(site, &dict, trained, pages.len())?;
+        (self.log)(
+            Level::Notice,
+            &format!(
+                "site dictionary {} trained: {} bytes from {} pages ({bytes} bytes), served from {}",
+                dictionary::to_hex(&dictionary::hash(&dict)),
+                dict.len(),
+                samples.len(),
+                site.dir.join(CURRENT).display()
+            ),
+        );
+        Some(dict)
+    }
+
+    /// Makes `dict`, trained from `pages` pages, the current dictionary:
+    /// served from `current.dat`, kept (so it counts toward the cache's
+    /// limit and the deltas against it go with it), and recorded, the one
+    /// before retired now.
+    fn install(
+        &self,
+        site: &Site,
+        dict: &[u8],
+        mut trained: Vec<Trained>,
+        pages: usize,
+    ) -> Option<()> {
+        let hash = dictionary::hash(dict);
         let t = now();
         for old in trained.iter_mut().filter(|o| o.retired == 0) {
             old.retired = t;
@@ -292,37 +323,21 @@ impl Ctx<'_> {
         trained.push(Trained {
             hash,
             at: t,
-            pages: pages.len(),
+            pages,
             retired: 0,
         });
-        let hex = dictionary::to_hex(&hash);
-        let stored = site
-            .write(&format!("{hex}.dat"), &dict)
-            .and_then(|()| site.write(CURRENT, &dict))
-            .and_then(|()| site.save_dictionaries(&trained));
+        let key = (Version::NONE, Kind::Kept(hash));
+        let kept = copy_path(&self.settings.root, &key);
+        let stored = keep(&kept, dict).and_then(|size| {
+            self.state().made(self.settings, key, size, self.log);
+            site.write(CURRENT, dict)?;
+            site.save_dictionaries(&trained)
+        });
         if let Err(e) = stored {
             self.state().cache_failed(self.settings, &e, self.log);
             return None;
         }
-        let kept = copy_path(&self.settings.root, &(Version::NONE, Kind::Kept(hash)));
-        if let Ok(size) = keep(&kept, &dict) {
-            self.state().made(
-                self.settings,
-                (Version::NONE, Kind::Kept(hash)),
-                size,
-                self.log,
-            );
-        }
-        (self.log)(
-            Level::Notice,
-            &format!(
-                "site dictionary {hex} trained: {} bytes from {} pages ({bytes} bytes), served from {}",
-                dict.len(),
-                samples.len(),
-                site.dir.join(CURRENT).display()
-            ),
-        );
-        Some(dict)
+        Some(())
     }
 
     /// Makes every listed page's deltas against a new dictionary, for the

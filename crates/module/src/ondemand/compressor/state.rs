@@ -29,8 +29,8 @@ pub(super) struct State {
     /// Versions whose deltas are being made or were made: a repeated job
     /// does not read and hash the file again.
     deltas: HashSet<Version>,
-    /// Site dictionaries tried, by the site's directory: the pages listed
-    /// then. A failed training is tried again once they doubled.
+    /// Site dictionaries trained or being trained, by the site's
+    /// directory: the pages listed then.
     site_tries: HashMap<PathBuf, usize>,
     /// The cache could not be written last time it was tried.
     failing: bool,
@@ -136,15 +136,15 @@ impl State {
         self.deltas.remove(v);
     }
 
-    /// Whether the site at `dir` may train with `pages` listed: not
-    /// before they doubled since a training that failed.
-    pub(super) fn may_train(&self, dir: &Path, pages: usize) -> bool {
-        self.site_tries.get(dir).is_none_or(|&n| pages >= 2 * n)
-    }
-
-    /// The site at `dir` tried to train with `pages` listed.
-    pub(super) fn trained_at(&mut self, dir: PathBuf, pages: usize) {
-        self.site_tries.insert(dir, pages);
+    /// Takes on training the site at `dir` with `pages` listed: false
+    /// when another worker trains it, or a training tried with half as
+    /// many or more (a failed one is tried again once they doubled).
+    pub(super) fn take_training(&mut self, dir: &Path, pages: usize) -> bool {
+        let free = self.site_tries.get(dir).is_none_or(|&n| pages >= 2 * n);
+        if free {
+            self.site_tries.insert(dir.to_path_buf(), pages);
+        }
+        free
     }
 
     /// Forgets the kept version `h` and the deltas against it, files and

@@ -644,3 +644,67 @@ fn evicting_a_kept_version_takes_its_deltas_along() {
         assert!(delta_of(&s, &p, d, &v1).is_none(), "{d:?}");
     }
 }
+
+/// A page of a site sharing a template with the others.
+fn site_page_file(docs: &Path, i: usize) -> PathBuf {
+    let p = docs.join(format!("p{i:02}.html"));
+    let nav = "<nav><a href=/>Home</a> | <a href=/docs/>Docs</a> | <a href=/about/>About</a></nav>";
+    let body = String::from_utf8_lossy(&page(6_000, 100 + i as u64)).into_owned();
+    let html = format!(
+        "<!doctype html><html><head><title>Page {i}</title></head><body>{nav}{}<main>{body}</main><footer>{}</footer></body></html>",
+        "<header>The same header on every page of this site</header>".repeat(20),
+        "Copyright, licence and the same footer on every page. ".repeat(30)
+    );
+    fs::write(&p, html).unwrap();
+    p
+}
+
+/// A compress job for an HTML page of the host `localhost:80`.
+fn site_job(p: &Path) -> Vec<u8> {
+    record(&Job::Compress {
+        path: p.as_os_str().as_bytes(),
+        version: version(p),
+        codings: CodingSet::empty().with(Coding::Gzip),
+        deltas: Some(crate::ondemand::job::Deltas {
+            versions: 0,
+            group: &[],
+            site: b"localhost:80",
+        }),
+    })
+}
+
+#[test]
+fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
+    let (_d, docs, cache) = tree();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let pages: Vec<PathBuf> = (0..20).map(|i| site_page_file(&docs, i)).collect();
+    let current = cache.join(crate::ondemand::key::site_current_name(b"localhost:80"));
+    run_over(
+        &s,
+        pages[..15].iter().map(|p| site_job(p)).collect(),
+        &lines,
+    );
+    assert!(!current.exists(), "not before 16 pages");
+    run_over(
+        &s,
+        pages[15..].iter().map(|p| site_job(p)).collect(),
+        &lines,
+    );
+    let dict = fs::read(&current).expect("trained at 16 pages");
+    let h = crate::dictionary::hash(&dict);
+    assert!(copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).is_file());
+    for p in &pages {
+        let delta = delta_of(&s, p, DeltaCoding::Dcz, &dict).expect("every page");
+        assert_eq!(decode(&dict, &delta).unwrap(), fs::read(p).unwrap());
+    }
+    assert_eq!(lines.count(Level::Notice, "site dictionary"), 1);
+    // Twice the pages: trained again; the first stays for its lifetime.
+    let more: Vec<PathBuf> = (20..32).map(|i| site_page_file(&docs, i)).collect();
+    run_over(&s, more.iter().map(|p| site_job(p)).collect(), &lines);
+    assert_eq!(lines.count(Level::Notice, "site dictionary"), 2);
+    let second = fs::read(&current).unwrap();
+    assert_ne!(crate::dictionary::hash(&second), h);
+    assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_some());
+    assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
+}
