@@ -594,6 +594,15 @@ fn site_dictionary_deltas_decode_against_the_served_dictionary() {
     let forged = available(b"not the site dictionary");
     let r = web.get(&pages[5].path, &[&forged, "Accept-Encoding: dcz, dcb, br"]);
     assert_eq!((r.status, r.coding()), (200, Some("br")), "{r:?}");
+    // A page asked without any dictionary still varies on one, so a cache
+    // in front never hands it out for a delta's request or the reverse.
+    let r = web.get(&pages[5].path, &["Accept-Encoding: br"]);
+    let vary = r.tokens("Vary");
+    assert!(
+        vary.iter()
+            .any(|t| t.eq_ignore_ascii_case("available-dictionary")),
+        "Vary: {vary:?}"
+    );
     a.assert_no_crash();
 }
 

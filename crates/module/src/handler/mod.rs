@@ -12,7 +12,7 @@ pub use fixup::fixup;
 
 use crate::cache;
 use crate::coding::Coding;
-use crate::config::{DirConfig, Settings, UseAsDictionary};
+use crate::config::{Settings, UseAsDictionary};
 use crate::httpd::{self, FileKind, Request, Status};
 use crate::lookup;
 use crate::negotiate::{self, Accepted};
@@ -49,7 +49,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
     let accepted = accepted(req);
     let mut deltas = variant::delta_codings(&accepted);
-    let dictionary = announced_dictionary(req, settings.dir, &deltas);
+    let dictionary = announced_dictionary(req, &settings, &deltas);
     if dictionary.is_none() {
         deltas = [None; 2];
     }
@@ -133,15 +133,16 @@ fn method(req: &Request<'_>) -> Method {
 
 /// Dictionary transport (RFC 9842): the dictionary the client announced,
 /// when it names `dcz` or `dcb`. Responses vary on `Available-Dictionary`
-/// wherever it is read (a request naming a dictionary coding) and in
-/// scopes that offer dictionaries.
+/// wherever it is read (a request naming a dictionary coding), in scopes
+/// that offer dictionaries and in hosts with a site dictionary.
 fn announced_dictionary(
     req: &Request<'_>,
-    dir: &DirConfig,
+    settings: &Settings<'_>,
     deltas: &[Option<(crate::coding::DeltaCoding, u16)>; 2],
 ) -> Option<[u8; 32]> {
     let named = deltas.iter().any(Option::is_some);
-    if named || dir.use_as_dictionary().is_some() {
+    let offered = settings.dir.use_as_dictionary().is_some() || settings.site_dictionary.is_some();
+    if named || offered {
         req.vary(c"Available-Dictionary");
     }
     if !named {
