@@ -92,29 +92,14 @@ impl<'r> Attempt<'_, 'r> {
     /// Sends the delta on demand against the announced dictionary, as a
     /// published delta goes out.
     pub(super) fn send_cached_delta(&self, d: DeltaCoding) -> Result<Answer, Skip<'r>> {
-        let (path, file) = match self.cached_delta(d) {
-            Held::Ready(path, file) => (path, file),
-            Held::Missing => return Err(Skip::WantsCopy),
-            Held::NotWorth => return Err(Skip::Missing),
-        };
-        match &self.dictionary {
-            Some(h) if names(self.req, d, h, &file, path) => {}
-            _ => return Err(Skip::Refused),
+        match self.cached_delta(d) {
+            Held::Ready(path, file) => {
+                self.vary(true);
+                send_checked(self, d, &file, path, Outcome::CachedDelta(d))
+            }
+            Held::Missing => Err(Skip::WantsCopy),
+            Held::NotWorth => Err(Skip::Missing),
         }
-        self.vary(true);
-        Ok(send_file(
-            self,
-            Representation {
-                file: &file,
-                path,
-                validators_of: None,
-                coding: Some(d.c_token()),
-                tag: Tag::Plain(d.token()),
-                as_is: Some(true),
-                outcome: Outcome::CachedDelta(d),
-                splice: None,
-            },
-        ))
     }
 
     /// The size of the br representation of the original's version (its
@@ -124,10 +109,8 @@ impl<'r> Attempt<'_, 'r> {
         if let Some(Size::Bytes(b)) = self.memo.get().map(|m| m.codings[Coding::Br.index()]) {
             return Some(b);
         }
-        match self.siblings.known(Coding::Br) {
-            Found::Fresh(s) => return Some(s.info.size()),
-            Found::Unknown => {}
-            _ => return None,
+        if let Found::Fresh(s) = self.siblings.known(Coding::Br) {
+            return Some(s.info.size());
         }
         match self.copies[Coding::Br.index()].get() {
             Some(Held::Ready(_, f)) => Some(f.info().size()),
@@ -136,8 +119,8 @@ impl<'r> Attempt<'_, 'r> {
     }
 }
 
-/// Sends a delta against the dictionary the client announced (RFC 9842),
-/// zero-copy like any sibling; `Content-Encoding: dcz` or `dcb`.
+/// Sends a published delta against the dictionary the client announced
+/// (RFC 9842).
 pub(super) fn send_delta<'r>(
     a: &Attempt<'_, 'r>,
     d: DeltaCoding,
@@ -147,20 +130,33 @@ pub(super) fn send_delta<'r>(
     if file.info().kind() != FileKind::Regular {
         return Err(Skip::Refused);
     }
+    send_checked(a, d, &file, s.path, Outcome::Delta(d))
+}
+
+/// Sends the delta in `file` zero-copy like any sibling, with
+/// `Content-Encoding: dcz` or `dcb`, once its header names the announced
+/// dictionary.
+fn send_checked<'r>(
+    a: &Attempt<'_, 'r>,
+    d: DeltaCoding,
+    file: &File<'r>,
+    path: &CStr,
+    outcome: Outcome,
+) -> Result<Answer, Skip<'r>> {
     match &a.dictionary {
-        Some(h) if names(a.req, d, h, &file, s.path) => {}
+        Some(h) if names(a.req, d, h, file, path) => {}
         _ => return Err(Skip::Refused),
     }
     Ok(send_file(
         a,
         Representation {
-            file: &file,
-            path: s.path,
+            file,
+            path,
             validators_of: None,
             coding: Some(d.c_token()),
             tag: Tag::Plain(d.token()),
             as_is: Some(true),
-            outcome: Outcome::Delta(d),
+            outcome,
             splice: None,
         },
     ))
