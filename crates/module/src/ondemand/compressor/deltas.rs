@@ -14,7 +14,7 @@
 //! publish tool's codec. Only content this server served in that scope
 //! is ever a dictionary, and only after its hash is checked.
 
-use super::make::{current, decode_into, make_dir, Ctx, Problem};
+use super::make::{current, decode_into, dirs_for, make_dir, write_record, Ctx, Problem};
 use super::state::copy_path;
 use super::Level;
 use crate::coding::{Coding, DeltaCoding};
@@ -27,7 +27,6 @@ use crate::publish::{delta_codec, store};
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// The directory of histories under the cache root.
@@ -107,15 +106,7 @@ impl History {
             ];
             text.extend(line.concat());
         }
-        if let Some(dir) = file.parent() {
-            fs::DirBuilder::new()
-                .mode(0o755)
-                .recursive(true)
-                .create(dir)?;
-        }
-        let mut tmp = TempFile::new(file)?;
-        tmp.write_all(&text)?;
-        tmp.persist(file)
+        write_record(file, &text)
     }
 
     /// Records `e` as the newest version and keeps `versions` earlier
@@ -324,12 +315,7 @@ pub(super) fn read_kept(target: &Path) -> Option<Vec<u8>> {
 /// Keeps `content` at `target` as the publish tool's store keeps a
 /// version; its size there.
 pub(super) fn keep(target: &Path, content: &[u8]) -> io::Result<u64> {
-    if let Some(dir) = target.parent() {
-        fs::DirBuilder::new()
-            .mode(0o755)
-            .recursive(true)
-            .create(dir)?;
-    }
+    dirs_for(target)?;
     let mut tmp = TempFile::new(target)?;
     store::write_version(&mut tmp, content, KEPT_LEVEL)?;
     tmp.persist(target)?;

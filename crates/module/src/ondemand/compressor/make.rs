@@ -322,6 +322,11 @@ fn publish_problem(path: &Path, c: Coding, e: PublishError) -> Problem {
 /// Creates the directories `target` goes in, if needed: 0755 at
 /// most, whatever the umask, as the start-up check of the root wants.
 pub(super) fn make_dir(target: &Path) -> Result<(), Problem> {
+    dirs_for(target).map_err(Problem::Cache)
+}
+
+/// `make_dir`, for callers that keep the `io::Error`.
+pub(super) fn dirs_for(target: &Path) -> io::Result<()> {
     use std::os::unix::fs::DirBuilderExt;
     let dir = target.parent().unwrap_or(Path::new("."));
     match fs::DirBuilder::new()
@@ -329,7 +334,16 @@ pub(super) fn make_dir(target: &Path) -> Result<(), Problem> {
         .recursive(true)
         .create(dir)
     {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(Problem::Cache(e)),
+        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
         _ => Ok(()),
     }
+}
+
+/// Writes `bytes` at `target` through a temporary, its directories made
+/// as `make_dir` makes them: the compressor's records.
+pub(super) fn write_record(target: &Path, bytes: &[u8]) -> io::Result<()> {
+    dirs_for(target)?;
+    let mut tmp = TempFile::new(target)?;
+    tmp.write_all(bytes)?;
+    tmp.persist(target)
 }

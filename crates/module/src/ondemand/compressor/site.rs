@@ -16,15 +16,14 @@
 //! trained, from how many pages, and when it stopped being current.
 
 use super::deltas::{keep, read_kept};
-use super::make::{current, make_dir, Ctx};
+use super::make::{current, write_record, Ctx};
 use super::state::{copy_path, State};
 use super::Level;
 use crate::dictionary::{self, Hash};
 use crate::ondemand::key::{compressible, site_dir_name, Kind, Version, SITE_CURRENT};
-use crate::publish::atomic::TempFile;
 use crate::publish::delta_codec;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -104,10 +103,7 @@ impl Site {
     }
 
     fn write(&self, name: &str, text: &[u8]) -> io::Result<()> {
-        let path = self.dir.join(name);
-        let mut tmp = TempFile::new(&path)?;
-        tmp.write_all(text)?;
-        tmp.persist(&path)
+        write_record(&self.dir.join(name), text)
     }
 
     fn save_pages(&self, pages: &[PathBuf]) -> io::Result<()> {
@@ -199,11 +195,7 @@ impl Ctx<'_> {
             let mut state = self.state();
             let mut pages = site.pages();
             if list(&mut pages, path) {
-                let dir = make_dir(&site.dir.join("pages"));
-                if let Err(e) = dir
-                    .map_err(|_| io::Error::other("cannot make the site's directory"))
-                    .and_then(|()| site.save_pages(&pages))
-                {
+                if let Err(e) = site.save_pages(&pages) {
                     state.cache_failed(self.settings, &e, self.log);
                 }
             }
