@@ -708,3 +708,59 @@ fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
     assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_some());
     assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
 }
+
+#[test]
+fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
+    let (_d, docs, cache) = tree();
+    let p = docs.join("app.js");
+    let v1 = page(50_000, 21);
+    fs::write(&p, &v1).unwrap();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let mut v2 = v1.clone();
+    v2.extend_from_slice(b"\n// v2\n");
+    fs::write(&p, &v2).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let h1 = crate::dictionary::hash(&v1);
+    let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
+    let dcz = copy(&s, &p, Kind::Delta(DeltaCoding::Dcz, h1));
+    // A kept version that no longer holds its content is recovered again
+    // from v1's copy; one that cannot be is not used.
+    fs::write(&kept, b"garbage").unwrap();
+    fs::remove_file(&dcz).unwrap();
+    // A killed run's temporaries of a delta and a kept version.
+    let left = [
+        dcz.with_file_name(format!(
+            ".{}.tmp1f",
+            dcz.file_name().unwrap().to_str().unwrap()
+        )),
+        kept.with_file_name(format!(
+            ".{}.tmp2e",
+            kept.file_name().unwrap().to_str().unwrap()
+        )),
+    ];
+    for l in &left {
+        fs::write(l, b"partial").unwrap();
+    }
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    assert!(left.iter().all(|l| !l.exists()), "leftovers removed");
+    let delta = fs::read(&dcz).expect("made again");
+    assert_eq!(decode(&v1, &delta).unwrap(), v2);
+    assert_eq!(crate::publish::store::load_version(&kept).unwrap(), v1);
+    // A history that is not one is read as empty: v3 then has nothing
+    // earlier, and no delta is made against anything.
+    for f in walkdir::WalkDir::new(cache.join("history")) {
+        let f = f.unwrap();
+        if f.file_type().is_file() {
+            fs::write(f.path(), b"\xff\xfe not a history\n").unwrap();
+        }
+    }
+    let mut v3 = v2.clone();
+    v3.extend_from_slice(b"// v3\n");
+    fs::write(&p, &v3).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v2).is_none());
+    assert_eq!(lines.count(Level::Warn, ""), 0);
+    assert_eq!(lines.count(Level::Error, ""), 0);
+}
