@@ -707,6 +707,22 @@ fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
     assert_ne!(crate::dictionary::hash(&second), h);
     assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_some());
     assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
+    // A day after it stopped being served, the first dictionary and the
+    // deltas against it go.
+    let record = current.with_file_name("dictionaries");
+    let text = fs::read_to_string(&record).unwrap();
+    let aged: String = text
+        .lines()
+        .map(|l| match l.rsplit_once(' ') {
+            Some((head, retired)) if retired != "0" => format!("{head} 1\n"),
+            _ => format!("{l}\n"),
+        })
+        .collect();
+    fs::write(&record, aged).unwrap();
+    run_over(&s, vec![site_job(&site_page_file(&docs, 40))], &lines);
+    assert!(!copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).exists());
+    assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_none());
+    assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
 }
 
 #[test]
