@@ -62,10 +62,12 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         .flatten()
         .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
     let ranked = accepted.ranked(dir.encodings());
-    let mut attempt = Attempt::new(req, filename, settings, original, dictionary, cache);
-    if cache.is_some() && original.is_some() {
-        attempt.deltas_on_demand = deltas_on_demand(req, &settings);
-    }
+    let made = match (cache, original) {
+        (Some(_), Some(_)) => deltas_on_demand(req, &settings),
+        _ => None,
+    };
+    let attempt = Attempt::new(req, filename, settings, original, dictionary, cache)
+        .with_deltas_on_demand(made);
     // The default order sends the smallest; an admin's order is fixed.
     let sizes =
         (original.is_some() && dir.smallest_first()).then(|| attempt.sizes(&ranked, &deltas));

@@ -63,7 +63,7 @@ pub struct Attempt<'a, 'r> {
     /// The on-demand cache, where this request's scope has it on.
     cache: Option<&'static cache::Active>,
     /// Deltas on demand, where this request's scope makes them.
-    pub deltas_on_demand: Option<OnDemandDeltas>,
+    deltas_on_demand: Option<OnDemandDeltas>,
     /// The cached deltas against the announced dictionary, looked up once.
     cached_deltas: [OnceCell<Held<'r>>; 2],
 }
@@ -148,6 +148,13 @@ impl<'a, 'r> Attempt<'a, 'r> {
             deltas_on_demand: None,
             cached_deltas: Default::default(),
         }
+    }
+
+    /// The attempt with deltas on demand, where the request's scope makes
+    /// them.
+    pub fn with_deltas_on_demand(mut self, d: Option<OnDemandDeltas>) -> Self {
+        self.deltas_on_demand = d;
+        self
     }
 
     /// Answers with one candidate that needs no files (a refused method,
