@@ -89,26 +89,21 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
 /// and, for an HTML page where `GzipDiskNgSiteDictionary` is set, the
 /// host's site dictionary. A page served to an authenticated user never
 /// joins the site dictionary, which anyone may fetch.
-fn deltas_on_demand(req: &Request<'_>, settings: &Settings<'_>) -> Option<OnDemandDeltas> {
+fn deltas_on_demand<'r>(req: &Request<'r>, settings: &Settings<'r>) -> Option<OnDemandDeltas<'r>> {
     let dir = settings.dir;
-    let versions = dir.delta_versions();
-    let host = || req.host_key();
     let (versions, group) = match dir.use_as_dictionary() {
-        _ if versions == 0 => (0, Vec::new()),
-        Some(UseAsDictionary::OwnPath { .. }) => (versions, Vec::new()),
+        _ if dir.delta_versions() == 0 => (0, None),
+        Some(UseAsDictionary::OwnPath { .. }) => (dir.delta_versions(), None),
         Some(UseAsDictionary::Header { pattern, .. }) => {
-            (versions, [&host()[..], b" ", pattern.as_bytes()].concat())
+            (dir.delta_versions(), Some(pattern.as_str()))
         }
-        _ => (0, Vec::new()),
+        _ => (0, None),
     };
     let page = req
         .content_type()
         .is_some_and(|t| t.len() >= 9 && t[..9].eq_ignore_ascii_case(b"text/html"));
-    let site = match settings.site_dictionary {
-        Some(_) if page && req.user().is_none() => host(),
-        _ => Vec::new(),
-    };
-    (versions > 0 || !site.is_empty()).then_some(OnDemandDeltas {
+    let site = settings.site_dictionary.is_some() && page && req.user().is_none();
+    (versions > 0 || site).then_some(OnDemandDeltas {
         versions,
         group,
         site,

@@ -63,22 +63,24 @@ pub struct Attempt<'a, 'r> {
     /// The on-demand cache, where this request's scope has it on.
     cache: Option<&'static cache::Active>,
     /// Deltas on demand, where this request's scope makes them.
-    deltas_on_demand: Option<OnDemandDeltas>,
+    deltas_on_demand: Option<OnDemandDeltas<'r>>,
     /// The cached deltas against the announced dictionary, looked up once.
     cached_deltas: [OnceCell<Held<'r>>; 2],
 }
 
 /// Deltas on demand in a request's scope: what its compress job asks.
-pub struct OnDemandDeltas {
+/// The host's and the group's names are made only for a job (or the
+/// site's `Link`), not for every request.
+#[derive(Clone, Copy)]
+pub struct OnDemandDeltas<'r> {
     /// Earlier versions kept (`GzipDiskNgDeltaVersions`); 0: none of the
     /// file's own or its group's.
     pub versions: u8,
-    /// The versioned group (host and pattern); empty: the file's path.
-    pub group: Vec<u8>,
-    /// The host whose site dictionary the page joins; empty: none.
-    pub site: Vec<u8>,
+    /// The versioned group's pattern; `None`: the file's own path.
+    pub group: Option<&'r str>,
+    /// Whether the page joins its host's site dictionary.
+    pub site: bool,
 }
-
 /// What the walk learned from the candidates that gave way: so each
 /// sibling is opened and decoded at most once, and the final answer
 /// knows why nothing could be decoded.
@@ -152,7 +154,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
 
     /// The attempt with deltas on demand, where the request's scope makes
     /// them.
-    pub fn with_deltas_on_demand(mut self, d: Option<OnDemandDeltas>) -> Self {
+    pub fn with_deltas_on_demand(mut self, d: Option<OnDemandDeltas<'r>>) -> Self {
         self.deltas_on_demand = d;
         self
     }
@@ -298,16 +300,20 @@ impl<'a, 'r> Attempt<'a, 'r> {
         // missing against a version the cache keeps is made again.
         let deltas = self
             .deltas_on_demand
-            .as_ref()
-            .filter(|_| !wanted.is_empty() || delta_missing)
-            .map(|d| Deltas {
-                versions: d.versions,
-                group: &d.group,
-                site: &d.site,
-            });
+            .filter(|_| !wanted.is_empty() || delta_missing);
         if wanted.is_empty() && deltas.is_none() {
             return false;
         }
+        let host = deltas.map(|_| self.req.host_key()).unwrap_or_default();
+        let group = deltas
+            .and_then(|d| d.group)
+            .map(|p| [&host[..], b" ", p.as_bytes()].concat())
+            .unwrap_or_default();
+        let deltas = deltas.map(|d| Deltas {
+            versions: d.versions,
+            group: &group,
+            site: if d.site { &host } else { &[] },
+        });
         let v = cache::version(&self.req.finfo());
         cache.queue_compress(self.filename, v, wanted, deltas, self.req.request_time_us())
     }
@@ -747,11 +753,12 @@ fn offer_as_dictionary(a: &Attempt<'_, '_>) {
 /// hash with later navigations.
 fn link_site_dictionary(a: &Attempt<'_, '_>) {
     let (Some(path), Some(cache), Some(d)) =
-        (a.settings.site_dictionary, a.cache, &a.deltas_on_demand)
+        (a.settings.site_dictionary, a.cache, a.deltas_on_demand)
     else {
         return;
     };
-    if d.site.is_empty() || !cache.has_site_dictionary(a.req, &d.site, a.req.request_time_secs()) {
+    let now = a.req.request_time_secs();
+    if !d.site || !cache.has_site_dictionary(a.req, &a.req.host_key(), now) {
         return;
     }
     let value = format!("<{path}>; rel=\"compression-dictionary\"");
