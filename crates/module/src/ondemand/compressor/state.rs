@@ -210,9 +210,14 @@ impl State {
     }
 
     /// A copy was served: the most recently used now, on disk too.
+    /// A delta served keeps the version it was made against as recent:
+    /// evicting that version would take the delta with it.
     pub(super) fn touch(&mut self, settings: &Settings, key: &Key) {
+        if let Kind::Delta(_, h) = key.1 {
+            self.touch(settings, &(Version::NONE, Kind::Kept(h)));
+        }
         if self.index.touch(key) {
-            // The children send a copy's touch at most once a minute each.
+            // The children send a copy's touch at most once a second each.
             let now = fs::FileTimes::new().set_accessed(SystemTime::now());
             let path = copy_path(&settings.root, key);
             let _ = fs::File::open(path).and_then(|f| f.set_times(now));

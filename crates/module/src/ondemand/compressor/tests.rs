@@ -780,3 +780,35 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     assert_eq!(lines.count(Level::Warn, ""), 0);
     assert_eq!(lines.count(Level::Error, ""), 0);
 }
+
+#[test]
+fn a_delta_served_keeps_its_kept_version_from_eviction() {
+    let (_d, docs, cache) = tree();
+    let p = docs.join("app.js");
+    let v1 = page(60_000, 31);
+    fs::write(&p, &v1).unwrap();
+    let mut s = settings(&cache);
+    let lines = Lines::default();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let mut v2 = v1.clone();
+    v2.extend_from_slice(b"\n// v2\n");
+    fs::write(&p, &v2).unwrap();
+    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let h1 = crate::dictionary::hash(&v1);
+    let kind = Kind::Delta(DeltaCoding::Dcz, h1);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let touch = record(&Job::Touch {
+        version: version(&p),
+        kind,
+    });
+    run_over(&s, vec![touch], &lines);
+    let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
+    let dcz = copy(&s, &p, kind);
+    let size = |f: &Path| fs::metadata(f).unwrap().len();
+    // Room for those two only: the copies, made after the kept version
+    // but used less lately, go at the next start.
+    s.max_size = size(&kept) + size(&dcz);
+    run_over(&s, Vec::new(), &lines);
+    assert!(kept.exists() && dcz.exists());
+    assert!(!copy(&s, &p, Kind::Coded(Coding::Br)).exists());
+}
