@@ -33,9 +33,9 @@ const FAMILIES: [Family; 16] = [
     ("gzip_disk_ng_compressor_starts_total", "On-demand compressor processes started.", "counter", Source::One(slot::COMPRESSOR_STARTS)),
     ("gzip_disk_ng_compressor_restarts_total", "On-demand compressors started again after one died.", "counter", Source::One(slot::COMPRESSOR_RESTARTS)),
     ("gzip_disk_ng_compressor_pid", "Process id of the last on-demand compressor started.", "gauge", Source::One(slot::COMPRESSOR_PID)),
-    ("gzip_disk_ng_cache_entries", "Files in the on-demand cache: copies, and markers of files not worth compressing.", "gauge", Source::One(slot::CACHE_ENTRIES)),
-    ("gzip_disk_ng_cache_bytes", "Bytes of the copies in the on-demand cache.", "gauge", Source::One(slot::CACHE_BYTES)),
-    ("gzip_disk_ng_cache_evictions_total", "Copies evicted from the on-demand cache, least recently used first.", "counter", Source::One(slot::CACHE_EVICTIONS)),
+    ("gzip_disk_ng_cache_entries", "Files in the on-demand cache: copies, deltas, kept versions, and markers of files not worth compressing.", "gauge", Source::One(slot::CACHE_ENTRIES)),
+    ("gzip_disk_ng_cache_bytes", "Bytes of the copies, deltas and kept versions in the on-demand cache.", "gauge", Source::One(slot::CACHE_BYTES)),
+    ("gzip_disk_ng_cache_evictions_total", "Copies, deltas and kept versions evicted from the on-demand cache, least recently used first.", "counter", Source::One(slot::CACHE_EVICTIONS)),
     ("gzip_disk_ng_counters_start_time_seconds", "When these counters started at zero, in seconds since the epoch.", "gauge", Source::One(slot::SINCE)),
 ];
 
