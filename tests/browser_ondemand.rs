@@ -563,6 +563,14 @@ fn site_dictionary_deltas_decode_against_the_served_dictionary() {
     let dictionary = crawl_until_trained(&a, &web, &pages);
     let dict = dictionary.body.as_slice();
     let named = available(dict);
+    // Fetched as a browser fetches it: compressed, the same dictionary.
+    for coding in ["br", "zstd", "gzip"] {
+        let r = web.get(DICTIONARY, &[&format!("Accept-Encoding: {coding}")]);
+        assert_eq!((r.status, r.coding()), (200, Some(coding)), "{r:?}");
+        assert!(r.decoded() == dict, "the dictionary in {coding}");
+        assert!(r.body.len() < dict.len(), "{coding}: not smaller");
+        assert_ne!(r.header("ETag"), dictionary.header("ETag"), "{coding}");
+    }
     for (p, coding) in [(&pages[5], "dcz"), (&pages[6], "dcb")] {
         let ae = format!("Accept-Encoding: {coding}");
         let r = poll(&a, &format!("a {coding} delta of {}", p.path), 60, || {

@@ -188,19 +188,21 @@ impl Active {
         matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid)
     }
 
-    /// The current site dictionary of the host `host_key`, opened, if the
-    /// compressor trained one: only a regular file the compressor's user
-    /// owns, opened without following a symlink.
+    /// The current site dictionary of the host `host_key`, as it is or in
+    /// `coding`, opened, if the compressor trained one: only a regular
+    /// file the compressor's user owns, opened without following a
+    /// symlink.
     pub fn site_dictionary<'r>(
         &self,
         req: &Request<'r>,
         host_key: &[u8],
-    ) -> Option<(&'r CStr, crate::httpd::File<'r>)> {
-        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key));
+        coding: Option<Coding>,
+    ) -> Option<crate::httpd::File<'r>> {
+        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, coding));
         let f = req.open_nofollow(path).ok()?;
         let info = f.info();
         (info.kind() == FileKind::Regular && info.user() == self.uid && info.size() > 0)
-            .then_some((path, f))
+            .then_some(f)
     }
 
     /// Whether the host `host_key` has a site dictionary, looked at once
@@ -215,7 +217,7 @@ impl Active {
         if SEEN.done(&host_key, NOT, now) {
             return false;
         }
-        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key));
+        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, None));
         let there = matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid);
         SEEN.remember(&host_key, if there { THERE } else { NOT }, now);
         there

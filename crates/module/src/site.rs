@@ -4,9 +4,11 @@
 //! keep it for the host's pages.
 
 use crate::cache;
+use crate::coding::Coding;
 use crate::dictionary::{self, Hash};
 use crate::httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
 use crate::memo::version::VersionMemo;
+use crate::negotiate::Accepted;
 use crate::respond;
 
 /// What a browser is told to use the dictionary for: every page of the
@@ -34,7 +36,8 @@ fn serve(req: &Request<'_>) -> Status {
     let Some(cache) = cache::active() else {
         return Status::NOT_FOUND;
     };
-    let Some((_, file)) = cache.site_dictionary(req, &req.host_key()) else {
+    req.vary(c"Accept-Encoding");
+    let Some((file, coding)) = negotiated(req, cache) else {
         req.log_with(Level::Debug, 0, || {
             "no site dictionary trained yet".to_owned()
         });
@@ -44,19 +47,41 @@ fn serve(req: &Request<'_>) -> Status {
         return Status::INTERNAL_SERVER_ERROR;
     };
     req.set_content_type(c"application/octet-stream");
+    if let Some(c) = coding {
+        req.set_content_encoding(c.c_token());
+    }
     req.set_header_static(c"Use-As-Dictionary", USE_AS_DICTIONARY);
     req.set_header_static(c"Cache-Control", CACHE_CONTROL);
-    // The dictionary's own hash, the one `Available-Dictionary` names: a
-    // strong tag from the moment it is trained (one made from the file's
-    // mtime is weak for a second after a write).
+    // The hash of the bytes sent: a strong tag, one per representation,
+    // from the moment the dictionary is trained (a tag made from the
+    // file's mtime is weak for a second after a write).
     let etag = format!("\"{}\"", &dictionary::to_hex(&hash)[..32]);
     respond::send_static(req, &file, &etag)
+}
+
+/// The host's dictionary in the coding the client prefers among those it
+/// accepts (brotli's is the smallest, so it goes first among equals), or
+/// as it is.
+fn negotiated<'r>(
+    req: &Request<'r>,
+    cache: &cache::Active,
+) -> Option<(httpd::File<'r>, Option<Coding>)> {
+    let host = req.host_key();
+    let accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
+    let ranked = accepted.ranked(&[Coding::Br, Coding::Zstd, Coding::Gzip]);
+    for c in ranked.iter() {
+        if let Some(f) = cache.site_dictionary(req, &host, Some(c)) {
+            return Some((f, Some(c)));
+        }
+    }
+    Some((cache.site_dictionary(req, &host, None)?, None))
 }
 
 /// Hashes remembered per version of a dictionary file.
 static HASHES: VersionMemo<FileVersion, Hash> = VersionMemo::new(64);
 
-/// The SHA-256 of the dictionary in `file`, read once per version of it.
+/// The SHA-256 of the bytes in `file` (the dictionary, or it in a
+/// coding), read once per version of the file.
 fn content_hash(req: &Request<'_>, file: &httpd::File<'_>) -> Option<Hash> {
     let v = file.info().version();
     if let Some(h) = HASHES.get(&v) {

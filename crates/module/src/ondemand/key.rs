@@ -178,9 +178,18 @@ pub fn site_dir_name(host_key: &[u8]) -> String {
 pub const SITE_CURRENT: &str = "current.dat";
 
 /// The current site dictionary of the host `host_key`, under the cache
-/// root.
-pub fn site_current_name(host_key: &[u8]) -> String {
-    format!("{}/{SITE_CURRENT}", site_dir_name(host_key))
+/// root: as it is (`None`), or in a coding.
+pub fn site_current_name(host_key: &[u8], coding: Option<Coding>) -> String {
+    match coding {
+        None => format!("{}/{SITE_CURRENT}", site_dir_name(host_key)),
+        Some(c) => format!("{}/{}", site_dir_name(host_key), site_current_coded(c)),
+    }
+}
+
+/// The current site dictionary's file in a coding, in a site's
+/// directory: `current.dat.zst`, `.br`, `.gz`.
+pub fn site_current_coded(c: Coding) -> String {
+    format!("{SITE_CURRENT}{}", c.suffixes()[0])
 }
 
 /// The kept version a file name in `kept/<2 hex>/` stands for.

@@ -19,9 +19,13 @@ use super::deltas::{keep, read_kept};
 use super::make::{current, write_record, Ctx};
 use super::state::{copy_path, State};
 use super::Level;
+use crate::coding::Coding;
 use crate::dictionary::{self, Hash};
-use crate::ondemand::key::{compressible, site_dir_name, Kind, Version, SITE_CURRENT};
+use crate::ondemand::key::{
+    compressible, site_current_coded, site_dir_name, Kind, Version, SITE_CURRENT,
+};
 use crate::publish::delta_codec;
+use crate::publish::encode::encode_vec;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -322,7 +326,7 @@ impl Ctx<'_> {
         let kept = copy_path(&self.settings.root, &key);
         let stored = keep(&kept, dict).and_then(|size| {
             self.state().made(self.settings, key, size, self.log);
-            site.write(CURRENT, dict)?;
+            self.write_current(site, dict)?;
             site.save_dictionaries(&trained)
         });
         if let Err(e) = stored {
@@ -330,6 +334,19 @@ impl Ctx<'_> {
             return None;
         }
         Some(())
+    }
+
+    /// Writes the dictionary the module serves: as it is, and in each
+    /// coding, with the encoders and levels of its copies (a browser
+    /// fetches it like any resource). The codings first, so a request in
+    /// between gets the old dictionary or the new one whole, in whatever
+    /// coding it takes.
+    fn write_current(&self, site: &Site, dict: &[u8]) -> io::Result<()> {
+        for c in Coding::ALL {
+            let coded = encode_vec(c, &self.settings.levels, dict)?;
+            site.write(&site_current_coded(c), &coded)?;
+        }
+        site.write(CURRENT, dict)
     }
 
     /// Makes every listed page's deltas against a new dictionary, for the

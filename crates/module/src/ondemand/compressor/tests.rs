@@ -679,7 +679,10 @@ fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
     let s = settings(&cache);
     let lines = Lines::default();
     let pages: Vec<PathBuf> = (0..20).map(|i| site_page_file(&docs, i)).collect();
-    let current = cache.join(crate::ondemand::key::site_current_name(b"localhost:80"));
+    let current = cache.join(crate::ondemand::key::site_current_name(
+        b"localhost:80",
+        None,
+    ));
     run_over(
         &s,
         pages[..15].iter().map(|p| site_job(p)).collect(),
