@@ -363,6 +363,11 @@ site() {
     echo "trainings (compressor's notices): ${trainings:-none logged}"
     echo "/dictionary.dat Use-As-Dictionary: ${uad:-none}; Cache-Control: $(header cache-control "$WORK/dict.headers"); Content-Type: $(header content-type "$WORK/dict.headers")"
     echo "pages carry Link: ${link:-none}"
+    local coded c
+    for c in br zstd gzip; do
+        coded+="${coded:+, }$c $(curl -s --max-time 30 -H "Accept-Encoding: $c" -o /dev/null -w '%{size_download}' "$URL/dictionary.dat") bytes"
+    done
+    echo "/dictionary.dat as sent to a client accepting one coding: $coded"
     python3 - "$WORK/site.txt" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
