@@ -147,6 +147,12 @@ pub enum CachedCopy<'r> {
 }
 
 impl Active {
+    /// Whether a file in the cache is one the compressor made: a regular
+    /// file its user owns (anything else at a cache name was planted).
+    fn made_here(&self, f: &Finfo) -> bool {
+        f.kind() == FileKind::Regular && f.user() == self.uid
+    }
+
     /// The copy of `kind` of the file version `v`, as the cache holds it,
     /// opened: one open finds it, where a stat and an open would cost two
     /// calls per hit. Only a regular file the compressor's user owns,
@@ -157,9 +163,7 @@ impl Active {
         let mut name = NameBuf::new();
         let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
         let st = match req.open_nofollow(path) {
-            Ok(f) if f.info().kind() != FileKind::Regular || f.info().user() != self.uid => {
-                return CachedCopy::NotWorth
-            }
+            Ok(f) if !self.made_here(f.info()) => return CachedCopy::NotWorth,
             Ok(f) if f.info().size() == 0 => return CachedCopy::NotWorth,
             Ok(f) => return CachedCopy::Ready(path, f),
             Err(st) => st,
@@ -185,7 +189,7 @@ impl Active {
             &self.root,
             key::write_copy_name(&Version::NONE, kind, &mut name),
         );
-        matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid)
+        req.stat(path, true).is_ok_and(|f| self.made_here(&f))
     }
 
     /// The current site dictionary of the host `host_key`, as it is or in
@@ -201,8 +205,7 @@ impl Active {
         let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, coding));
         let f = req.open_nofollow(path).ok()?;
         let info = f.info();
-        (info.kind() == FileKind::Regular && info.user() == self.uid && info.size() > 0)
-            .then_some(f)
+        (self.made_here(info) && info.size() > 0).then_some(f)
     }
 
     /// Whether the host `host_key` has a site dictionary, looked at once
@@ -218,7 +221,7 @@ impl Active {
             return false;
         }
         let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, None));
-        let there = matches!(req.stat(path, true), Ok(f) if f.kind() == FileKind::Regular && f.user() == self.uid);
+        let there = req.stat(path, true).is_ok_and(|f| self.made_here(&f));
         SEEN.remember(&host_key, if there { THERE } else { NOT }, now);
         there
     }

@@ -13,7 +13,7 @@
 //! worth sending): no valid stream of any coding is empty.
 
 use crate::coding::{Coding, DeltaCoding};
-use crate::dictionary::{self, Hash};
+use crate::dictionary::{self, DeltaSuffix, Hash};
 use crate::publish::atomic::is_temp_name;
 use crate::publish::rules::compress_rule;
 use crate::publish::DEFAULT_MIN_SIZE;
@@ -151,6 +151,23 @@ impl NameBuf {
         }
     }
 
+    /// Appends an ASCII string.
+    fn push_str(&mut self, s: &str) {
+        for &b in s.as_bytes() {
+            self.push(b);
+        }
+    }
+
+    /// Appends `v` as `version_stem` spells it.
+    fn push_version(&mut self, v: &Version) {
+        let numbers = [v.device, v.inode, v.size, v.mtime_us as u64];
+        for n in numbers {
+            self.push_hex(n);
+            self.push(b'-');
+        }
+        self.push_hex(v.ctime_us as u64);
+    }
+
     /// Appends `n` in lower-case hex, without leading zeros.
     fn push_hex(&mut self, n: u64) {
         let digits = (64 - n.leading_zeros()).div_ceil(4).max(1);
@@ -217,52 +234,41 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
     // on-demand hit (bench/ondemand_callgrind.sh).
     buf.len = 0;
     if let Kind::Kept(h) = &kind {
-        for &b in KEPT_DIR.as_bytes() {
-            buf.push(b);
-        }
+        buf.push_str(KEPT_DIR);
         buf.push(b'/');
         buf.push_hex(u64::from(h[0] >> 4));
         buf.push_hex(u64::from(h[0] & 0xf));
         buf.push(b'/');
         buf.push_hash(h);
-        for &b in b".zst" {
-            buf.push(b);
-        }
+        buf.push_str(".zst");
         return buf.as_bytes();
     }
     let fan = fan_out(v.inode);
     buf.push_hex(u64::from(fan >> 4));
     buf.push_hex(u64::from(fan & 0xf));
     buf.push(b'/');
-    let numbers = [v.device, v.inode, v.size, v.mtime_us as u64];
-    for n in numbers {
-        buf.push_hex(n);
-        buf.push(b'-');
-    }
-    buf.push_hex(v.ctime_us as u64);
-    buf.push(b'.');
-    if let Kind::Delta(_, h) = &kind {
-        buf.push_hash(h);
-        buf.push(b'.');
-    }
-    for &b in kind.ext().as_bytes() {
-        buf.push(b);
+    buf.push_version(v);
+    match kind {
+        // A delta's name ends as a published delta's does.
+        Kind::Delta(d, h) => buf.push_str(DeltaSuffix::new(&h, d).as_str()),
+        _ => {
+            buf.push(b'.');
+            buf.push_str(kind.ext());
+        }
     }
     buf.as_bytes()
 }
 
-/// The version and kind a copy's file name (without its fan-out
-/// directory) stands for; `None` for any other name.
-pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
-    let (stem, ext) = name.rsplit_once('.')?;
-    let (stem, kind) = match DeltaCoding::ALL.into_iter().find(|d| d.token() == ext) {
-        Some(d) => {
-            let (stem, hex) = stem.rsplit_once('.')?;
-            let h = dictionary::from_hex(hex).filter(|h| dictionary::to_hex(h) == hex)?;
-            (stem, Kind::Delta(d, h))
-        }
-        None => (stem, Kind::from_ext(ext)?),
-    };
+/// A version as copy names spell it, `<device>-<inode>-<size>-<mtime>-<ctime>`
+/// in lower-case hex: how the compressor's histories name versions too.
+pub fn version_stem<'b>(v: &Version, buf: &'b mut NameBuf) -> &'b str {
+    buf.len = 0;
+    buf.push_version(v);
+    buf.as_str()
+}
+
+/// The version `version_stem` spelled; `None` for anything else.
+pub fn parse_version_stem(stem: &str) -> Option<Version> {
     let mut parts = stem.split('-');
     let mut next = || -> Option<u64> {
         let p = parts.next()?;
@@ -279,7 +285,20 @@ pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
         mtime_us: next()? as i64,
         ctime_us: next()? as i64,
     };
-    parts.next().is_none().then_some((v, kind))
+    parts.next().is_none().then_some(v)
+}
+
+/// The version and kind a copy's file name (without its fan-out
+/// directory) stands for; `None` for any other name.
+pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
+    let (stem, kind) = match dictionary::parse_delta_name(name) {
+        Some((stem, h, d)) => (stem, Kind::Delta(d, h)),
+        None => {
+            let (stem, ext) = name.rsplit_once('.')?;
+            (stem, Kind::from_ext(ext)?)
+        }
+    };
+    Some((parse_version_stem(stem)?, kind))
 }
 
 /// Largest original compressed on demand: 64 MiB. Brotli at quality 11

@@ -21,7 +21,7 @@ use crate::coding::{Coding, DeltaCoding};
 use crate::dictionary::{self, Hash};
 use crate::metrics::tally::Job;
 use crate::ondemand::job::OwnedDeltas;
-use crate::ondemand::key::{parse_copy_name, Kind, NameBuf, Version};
+use crate::ondemand::key::{parse_version_stem, version_stem, Kind, NameBuf, Version};
 use crate::publish::atomic::TempFile;
 use crate::publish::{delta_codec, store};
 use std::fs::{self, File};
@@ -72,8 +72,7 @@ impl History {
             .filter_map(|line| {
                 let mut parts = line.splitn(3, |&b| b == b' ');
                 let hash = dictionary::from_hex(std::str::from_utf8(parts.next()?).ok()?)?;
-                let stem = std::str::from_utf8(parts.next()?).ok()?;
-                let (version, _) = parse_copy_name(&format!("{stem}.id"))?;
+                let version = parse_version_stem(std::str::from_utf8(parts.next()?).ok()?)?;
                 let path = PathBuf::from(std::ffi::OsStr::from_bytes(parts.next()?));
                 Some(Entry {
                     hash,
@@ -90,11 +89,7 @@ impl History {
         let mut text = Vec::new();
         let mut name = NameBuf::new();
         for e in &self.entries {
-            let copy = crate::ondemand::key::copy_name(&e.version, Kind::Decoded, &mut name);
-            let stem = copy
-                .split_once('/')
-                .and_then(|(_, f)| f.strip_suffix(".id"))
-                .unwrap_or_default();
+            let stem = version_stem(&e.version, &mut name);
             let hex = dictionary::to_hex(&e.hash);
             let line = [
                 hex.as_bytes(),
@@ -155,7 +150,6 @@ impl Ctx<'_> {
             let mut history = History::load(&file);
             let (earlier, changed) = history.record(entry, usize::from(d.versions));
             if changed {
-                make_dir(&file)?;
                 history.save(&file).map_err(Problem::Cache)?;
             }
             earlier

@@ -546,6 +546,26 @@ fn delta_job(p: &Path, group: &[u8]) -> Vec<u8> {
     })
 }
 
+/// `app.js` in `docs` served at a first version, then rewritten to the
+/// second `edit` makes of it, a job each; the file and both versions.
+fn served_then_edited(
+    docs: &Path,
+    s: &Settings,
+    lines: &Lines,
+    seed: u64,
+    edit: impl FnOnce(&mut Vec<u8>),
+) -> (PathBuf, Vec<u8>, Vec<u8>) {
+    let p = docs.join("app.js");
+    let v1 = page(60_000, seed);
+    fs::write(&p, &v1).unwrap();
+    run_over(s, vec![delta_job(&p, b"")], lines);
+    let mut v2 = v1.clone();
+    edit(&mut v2);
+    fs::write(&p, &v2).unwrap();
+    run_over(s, vec![delta_job(&p, b"")], lines);
+    (p, v1, v2)
+}
+
 /// The delta of the file at `p` (its current version) against `dict`.
 fn delta_of(s: &Settings, p: &Path, d: DeltaCoding, dict: &[u8]) -> Option<Vec<u8>> {
     let kind = Kind::Delta(d, crate::dictionary::hash(dict));
@@ -555,17 +575,12 @@ fn delta_of(s: &Settings, p: &Path, d: DeltaCoding, dict: &[u8]) -> Option<Vec<u
 #[test]
 fn a_file_rewritten_in_place_gets_deltas_against_its_earlier_versions() {
     let (_d, docs, cache) = tree();
-    let p = docs.join("app.js");
-    let v1 = page(60_000, 7);
-    fs::write(&p, &v1).unwrap();
     let s = settings(&cache);
     let lines = Lines::default();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
     // A minor release: most of the file is the same.
-    let mut v2 = v1.clone();
-    v2[30_000..30_010].copy_from_slice(b"0123456789");
-    fs::write(&p, &v2).unwrap();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let (p, v1, v2) = served_then_edited(&docs, &s, &lines, 7, |v| {
+        v[30_000..30_010].copy_from_slice(b"0123456789")
+    });
     for d in DeltaCoding::ALL {
         let delta = delta_of(&s, &p, d, &v1).expect("a delta against v1");
         assert!(delta.len() < 2000, "{} bytes", delta.len());
@@ -619,16 +634,9 @@ fn a_group_member_gets_deltas_against_earlier_members() {
 #[test]
 fn evicting_a_kept_version_takes_its_deltas_along() {
     let (_d, docs, cache) = tree();
-    let p = docs.join("app.js");
-    let v1 = page(60_000, 11);
-    fs::write(&p, &v1).unwrap();
     let mut s = settings(&cache);
     let lines = Lines::default();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
-    let mut v2 = v1.clone();
-    v2.push(b'\n');
-    fs::write(&p, &v2).unwrap();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let (p, v1, _) = served_then_edited(&docs, &s, &lines, 11, |v| v.push(b'\n'));
     assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v1).is_some());
     // A limit only the newest copies fit: the kept version goes first
     // (least recently used), and its deltas with it.
@@ -731,16 +739,10 @@ fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
 #[test]
 fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     let (_d, docs, cache) = tree();
-    let p = docs.join("app.js");
-    let v1 = page(50_000, 21);
-    fs::write(&p, &v1).unwrap();
     let s = settings(&cache);
     let lines = Lines::default();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
-    let mut v2 = v1.clone();
-    v2.extend_from_slice(b"\n// v2\n");
-    fs::write(&p, &v2).unwrap();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let (p, v1, v2) =
+        served_then_edited(&docs, &s, &lines, 21, |v| v.extend_from_slice(b"\n// v2\n"));
     let h1 = crate::dictionary::hash(&v1);
     let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
     let dcz = copy(&s, &p, Kind::Delta(DeltaCoding::Dcz, h1));
@@ -787,16 +789,10 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
 #[test]
 fn a_delta_served_keeps_its_kept_version_from_eviction() {
     let (_d, docs, cache) = tree();
-    let p = docs.join("app.js");
-    let v1 = page(60_000, 31);
-    fs::write(&p, &v1).unwrap();
     let mut s = settings(&cache);
     let lines = Lines::default();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
-    let mut v2 = v1.clone();
-    v2.extend_from_slice(b"\n// v2\n");
-    fs::write(&p, &v2).unwrap();
-    run_over(&s, vec![delta_job(&p, b"")], &lines);
+    let (p, v1, _) =
+        served_then_edited(&docs, &s, &lines, 31, |v| v.extend_from_slice(b"\n// v2\n"));
     let h1 = crate::dictionary::hash(&v1);
     let kind = Kind::Delta(DeltaCoding::Dcz, h1);
     std::thread::sleep(std::time::Duration::from_millis(20));
