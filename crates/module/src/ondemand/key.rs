@@ -151,11 +151,11 @@ impl NameBuf {
         }
     }
 
-    /// Appends an ASCII string.
+    /// Appends an ASCII string (cut at `NAME_MAX`, which no name reaches).
     fn push_str(&mut self, s: &str) {
-        for &b in s.as_bytes() {
-            self.push(b);
-        }
+        let end = (self.len + s.len()).min(NAME_MAX);
+        self.bytes[self.len..end].copy_from_slice(&s.as_bytes()[..end - self.len]);
+        self.len = end;
     }
 
     /// Appends `v` as `version_stem` spells it.
