@@ -49,6 +49,38 @@ static const char *const known_modules[] = {
     NULL
 };
 
+/* Modules whose content handlers run only for the handler names they
+ * own (a `SetHandler`/`AddHandler` name, or a type httpd passes as the
+ * name when none is set, of the shapes `magic_type` knows): a file whose
+ * handler is unset and whose type is none of those goes to core's
+ * default handler. Any other module's handler might claim any type. */
+static const char *const known_handler_modules[] = {
+    "core.c", "mod_autoindex.c", "mod_status.c", "mod_negotiation.c",
+    "mod_cgi.c", "mod_cgid.c", "mod_info.c", "mod_asis.c", "mod_proxy.c",
+    "mod_proxy_balancer.c", "mod_ldap.c", "mod_md.c", "mod_http2.c",
+    "mod_php.c", "mod_php7.c", "mod_php5.c", "mod_wsgi.c", "mod_rewrite.c",
+    "mod_imagemap.c", "mod_cache.c", "mod_file_cache.c", "mod_auth_form.c",
+    "mod_dav.c", "mod_reflector.c", "mod_heartmonitor.c", "util_ldap.c",
+    "mod_gzip_disk_ng.c", NULL
+};
+
+/* Output filters that leave a response's content as the file holds it:
+ * compression (which the module accounts for), caching, and header
+ * edits. Any other filter before the protocol's may change the bytes. */
+static const char *const plain_filters[] = {
+    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
+    "subreq_core", "cache", "cache_save", "cache_save_subreq", "cache_out",
+    "cache_out_subreq", "cache_remove_url", "cache_invalidate",
+    "fixup_headers_out", "fixup_headers_err", "mod_expires",
+    "logio_ttfb_out", NULL
+};
+
+/* Extensions a sibling, copy or delta name carries and its page does
+ * not: mod_mime acts on each of a name's extensions. */
+static const char *const coding_extensions[] = {
+    "gz", "br", "zst", "zstd", "dcz", "dcb", NULL
+};
+
 /* Directives that cannot make Apache judge one name of a directory
  * differently from another. */
 static const char *const blind_directives[] = {
@@ -135,6 +167,45 @@ static int listed(const char *const *list, const char *word)
     return 0;
 }
 
+/* Whether mod_mime's extension `ext` (with or without its dot) may be
+ * one of a sibling's that its page lacks: a coding's, or a delta's hash. */
+static int sibling_extension(const char *ext)
+{
+    size_t n;
+    if (*ext == '.') {
+        ext++;
+    }
+    n = strlen(ext);
+    return listed(coding_extensions, ext)
+           || (n == 64 && strspn(ext, "0123456789abcdefABCDEF") == n);
+}
+
+/* A type httpd hands a content handler as its name when no handler is
+ * set: the magic types of mod_cgi, mod_include, mod_negotiation, PHP,
+ * mod_imagemap and the like. */
+static int magic_type(const char *t)
+{
+    return !strncasecmp(t, "application/x-httpd-", 20)
+           || !strncasecmp(t, "text/x-server-parsed-html", 25)
+           || !strncasecmp(t, "application/x-type-map", 22)
+           || !strncasecmp(t, "httpd/", 6);
+}
+
+/* Whether mod_mime directive `d` (a handler, type or filter, then
+ * extensions) names an extension only a sibling has. */
+static int names_sibling_extension(apr_pool_t *p, const ap_directive_t *d)
+{
+    const char *args = d->args;
+    ap_getword_conf(p, &args);
+    while (*args) {
+        const char *ext = ap_getword_conf(p, &args);
+        if (*ext && sibling_extension(ext)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static const char *first_word(apr_pool_t *p, const char *args)
 {
     return args ? ap_getword_conf(p, &args) : "";
@@ -164,6 +235,19 @@ static int is_directory_section(const ap_directive_t *d)
 static const char *directive_refusal(apr_pool_t *p, const ap_directive_t *d)
 {
     const char *name = d->directive, *w = first_word(p, d->args);
+    if (!strcasecmp(name, "AddHandler") || !strcasecmp(name, "AddOutputFilter")) {
+        return names_sibling_extension(p, d)
+                   ? "a handler or filter chosen by a sibling's extension"
+                   : NULL;
+    }
+    if (!strcasecmp(name, "AddType")) {
+        return magic_type(w) && names_sibling_extension(p, d)
+                   ? "a handler's type given to a sibling's extension"
+                   : NULL;
+    }
+    if (!strcasecmp(name, "ForceType")) {
+        return magic_type(w) ? "a handler's type forced" : NULL;
+    }
     if (!strncasecmp(name, "GzipDiskNg", 10) || listed(blind_directives, name)
         || listed(sections, name)) {
         return NULL;
@@ -248,6 +332,10 @@ static void scan_tree(struct scan *sc, const ap_directive_t *d,
     }
 }
 
+/* A content handler of a module outside `known_handler_modules` (set
+ * when the configuration is read), or NULL. */
+static const char *unknown_handler;
+
 /* The layout every hook's registration entry shares (apr_hooks.h's
  * APR_DECLARE_EXTERNAL_HOOK). */
 typedef struct {
@@ -266,6 +354,21 @@ static const char *unknown_hook(apr_pool_t *p, const char *hook,
         const char *m = ((hook_link *)links->elts)[i].name;
         if (!m || !listed(known_modules, m)) {
             return apr_psprintf(p, "%s hooks %s", m ? m : "a module", hook);
+        }
+    }
+    return NULL;
+}
+
+/* A module with a content handler outside `known_handler_modules`, or
+ * NULL: then such a module may answer any file whose handler is unset. */
+static const char *unknown_handler_module(apr_pool_t *p)
+{
+    apr_array_header_t *links = ap_hook_get_handler();
+    int i;
+    for (i = 0; links && i < links->nelts; i++) {
+        const char *m = ((hook_link *)links->elts)[i].name;
+        if (!m || !listed(known_handler_modules, m)) {
+            return apr_psprintf(p, "%s has a content handler", m ? m : "a module");
         }
     }
     return NULL;
@@ -297,12 +400,13 @@ static const char *hooks_refusal(apr_pool_t *p)
             return why;
         }
     }
-    return NULL;
+    return unknown_handler;
 }
 
 /* ---- Verdicts, per server ---- */
 
 static const char *global_refusal = "the configuration not read yet";
+
 static apr_hash_t *server_refusal; /* server_rec* -> refusal */
 
 /* mod_setenvif's environment rules (its header_parser hook), run for a
@@ -327,6 +431,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
 {
     struct scan sc = {pconf, NULL, apr_hash_make(pconf)};
     server_rec *s;
+    unknown_handler = unknown_handler_module(pconf);
     scan_tree(&sc, ap_conftree, NULL);
     if (!sc.global) {
         sc.global = hooks_refusal(pconf);
@@ -473,6 +578,34 @@ static int sections_differ(const apr_array_header_t *secs, const char *a,
     return 0;
 }
 
+/* Whether a <DirectoryMatch> (or <Directory ~>) section, which httpd
+ * matches against the whole file name, could tell the two names apart. */
+static int regex_directories_differ(request_rec *r,
+                                    const core_server_config *s,
+                                    const char *suffix)
+{
+    const apr_array_header_t *secs = s->sec_dir;
+    const char *sib = NULL;
+    size_t fl = 0, sl = 0;
+    int i;
+    for (i = 0; secs && i < secs->nelts; i++) {
+        const core_dir_config *e =
+            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
+        if (!e->r) {
+            continue;
+        }
+        if (!sib) {
+            fl = strlen(r->filename);
+            sl = strlen(suffix);
+            sib = apr_pstrcat(r->pool, r->filename, suffix, NULL);
+        }
+        if (regex_matches(e, r->filename, fl) != regex_matches(e, sib, fl + sl)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
 {
     core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
@@ -486,6 +619,9 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     if (gdn_short_answer_refused(r) || (d->sec_if && d->sec_if->nelts)
         || (d->override & OR_AUTHCFG)
         || (d->override_list && !apr_is_empty_table(d->override_list))) {
+        return 1;
+    }
+    if (regex_directories_differ(r, s, suffix)) {
         return 1;
     }
     if (!files && !locs) {
@@ -521,6 +657,8 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
 /* The request whose sibling is being asked for, on this thread: its
  * subrequest gets the environment a request of its own would have. */
 static __thread request_rec *asking;
+/* Whether that subrequest stands for a client no rule knows. */
+static __thread int asking_anonymously;
 
 #define ENV_NOTE "gdn-env-before-rules"
 
@@ -548,13 +686,20 @@ static int sibling_env_server(request_rec *r)
 {
     const request_rec *top = r->main;
     void *env = NULL;
-    if (!is_sibling_check(r) || !setenvif_rules) {
+    if (!is_sibling_check(r)) {
+        return DECLINED;
+    }
+    if (asking_anonymously) {
+        /* No reverse lookup of the test address: a failed one. */
+        r->useragent_host = apr_pstrdup(r->pool, "");
+    }
+    if (!setenvif_rules) {
         return DECLINED;
     }
     while (top->main) {
         top = top->main;
     }
-    for (; top && !env; top = top->prev) {
+    for (; top && !env && !asking_anonymously; top = top->prev) {
         apr_pool_userdata_get(&env, ENV_NOTE, top->pool);
     }
     /* Without a kept environment (a server whose rules set nothing from
@@ -589,12 +734,114 @@ int gdn_in_sibling_check(const request_rec *r)
     return is_sibling_check(r);
 }
 
-int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found)
+/* Why the content filters about to run on `r` (those before the
+ * protocol's) may change its bytes: the first filter not in
+ * `plain_filters`; NULL when there is none. */
+const char *gdn_content_filter(const request_rec *r)
+{
+    const ap_filter_t *f;
+    for (f = r->output_filters; f && f != r->proto_output_filters; f = f->next) {
+        if (f->frec->ftype >= AP_FTYPE_PROTOCOL) {
+            break;
+        }
+        if (!f->frec->name || !listed(plain_filters, f->frec->name)) {
+            return f->frec->name ? f->frec->name : "an unnamed filter";
+        }
+    }
+    return NULL;
+}
+
+/* Why the answer to the looked-up request `rr` would not be core's
+ * default handler (or this module's) sending its file through no
+ * content filter; NULL when it would. The filters are the ones a
+ * request of its own would get: the insert_filter hooks run on it
+ * (a lookup does not run them), the connection's chains kept as
+ * they were. */
+static const char *answer_refusal(request_rec *rr)
+{
+    conn_rec *c = rr->connection;
+    ap_filter_t *out = c->output_filters, *in = c->input_filters;
+    const char *h = rr->handler, *why;
+    if (h && strcasecmp(h, "default-handler") && strcasecmp(h, "gzip-disk-ng")) {
+        return apr_psprintf(rr->pool, "handler %s", h);
+    }
+    if (!h && rr->content_type && magic_type(rr->content_type)) {
+        return apr_psprintf(rr->pool, "a handler for type %s", rr->content_type);
+    }
+    if (!h && unknown_handler) {
+        return unknown_handler;
+    }
+    ap_run_insert_filter(rr);
+    why = gdn_content_filter(rr);
+    c->output_filters = out;
+    c->input_filters = in;
+    return why ? apr_psprintf(rr->pool, "output filter %s", why) : NULL;
+}
+
+/* TEST-NET-1 (RFC 5737): an address no rule of a real site names. */
+#define ANONYMOUS_IP "192.0.2.1"
+
+/* The fields of a request its subrequest copies that an ask replaces
+ * for the while of the lookup (`swap_fields` in, then out). */
+struct fields {
+    apr_table_t *headers_in, *subprocess_env;
+    apr_sockaddr_t *useragent_addr;
+    char *useragent_ip, *user, *ap_auth_type, *the_request;
+};
+
+#define SWAP(field)                                                        \
+    do {                                                                   \
+        __typeof__(r->field) t = r->field;                                 \
+        r->field = f->field;                                               \
+        f->field = t;                                                      \
+    } while (0)
+
+static void swap_fields(request_rec *r, struct fields *f)
+{
+    SWAP(headers_in);
+    SWAP(subprocess_env);
+    SWAP(useragent_addr);
+    SWAP(useragent_ip);
+    SWAP(user);
+    SWAP(ap_auth_type);
+    SWAP(the_request);
+}
+
+/* Sets `f` to a client no rule knows: no user, no headers but Host, no
+ * environment, a test address. 0 when no such address can be made. */
+static int anonymous_fields(request_rec *r, struct fields *f)
+{
+    apr_sockaddr_t *sa = NULL;
+    const char *host = apr_table_get(r->headers_in, "Host");
+    if (apr_sockaddr_info_get(&sa, ANONYMOUS_IP, APR_INET, 0, 0, r->pool)
+        != APR_SUCCESS) {
+        return 0;
+    }
+    f->headers_in = apr_table_make(r->pool, 1);
+    if (host) {
+        apr_table_setn(f->headers_in, "Host", host);
+    }
+    f->subprocess_env = apr_table_make(r->pool, 1);
+    f->useragent_addr = sa;
+    f->useragent_ip = apr_pstrdup(r->pool, ANONYMOUS_IP);
+    f->user = NULL;
+    f->ap_auth_type = NULL;
+    return 1;
+}
+
+/* The status of a GET for `path` (the request's file plus `suffix`)
+ * under its own URI, asked of Apache: from this request's client, or,
+ * with `anonymous`, from a client no rule knows. 200 only when Apache
+ * would send that very file through its default handler (or this
+ * module's) and no content filter. */
+static int ask(request_rec *r, const char *path, const char *suffix,
+               apr_finfo_t *found, int anonymous, const char **refusal)
 {
     ap_conf_vector_t *own = r->per_dir_config;
     request_rec *rr, *was = asking;
-    const char *uri;
+    int was_anonymous = asking_anonymously;
+    struct fields fields;
+    const char *uri, *why = NULL;
     apr_size_t ul = 0;
     int status;
     uri = file_uri(r, &ul);
@@ -604,15 +851,27 @@ int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
     uri = ap_escape_uri(r->pool,
                         apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
                                     suffix, NULL));
+    fields = (struct fields){r->headers_in, r->subprocess_env, r->useragent_addr,
+                             r->useragent_ip, r->user, r->ap_auth_type, NULL};
+    if (anonymous && !anonymous_fields(r, &fields)) {
+        return HTTP_FORBIDDEN;
+    }
+    /* The subrequest copies its request line from here: the direct
+     * request's own, for <If> and rules that read it. */
+    fields.the_request = apr_pstrcat(r->pool, "GET ", uri, " ", r->protocol, NULL);
+    swap_fields(r, &fields);
     /* httpd skips authorization for a subrequest whose configuration is
      * its parent's (same pointer), but the sibling's own rules must run:
      * an equal copy under another pointer makes them. */
     r->per_dir_config =
         ap_merge_per_dir_configs(r->pool, own, ap_create_request_config(r->pool));
     asking = r;
+    asking_anonymously = anonymous;
     rr = ap_sub_req_lookup_uri(uri, r, NULL);
     asking = was;
+    asking_anonymously = was_anonymous;
     r->per_dir_config = own;
+    swap_fields(r, &fields);
     status = rr->status;
     if (status == HTTP_OK
         && (!rr->filename || strcmp(rr->filename, path)
@@ -621,9 +880,66 @@ int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
         /* The URI names another file (a rewrite, an alias of one name). */
         status = HTTP_FORBIDDEN;
     }
+    if (status == HTTP_OK && (why = answer_refusal(rr)) != NULL) {
+        *refusal = apr_pstrdup(r->pool, why);
+        status = HTTP_FORBIDDEN;
+    }
     if (status == HTTP_OK) {
         *found = rr->finfo;
     }
     ap_destroy_sub_req(rr);
     return status;
+}
+
+int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
+                    apr_finfo_t *found, const char **refusal)
+{
+    *refusal = NULL;
+    return ask(r, path, suffix, found, 0, refusal);
+}
+
+int gdn_public_ask(request_rec *r, const char **refusal)
+{
+    apr_finfo_t found;
+    *refusal = NULL;
+    if (!r->filename) {
+        return HTTP_FORBIDDEN;
+    }
+    return ask(r, r->filename, "", &found, 1, refusal);
+}
+
+/* ---- Where URLs map into the filesystem besides DocumentRoot ---- */
+
+static void map_targets(apr_pool_t *p, const ap_directive_t *d,
+                        apr_array_header_t *out)
+{
+    for (; d; d = d->next) {
+        const char *name = d->directive, *args = d->args, *target = NULL;
+        if (!strcasecmp(name, "Alias") || !strcasecmp(name, "ScriptAlias")
+            || !strcasecmp(name, "AliasMatch")
+            || !strcasecmp(name, "ScriptAliasMatch")) {
+            const char *first = ap_getword_conf(p, &args);
+            target = *args ? ap_getword_conf(p, &args) : first;
+        }
+        else if (!strcasecmp(name, "UserDir")) {
+            target = ap_getword_conf(p, &args);
+            if (!strcasecmp(target, "disabled") || !strcasecmp(target, "enabled")) {
+                target = NULL;
+            }
+        }
+        if (target && *target) {
+            *(const char **)apr_array_push(out) =
+                apr_psprintf(p, "%s\t%s", name, target);
+        }
+        if (d->first_child) {
+            map_targets(p, d->first_child, out);
+        }
+    }
+}
+
+const char *gdn_url_mappings(apr_pool_t *p)
+{
+    apr_array_header_t *out = apr_array_make(p, 8, sizeof(const char *));
+    map_targets(p, ap_conftree, out);
+    return apr_array_pstrcat(p, out, '\n');
 }

@@ -24,13 +24,18 @@ const char *gdn_short_answer_refused(const request_rec *r);
 const char *gdn_server_refusal(const server_rec *s);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found);
+                    apr_finfo_t *found, const char **refusal);
 int gdn_in_sibling_check(const request_rec *r);
+int gdn_public_ask(request_rec *r, const char **refusal);
+const char *gdn_content_filter(const request_rec *r);
 void gdn_register_sibling_hooks(void);
 
 void gdn_log_s(const server_rec *s, int module_index, int level,
                apr_status_t status, const char *msg);
 const char *gdn_document_root(server_rec *s);
+/* "Directive	target" lines, one per Alias, AliasMatch, ScriptAlias,
+ * ScriptAliasMatch and UserDir of the configuration (access.c). */
+const char *gdn_url_mappings(apr_pool_t *p);
 int gdn_config_dry_run(void);
 
 /* A helper process started by the parent after the configuration is read,

@@ -25,7 +25,7 @@ pub use log::Level;
 pub use module::{
     Args, Command, Config, Directive, Hook, Module, Order, Parms, PostConfig, Scope, Set, Takes,
 };
-pub use request::Request;
+pub use request::{Refusal, Request};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
 /// this type names them.

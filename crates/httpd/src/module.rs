@@ -361,6 +361,23 @@ impl PostConfig<'_> {
     }
 
     /// The `DocumentRoot` of the main server and of every virtual host.
+    /// Where `Alias`, `AliasMatch`, `ScriptAlias`, `ScriptAliasMatch`
+    /// and `UserDir` map URLs, as written: (directive, target) pairs.
+    pub fn url_mappings(&self) -> Vec<(String, String)> {
+        // SAFETY: the configuration tree is complete here; the string is
+        // allocated from pconf.
+        let all = unsafe { ffi::gdn_url_mappings(self.pconf) };
+        if all.is_null() {
+            return Vec::new();
+        }
+        // SAFETY: NUL-terminated, as above.
+        let all = unsafe { CStr::from_ptr(all) }.to_string_lossy();
+        all.lines()
+            .filter_map(|l| l.split_once('\t'))
+            .map(|(d, t)| (d.to_string(), t.to_string()))
+            .collect()
+    }
+
     pub fn document_roots(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let mut s = self.s;

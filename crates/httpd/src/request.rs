@@ -8,6 +8,24 @@ use std::io;
 use std::marker::PhantomData;
 use std::ptr;
 
+/// Why Apache would not answer a GET for a file with that very file:
+/// the status its lookup ended with, and, where the lookup found the
+/// file, what else would answer (another handler, a content filter).
+#[derive(Debug, Clone, Copy)]
+pub struct Refusal<'r> {
+    pub status: Status,
+    pub why: Option<&'r CStr>,
+}
+
+impl std::fmt::Display for Refusal<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.why {
+            Some(why) => write!(f, "{}", why.to_string_lossy()),
+            None => write!(f, "status {}", self.status.0),
+        }
+    }
+}
+
 /// A borrowed `request_rec`.
 pub struct Request<'r> {
     pub(crate) r: *mut ffi::request_rec,
@@ -256,9 +274,10 @@ impl<'r> Request<'r> {
         unsafe { (*self.r).content_encoding = token.as_ptr() }
     }
 
-    /// The virtual host answering, as `host:port` (`server_hostname`
-    /// and the port it was configured with): what names it across
-    /// restarts.
+    /// The virtual host answering, as `host:port@file:line` (its
+    /// `server_hostname`, the port it was configured with, and where
+    /// its `<VirtualHost>` is; `@main` for the main server): what names
+    /// it across restarts.
     pub fn host_key(&self) -> Vec<u8> {
         // SAFETY: every request has a server, whose hostname is a pool
         // string or NULL.
@@ -272,6 +291,17 @@ impl<'r> Request<'r> {
         let mut key = host.to_vec();
         key.push(b':');
         key.extend(s.port.to_string().as_bytes());
+        // Where the host was defined: two hosts of one name and port
+        // are two sites.
+        key.push(b'@');
+        if s.defn_name.is_null() {
+            key.extend_from_slice(b"main");
+        } else {
+            // SAFETY: a NUL-terminated configuration-pool string.
+            key.extend_from_slice(unsafe { CStr::from_ptr(s.defn_name) }.to_bytes());
+            key.push(b':');
+            key.extend(s.defn_line_number.to_string().as_bytes());
+        }
         key
     }
 
@@ -396,16 +426,56 @@ impl<'r> Request<'r> {
     /// Asks Apache (a GET subrequest for the sibling's URI, built as httpd
     /// builds one) whether it would serve `path`, the request's file plus
     /// `suffix`: the file it found there, or the status it refused with.
-    pub fn ask_sibling(&self, path: &CStr, suffix: &CStr) -> Result<Finfo, Status> {
+    /// A found file is refused (with why) where the direct request would
+    /// run another handler or a content filter.
+    pub fn ask_sibling(&self, path: &CStr, suffix: &CStr) -> Result<Finfo, Refusal<'r>> {
         let mut raw = ffi::apr_finfo_t::default();
+        let mut why = std::ptr::null();
         // SAFETY: live request; the subrequest is destroyed by the shim
-        // before it returns, and `raw` is copied out of it.
-        let st = unsafe { ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw) };
+        // before it returns, and `raw` is copied out of it; `why` is
+        // NULL or a request-pool string.
+        let st = unsafe {
+            ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw, &mut why)
+        };
         if st == ffi::HTTP_OK as c_int {
             Ok(Finfo { raw })
         } else {
-            Err(Status(st))
+            Err(self.refusal(st, why))
         }
+    }
+
+    /// Asks Apache whether a client no rule knows (no user, no headers
+    /// but `Host`, no environment, an address of RFC 5737's TEST-NET-1)
+    /// would get this request's file as it is under its own URI.
+    pub fn ask_public(&self) -> Result<(), Refusal<'r>> {
+        let mut why = std::ptr::null();
+        // SAFETY: live request; the shim puts back every field it
+        // changes before it returns; `why` is NULL or a pool string.
+        let st = unsafe { ffi::gdn_public_ask(self.r, &mut why) };
+        if st == ffi::HTTP_OK as c_int {
+            Ok(())
+        } else {
+            Err(self.refusal(st, why))
+        }
+    }
+
+    fn refusal(&self, st: c_int, why: *const c_char) -> Refusal<'r> {
+        // SAFETY: NULL or a NUL-terminated request-pool string.
+        let why = (!why.is_null()).then(|| unsafe { CStr::from_ptr(why) });
+        Refusal {
+            status: Status(st),
+            why,
+        }
+    }
+
+    /// The first output filter about to run on this response that may
+    /// change its bytes (not compression, caching or header edits).
+    pub fn content_filter(&self) -> Option<&'r CStr> {
+        // SAFETY: live request; the name is the filter record's, which
+        // lives as long as the configuration.
+        let p = unsafe { ffi::gdn_content_filter(self.r) };
+        // SAFETY: NULL or a NUL-terminated name, as above.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
     }
 
     /// Whether this is the subrequest that asks Apache about a sibling.

@@ -178,6 +178,54 @@ pub fn check_cache_root_served(root: &Path, document_roots: &[PathBuf]) -> Resul
     Ok(())
 }
 
+/// Whether a URL mapping (`Alias`, `AliasMatch`, `ScriptAlias`,
+/// `ScriptAliasMatch`, `UserDir`, as `url_mappings` gives them) could
+/// reach the cache root `root`: an error naming the directive where it
+/// surely can, a warning where it may (a `UserDir` path with a `*`,
+/// whose users' directories are not known here). A `RewriteRule` to a
+/// path is not seen here: the request-time guard refuses those.
+pub fn check_cache_root_mapped(
+    root: &Path,
+    mappings: &[(String, String)],
+) -> Result<Vec<String>, String> {
+    let mut warnings = Vec::new();
+    for (directive, target) in mappings {
+        let said = |how: &str| {
+            format!(
+                "GzipDiskNgCacheRoot {} {how} {directive} {target}: its copies would be \
+                 served as they are; choose a directory no URL maps to",
+                root.display()
+            )
+        };
+        let userdir = directive.eq_ignore_ascii_case("UserDir");
+        if userdir && !target.starts_with('/') {
+            // A name under each user's home: any such component.
+            if root.components().any(|c| c.as_os_str() == target.as_str()) {
+                return Err(said("may be reached through"));
+            }
+            continue;
+        }
+        // The fixed part of the target: up to a `$1` or a `*`.
+        let fixed = target.split(['$', '*']).next().unwrap_or("");
+        let wild = fixed.len() < target.len();
+        let dir = match (wild, fixed.rfind('/')) {
+            (true, Some(i)) => &fixed[..=i],
+            _ => fixed,
+        };
+        let dir = Path::new(dir);
+        let dir = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        if !(root.starts_with(&dir) || (!wild && dir.starts_with(root))) {
+            continue;
+        }
+        if userdir {
+            warnings.push(said("may be inside a directory of"));
+        } else {
+            return Err(said("is reached through"));
+        }
+    }
+    Ok(warnings)
+}
+
 /// Reads a `GzipDiskNgJitterKey` file: its bytes, as they are, are the key,
 /// so the same file on every server gives the same padding and ETags.
 pub fn load_jitter_key(path: &Path) -> Result<Secret, String> {

@@ -131,10 +131,10 @@ fn stat_sibling<'r>(
         });
     }
     let before = req.stat(path, true).map_err(|_| NotServed::Absent)?;
-    let info = req.ask_sibling(path, suffix).map_err(|status| {
+    let info = req.ask_sibling(path, suffix).map_err(|refusal| {
         req.log_with(Level::Debug, 0, || {
             format!(
-                "sibling refused by the access rules for its own name (status {status}): {}",
+                "sibling refused by the access rules for its own name ({refusal}): {}",
                 path.to_string_lossy()
             )
         });

@@ -74,6 +74,10 @@ impl httpd::Module for GzipDiskNg {
     /// alone or are asked of Apache, and the start-up padding key.
     fn post_config(ctx: &PostConfig<'_>) -> Result<(), String> {
         ctx.scan_sibling_rules();
+        store_guard::guard(
+            ctx.server_config::<GzipDiskNg>()
+                .and_then(|c| c.cache_root.as_deref()),
+        );
         let secret = make_startup_secret(httpd::random_bytes)?;
         *STARTUP_SECRET
             .write()
@@ -102,7 +106,11 @@ impl httpd::Module for GzipDiskNg {
             return Ok(());
         };
         config::check_cache_root_served(root, &ctx.document_roots())?;
+        let warnings = config::check_cache_root_mapped(root, &ctx.url_mappings())?;
         if ctx.dry_run() {
+            for why in warnings {
+                ctx.log().log(httpd::Level::Warn, &why);
+            }
             if let Some(why) = cache::unusable(root) {
                 ctx.log().log(httpd::Level::Warn, &why);
             }

@@ -1,7 +1,10 @@
 //! The dictionary store older releases of the publish tool kept inside the
 //! tree (`TREE/.gzip-disk-ng/`) holds earlier versions of files, perhaps
-//! withdrawn because they must no longer be seen: never served, whether a
-//! request names it or reaches it through a symlink.
+//! withdrawn because they must no longer be seen; the on-demand cache
+//! root holds copies of files some clients only may read, and the
+//! publish tool's system state directory its stores. None is ever
+//! served, whether a request names it, an `Alias` or a `RewriteRule`
+//! maps a URL into it, or a symlink reaches it.
 
 use crate::dictionary;
 use crate::httpd::{FileKind, FileVersion, Level, Request, Status};
@@ -9,6 +12,7 @@ use crate::memo::version::VersionMemo;
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
+use std::sync::{PoisonError, RwLock};
 
 /// Length of a hash in hex, as the store names every file it holds.
 const HASH_HEX: usize = 2 * dictionary::HASH_LEN;
@@ -20,12 +24,43 @@ const HASH_HEX: usize = 2 * dictionary::HASH_LEN;
 /// request (a syscall saved on each request the server answers).
 static IN_STORE: VersionMemo<FileVersion, bool> = VersionMemo::new(16_384);
 
-/// The request's file, by its name or resolved, lies in a store: 404,
-/// whatever the handler, with one info line.
+/// Directories never served besides in-tree stores: the cache root and
+/// the publish tool's system state directory, as configured and
+/// resolved. Set in the parent at start-up (`guard`), before the
+/// children fork; leaked per restart so requests hold plain references.
+static GUARDED: RwLock<&'static [PathBuf]> = RwLock::new(&[]);
+
+/// Guards `cache_root` (if any) and the publish tool's system state
+/// directory from now on.
+pub fn guard(cache_root: Option<&Path>) {
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    let system = Path::new(crate::publish::state::SYSTEM_STATE);
+    for d in cache_root.into_iter().chain([system]) {
+        dirs.push(d.to_path_buf());
+        if let Ok(real) = std::fs::canonicalize(d) {
+            if real != d {
+                dirs.push(real);
+            }
+        }
+    }
+    *GUARDED.write().unwrap_or_else(PoisonError::into_inner) = Box::leak(dirs.into_boxed_slice());
+}
+
+/// Whether `path` lies in a guarded directory, by its name.
+fn in_guarded(path: &[u8]) -> bool {
+    let dirs = *GUARDED.read().unwrap_or_else(PoisonError::into_inner);
+    dirs.iter().any(|d| {
+        let d = d.as_os_str().as_bytes();
+        path.starts_with(d) && matches!(path.get(d.len()), None | Some(b'/'))
+    })
+}
+
+/// The request's file, by its name or resolved, lies in a store or a
+/// guarded directory: 404, whatever the handler, with one info line.
 pub fn refuse_request(req: &Request<'_>) -> Option<Status> {
     let filename = req.filename()?;
     let bytes = filename.to_bytes();
-    let resolved = if dictionary::in_store_bytes(bytes) {
+    let resolved = if dictionary::in_store_bytes(bytes) || in_guarded(bytes) {
         None
     } else {
         Some(resolves_into_store(
@@ -90,17 +125,21 @@ fn in_store_resolved(path: &Path) -> Option<PathBuf> {
         Ok(real) => real,
         Err(_) => std::fs::canonicalize(path.parent()?).ok()?,
     };
-    dictionary::in_store(&real).then_some(real)
+    (dictionary::in_store(&real) || in_guarded(real.as_os_str().as_bytes())).then_some(real)
 }
 
 fn log_refusal(req: &Request<'_>, path: &CStr, real: Option<&Path>) {
+    let store =
+        dictionary::in_store_bytes(path.to_bytes()) || real.is_some_and(dictionary::in_store);
+    let into = if store {
+        "the dictionary store"
+    } else {
+        "the cache root"
+    };
     req.log_with(Level::Info, 0, || match real {
-        None => format!(
-            "request into the dictionary store refused: {}",
-            path.to_string_lossy()
-        ),
+        None => format!("request into {into} refused: {}", path.to_string_lossy()),
         Some(real) => format!(
-            "request into the dictionary store refused: {} resolves to {}",
+            "request into {into} refused: {} resolves to {}",
             path.to_string_lossy(),
             real.display()
         ),

@@ -13,7 +13,7 @@ pub use fixup::fixup;
 use crate::cache;
 use crate::coding::Coding;
 use crate::config::{Settings, UseAsDictionary};
-use crate::httpd::{self, FileKind, Request, Status};
+use crate::httpd::{self, FileKind, Level, Request, Status};
 use crate::lookup;
 use crate::negotiate::{self, Accepted};
 use crate::respond::{Attempt, OnDemandDeltas};
@@ -36,6 +36,9 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     let kind = original_kind(req);
     if kind == FileKind::Directory {
         return Status::DECLINED;
+    }
+    if let Some(st) = give_way_to_content_filter(req, kind) {
+        return st;
     }
     req.allow_get_options();
     let st = req.discard_body();
@@ -107,6 +110,25 @@ fn deltas_on_demand<'r>(req: &Request<'r>, settings: &Settings<'r>) -> Option<On
         versions,
         group,
         site,
+    })
+}
+
+/// A filter that may change the content (mod_include, mod_substitute,
+/// any filter not known to leave it as the file holds it) is about to
+/// run: no sibling, copy or delta holds what it would make of the file,
+/// so Apache answers, as it would without the module (core's handler,
+/// or 404 where only a sibling exists).
+fn give_way_to_content_filter(req: &Request<'_>, kind: FileKind) -> Option<Status> {
+    let filter = req.content_filter()?;
+    req.log_with(Level::Debug, 0, || {
+        format!(
+            "output filter {} may change the content: answered by Apache",
+            filter.to_string_lossy()
+        )
+    });
+    Some(match kind {
+        FileKind::Regular => Status::DECLINED,
+        _ => Status::NOT_FOUND,
     })
 }
 

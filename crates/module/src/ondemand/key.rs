@@ -181,7 +181,12 @@ impl NameBuf {
 pub const KEPT_DIR: &str = "kept";
 
 /// The directory of site dictionaries under the cache root.
-pub const SITE_DIR: &str = "site";
+pub const SITE_DIR: &str = "sites";
+
+/// Where site dictionaries were kept while a page joined one unless
+/// served to an authenticated user: pages some clients only may read
+/// could be listed there, so the compressor removes it at start-up.
+pub const RETIRED_SITE_DIR: &str = "site";
 
 /// The name, under the cache root, of a site's directory: its host key
 /// (`host:port`) hashed, so any host name makes one safe name.

@@ -81,6 +81,34 @@ pub struct OnDemandDeltas<'r> {
     /// Whether the page joins its host's site dictionary.
     pub site: bool,
 }
+impl OnDemandDeltas<'_> {
+    /// What of this scope may feed a dictionary others fetch or decode
+    /// with: a site dictionary (anyone may fetch it) and a group's kept
+    /// versions (another file's deltas) learn a page only when Apache
+    /// would send it, as it is, to a client no rule knows. Asked once
+    /// per job, not per request; the file's own versions stay.
+    fn public_only(self, req: &Request<'_>) -> Self {
+        if !self.site && self.group.is_none() {
+            return self;
+        }
+        match req.ask_public() {
+            Ok(()) => self,
+            Err(refusal) => {
+                req.log_with(Level::Debug, 0, || {
+                    format!(
+                        "not learned by a shared dictionary: an anonymous GET would not get it ({refusal})"
+                    )
+                });
+                OnDemandDeltas {
+                    group: None,
+                    site: false,
+                    ..self
+                }
+            }
+        }
+    }
+}
+
 /// What the walk learned from the candidates that gave way: so each
 /// sibling is opened and decoded at most once, and the final answer
 /// knows why nothing could be decoded.
@@ -300,7 +328,8 @@ impl<'a, 'r> Attempt<'a, 'r> {
         // missing against a version the cache keeps is made again.
         let deltas = self
             .deltas_on_demand
-            .filter(|_| !wanted.is_empty() || delta_missing);
+            .filter(|_| !wanted.is_empty() || delta_missing)
+            .map(|d| d.public_only(self.req));
         if wanted.is_empty() && deltas.is_none() {
             return false;
         }

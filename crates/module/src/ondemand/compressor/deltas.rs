@@ -14,7 +14,9 @@
 //! publish tool's codec. Only content this server served in that scope
 //! is ever a dictionary, and only after its hash is checked.
 
-use super::make::{current, decode_into, dirs_for, make_dir, write_record, Ctx, Problem};
+use super::make::{
+    current, decode_into, dirs_for, make_dir, pin, read_pinned, write_record, Ctx, Problem,
+};
 use super::state::copy_path;
 use super::Level;
 use crate::coding::{Coding, DeltaCoding};
@@ -272,8 +274,8 @@ impl Ctx<'_> {
     /// whose hash is `e`'s.
     fn recover(&self, e: &Entry) -> Option<Vec<u8>> {
         let fits = |c: &Vec<u8>| dictionary::hash(c) == e.hash;
-        if current(&e.path, &e.version).is_ok() {
-            let read = fs::read(&e.path).ok().filter(fits);
+        if let Ok(pinned) = pin(&e.path, &e.version) {
+            let read = read_pinned(&e.path, &pinned).ok().filter(fits);
             if read.is_some() && current(&e.path, &e.version).is_ok() {
                 return read;
             }

@@ -13,9 +13,11 @@ use crate::ondemand::key::{compressible, Kind, Version, MAX_SIZE};
 use crate::publish::atomic::TempFile;
 use crate::publish::{self, Outcome, PublishError};
 use std::fs::{self, File};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What a worker needs for any job.
@@ -111,18 +113,13 @@ impl Ctx<'_> {
         version: Version,
         d: &OwnedDeltas,
     ) -> Result<(), Problem> {
-        let meta = current(path, &version)?;
+        let pinned = pin(path, &version)?;
+        let meta = pinned.meta.clone();
         if !compressible(path.as_os_str().as_bytes(), meta.len()) {
             return Ok(());
         }
-        let content = fs::read(path).map_err(|e| read_problem(path, e))?;
+        let content = read_pinned(path, &pinned)?;
         current(path, &version)?;
-        if content.len() as u64 != meta.len() {
-            return Err(Problem::Gone(format!(
-                "{} changed while read",
-                path.display()
-            )));
-        }
         if d.versions > 0 {
             self.deltas(path, &meta, version, &content, d)?;
         }
@@ -139,8 +136,8 @@ impl Ctx<'_> {
         codings: CodingSet,
         finished: &mut usize,
     ) -> Result<(), Problem> {
-        let meta = current(path, &version)?;
-        if !compressible(path.as_os_str().as_bytes(), meta.len()) {
+        let pinned = pin(path, &version)?;
+        if !compressible(path.as_os_str().as_bytes(), pinned.meta.len()) {
             return Err(Problem::Gone(format!(
                 "{} is not compressed on demand",
                 path.display()
@@ -148,7 +145,7 @@ impl Ctx<'_> {
         }
         for c in codings.iter() {
             let key = (version, Kind::Coded(c));
-            let made = self.compress_one(path, &meta, &version, c)?;
+            let made = self.compress_one(path, &pinned, &version, c)?;
             *finished += 1;
             let Some(size) = made else {
                 self.copies(Job::Merged, 1);
@@ -170,7 +167,7 @@ impl Ctx<'_> {
     fn compress_one(
         &self,
         path: &Path,
-        meta: &fs::Metadata,
+        pinned: &Pinned,
         version: &Version,
         c: Coding,
     ) -> Result<Option<u64>, Problem> {
@@ -180,7 +177,8 @@ impl Ctx<'_> {
             return Ok(None);
         }
         make_dir(&target)?;
-        let outcome = publish::make_copy(path, meta, c, &s.levels, s.min_saving, &target);
+        let (from, meta) = (&pinned.proc, &pinned.meta);
+        let outcome = publish::make_copy(from, meta, c, &s.levels, s.min_saving, &target);
         let size = match outcome {
             Outcome::Written(sizes) => sizes.size,
             Outcome::NotWorth { .. } => {
@@ -226,13 +224,12 @@ impl Ctx<'_> {
         coding: Coding,
         version: &Version,
     ) -> Result<Option<u64>, Problem> {
-        let meta = current(path, version)?;
+        let Pinned { file, meta, .. } = pin(path, version)?;
         let target = copy_path(&self.settings.root, &(*version, Kind::Decoded));
         if fs::symlink_metadata(&target).is_ok() {
             return Ok(None);
         }
         make_dir(&target)?;
-        let file = File::open(path).map_err(|e| read_problem(path, e))?;
         let mut tmp = TempFile::new(&target).map_err(Problem::Cache)?;
         let decoded = decode_into(coding, &file, meta.len(), &mut tmp);
         // A change explains a decoding error, and voids a good decode.
@@ -287,6 +284,51 @@ pub(super) fn decode_into(
 }
 
 /// The file at `path` while it still has `version`.
+/// A file opened as the version a request judged: the job's name is
+/// opened (without blocking on a FIFO) and what was opened must be that
+/// very file (device, inode, size, times), so a name swapped for a
+/// symlink or another file after Apache's checks is never read. Later
+/// reads go through the descriptor, or through `proc`, its name in
+/// `/proc/self/fd`, which reopens that same file whatever the name now
+/// holds.
+pub(super) struct Pinned {
+    pub file: File,
+    pub meta: fs::Metadata,
+    pub proc: PathBuf,
+}
+
+pub(super) fn pin(path: &Path, version: &Version) -> Result<Pinned, Problem> {
+    let file = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| read_problem(path, e))?;
+    let meta = file.metadata().map_err(|e| read_problem(path, e))?;
+    if !meta.is_file() || Version::of(&meta) != *version {
+        return Err(Problem::Gone(format!(
+            "{} is not the version queued any more",
+            path.display()
+        )));
+    }
+    let proc = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    Ok(Pinned { file, meta, proc })
+}
+
+/// The content of the pinned file, checked to be whole.
+pub(super) fn read_pinned(path: &Path, p: &Pinned) -> Result<Vec<u8>, Problem> {
+    let mut content = Vec::with_capacity(p.meta.len() as usize);
+    (&p.file)
+        .read_to_end(&mut content)
+        .map_err(|e| read_problem(path, e))?;
+    if content.len() as u64 != p.meta.len() {
+        return Err(Problem::Gone(format!(
+            "{} changed while read",
+            path.display()
+        )));
+    }
+    Ok(content)
+}
+
 pub(super) fn current(path: &Path, version: &Version) -> Result<fs::Metadata, Problem> {
     let meta = fs::metadata(path).map_err(|e| read_problem(path, e))?;
     if !meta.is_file() || Version::of(&meta) != *version {

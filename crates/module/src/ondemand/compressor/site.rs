@@ -16,7 +16,7 @@
 //! trained, from how many pages, and when it stopped being current.
 
 use super::deltas::{keep, read_kept};
-use super::make::{current, write_record, Ctx};
+use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, State};
 use super::Level;
 use crate::coding::Coding;
@@ -68,6 +68,53 @@ struct Trained {
     retired: u64,
 }
 
+/// A listed page: its path and the version Apache judged public. Only
+/// that very file is ever read for training: a page changed since is
+/// listed again by its next job, judged again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Page {
+    version: Version,
+    path: PathBuf,
+}
+
+impl Page {
+    /// Its line in `pages`: the version's numbers, then the path.
+    fn line(&self) -> Vec<u8> {
+        let v = &self.version;
+        let mut l = format!(
+            "{} {} {} {} {} ",
+            v.device, v.inode, v.size, v.mtime_us, v.ctime_us
+        )
+        .into_bytes();
+        l.extend_from_slice(self.path.as_os_str().as_bytes());
+        l
+    }
+
+    fn parse(l: &[u8]) -> Option<Page> {
+        let mut f = l.splitn(6, |&b| b == b' ');
+        let mut n = || std::str::from_utf8(f.next()?).ok();
+        let (d, i, s, m, c) = (n()?, n()?, n()?, n()?, n()?);
+        let version = Version {
+            device: d.parse().ok()?,
+            inode: i.parse().ok()?,
+            size: s.parse().ok()?,
+            mtime_us: m.parse().ok()?,
+            ctime_us: c.parse().ok()?,
+        };
+        let path = f.next().filter(|p| p.first() == Some(&b'/'))?;
+        Some(Page {
+            version,
+            path: PathBuf::from(std::ffi::OsStr::from_bytes(path)),
+        })
+    }
+
+    /// The content of that very version, if the file still is it.
+    fn content(&self) -> Option<Vec<u8>> {
+        let pinned = pin(&self.path, &self.version).ok()?;
+        read_pinned(&self.path, &pinned).ok()
+    }
+}
+
 /// A host's files in the cache root.
 struct Site {
     dir: PathBuf,
@@ -80,11 +127,10 @@ impl Site {
         }
     }
 
-    fn pages(&self) -> Vec<PathBuf> {
+    fn pages(&self) -> Vec<Page> {
         let text = fs::read(self.dir.join("pages")).unwrap_or_default();
         text.split(|&b| b == b'\n')
-            .filter(|l| l.first() == Some(&b'/'))
-            .map(|l| PathBuf::from(std::ffi::OsStr::from_bytes(l)))
+            .filter_map(Page::parse)
             .collect()
     }
 
@@ -110,10 +156,10 @@ impl Site {
         write_record(&self.dir.join(name), text)
     }
 
-    fn save_pages(&self, pages: &[PathBuf]) -> io::Result<()> {
+    fn save_pages(&self, pages: &[Page]) -> io::Result<()> {
         let mut text = Vec::new();
         for p in pages {
-            text.extend_from_slice(p.as_os_str().as_bytes());
+            text.extend_from_slice(&p.line());
             text.push(b'\n');
         }
         self.write("pages", &text)
@@ -138,13 +184,13 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Lists `page` (newest last, once); whether the list changed.
-fn list(pages: &mut Vec<PathBuf>, page: &Path) -> bool {
+/// Lists `page` (newest last, once per path); whether the list changed.
+fn list(pages: &mut Vec<Page>, page: &Page) -> bool {
     if pages.last().is_some_and(|p| p == page) {
         return false;
     }
-    pages.retain(|p| p != page);
-    pages.push(page.to_path_buf());
+    pages.retain(|p| p.path != page.path);
+    pages.push(page.clone());
     let excess = pages.len().saturating_sub(MAX_PAGES);
     pages.drain(..excess);
     true
@@ -152,12 +198,12 @@ fn list(pages: &mut Vec<PathBuf>, page: &Path) -> bool {
 
 /// The content of the listed pages still there and compressed on demand,
 /// newest first, up to `MAX_SAMPLE_BYTES`; and their bytes.
-fn samples(pages: &[PathBuf]) -> (Vec<Vec<u8>>, usize) {
+fn samples(pages: &[Page]) -> (Vec<Vec<u8>>, usize) {
     let mut samples = Vec::new();
     let mut bytes = 0;
     for p in pages.iter().rev() {
-        let Ok(page) = fs::read(p) else { continue };
-        if !compressible(p.as_os_str().as_bytes(), page.len() as u64)
+        let Some(page) = p.content() else { continue };
+        if !compressible(p.path.as_os_str().as_bytes(), page.len() as u64)
             || bytes + page.len() > MAX_SAMPLE_BYTES
         {
             continue;
@@ -198,7 +244,11 @@ impl Ctx<'_> {
             // never lose each other's pages.
             let mut state = self.state();
             let mut pages = site.pages();
-            if list(&mut pages, path) {
+            let page = Page {
+                version,
+                path: path.to_path_buf(),
+            };
+            if list(&mut pages, &page) {
                 if let Err(e) = site.save_pages(&pages) {
                     state.cache_failed(self.settings, &e, self.log);
                 }
@@ -268,7 +318,7 @@ impl Ctx<'_> {
 
     /// Trains a dictionary from the listed pages and makes it the
     /// current one; its content.
-    fn train(&self, site: &Site, pages: &[PathBuf], trained: Vec<Trained>) -> Option<Vec<u8>> {
+    fn train(&self, site: &Site, pages: &[Page], trained: Vec<Trained>) -> Option<Vec<u8>> {
         let (samples, bytes) = samples(pages);
         // zstd's trainer wants many times the dictionary's size in samples.
         let size = DICTIONARY_SIZE.min(bytes / 8).max(1024);
@@ -351,19 +401,19 @@ impl Ctx<'_> {
 
     /// Makes every listed page's deltas against a new dictionary, for the
     /// version each has now.
-    fn deltas_of_pages(&self, pages: &[PathBuf], dict: &[u8]) {
+    fn deltas_of_pages(&self, pages: &[Page], dict: &[u8]) {
         let dictionaries = [(dictionary::hash(dict), dict.to_vec())];
         for p in pages {
-            let Ok(meta) = fs::metadata(p) else { continue };
-            let version = Version::of(&meta);
-            if !meta.is_file() || !compressible(p.as_os_str().as_bytes(), meta.len()) {
+            let Ok(pinned) = pin(&p.path, &p.version) else {
+                continue;
+            };
+            if !compressible(p.path.as_os_str().as_bytes(), pinned.meta.len()) {
                 continue;
             }
-            let Ok(content) = fs::read(p) else { continue };
-            if current(p, &version).is_err() || content.len() as u64 != meta.len() {
+            let Ok(content) = read_pinned(&p.path, &pinned) else {
                 continue;
-            }
-            self.deltas_against(p, &meta, version, &content, &dictionaries);
+            };
+            self.deltas_against(&p.path, &pinned.meta, p.version, &content, &dictionaries);
         }
     }
 }
@@ -390,22 +440,49 @@ mod tests {
         assert!(due(40, &t));
     }
 
+    fn page(path: &str, size: u64) -> Page {
+        Page {
+            version: Version {
+                size,
+                ..Version::NONE
+            },
+            path: PathBuf::from(path),
+        }
+    }
+
     #[test]
     fn pages_are_listed_once_newest_last_and_bounded() {
         let mut pages = Vec::new();
-        assert!(list(&mut pages, Path::new("/a.html")));
-        assert!(!list(&mut pages, Path::new("/a.html")));
-        assert!(list(&mut pages, Path::new("/b.html")));
-        assert!(list(&mut pages, Path::new("/a.html")));
-        assert_eq!(pages, [PathBuf::from("/b.html"), PathBuf::from("/a.html")]);
+        assert!(list(&mut pages, &page("/a.html", 1)));
+        assert!(!list(&mut pages, &page("/a.html", 1)));
+        assert!(list(&mut pages, &page("/b.html", 1)));
+        assert!(list(&mut pages, &page("/a.html", 2)));
+        assert_eq!(pages, [page("/b.html", 1), page("/a.html", 2)]);
         for i in 0..MAX_PAGES + 5 {
-            list(&mut pages, Path::new(&format!("/p{i}.html")));
+            list(&mut pages, &page(&format!("/p{i}.html"), 1));
         }
         assert_eq!(pages.len(), MAX_PAGES);
         assert_eq!(
-            pages.last().unwrap(),
+            pages.last().unwrap().path,
             Path::new(&format!("/p{}.html", MAX_PAGES + 4))
         );
+    }
+
+    #[test]
+    fn a_listed_page_is_read_only_while_it_is_the_version_listed() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("a.html");
+        fs::write(&p, b"public page").unwrap();
+        let listed = Page {
+            version: Version::of(&fs::metadata(&p).unwrap()),
+            path: p.clone(),
+        };
+        assert_eq!(listed.content().as_deref(), Some(&b"public page"[..]));
+        let secret = d.path().join("secret");
+        fs::write(&secret, b"private bytes").unwrap();
+        fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(&secret, &p).unwrap();
+        assert_eq!(listed.content(), None);
     }
 
     #[test]
@@ -416,7 +493,7 @@ mod tests {
         let t = vec![trained(16, 7), trained(32, 0)];
         site.save_dictionaries(&t).unwrap();
         assert_eq!(site.dictionaries(), t);
-        let pages = vec![PathBuf::from("/x y.html"), PathBuf::from("/z.html")];
+        let pages = vec![page("/x y.html", 3), page("/z.html", 4)];
         site.save_pages(&pages).unwrap();
         assert_eq!(site.pages(), pages);
     }

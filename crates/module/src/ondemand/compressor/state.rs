@@ -8,6 +8,7 @@ use super::{Level, Log, Settings};
 use crate::dictionary::Hash;
 use crate::ondemand::key::{
     copy_name, fan_out, parse_copy_name, parse_kept_name, Kind, NameBuf, Version, KEPT_DIR,
+    RETIRED_SITE_DIR,
 };
 use crate::publish::atomic::TMP_MARK;
 use std::collections::{HashMap, HashSet};
@@ -305,6 +306,10 @@ fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Resul
         let Some(name) = name.to_str() else { continue };
         if is_leftover(name) {
             *leftovers += usize::from(fs::remove_file(entry.path()).is_ok());
+            continue;
+        }
+        if name == RETIRED_SITE_DIR && entry.file_type()?.is_dir() {
+            fs::remove_dir_all(entry.path())?;
             continue;
         }
         if name == KEPT_DIR && entry.file_type()?.is_dir() {
