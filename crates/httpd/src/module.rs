@@ -185,7 +185,12 @@ impl<D, S> Directive<D, S> {
     /// a manual shows as the syntax; capitalised.
     pub fn description(&self) -> String {
         let h = self.help();
-        let words = h.split_once(": ").map_or(h, |(_, w)| w);
+        // The arguments end at the first ": " outside parentheses: a
+        // help without them may say "(default: …)".
+        let words = h
+            .split_once(": ")
+            .filter(|(args, _)| !args.contains('('))
+            .map_or(h, |(_, w)| w);
         let mut c = words.chars();
         c.next()
             .map(|f| f.to_uppercase().chain(c).collect())

@@ -277,6 +277,24 @@ mod tests {
         assert_eq!(sections, names);
     }
 
+    /// Every directive's description in the manual page is whole: its
+    /// parentheses close, and none is cut at a "(default: …)".
+    #[test]
+    fn descriptions_are_whole() {
+        for d in &DIRECTIVES {
+            let text = d.description();
+            assert_eq!(
+                text.matches('(').count(),
+                text.matches(')').count(),
+                "{}: {text}",
+                d.name()
+            );
+            assert!(d.help().ends_with(&text[1..]), "{}: {text}", d.name());
+        }
+        let page = man_page("0");
+        assert!(page.contains("Codings served from siblings, in this fixed order"));
+    }
+
     /// Resolves file arguments against a directory, as httpd does
     /// against ServerRoot.
     struct Root(PathBuf);
