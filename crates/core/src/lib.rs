@@ -1,9 +1,10 @@
 //! The pure core of mod_gzip_disk_ng, without Apache: codings
 //! (`coding`), `Accept-Encoding` (`negotiate`), the decision (`variant`),
 //! streaming decoders (`decode`), BREACH padding (`jitter`), RFC 9842
-//! dictionaries (`dictionary`), configuration values (`config`), and the
-//! publish engine's rules and encoders (`publish`), which the tool and
-//! the module's on-demand compressor share. Unit-tested alone.
+//! dictionaries (`dictionary`), the ranges a coded representation
+//! honours (`range`), and the publish engine's rules and encoders
+//! (`publish`), which the tool and the module's on-demand compressor
+//! share. Unit-tested alone.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
 pub mod coding;
@@ -12,6 +13,7 @@ pub mod dictionary;
 pub mod jitter;
 pub mod negotiate;
 pub mod publish;
+pub mod range;
 #[cfg(any(test, feature = "test-util"))]
 #[doc(hidden)]
 pub mod test_util;

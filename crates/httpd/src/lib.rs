@@ -46,6 +46,7 @@ impl Status {
     pub const FORBIDDEN: Status = Status(ffi::HTTP_FORBIDDEN as c_int);
     pub const NOT_FOUND: Status = Status(ffi::HTTP_NOT_FOUND as c_int);
     pub const METHOD_NOT_ALLOWED: Status = Status(ffi::HTTP_METHOD_NOT_ALLOWED as c_int);
+    pub const RANGE_NOT_SATISFIABLE: Status = Status(ffi::HTTP_RANGE_NOT_SATISFIABLE as c_int);
     pub const NOT_ACCEPTABLE: Status = Status(ffi::HTTP_NOT_ACCEPTABLE as c_int);
     pub const INTERNAL_SERVER_ERROR: Status = Status(ffi::HTTP_INTERNAL_SERVER_ERROR as c_int);
     pub const NOT_IMPLEMENTED: Status = Status(ffi::HTTP_NOT_IMPLEMENTED as c_int);

@@ -216,6 +216,14 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
     }
 
+    /// Sets a header of error responses too (`err_headers_out`, which
+    /// an error status keeps), its value copied into the pool.
+    pub fn set_error_header_value(&self, name: &'static CStr, value: &str) {
+        let v = self.pool_str(value);
+        // SAFETY: static name, pool copy of the value.
+        unsafe { ffi::apr_table_setn(self.raw().err_headers_out, name.as_ptr(), v) }
+    }
+
     /// For a handler that answers GET and HEAD only: `None` for those
     /// (the body discarded); else the answer, as core's handler gives it
     /// (OPTIONS answered, 405 for other methods, or why the body could

@@ -27,6 +27,7 @@ use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use answer::{Answer, Skip};
 use decompress::{browsers_decode, decompress, none_decodable};
 use delta::send_delta;
+use gdn_core::range::CodedRange;
 use padding::plan_jitter;
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -745,7 +746,9 @@ fn send_file(a: &Attempt<'_, '_>, r: Representation<'_, '_>) -> Answer {
     if let Some(token) = r.coding {
         req.set_content_encoding(token);
     }
-    static_headers(req, &r, len);
+    if static_headers(req, &r, len) && req.meets_conditions() == Status::OK {
+        return Answer::other(Status::RANGE_NOT_SATISFIABLE);
+    }
     if let Some(as_is) = r.as_is {
         set_marker(a, as_is);
     }
@@ -843,7 +846,8 @@ enum Tag<'t> {
 
 /// The headers core's handler sets for a static file, for `r` sent as
 /// `len` bytes: Last-Modified, ETag, Accept-Ranges, Content-Length.
-fn static_headers(req: &Request<'_>, r: &Representation<'_, '_>, len: u64) {
+/// True where a coded representation's range cannot be satisfied.
+fn static_headers(req: &Request<'_>, r: &Representation<'_, '_>, len: u64) -> bool {
     req.set_last_modified(r.validators_of.unwrap_or(r.file.info()));
     let (suffix, weak) = match r.tag {
         Tag::Plain(suffix) => (suffix, false),
@@ -853,13 +857,40 @@ fn static_headers(req: &Request<'_>, r: &Representation<'_, '_>, len: u64) {
         None => req.set_etag(r.file, r.path, suffix, weak),
         Some(info) => req.set_etag_of(info, r.path, suffix, weak),
     }
-    if weak {
+    let unsatisfiable = if weak {
         req.set_header("Accept-Ranges", c"none");
         req.unset_header_in(c"Range");
+        false
     } else {
         req.set_accept_ranges();
-    }
+        !suffix.is_empty() && coded_range(req, len)
+    };
     req.set_content_length(len);
+    unsatisfiable
+}
+
+/// A `Range` of a coded representation, as `gdn_core::range` decides:
+/// left to Apache's byterange filter, dropped (the whole representation,
+/// 200), or unsatisfiable (true): a 416 that says the length, as RFC 9110
+/// asks, which the responder answers itself (the byterange filter's own
+/// 416 has no `Content-Range`).
+fn coded_range(req: &Request<'_>, len: u64) -> bool {
+    let range = req.header_in(c"Range");
+    if range.is_none() {
+        return false;
+    }
+    let etag = req.header_out(c"ETag").unwrap_or_default();
+    match gdn_core::range::coded_range(range, req.header_in(c"If-Range"), etag, len) {
+        CodedRange::Honour => false,
+        CodedRange::Whole => {
+            req.unset_header_in(c"Range");
+            false
+        }
+        CodedRange::Unsatisfiable => {
+            req.set_error_header_value(c"Content-Range", &format!("bytes */{len}"));
+            true
+        }
+    }
 }
 
 /// Ends a file response as core does: 304/412 from the validators already
