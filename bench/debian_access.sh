@@ -30,51 +30,9 @@ chmod -R a+rX "$WORK"
 mkdir -m 1777 "$WORK/out"
 PORT="${PORT:-18494}"
 
-# Debian's apache2.conf, less what concerns no request (timeouts, the
-# error log's format), with the enabled modules and sites' lines.
-debian_conf() { # extra lines
-    cat <<CONF
-ServerRoot $WORK
-DefaultRuntimeDir $WORK
-PidFile $WORK/httpd.pid
-ErrorLog $WORK/error.log
-LogLevel warn gzip_disk_ng:info
-Listen 127.0.0.1:$PORT
-ServerName localhost
-$([ "$(id -u)" -eq 0 ] && printf 'User nobody\nGroup nogroup')
-IncludeOptional /etc/apache2/mods-enabled/*.load
-IncludeOptional /etc/apache2/mods-enabled/*.conf
-LoadModule gzip_disk_ng_module $MODULE_SO
-<Directory />
-    Options FollowSymLinks
-    AllowOverride None
-    Require all denied
-</Directory>
-<Directory $D>
-    Options Indexes FollowSymLinks
-    AllowOverride None
-    Require all granted
-</Directory>
-AccessFileName .htaccess
-<FilesMatch "^\.ht">
-    Require all denied
-</FilesMatch>
-LogFormat "%h %l %u %t \"%r\" %>s %O \"%{Referer}i\" \"%{User-Agent}i\"" combined
-CustomLog $WORK/access.log combined
-DocumentRoot $D
-<Directory $D/core>
-    SetHandler default-handler
-</Directory>
-<Directory $D/mod>
-    SetHandler gzip-disk-ng
-</Directory>
-$1
-CONF
-}
-
-debian_conf "" >"$WORK/httpd.conf"
+debian_site_conf "$WORK" "$PORT" "$D" "" >"$WORK/httpd.conf"
 # Options in <Files> is off the list: every sibling is asked of Apache.
-debian_conf $'<Files "*.never">\n    Options -Indexes\n</Files>' >"$WORK/asked.conf"
+debian_site_conf "$WORK" "$PORT" "$D" $'<Files "*.never">\n    Options -Indexes\n</Files>' >"$WORK/asked.conf"
 
 source "$(dirname "$0")/callgrind_lib.sh"
 

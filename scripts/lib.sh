@@ -173,6 +173,58 @@ conf_handler() {
     echo "</Directory>"
 }
 
+# Prints Debian's apache2.conf, less what concerns no request (timeouts,
+# the error log's format), with the modules Debian enables (those of
+# /etc/apache2/mods-enabled and their .conf files, this module's own left
+# out: MODULE_SO is loaded instead), the combined access log, DOCS as the
+# DocumentRoot, DOCS/core served by core's handler and DOCS/mod* by the
+# module, and the EXTRA lines given.
+#   debian_site_conf WORK PORT DOCS EXTRA
+debian_site_conf() {
+    local work="$1" port="$2" d="$3" f c
+    cat <<CONF
+ServerRoot $work
+DefaultRuntimeDir $work
+PidFile $work/httpd.pid
+ErrorLog $work/error.log
+LogLevel warn gzip_disk_ng:info
+Listen 127.0.0.1:$port
+ServerName localhost
+$([ "$(id -u)" -eq 0 ] && printf 'User nobody\nGroup nogroup')
+CONF
+    for f in /etc/apache2/mods-enabled/*.load /etc/apache2/mods-enabled/*.conf; do
+        case "$(basename "$f")" in gzip_disk_ng.*) continue ;; esac
+        [ -e "$f" ] && echo "Include $f"
+    done
+    cat <<CONF
+LoadModule gzip_disk_ng_module $MODULE_SO
+<Directory />
+    Options FollowSymLinks
+    AllowOverride None
+    Require all denied
+</Directory>
+<Directory $d>
+    Options Indexes FollowSymLinks
+    AllowOverride None
+    Require all granted
+</Directory>
+AccessFileName .htaccess
+<FilesMatch "^\.ht">
+    Require all denied
+</FilesMatch>
+LogFormat "%h %l %u %t \"%r\" %>s %O \"%{Referer}i\" \"%{User-Agent}i\"" combined
+CustomLog $work/access.log combined
+DocumentRoot $d
+<Directory $d/core>
+    SetHandler default-handler
+</Directory>
+CONF
+    for c in "$d"/mod*/; do
+        [ -d "$c" ] && printf '<Directory %s>\n    SetHandler gzip-disk-ng\n</Directory>\n' "${c%/}"
+    done
+    echo "$4"
+}
+
 # Waits until Apache answers on 127.0.0.1:PORT (any status), for up to
 # SECONDS (default 60).
 #   apache_wait PORT [SECONDS]
