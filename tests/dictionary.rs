@@ -127,6 +127,15 @@ fn delta_is_served_like_a_sibling() {
     let r = with_dictionary(&a, "/app.js", &s.v1, AE, &["-H", &inm]);
     assert_eq!(r.status, 304);
     let r = with_dictionary(&a, "/app.js", &s.v1, AE, &["-H", "Range: bytes=0-39"]);
+    assert_eq!(r.status, 200, "a Range without If-Range: the whole delta");
+    let if_range = format!("If-Range: {etag}");
+    let r = with_dictionary(
+        &a,
+        "/app.js",
+        &s.v1,
+        AE,
+        &["-H", "Range: bytes=0-39", "-H", &if_range],
+    );
     assert_eq!(r.status, 206);
     assert_eq!(r.body, s.delta[..40]);
     let announced = announce(&s.v1);

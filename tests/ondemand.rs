@@ -107,7 +107,8 @@ fn miss_then_hit(a: &Apache, path: &str, data: &[u8], h2: bool) {
         args304.extend(["-H", inm.as_str()]);
         assert_eq!(a.request(path, &args304).status, 304);
         let mut range = args.clone();
-        range.extend(["-H", "Range: bytes=0-9"]);
+        let if_range = a.if_range(path, &args);
+        range.extend(["-H", "Range: bytes=0-9", "-H", &if_range]);
         let r = a.request(path, &range);
         assert_eq!((r.status, r.body.as_slice()), (206, &want[..10]));
     }

@@ -283,7 +283,8 @@ fn assert_delta_protocol(a: &Apache, path: &str, dictionary: &[u8], r: &Response
     let other = ["-H", "If-Match: \"another\""];
     let c = ask(a, path, ae, Some(dictionary), h2, &other);
     assert_eq!(c.status, 412, "If-Match another ETag");
-    let range = ["-H", "Range: bytes=0-39"];
+    let if_range = format!("If-Range: {etag}");
+    let range = ["-H", "Range: bytes=0-39", "-H", &if_range];
     let p = ask(a, path, ae, Some(dictionary), h2, &range);
     assert_eq!(p.status, 206, "a range of the delta");
     assert!(p.body == r.body[..40], "not a range of the encoded bytes");

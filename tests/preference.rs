@@ -93,7 +93,11 @@ fn a_browser_gets_the_smallest_sibling_every_time() {
         let ae = format!("Accept-Encoding: {BROWSER}");
         let inm = format!("If-None-Match: {etag}");
         assert_eq!(a.request(path, &["-H", &ae, "-H", &inm]).status, 304);
-        let r = a.request(path, &["-H", &ae, "-H", "Range: bytes=0-9"]);
+        let if_range = format!("If-Range: {etag}");
+        let r = a.request(
+            path,
+            &["-H", &ae, "-H", "Range: bytes=0-9", "-H", &if_range],
+        );
         assert_eq!((r.status, r.body.as_slice()), (206, &bytes[..10]));
         let r = a.request(path, &["-H", &ae, "-I"]);
         assert_eq!(r.coding(), Some(coding));

@@ -135,7 +135,11 @@ fn one_request(a: &Apache, kind: usize, a_len: u64, etag: &str, e: &mut Expected
             e.response("PrecompressedBr", 0, 0);
         }
         10 => {
-            let r = a.request("/a.html", &["-H", "Accept-Encoding: gzip", "-r", "0-99"]);
+            let ir = a.if_range("/a.html", &["-H", "Accept-Encoding: gzip"]);
+            let r = a.request(
+                "/a.html",
+                &["-H", "Accept-Encoding: gzip", "-H", &ir, "-r", "0-99"],
+            );
             assert_eq!((r.status, r.body.len()), (206, 100));
             e.response("PrecompressedGzip", 100, 100);
         }

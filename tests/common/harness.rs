@@ -442,6 +442,14 @@ impl Apache {
         curl(&self.url(path), &args)
     }
 
+    /// `If-Range` naming the representation a request for `path` with
+    /// `extra` gets: a coded representation's range is honoured only
+    /// under it (tests/ranges.rs).
+    pub fn if_range(&self, path: &str, extra: &[&str]) -> String {
+        let r = self.request(path, extra);
+        format!("If-Range: {}", r.header("ETag").expect("an ETag"))
+    }
+
     pub fn request(&self, path: &str, extra: &[&str]) -> Response {
         let args: Vec<String> = extra.iter().map(|s| s.to_string()).collect();
         curl(&self.url(path), &args)

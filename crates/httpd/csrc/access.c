@@ -834,9 +834,30 @@ static int anonymous_fields(request_rec *r, struct fields *f)
  * with `anonymous`, from a client no rule knows. 200 only when Apache
  * would send that very file through its default handler (or this
  * module's) and no content filter. */
-static int ask(request_rec *r, const char *path, const char *suffix,
-               apr_finfo_t *found, int anonymous, const char **refusal)
+/* Whether a <DirectoryMatch> or <Directory ~> section is configured for
+ * the request's host: httpd's directory walk then reuses a parent's
+ * result for a subrequest in the same directory without matching those
+ * sections against the subrequest's own file name. */
+static int has_regex_directories(const request_rec *r)
 {
+    const core_server_config *s =
+        ap_get_core_module_config(r->server->module_config);
+    int i;
+    for (i = 0; s->sec_dir && i < s->sec_dir->nelts; i++) {
+        const core_dir_config *e = ap_get_core_module_config(
+            ((ap_conf_vector_t **)s->sec_dir->elts)[i]);
+        if (e->r) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+static int ask(request_rec *r, const char *path, const char *suffix,
+               apr_finfo_t *found, int anonymous, const char **refusal,
+               int *options)
+{
+    void **walk = NULL, *walked = NULL;
     ap_conf_vector_t *own = r->per_dir_config;
     request_rec *rr, *was = asking;
     int was_anonymous = asking_anonymously;
@@ -865,11 +886,22 @@ static int ask(request_rec *r, const char *path, const char *suffix,
      * an equal copy under another pointer makes them. */
     r->per_dir_config =
         ap_merge_per_dir_configs(r->pool, own, ap_create_request_config(r->pool));
+    if (has_regex_directories(r)) {
+        /* The sibling's own directory walk, not the page's reused. */
+        walk = ap_get_request_note(r, AP_NOTE_DIRECTORY_WALK);
+        walked = walk ? *walk : NULL;
+        if (walk) {
+            *walk = NULL;
+        }
+    }
     asking = r;
     asking_anonymously = anonymous;
     rr = ap_sub_req_lookup_uri(uri, r, NULL);
     asking = was;
     asking_anonymously = was_anonymous;
+    if (walk) {
+        *walk = walked;
+    }
     r->per_dir_config = own;
     swap_fields(r, &fields);
     status = rr->status;
@@ -886,26 +918,28 @@ static int ask(request_rec *r, const char *path, const char *suffix,
     }
     if (status == HTTP_OK) {
         *found = rr->finfo;
+        *options = ap_allow_options(rr);
     }
     ap_destroy_sub_req(rr);
     return status;
 }
 
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found, const char **refusal)
+                    apr_finfo_t *found, const char **refusal, int *options)
 {
     *refusal = NULL;
-    return ask(r, path, suffix, found, 0, refusal);
+    return ask(r, path, suffix, found, 0, refusal, options);
 }
 
 int gdn_public_ask(request_rec *r, const char **refusal)
 {
     apr_finfo_t found;
+    int options;
     *refusal = NULL;
     if (!r->filename) {
         return HTTP_FORBIDDEN;
     }
-    return ask(r, r->filename, "", &found, 1, refusal);
+    return ask(r, r->filename, "", &found, 1, refusal, &options);
 }
 
 /* ---- Where URLs map into the filesystem besides DocumentRoot ---- */

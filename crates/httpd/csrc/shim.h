@@ -24,7 +24,7 @@ const char *gdn_short_answer_refused(const request_rec *r);
 const char *gdn_server_refusal(const server_rec *s);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found, const char **refusal);
+                    apr_finfo_t *found, const char **refusal, int *options);
 int gdn_in_sibling_check(const request_rec *r);
 int gdn_public_ask(request_rec *r, const char **refusal);
 const char *gdn_content_filter(const request_rec *r);

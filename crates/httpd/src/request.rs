@@ -436,17 +436,31 @@ impl<'r> Request<'r> {
     /// `suffix`: the file it found there, or the status it refused with.
     /// A found file is refused (with why) where the direct request would
     /// run another handler or a content filter.
-    pub fn ask_sibling(&self, path: &CStr, suffix: &CStr) -> Result<Finfo, Refusal<'r>> {
+    /// With the file, the symlink policy of the sibling's own `Options`,
+    /// which its open must keep to.
+    pub fn ask_sibling(
+        &self,
+        path: &CStr,
+        suffix: &CStr,
+    ) -> Result<(Finfo, SymlinkPolicy), Refusal<'r>> {
         let mut raw = ffi::apr_finfo_t::default();
         let mut why = std::ptr::null();
+        let mut opts: c_int = 0;
         // SAFETY: live request; the subrequest is destroyed by the shim
         // before it returns, and `raw` is copied out of it; `why` is
         // NULL or a request-pool string.
         let st = unsafe {
-            ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw, &mut why)
+            ffi::gdn_sibling_ask(
+                self.r,
+                path.as_ptr(),
+                suffix.as_ptr(),
+                &mut raw,
+                &mut why,
+                &mut opts,
+            )
         };
         if st == ffi::HTTP_OK as c_int {
-            Ok(Finfo { raw })
+            Ok((Finfo { raw }, policy_of(opts as u32)))
         } else {
             Err(self.refusal(st, why))
         }
@@ -496,14 +510,7 @@ impl<'r> Request<'r> {
     /// `IfOwnerMatch`, or `Never`.
     pub fn symlink_policy(&self) -> SymlinkPolicy {
         // SAFETY: live request.
-        let opts = unsafe { ffi::ap_allow_options(self.r) } as u32;
-        if opts & ffi::OPT_SYM_LINKS != 0 {
-            SymlinkPolicy::Always
-        } else if opts & ffi::OPT_SYM_OWNER != 0 {
-            SymlinkPolicy::IfOwnerMatch
-        } else {
-            SymlinkPolicy::Never
-        }
+        policy_of(unsafe { ffi::ap_allow_options(self.r) } as u32)
     }
 
     /// Gives an error status a plain-text body (as `ErrorDocument` would).
@@ -753,4 +760,15 @@ unsafe extern "C" fn close_fd(data: *mut c_void) -> apr_status_t {
     // SAFETY: the descriptor registered with this cleanup, closed once.
     unsafe { libc::close(data as isize as c_int) };
     0
+}
+
+/// The symlink policy `Options` bits `opts` give.
+fn policy_of(opts: u32) -> SymlinkPolicy {
+    if opts & ffi::OPT_SYM_LINKS != 0 {
+        SymlinkPolicy::Always
+    } else if opts & ffi::OPT_SYM_OWNER != 0 {
+        SymlinkPolicy::IfOwnerMatch
+    } else {
+        SymlinkPolicy::Never
+    }
 }

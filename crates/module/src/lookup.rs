@@ -36,9 +36,9 @@ pub struct Sibling<'r> {
 pub enum Judged {
     /// By sections and `Options` alone.
     Short,
-    /// By Apache's own lookup of its URI, which found `info`; `link`: the
-    /// name was a symlink just before.
-    Asked { link: bool },
+    /// By Apache's own lookup of its URI, which found `info`, under the
+    /// symlink policy of the sibling's own `Options`.
+    Asked { policy: SymlinkPolicy },
 }
 
 /// What is at `path` as Apache would serve it under that name: the file
@@ -130,8 +130,8 @@ fn stat_sibling<'r>(
             opened,
         });
     }
-    let before = req.stat(path, true).map_err(|_| NotServed::Absent)?;
-    let info = req.ask_sibling(path, suffix).map_err(|refusal| {
+    req.stat(path, true).map_err(|_| NotServed::Absent)?;
+    let (info, policy) = req.ask_sibling(path, suffix).map_err(|refusal| {
         req.log_with(Level::Debug, 0, || {
             format!(
                 "sibling refused by the access rules for its own name ({refusal}): {}",
@@ -140,9 +140,7 @@ fn stat_sibling<'r>(
         });
         NotServed::Refused
     })?;
-    let judged = Judged::Asked {
-        link: before.kind() == FileKind::Symlink,
-    };
+    let judged = Judged::Asked { policy };
     let opened = None;
     Ok(Sibling {
         path,
@@ -296,22 +294,31 @@ pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, R
 }
 
 /// Opens a sibling for sending: judged by sections, what `Options` allow
-/// under its name; asked of Apache, the very file Apache found, reached
-/// as it was (a name that was no symlink must still be none, so a link
-/// swapped in and out around Apache's own stat and lstat is refused).
+/// under its name; asked of Apache, the very file Apache found, opened as
+/// the sibling's own `Options` allow: without following a symlink where
+/// they refuse links (Apache's walk stats the name, following links,
+/// then checks it with an lstat, so a link swapped in and out between
+/// the two is approved with its target's stat), through a link only to
+/// a file of the link's owner under `SymLinksIfOwnerMatch`.
 pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, Refused> {
     if let Some(f) = s.opened {
         return Ok(f);
     }
-    let Judged::Asked { link } = s.judged else {
+    let Judged::Asked { policy } = s.judged else {
         return open_as_allowed(req, s.path);
     };
-    let f = req.open(s.path).map_err(Refused::Unreadable)?;
-    let same = f.info().same_file(&s.info)
-        && (link
-            || req
-                .stat(s.path, true)
-                .is_ok_and(|now| now.same_file(f.info())));
+    let f = match policy {
+        SymlinkPolicy::Never => req.open_nofollow(s.path),
+        _ => req.open(s.path),
+    }
+    .map_err(Refused::Unreadable)?;
+    let link_allowed = || match req.stat(s.path, true) {
+        Ok(now) if now.kind() == FileKind::Symlink => now.user() == f.info().user(),
+        Ok(now) => now.same_file(f.info()),
+        Err(_) => false,
+    };
+    let same =
+        f.info().same_file(&s.info) && (policy != SymlinkPolicy::IfOwnerMatch || link_allowed());
     if same {
         Ok(f)
     } else {
