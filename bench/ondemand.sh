@@ -11,6 +11,7 @@
 #    what `gzip-disk-ng compress` writes for the same tree.
 #
 #   bench/ondemand.sh
+#   FIRST_ONLY=1 bench/ondemand.sh   part 1 only
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc
 build
@@ -54,6 +55,8 @@ for c in zstd br gzip; do
     until [ "$(coding_of "/first/core-$c.html" "$c")" = "$c" ]; do sleep 0.01; done
     printf '  %-5s %.2f s\n' "$c" "$(echo "$(now) - $t0" | bc -l)"
 done
+
+[ -n "${FIRST_ONLY:-}" ] && exit 0
 
 cache_size() { find "$WORK/cache" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }'; }
 first_bytes=$(cache_size)

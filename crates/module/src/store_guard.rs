@@ -33,7 +33,9 @@ static GUARDED: RwLock<&'static [PathBuf]> = RwLock::new(&[]);
 /// Guards `cache_root` (if any) and the publish tool's system state
 /// directory from now on.
 pub fn guard(cache_root: Option<&Path>) {
-    let mut dirs: Vec<PathBuf> = Vec::new();
+    // Room for every entry up front: a record leaked per restart is
+    // allocated once, never reallocated.
+    let mut dirs: Vec<PathBuf> = Vec::with_capacity(4);
     let system = Path::new(crate::publish::state::SYSTEM_STATE);
     for d in cache_root.into_iter().chain([system]) {
         dirs.push(d.to_path_buf());
@@ -43,7 +45,7 @@ pub fn guard(cache_root: Option<&Path>) {
             }
         }
     }
-    *GUARDED.write().unwrap_or_else(PoisonError::into_inner) = Box::leak(dirs.into_boxed_slice());
+    *GUARDED.write().unwrap_or_else(PoisonError::into_inner) = Box::leak(Box::new(dirs)).as_slice();
 }
 
 /// Whether `path` lies in a guarded directory, by its name.

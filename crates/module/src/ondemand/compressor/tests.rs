@@ -364,6 +364,21 @@ fn leftovers_are_removed_at_start() {
 }
 
 #[test]
+fn site_records_of_the_older_rule_are_removed_at_start() {
+    let (_d, _docs, cache) = tree();
+    let s = settings(&cache);
+    let old = cache
+        .join(crate::ondemand::key::RETIRED_SITE_DIR)
+        .join("ab12");
+    fs::create_dir_all(&old).unwrap();
+    fs::write(old.join("pages"), b"/srv/www/private.html\n").unwrap();
+    fs::write(old.join("current.dat"), b"learned from a private page").unwrap();
+    let lines = Lines::default();
+    run_over(&s, Vec::new(), &lines);
+    assert!(!cache.join(crate::ondemand::key::RETIRED_SITE_DIR).exists());
+}
+
+#[test]
 fn an_unwritable_cache_warns_once() {
     let (d, docs, _) = tree();
     let file = d.path().join("a-file");
