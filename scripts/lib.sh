@@ -4,7 +4,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish tidy valgrind)
+APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind)
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -20,7 +20,20 @@ ensure_packages() {
     if [ ${#missing[@]} -gt 0 ]; then
         echo "installing: ${missing[*]}"
         as_root apt-get update -qq
-        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+        # The caches the tests put in front of Apache (nginx, Squid,
+        # Traffic Server, HAProxy) run on test ports only: their
+        # services are not started by the install, where nothing says so
+        # already, so none takes the port the system's Apache uses.
+        local guard=""
+        if [ ! -e /usr/sbin/policy-rc.d ]; then
+            guard=/usr/sbin/policy-rc.d
+            printf '#!/bin/sh\nexit 101\n' | as_root tee "$guard" >/dev/null
+            as_root chmod 755 "$guard"
+        fi
+        local rc=0
+        as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || rc=$?
+        [ -z "$guard" ] || as_root rm -f "$guard"
+        [ "$rc" -eq 0 ] || return "$rc"
     fi
     if ! command -v cargo >/dev/null 2>&1; then
         for d in "$HOME/.cargo/bin" /root/.cargo/bin /usr/local/cargo/bin; do

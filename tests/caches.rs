@@ -73,10 +73,20 @@ trait Front {
     fn url(&self, path: &str) -> String;
     /// How many requests for `path` reached the module.
     fn backend_hits(&self, path: &str) -> usize;
-    /// Whether every Accept-Encoding is reduced to the module's choice;
-    /// else only lists of names without q values or `*` are, and the
-    /// others are cached under their own string.
-    fn normalizes_all(&self) -> bool;
+    /// Which Accept-Encoding headers the front reduces to the codings the
+    /// module chooses among; the others it caches under their own string.
+    fn normalizes(&self) -> Normalizes;
+}
+
+/// The headers a front reduces to the codings the module chooses among.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Normalizes {
+    /// Every header, q values and `*` included.
+    All,
+    /// Lists of names without q values or `*`.
+    Plain,
+    /// None: each header string is its own key.
+    Nothing,
 }
 
 /// A GET through `front` with the given Accept-Encoding and more headers.
@@ -230,18 +240,20 @@ type Kept<'h> = (Option<String>, Vec<&'static str>, Option<&'h str>);
 
 /// 100 requests spread over the clients reach the module at most once
 /// per representation and normalized header, or, for a header the front
-/// leaves alone, once per header string.
-fn check_one_fetch_per_representation(front: &dyn Front, a: &Apache) {
+/// leaves alone, once per header string. Returns how many requests for
+/// the page reached the module in all (those of earlier checks included).
+fn check_one_fetch_per_representation(front: &dyn Front, a: &Apache) -> usize {
     let representations: BTreeSet<Kept<'_>> = CLIENTS
         .iter()
         .map(|&ae| {
             let coding = direct(a, PAGE, ae, &[]).coding().map(str::to_owned);
             let simple = ae.is_none_or(|h| !h.contains([';', '*']));
-            (
-                coding,
-                tied(ae),
-                (!front.normalizes_all() && !simple).then_some(ae).flatten(),
-            )
+            let kept = match front.normalizes() {
+                Normalizes::All => false,
+                Normalizes::Plain => !simple,
+                Normalizes::Nothing => true,
+            };
+            (coding, tied(ae), kept.then_some(ae).flatten())
         })
         .collect();
     for i in 0..100 {
@@ -260,11 +272,19 @@ fn check_one_fetch_per_representation(front: &dyn Front, a: &Apache) {
         "{hits} backend requests for {} representations {representations:?}",
         representations.len()
     );
+    hits
 }
 
 /// If-None-Match with each representation's ETag gives 304 through the
 /// cache, a stale ETag 200; a range is the range of the coded bytes.
 fn check_conditional_and_range(front: &dyn Front, a: &Apache) {
+    check_conditional_and_range_by(front, a, false);
+}
+
+/// `check_conditional_and_range`; with `range_by_module` the front passes
+/// Range requests to the module, and the answer is the module's own (as
+/// its range policy has it), not necessarily a 206.
+fn check_conditional_and_range_by(front: &dyn Front, a: &Apache, range_by_module: bool) {
     let mut seen = BTreeSet::new();
     for &ae in CLIENTS {
         let want = direct(a, PAGE, ae, &[]);
@@ -281,6 +301,12 @@ fn check_conditional_and_range(front: &dyn Front, a: &Apache) {
         assert_eq!(r.status, 200, "{ae:?}");
         let range = ["-H".to_string(), "Range: bytes=100-1099".to_string()];
         let r = via(front, PAGE, ae, &range);
+        if range_by_module {
+            let d = direct(a, PAGE, ae, &range);
+            assert_eq!((r.status, r.coding()), (d.status, d.coding()), "{ae:?}");
+            assert_eq!(r.body, d.body, "{ae:?}");
+            continue;
+        }
         assert_eq!(r.status, 206, "{ae:?}");
         assert_eq!(r.coding(), want.coding(), "{ae:?}");
         assert_eq!(r.body, want.body[100..1100], "{ae:?}");
@@ -299,6 +325,13 @@ type DeltaCase<'a> = (&'a str, Vec<String>, Option<&'a [u8]>);
 /// dictionary without naming dcz or dcb. Rounds after the first reach
 /// the module no more.
 fn check_deltas(front: &dyn Front, a: &Apache) {
+    check_deltas_uncached(front, a, 0);
+}
+
+/// `check_deltas` through a front that passes `uncached` of the requests
+/// of each round to the module every time (HAProxy: deltas and headers
+/// with q values); the others reach it in the first round only.
+fn check_deltas_uncached(front: &dyn Front, a: &Apache, uncached: usize) {
     const CHROME: &str = "gzip, deflate, br, zstd, dcb, dcz";
     const JS: &str = "/app.3.js";
     let v = script_versions();
@@ -342,7 +375,7 @@ fn check_deltas(front: &dyn Front, a: &Apache) {
     assert!((1..=cases.len()).contains(&first_round), "{first_round}");
     assert_eq!(
         front.backend_hits(JS),
-        first_round,
+        first_round + 5 * uncached,
         "later rounds were cached"
     );
 }
@@ -467,19 +500,24 @@ impl Varnish {
     }
 }
 
+/// Ends `child` by its PID: TERM, then KILL after ten seconds.
+fn stop(child: &mut Child) {
+    let pid = child.id();
+    signal(pid, "-TERM");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    signal(pid, "-KILL");
+    let _ = child.wait();
+}
+
 impl Drop for Varnish {
     fn drop(&mut self) {
-        let pid = self.child.id();
-        signal(pid, "-TERM");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        signal(pid, "-KILL");
-        let _ = self.child.wait();
+        stop(&mut self.child);
     }
 }
 
@@ -498,8 +536,8 @@ impl Front for VarnishFront<'_> {
         log_hits(&settled_log(self.apache), path, |_| true)
     }
 
-    fn normalizes_all(&self) -> bool {
-        true
+    fn normalizes(&self) -> Normalizes {
+        Normalizes::All
     }
 }
 
@@ -642,8 +680,8 @@ impl Front for SameServer {
         log_hits(&settled_log(&self.0), path, |note| note != "-")
     }
 
-    fn normalizes_all(&self) -> bool {
-        false
+    fn normalizes(&self) -> Normalizes {
+        Normalizes::Plain
     }
 }
 
@@ -663,8 +701,8 @@ impl Front for Proxy<'_> {
         log_hits(&settled_log(self.backend), path, |_| true)
     }
 
-    fn normalizes_all(&self) -> bool {
-        false
+    fn normalizes(&self) -> Normalizes {
+        Normalizes::Plain
     }
 }
 
@@ -759,4 +797,589 @@ fn varnish_matches_the_modules_negotiation() {
     }
     assert_eq!(codings.len(), 4, "every representation drawn: {codings:?}");
     assert!(front.backend_hits(PAGE) <= kept.len());
+}
+
+// ------------------------------------ nginx, Squid, Traffic Server, HAProxy
+
+const NGINX: &str = "/usr/sbin/nginx";
+const SQUID: &str = "/usr/sbin/squid";
+const TRAFFIC_SERVER: &str = "/usr/bin/traffic_server";
+const HAPROXY: &str = "/usr/sbin/haproxy";
+/// The shipped snippets, which the tests load as admins would.
+const CONF_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/apache-conf");
+
+/// A shipped snippet with `from` (the backend address admins edit, which
+/// must be there) replaced by `to`.
+fn shipped(file: &str, from: &str, to: &str) -> String {
+    let text = fs::read_to_string(Path::new(CONF_DIR).join(file)).expect("shipped snippet");
+    assert!(text.contains(from), "{file}: no {from:?} to edit");
+    text.replace(from, to)
+}
+
+/// A cache in the foreground on a free loopback port, its configuration
+/// and state in a temp dir; stopped by its PID on drop. As root it runs
+/// as `nobody` (setpriv), like the Apache children of these tests, so the
+/// same configuration is tested as root and as a normal user, and never
+/// the system's service.
+struct Daemon {
+    name: &'static str,
+    child: Child,
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+/// The user the daemons run as: `nobody` as root, else this user.
+fn daemon_user() -> String {
+    if is_root() {
+        return "nobody".into();
+    }
+    // SAFETY: plain libc calls; getpwuid's record is read at once.
+    unsafe {
+        let pw = libc::getpwuid(libc::geteuid());
+        assert!(!pw.is_null(), "no passwd entry for this user");
+        std::ffi::CStr::from_ptr((*pw).pw_name)
+            .to_string_lossy()
+            .into_owned()
+    }
+}
+
+/// A temp dir for a daemon's files, readable by Apache's user.
+fn daemon_dir() -> tempfile::TempDir {
+    world_readable_tempdir()
+}
+
+impl Daemon {
+    /// Runs `program args` from `dir` (made by `daemon_dir`, its files
+    /// written) for the daemon on `port`, and waits until it answers.
+    fn start(
+        name: &'static str,
+        dir: tempfile::TempDir,
+        port: u16,
+        program: &str,
+        args: &[String],
+    ) -> Daemon {
+        let mut cmd = if is_root() {
+            let st = Command::new("chown")
+                .args(["-R", "nobody:nogroup"])
+                .arg(dir.path())
+                .status();
+            assert!(st.is_ok_and(|s| s.success()), "chown {:?}", dir.path());
+            let mut c = Command::new("setpriv");
+            c.args([
+                "--reuid=nobody",
+                "--regid=nogroup",
+                "--clear-groups",
+                "--",
+                program,
+            ]);
+            c
+        } else {
+            Command::new(program)
+        };
+        cmd.args(args).current_dir(dir.path());
+        let out = fs::File::create(dir.path().join("daemon.out")).expect("log");
+        cmd.stdin(Stdio::null())
+            .stdout(out.try_clone().expect("dup"))
+            .stderr(out);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("run {program}: {e}"));
+        let mut d = Daemon {
+            name,
+            child,
+            port,
+            dir,
+        };
+        d.wait_ready();
+        d
+    }
+
+    /// Until the daemon answers a request (any status), or panics with
+    /// its logs.
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(st)) = self.child.try_wait() {
+                panic!("{} exited ({st}):\n{}", self.name, self.logs());
+            }
+            let r = curl(&format!("http://127.0.0.1:{}/-ready", self.port), &[]);
+            if r.status != 0 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!("{} did not answer:\n{}", self.name, self.logs());
+    }
+
+    /// Its output and the logs in its directory.
+    fn logs(&self) -> String {
+        let mut all = String::new();
+        let mut dirs = vec![self.dir.path().to_path_buf()];
+        while let Some(d) = dirs.pop() {
+            for e in fs::read_dir(&d).into_iter().flatten().flatten() {
+                let p = e.path();
+                let name = p.file_name().unwrap_or_default().to_string_lossy();
+                if p.is_dir() {
+                    dirs.push(p);
+                } else if name.ends_with(".log") || name.ends_with(".out") {
+                    let text = fs::read_to_string(&p).unwrap_or_default();
+                    let tail: Vec<&str> = text.lines().rev().take(40).collect();
+                    all += &format!("--- {}\n", p.display());
+                    for l in tail.iter().rev() {
+                        all += l;
+                        all += "\n";
+                    }
+                }
+            }
+        }
+        all
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        stop(&mut self.child);
+    }
+}
+
+/// A cache daemon in front of `apache`, whose log counts what reached the
+/// module.
+struct Engine<'a> {
+    daemon: Daemon,
+    apache: &'a Apache,
+    normalizes: Normalizes,
+}
+
+impl Front for Engine<'_> {
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.daemon.port)
+    }
+
+    fn backend_hits(&self, path: &str) -> usize {
+        log_hits(&settled_log(self.apache), path, |_| true)
+    }
+
+    fn normalizes(&self) -> Normalizes {
+        self.normalizes
+    }
+}
+
+/// `program` is installed, else the check is skipped (a failure under
+/// scripts/test, which installs `package`).
+fn have_engine(program: &str, package: &str) -> bool {
+    let ok = Path::new(program).exists();
+    if !ok {
+        skip(&format!(
+            "{program} not installed (apt-get install {package})"
+        ));
+    }
+    ok
+}
+
+/// The module's Apache with `Cache-Control: max-age=300` on its answers
+/// and the shipped Apache lines for Squid (one Vary list, in one order,
+/// for every answer of a URL).
+fn module_with_one_vary_list() -> Apache {
+    let lines = Path::new(CONF_DIR).join("squid/gzip-disk-ng-apache.conf");
+    Apache::start(
+        Options {
+            dir: format!(
+                "SetHandler gzip-disk-ng\n{FRESH}\nInclude {}",
+                lines.display()
+            ),
+            modules: vec!["headers"],
+            ..Default::default()
+        },
+        fill,
+    )
+}
+
+// ------------------------------------------------------------------ nginx
+
+/// nginx with the shipped maps (http level) and proxy lines (in the
+/// location) in front of `backend`.
+fn nginx_front(backend: &Apache) -> Engine<'_> {
+    let dir = daemon_dir();
+    let d = dir.path().display().to_string();
+    for f in ["gzip-disk-ng-maps.conf", "gzip-disk-ng-proxy.conf"] {
+        fs::copy(
+            Path::new(CONF_DIR).join("nginx").join(f),
+            dir.path().join(f),
+        )
+        .expect("copy");
+    }
+    fs::create_dir(dir.path().join("cache")).expect("cache dir");
+    fs::create_dir(dir.path().join("tmp")).expect("temp dir");
+    let port = free_port();
+    let conf = format!(
+        "daemon off;\nworker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
+         events {{ worker_connections 256; }}\n\
+         http {{\n\
+         access_log off;\n\
+         client_body_temp_path {d}/tmp/body;\nproxy_temp_path {d}/tmp/proxy;\n\
+         fastcgi_temp_path {d}/tmp/fastcgi;\nuwsgi_temp_path {d}/tmp/uwsgi;\n\
+         scgi_temp_path {d}/tmp/scgi;\n\
+         include {d}/gzip-disk-ng-maps.conf;\n\
+         proxy_cache_path {d}/cache keys_zone=gdn:10m max_size=64m;\n\
+         server {{\n\
+         listen 127.0.0.1:{port};\n\
+         location / {{\n\
+         proxy_pass http://127.0.0.1:{};\n\
+         proxy_cache gdn;\n\
+         include {d}/gzip-disk-ng-proxy.conf;\n\
+         }}\n}}\n}}\n",
+        backend.port
+    );
+    fs::write(dir.path().join("nginx.conf"), conf).expect("write conf");
+    let args = [
+        "-e".to_string(),
+        format!("{d}/error.log"),
+        "-p".to_string(),
+        d.clone(),
+        "-c".to_string(),
+        format!("{d}/nginx.conf"),
+    ];
+    Engine {
+        daemon: Daemon::start("nginx", dir, port, NGINX, &args),
+        apache: backend,
+        normalizes: Normalizes::Plain,
+    }
+}
+
+/// nginx's proxy_cache with the shipped snippet: each client gets the
+/// module's own answer, one fetch per set of codings (headers with q
+/// values or `*`: per string), 304 and Range from the cache, deltas
+/// keyed by dictionary.
+#[test]
+fn nginx_proxy_cache_keys_by_the_codings() {
+    if !have_engine(NGINX, "nginx-light") {
+        return;
+    }
+    let a = module_with_fresh_responses();
+    let front = nginx_front(&a);
+    check_clients(&front, &a);
+    let hits = check_one_fetch_per_representation(&front, &a);
+    // 4 sets of codings (zstd+br+gzip, br+gzip, gzip, none: no header
+    // and `identity` share one) and 11 strings with q values or `*`.
+    assert_eq!(hits, 15, "fetches of the page through nginx");
+    check_conditional_and_range(&front, &a);
+    check_deltas(&front, &a);
+    a.assert_no_crash();
+}
+
+// ------------------------------------------------------------------ Squid
+
+/// Squid (accelerator, memory cache) with the shipped snippet in front of
+/// `backend`.
+fn squid_front(backend: &Apache) -> Engine<'_> {
+    let dir = daemon_dir();
+    let d = dir.path().display().to_string();
+    let port = free_port();
+    let snippet = shipped(
+        "squid/gzip-disk-ng.conf",
+        "http_port 80 ",
+        &format!("http_port 127.0.0.1:{port} "),
+    )
+    .replace(
+        "127.0.0.1 parent 8080 ",
+        &format!("127.0.0.1 parent {} ", backend.port),
+    );
+    fs::write(dir.path().join("gzip-disk-ng.conf"), snippet).expect("write snippet");
+    let conf = format!(
+        "include {d}/gzip-disk-ng.conf\n\
+         http_access deny all\n\
+         cache_mem 32 MB\n\
+         pid_filename {d}/squid.pid\n\
+         cache_log {d}/cache.log\n\
+         access_log stdio:{d}/access.log\n\
+         cache_store_log none\n\
+         netdb_filename none\n\
+         coredump_dir {d}\n\
+         pinger_enable off\n\
+         shutdown_lifetime 0 seconds\n"
+    );
+    fs::write(dir.path().join("squid.conf"), conf).expect("write conf");
+    let args = [
+        "-N".to_string(),
+        "-f".to_string(),
+        format!("{d}/squid.conf"),
+    ];
+    Engine {
+        daemon: Daemon::start("squid", dir, port, SQUID, &args),
+        apache: backend,
+        normalizes: Normalizes::Nothing,
+    }
+}
+
+/// Squid with the shipped snippet: each client gets the module's own
+/// answer; Squid cannot normalize the header before its lookup, so the
+/// page is fetched once per distinct header string; 304 and Range from
+/// the cache; deltas keyed by dictionary (Squid honours the module's
+/// Vary).
+#[test]
+fn squid_keys_by_the_header_string() {
+    if !have_engine(SQUID, "squid") {
+        return;
+    }
+    let a = module_with_one_vary_list();
+    let front = squid_front(&a);
+    check_clients(&front, &a);
+    let hits = check_one_fetch_per_representation(&front, &a);
+    // 21 clients, 21 distinct headers (no header is one).
+    assert_eq!(hits, CLIENTS.len(), "fetches of the page through Squid");
+    check_conditional_and_range(&front, &a);
+    check_deltas(&front, &a);
+    a.assert_no_crash();
+}
+
+// --------------------------------------------------------- Traffic Server
+
+/// Traffic Server with the shipped records.config lines, remap rule and
+/// header_rewrite rules in front of `backend`; `records` are appended to
+/// the records.config lines (a later line wins).
+fn traffic_server_front<'a>(backend: &'a Apache, records: &str) -> Engine<'a> {
+    let dir = daemon_dir();
+    let d = dir.path().display().to_string();
+    let etc = dir.path().join("etc");
+    for sub in ["etc", "var", "run", "log", "cache"] {
+        fs::create_dir(dir.path().join(sub)).expect("mkdir");
+    }
+    // Debian's files for what the snippets do not set (ip_allow.yaml,
+    // logging.yaml, body_factory/...).
+    let st = Command::new("cp")
+        .args(["-r", "/etc/trafficserver/."])
+        .arg(&etc)
+        .status();
+    assert!(st.is_ok_and(|s| s.success()), "copy /etc/trafficserver");
+    let port = free_port();
+    let user = daemon_user();
+    // As shipped; the line that must be there checked.
+    let shipped_records = shipped(
+        "trafficserver/records.config",
+        "proxy.config.http.normalize_ae INT 0",
+        "proxy.config.http.normalize_ae INT 0",
+    );
+    fs::write(
+        etc.join("records.config"),
+        format!(
+            "{shipped_records}\n\
+             CONFIG proxy.config.http.server_ports STRING {port}:ipv4:ip-in=127.0.0.1\n\
+             CONFIG proxy.config.admin.user_id STRING {user}\n\
+             CONFIG proxy.config.cache.ram_cache.size INT 16777216\n\
+             CONFIG proxy.config.http.cache.http INT 1\n\
+             {records}\n"
+        ),
+    )
+    .expect("records.config");
+    fs::write(
+        etc.join("remap.config"),
+        shipped(
+            "trafficserver/remap.config",
+            "http://127.0.0.1:8080/",
+            &format!("http://127.0.0.1:{}/", backend.port),
+        ),
+    )
+    .expect("remap.config");
+    fs::copy(
+        Path::new(CONF_DIR).join("trafficserver/gzip-disk-ng.hrw"),
+        etc.join("gzip-disk-ng.hrw"),
+    )
+    .expect("copy rules");
+    fs::write(etc.join("storage.config"), format!("{d}/cache 64M\n")).expect("storage");
+    fs::write(etc.join("plugin.config"), "").expect("plugin.config");
+    fs::write(
+        dir.path().join("runroot.yaml"),
+        format!(
+            "prefix: /usr\nexec_prefix: /usr\nbindir: /usr/bin\nsbindir: /usr/sbin\n\
+             sysconfdir: {d}/etc\ndatadir: /usr/share/trafficserver\nincludedir: /usr/include\n\
+             libdir: /usr/lib/trafficserver\nlibexecdir: /usr/lib/trafficserver/modules\n\
+             localstatedir: {d}/var\nruntimedir: {d}/run\nlogdir: {d}/log\ncachedir: {d}/cache\n"
+        ),
+    )
+    .expect("runroot");
+    let args = [format!("--run-root={d}/runroot.yaml")];
+    Engine {
+        daemon: Daemon::start("traffic_server", dir, port, TRAFFIC_SERVER, &args),
+        apache: backend,
+        normalizes: Normalizes::Plain,
+    }
+}
+
+/// Traffic Server with the shipped snippets: each client gets the
+/// module's own answer, one fetch per set of codings (headers with q
+/// values or `*`: per string), 304 and Range from the cache, deltas keyed
+/// by dictionary.
+#[test]
+fn traffic_server_keys_by_the_codings() {
+    if !have_engine(TRAFFIC_SERVER, "trafficserver") {
+        return;
+    }
+    let a = module_with_fresh_responses();
+    let front = traffic_server_front(&a, "");
+    check_clients(&front, &a);
+    let hits = check_one_fetch_per_representation(&front, &a);
+    // 4 sets of codings and 11 strings with q values or `*`.
+    assert_eq!(hits, 15, "fetches of the page through Traffic Server");
+    check_conditional_and_range(&front, &a);
+    check_deltas(&front, &a);
+    a.assert_no_crash();
+}
+
+/// Traffic Server's own normalization, `proxy.config.http.normalize_ae`
+/// 1 (its default) and 2, even with the shipped rules: every answer
+/// decodes to the page, but zstd never reaches a client, 1 leaves gzip
+/// alone and 2 br and gzip.
+#[test]
+fn traffic_server_normalize_ae_drops_zstd() {
+    if !have_engine(TRAFFIC_SERVER, "trafficserver") {
+        return;
+    }
+    let a = module_with_fresh_responses();
+    let original = fs::read(a.docroot.join("page.html")).expect("read");
+    for (value, allowed, chrome) in [(1, &["gzip"][..], "gzip"), (2, &["br", "gzip"][..], "br")] {
+        let records = format!("CONFIG proxy.config.http.normalize_ae INT {value}");
+        let front = traffic_server_front(&a, &records);
+        for &ae in CLIENTS {
+            let got = via(&front, PAGE, ae, &[]);
+            assert_eq!(got.status, 200, "{ae:?}");
+            assert!(got.decoded() == original, "{ae:?}: not the page");
+            if let Some(c) = got.coding() {
+                assert!(allowed.contains(&c), "normalize_ae {value}, {ae:?}: {c}");
+            }
+        }
+        let got = via(&front, PAGE, Some("gzip, deflate, br, zstd"), &[]);
+        assert_eq!(got.coding(), Some(chrome), "normalize_ae {value}");
+    }
+}
+
+// ---------------------------------------------------------------- HAProxy
+
+/// HAProxy with `backend` (the shipped cache and backend sections, or
+/// other `sections` naming a backend `gzip_disk_ng` whose server is
+/// 127.0.0.1:8080) behind a plain frontend.
+fn haproxy_front<'a>(backend: &'a Apache, sections: &str) -> Engine<'a> {
+    let dir = daemon_dir();
+    let d = dir.path().display().to_string();
+    let port = free_port();
+    let main = format!(
+        "global\n    log stderr format short local0 notice\n\
+         defaults\n    mode http\n    log global\n    timeout connect 5s\n    timeout client 30s\n    timeout server 30s\n\
+         frontend site\n    bind 127.0.0.1:{port}\n    default_backend gzip_disk_ng\n"
+    );
+    fs::write(dir.path().join("haproxy.cfg"), main).expect("write conf");
+    assert!(sections.contains("127.0.0.1:8080"), "the server line");
+    let sections = sections.replace("127.0.0.1:8080", &format!("127.0.0.1:{}", backend.port));
+    fs::write(dir.path().join("gzip-disk-ng.cfg"), sections).expect("write sections");
+    let args = [
+        "-db".to_string(),
+        "-f".to_string(),
+        format!("{d}/haproxy.cfg"),
+        "-f".to_string(),
+        format!("{d}/gzip-disk-ng.cfg"),
+    ];
+    Engine {
+        daemon: Daemon::start("haproxy", dir, port, HAPROXY, &args),
+        apache: backend,
+        normalizes: Normalizes::Plain,
+    }
+}
+
+fn shipped_haproxy() -> String {
+    fs::read_to_string(Path::new(CONF_DIR).join("haproxy/gzip-disk-ng.cfg")).expect("shipped cfg")
+}
+
+/// Whether HAProxy's rules keep `ae` out of its cache: q values or `*`.
+fn has_q_or_star(ae: Option<&str>) -> bool {
+    ae.is_some_and(|h| h.contains([';', '*']))
+}
+
+/// Every client through HAProxy, twice: a body decoding to the page, with
+/// the module's own coding where the module sends identity (no coded
+/// body for a client without Accept-Encoding), else one of the codings
+/// the module chooses among for the header.
+fn check_clients_accept(front: &dyn Front, a: &Apache) {
+    let original = fs::read(a.docroot.join("page.html")).expect("read");
+    for round in 0..2 {
+        for &ae in CLIENTS {
+            let want = direct(a, PAGE, ae, &[]);
+            let got = via(front, PAGE, ae, &[]);
+            let what = format!("{ae:?}, round {round}");
+            assert_eq!((got.status, want.status), (200, 200), "{what}");
+            assert!(got.decoded() == original, "{what}: not the page");
+            match (got.coding(), want.coding()) {
+                (got, None) => assert_eq!(got, None, "{what}: the module sends identity"),
+                (Some(c), Some(_)) => assert!(tied(ae).contains(&c), "{what}: {c}"),
+                (None, Some(w)) => panic!("{what}: identity, the module sends {w}"),
+            }
+            assert_eq!(vary(&got), vary(&want), "{what}");
+        }
+    }
+}
+
+/// HAProxy's cache with the shipped sections: no coded body for a client
+/// without Accept-Encoding even with every coding stored, each answer
+/// one the module could give, the page fetched once per set of codings
+/// (headers with q values or `*` bypass the cache: every time), 304 and
+/// Range from the cache, deltas never cached and never to a client
+/// without the dictionary.
+#[test]
+fn haproxy_cache_never_codes_for_identity_clients() {
+    if !have_engine(HAPROXY, "haproxy") {
+        return;
+    }
+    let a = module_with_fresh_responses();
+    let front = haproxy_front(&a, &shipped_haproxy());
+    check_clients_accept(&front, &a);
+    // Every coding is stored now: still identity without the header.
+    for ae in [None, Some("identity")] {
+        let r = via(&front, PAGE, ae, &[]);
+        assert_eq!((r.status, r.coding()), (200, None), "{ae:?}");
+    }
+    let before = front.backend_hits(PAGE);
+    // zstd+br+gzip, gzip and none (br+gzip takes the copy of zstd+br+gzip
+    // when that is br, the page's smallest), and the 11 headers with q
+    // values or `*` of both rounds.
+    let plain = CLIENTS.iter().filter(|&&ae| !has_q_or_star(ae)).count();
+    assert_eq!(plain, 10);
+    let (smallest, _) = smallest_sibling(&a.docroot.join("page.html"));
+    let sets = if smallest == "br" { 3 } else { 4 };
+    eprintln!("two rounds of {} clients through HAProxy: {before} reached the module ({sets} copies, smallest sibling {smallest})", CLIENTS.len());
+    assert_eq!(before, sets + 2 * (CLIENTS.len() - plain), "{before}");
+    let mut bypass = 0;
+    for i in 0..100 {
+        let ae = CLIENTS[i % CLIENTS.len()];
+        assert_eq!(via(&front, PAGE, ae, &[]).status, 200, "{ae:?}");
+        bypass += usize::from(has_q_or_star(ae));
+    }
+    let hits = front.backend_hits(PAGE) - before;
+    eprintln!(
+        "100 requests through HAProxy: {hits} reached the module, {bypass} with q values or `*`"
+    );
+    assert_eq!(hits, bypass, "plain headers were all served from the cache");
+    check_conditional_and_range_by(&front, &a, true);
+    // (CHROME, v1), (CHROME, v2), (dcb, v1), (CHROME, unknown): deltas
+    // asked for; "dcz;q=0": q values.
+    check_deltas_uncached(&front, &a, 5);
+    a.assert_no_crash();
+}
+
+/// The control: HAProxy's cache without the rules gives a request
+/// without Accept-Encoding the br copy a browser's request stored.
+#[test]
+fn haproxy_cache_without_the_rules_codes_for_identity_clients() {
+    if !have_engine(HAPROXY, "haproxy") {
+        return;
+    }
+    let a = module_with_fresh_responses();
+    let shipped = shipped_haproxy();
+    let cache = &shipped[shipped.find("cache gzip_disk_ng").expect("cache")..];
+    let cache = &cache[..cache.find("\n\n").expect("end of cache section") + 1];
+    let plain = format!(
+        "{cache}\nbackend gzip_disk_ng\n    http-request cache-use gzip_disk_ng\n    \
+         http-response cache-store gzip_disk_ng\n    server apache 127.0.0.1:8080\n"
+    );
+    let front = haproxy_front(&a, &plain);
+    let browser = via(&front, PAGE, Some("br, gzip"), &[]);
+    assert_eq!(browser.coding(), Some("br"));
+    let r = via(&front, PAGE, None, &[]);
+    assert_eq!(r.coding(), Some("br"), "no Accept-Encoding, yet br");
+    assert_eq!(direct(&a, PAGE, None, &[]).coding(), None);
 }
