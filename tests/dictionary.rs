@@ -6,6 +6,7 @@
 
 mod common;
 
+use base64::Engine;
 use common::*;
 use mod_gzip_disk_ng::dictionary::{delta_file_name, hash, DeltaCoding};
 use sha2::{Digest, Sha256};
@@ -88,6 +89,10 @@ fn delta_is_served_like_a_sibling() {
     assert_eq!(r.body, s.delta, "the file as published");
     assert_eq!(undcz(&s.v1, &r.body), s.v2);
     assert!(s.delta.len() * 10 < s.v2.len(), "a delta, not a whole file");
+    // RFC 9530: the digest of the delta's bytes, the representation sent.
+    let digest = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(&s.delta));
+    let want = format!("sha-256=:{digest}:");
+    assert_eq!(r.header("Repr-Digest"), Some(want.as_str()));
     let vary = r.tokens("Vary");
     assert!(
         vary.iter()

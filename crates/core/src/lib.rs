@@ -1,15 +1,16 @@
 //! The pure core of mod_gzip_disk_ng, without Apache: codings
 //! (`coding`), `Accept-Encoding` (`negotiate`), the decision (`variant`),
 //! streaming decoders (`decode`), BREACH padding (`jitter`), RFC 9842
-//! dictionaries (`dictionary`), the ranges a coded representation
-//! honours (`range`), and the publish engine's rules and encoders
-//! (`publish`), which the tool and the module's on-demand compressor
-//! share. Unit-tested alone.
+//! dictionaries (`dictionary`), RFC 9530 digests (`digest`), the ranges
+//! a coded representation honours (`range`), and the publish engine's
+//! rules and encoders (`publish`), which the tool and the module's
+//! on-demand compressor share. Unit-tested alone.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
 pub mod coding;
 pub mod decode;
 pub mod dictionary;
+pub mod digest;
 pub mod jitter;
 pub mod negotiate;
 pub mod publish;

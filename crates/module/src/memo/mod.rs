@@ -1,8 +1,10 @@
 //! What the module remembers per version of a file, in process memory,
 //! bounded: sibling facts (`facts`), the sizes that order equal-q codings
-//! (`size`), on the one per-version memory (`version`). Not to be confused
-//! with the on-disk on-demand cache (`cache.rs`).
+//! (`size`), RFC 9530 digests (`digest`), on the one per-version memory
+//! (`version`). Not to be confused with the on-disk on-demand cache
+//! (`cache.rs`).
 
+pub(crate) mod digest;
 pub(crate) mod facts;
 pub(crate) mod size;
 pub(crate) mod version;

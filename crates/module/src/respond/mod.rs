@@ -18,6 +18,7 @@ use crate::httpd::{self, File, FileKind, Finfo, Level, Request, Status};
 use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings};
 use crate::memo;
+use crate::memo::digest::Written;
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Outcome, Reason};
 use crate::negotiate::Ranked;
@@ -27,6 +28,7 @@ use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use answer::{Answer, Skip};
 use decompress::{browsers_decode, decompress, none_decodable};
 use delta::send_delta;
+use gdn_core::digest::{self, Algorithm};
 use gdn_core::range::CodedRange;
 use padding::plan_jitter;
 use std::borrow::Cow;
@@ -749,6 +751,15 @@ fn send_file(a: &Attempt<'_, '_>, r: Representation<'_, '_>) -> Answer {
     if static_headers(req, &r, len) && req.meets_conditions() == Status::OK {
         return Answer::other(Status::RANGE_NOT_SATISFIABLE);
     }
+    if r.splice.is_none() {
+        let written = match r.outcome {
+            Outcome::Cached(_) | Outcome::CachedDelta(_) | Outcome::DecodedCopy(_) => {
+                Written::Whole
+            }
+            _ => Written::InPlace,
+        };
+        integrity_fields(req, r.file, written);
+    }
     if let Some(as_is) = r.as_is {
         set_marker(a, as_is);
     }
@@ -805,7 +816,31 @@ pub fn send_static(req: &Request<'_>, file: &File<'_>, etag: &str) -> Status {
     req.set_header_value(c"ETag", etag);
     req.set_accept_ranges();
     req.set_content_length(size);
+    integrity_fields(req, file, Written::Whole);
     finish_file(req, file, size, None)
+}
+
+/// RFC 9530: `Repr-Digest`, the digest of the representation (`file`,
+/// sent as it is), with the algorithm the client's `Want-Repr-Digest`
+/// prefers (SHA-256 without one), on 200, 206, 304 and HEAD alike; and
+/// `Content-Digest`, where the client's `Want-Content-Digest` asks for
+/// it and the content is the whole representation (a 200 with a body).
+/// Worked out once per file version (`memo::digest`).
+fn integrity_fields(req: &Request<'_>, file: &File<'_>, written: Written) {
+    let wanted = |field: &CStr| req.header_in(field).map(digest::preferred);
+    let repr = wanted(c"Want-Repr-Digest").unwrap_or(Some(Algorithm::Sha256));
+    if let Some(v) = repr.and_then(|a| memo::digest::of_file(file, a, written)) {
+        req.set_header_value(c"Repr-Digest", v.as_str());
+    }
+    let Some(Some(a)) = wanted(c"Want-Content-Digest") else {
+        return;
+    };
+    let whole = req.header_in(c"Range").is_none()
+        && !req.header_only()
+        && req.meets_conditions() == Status::OK;
+    if let Some(v) = memo::digest::of_file(file, a, written).filter(|_| whole) {
+        req.set_header_value(c"Content-Digest", v.as_str());
+    }
 }
 
 /// 406 with the codings the resource has, when decompression is off.

@@ -1,0 +1,189 @@
+//! RFC 9530 integrity fields, checked against an independent SHA-256 /
+//! SHA-512 of the bytes each representation is made of: every coding of
+//! a published page, the original, an on-demand cached copy; the same
+//! `Repr-Digest` on 200, 206, HEAD and 304; `Want-Repr-Digest` and
+//! `Want-Content-Digest` honoured; a file rewritten in place gets its new
+//! content's digest.
+
+mod common;
+
+use base64::Engine;
+use common::*;
+use sha2::{Digest, Sha256, Sha512};
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+const PAGE: &str = "/p.html";
+
+fn sha256(b: &[u8]) -> String {
+    let d = base64::engine::general_purpose::STANDARD.encode(Sha256::digest(b));
+    format!("sha-256=:{d}:")
+}
+
+fn sha512(b: &[u8]) -> String {
+    let d = base64::engine::general_purpose::STANDARD.encode(Sha512::digest(b));
+    format!("sha-512=:{d}:")
+}
+
+fn site(d: &Path) {
+    publish(d, "p.html", &page(90_000, 3), true, &[".gz", ".br", ".zst"]);
+}
+
+fn start() -> Apache {
+    Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng".into(),
+            ..Default::default()
+        },
+        site,
+    )
+}
+
+/// The bytes of the file a representation is sent from.
+fn bytes_of(a: &Apache, coding: Option<&str>) -> Vec<u8> {
+    let name = match coding {
+        None => "p.html",
+        Some("gzip") => "p.html.gz",
+        Some("br") => "p.html.br",
+        Some("zstd") => "p.html.zst",
+        Some(other) => panic!("{other}"),
+    };
+    fs::read(a.docroot.join(name)).unwrap()
+}
+
+#[test]
+fn repr_digest_is_the_digest_of_each_representation() {
+    let a = start();
+    for ae in ["gzip", "br", "zstd", "identity"] {
+        let h = format!("Accept-Encoding: {ae}");
+        let r = a.request(PAGE, &["-H", &h]);
+        assert_eq!(r.status, 200, "{ae}");
+        let want = sha256(&bytes_of(&a, r.coding()));
+        assert_eq!(r.body, bytes_of(&a, r.coding()), "{ae}");
+        assert_eq!(r.header("Repr-Digest"), Some(want.as_str()), "{ae}");
+        assert_eq!(r.header("Content-Digest"), None, "{ae}: not asked for");
+        // HEAD and 304: the same field.
+        let head = a.request(PAGE, &["-I", "-H", &h]);
+        assert_eq!(head.header("Repr-Digest"), Some(want.as_str()), "{ae} HEAD");
+        let inm = format!("If-None-Match: {}", r.header("ETag").unwrap());
+        let nm = a.request(PAGE, &["-H", &h, "-H", &inm]);
+        assert_eq!(nm.status, 304, "{ae}");
+        assert_eq!(nm.header("Repr-Digest"), Some(want.as_str()), "{ae} 304");
+        // A range: the whole representation's digest, no Content-Digest.
+        let ir = format!("If-Range: {}", r.header("ETag").unwrap());
+        let args = [
+            "-H",
+            &h,
+            "-H",
+            &ir,
+            "-H",
+            "Want-Content-Digest: sha-256",
+            "-r",
+            "10-99",
+        ];
+        let part = a.request(PAGE, &args);
+        assert_eq!(part.status, 206, "{ae}");
+        assert_eq!(part.header("Repr-Digest"), Some(want.as_str()), "{ae} 206");
+        assert_eq!(part.header("Content-Digest"), None, "{ae} 206");
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn want_fields_choose_the_algorithm_and_ask_for_content_digest() {
+    let a = start();
+    let gz = bytes_of(&a, Some("gzip"));
+    let ae = "Accept-Encoding: gzip";
+    let r = a.request(
+        PAGE,
+        &["-H", ae, "-H", "Want-Repr-Digest: sha-256=3, sha-512=10"],
+    );
+    assert_eq!(r.header("Repr-Digest"), Some(sha512(&gz).as_str()));
+    let r = a.request(
+        PAGE,
+        &["-H", ae, "-H", "Want-Repr-Digest: sha-512=1, sha-256=9"],
+    );
+    assert_eq!(r.header("Repr-Digest"), Some(sha256(&gz).as_str()));
+    let r = a.request(
+        PAGE,
+        &["-H", ae, "-H", "Want-Repr-Digest: sha-256=0, sha-512=0"],
+    );
+    assert_eq!(
+        r.header("Repr-Digest"),
+        None,
+        "no supported algorithm wanted"
+    );
+    let r = a.request(PAGE, &["-H", ae, "-H", "Want-Content-Digest: sha-512=5"]);
+    assert_eq!(r.status, 200);
+    assert_eq!(r.header("Content-Digest"), Some(sha512(&r.body).as_str()));
+    assert_eq!(r.header("Repr-Digest"), Some(sha256(&gz).as_str()));
+    // HEAD has no content: no Content-Digest.
+    let r = a.request(
+        PAGE,
+        &["-I", "-H", ae, "-H", "Want-Content-Digest: sha-256"],
+    );
+    assert_eq!(r.header("Content-Digest"), None);
+    a.assert_no_crash();
+}
+
+#[test]
+fn a_file_rewritten_in_place_gets_its_new_digest() {
+    let a = start();
+    let ae = "Accept-Encoding: gzip";
+    let before = a.request(PAGE, &["-H", ae]);
+    assert_eq!(
+        before.header("Repr-Digest"),
+        Some(sha256(&bytes_of(&a, Some("gzip"))).as_str())
+    );
+    // Same size, other bytes, the same mtime as the original: a new
+    // version by its change time only.
+    let p = a.docroot.join("p.html.gz");
+    let mtime = fs::metadata(&p).unwrap().modified().unwrap();
+    let mut gz = fs::read(&p).unwrap();
+    let n = gz.len();
+    gz[n - 8] ^= 0xff; // in the CRC: the bytes change, the size does not
+    std::thread::sleep(Duration::from_millis(20));
+    fs::write(&p, &gz).unwrap();
+    set_mtime(&p, mtime);
+    let after = a.request(PAGE, &["-H", ae]);
+    assert_eq!(after.body, gz);
+    assert_eq!(after.header("Repr-Digest"), Some(sha256(&gz).as_str()));
+    assert_ne!(after.header("Repr-Digest"), before.header("Repr-Digest"));
+    a.assert_no_crash();
+}
+
+#[test]
+fn a_cached_copy_carries_its_own_digest() {
+    let data = page(80_000, 9);
+    let a = Apache::start(
+        Options {
+            dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+            server: "GzipDiskNgCacheRoot {docroot}/../cache".into(),
+            ..Default::default()
+        },
+        |d| {
+            fs::write(d.join("c.html"), &data).unwrap();
+            set_mtime(
+                &d.join("c.html"),
+                SystemTime::now() - Duration::from_secs(100),
+            );
+            make_cache_root(&d.join("../cache"));
+        },
+    );
+    let mut cached = None;
+    wait_for("a cached br copy", || {
+        let r = a.get("/c.html", Some("br"));
+        let hit = r.coding() == Some("br");
+        if hit {
+            cached = Some(r);
+        }
+        hit
+    });
+    let r = cached.unwrap();
+    assert_eq!(r.decoded(), data);
+    assert_eq!(r.header("Repr-Digest"), Some(sha256(&r.body).as_str()));
+    let original = a.get("/c.html", None);
+    assert_eq!(original.header("Repr-Digest"), Some(sha256(&data).as_str()));
+    a.assert_no_crash();
+}
