@@ -287,7 +287,11 @@ fn debian_default_configuration_takes_the_short_answer() {
     let r = a.get("/p.html", Some("gzip"));
     assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.decoded(), page(3_000, 5));
-    assert!(a.last_access_ends_with("gzip precompressed"), "{}", a.access_log());
+    assert!(
+        a.last_access_ends_with("gzip precompressed"),
+        "{}",
+        a.access_log()
+    );
     assert!(!asked, "{:?}", a.module_log());
 }
 
