@@ -10,7 +10,7 @@
 #            sections alone (the configuration is on its list)
 #   asked    the same with one line off the list (a subrequest per sibling)
 # Prints instructions per request and the ratios to core.
-#   bench/debian_access.sh          MODULE_SO=... to measure another build
+#   GZIP_DISK_NG_MODULE=... bench/debian_access.sh   to measure another build
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc valgrind
 build

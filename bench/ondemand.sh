@@ -26,7 +26,10 @@ for c in zstd br gzip; do cp "$MANUAL/mod/core.html" "$D/first/core-$c.html"; do
 cp -r "$MANUAL" "$D/manual"
 touch -d '-1 hour' "$D/first"/*
 chmod -R a+rX "$WORK"
-chmod 777 "$WORK/cache"
+# Writable by Apache's User only: the module refuses a cache others could
+# plant copies in.
+chmod 750 "$WORK/cache"
+[ "$(id -u)" -eq 0 ] && chown nobody "$WORK/cache"
 PORT="${PORT:-18497}"
 {
     apache_conf_head "$WORK" "$PORT" event
