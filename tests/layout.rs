@@ -3,8 +3,9 @@
 //! application; Cargo refuses a cycle between crates); this checks the
 //! rest: the module Apache loads links none of the tool's crates, only
 //! gdn-httpd may hold `unsafe`, and within each crate imports between its
-//! modules (a folder's modules one by one) point one way (no module reaches, directly or through
-//! others, back to itself).
+//! modules (a folder's modules one by one; `crate::` and `super::` paths)
+//! point one way (no module reaches, directly or through others, back to
+//! itself).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -46,37 +47,96 @@ fn node(src: &Path, path: &[String]) -> String {
 /// The module a file belongs to (`respond/mod.rs` → respond,
 /// `metrics/tally/html.rs` → metrics::tally).
 fn top(src: &Path, file: &Path) -> String {
+    node(src, &components(src, file))
+}
+
+/// A file's path under `src` as names, `.rs` dropped.
+fn components(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).expect("under src");
-    let path: Vec<String> = rel
-        .components()
+    rel.components()
         .map(|c| {
             c.as_os_str()
                 .to_string_lossy()
                 .trim_end_matches(".rs")
                 .to_owned()
         })
-        .collect();
-    node(src, &path)
+        .collect()
 }
 
-/// The modules a file's code (not its tests) names as `crate::x::y`.
-fn named(src: &Path, text: &str) -> BTreeSet<String> {
+/// The module path of `file` (`publish/lifecycle.rs` → publish,
+/// lifecycle; `respond/mod.rs` → respond).
+fn module_path(src: &Path, file: &Path) -> Vec<String> {
+    let mut path = components(src, file);
+    if path.last().is_some_and(|l| l == "mod" || l == "lib") {
+        path.pop();
+    }
+    path
+}
+
+/// The names after a path's start: `x::y` of `crate::x::y::z`, or each
+/// member of a `{a, b::c}` group after it (two names at most each).
+fn names_after(rest: &str) -> Vec<Vec<String>> {
+    let word = |s: &str| -> String {
+        s.chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect()
+    };
+    if let Some(group) = rest.strip_prefix('{') {
+        let group = &group[..group.find('}').unwrap_or(group.len())];
+        return group
+            .split(',')
+            .map(|m| {
+                m.trim()
+                    .split("::")
+                    .map(word)
+                    .take_while(|s| !s.is_empty())
+                    .take(2)
+                    .collect()
+            })
+            .filter(|p: &Vec<String>| !p.is_empty())
+            .collect();
+    }
+    let path: Vec<String> = rest
+        .split("::")
+        .map(word)
+        .take_while(|s| !s.is_empty())
+        .take(2)
+        .collect();
+    vec![path]
+}
+
+/// The modules a file's code (not its tests) names as `crate::x::y`, or
+/// relative to its own module as `super::x` (`super::super::x`).
+fn named(src: &Path, file: &Path, text: &str) -> BTreeSet<String> {
     let code = text.split("#[cfg(test)]").next().unwrap_or("");
-    code.match_indices("crate::")
-        .filter_map(|(i, m)| {
-            let path: Vec<String> = code[i + m.len()..]
-                .split("::")
-                .map(|s| {
-                    s.chars()
-                        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                        .collect::<String>()
-                })
-                .take_while(|s| !s.is_empty())
-                .take(2)
-                .collect();
-            (!path.is_empty()).then(|| node(src, &path))
-        })
-        .collect()
+    let mut out = BTreeSet::new();
+    for (i, m) in code.match_indices("crate::") {
+        for path in names_after(&code[i + m.len()..]) {
+            if !path.is_empty() {
+                out.insert(node(src, &path));
+            }
+        }
+    }
+    let here = module_path(src, file);
+    for (i, _) in code.match_indices("super::") {
+        // Counted once, from the first `super::` of a chain.
+        if code[..i].ends_with("super::") {
+            continue;
+        }
+        let mut rest = &code[i..];
+        let mut base = here.clone();
+        while let Some(r) = rest.strip_prefix("super::") {
+            base.pop();
+            rest = r;
+        }
+        for tail in names_after(rest) {
+            let path: Vec<String> = base.iter().cloned().chain(tail).collect();
+            if !path.is_empty() {
+                out.insert(node(src, &path));
+            }
+        }
+    }
+    out
 }
 
 /// The `src` folder of the workspace crate `name`.
@@ -99,7 +159,7 @@ fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = fs::read_to_string(&f).expect("read");
-        let to: Vec<String> = named(&src, &text)
+        let to: Vec<String> = named(&src, &f, &text)
             .into_iter()
             .filter(|t| *t != from)
             .collect();

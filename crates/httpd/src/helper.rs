@@ -5,35 +5,13 @@
 //! pair nobody outside this Apache can reach, on which a send never
 //! blocks. The C side is `gdn_helper_*` in csrc/shim.c.
 
-use super::module::{self, PostConfig};
+use super::log::ServerLog;
+use super::module::PostConfig;
 use super::{ffi, Level};
 use std::ffi::{c_int, c_void, CStr};
 use std::fs::File;
 use std::os::fd::FromRawFd;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-
-/// Log lines of the server, for a helper process (no request to log on).
-#[derive(Clone, Copy)]
-pub struct ServerLog(*mut ffi::server_rec);
-
-// SAFETY: the server record is configuration, read-only once the helper
-// runs; ap_log_error is thread-safe.
-unsafe impl Send for ServerLog {}
-// SAFETY: as above.
-unsafe impl Sync for ServerLog {}
-
-impl ServerLog {
-    pub(super) fn new(s: *mut ffi::server_rec) -> ServerLog {
-        ServerLog(s)
-    }
-
-    /// Logs `msg` at `level` for this module.
-    pub fn log(&self, level: Level, msg: &str) {
-        let c = std::ffi::CString::new(msg.replace('\0', " ")).unwrap_or_default();
-        // SAFETY: a live server record and a NUL-terminated message.
-        unsafe { ffi::gdn_log_s(self.0, module::index(), level as c_int, 0, c.as_ptr()) }
-    }
-}
 
 /// The children's end of a helper's channel.
 #[derive(Clone, Copy, Debug)]
@@ -75,7 +53,7 @@ unsafe extern "C" fn trampoline(fd: c_int, s: *mut ffi::server_rec, arg: *mut c_
     let main: Main = unsafe { std::mem::transmute::<*mut c_void, Main>(arg) };
     // SAFETY: the helper's end of the socket pair, owned from here on.
     let file = unsafe { File::from_raw_fd(fd) };
-    let log = ServerLog(s);
+    let log = ServerLog::new(s);
     // A panic's message would go to stderr, the error log, untagged: in
     // this process (forked, so the parent keeps its hook) it is logged.
     std::panic::set_hook(Box::new(move |info| {
@@ -101,7 +79,7 @@ pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option
         ffi::gdn_helper_start(
             ctx.conf_pool(),
             ctx.server(),
-            module::index(),
+            super::index::get(),
             name.as_ptr(),
             nice,
             Some(trampoline),

@@ -11,6 +11,7 @@ mod brigade;
 pub mod ffi;
 mod file;
 pub mod helper;
+mod index;
 mod log;
 pub mod module;
 mod request;
@@ -21,7 +22,7 @@ use std::ffi::{c_int, CStr};
 pub use brigade::Brigade;
 pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
 pub use file::{File, FileKind, FileReader, FileVersion, Finfo, PoolBytes, SymlinkPolicy};
-pub use log::Level;
+pub use log::{Level, ServerLog};
 pub use module::{
     Args, Command, Config, Directive, Hook, Module, Order, Parms, PostConfig, Scope, Set, Takes,
 };

@@ -14,7 +14,6 @@ use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::ptr;
-use std::sync::atomic::{AtomicI32, Ordering};
 
 /// A configuration object (per directory or per server) and how an inner
 /// scope's settings combine with the enclosing ones.
@@ -312,8 +311,8 @@ impl PostConfig<'_> {
     }
 
     /// Log lines on the main server.
-    pub fn log(&self) -> super::helper::ServerLog {
-        super::helper::ServerLog::new(self.s)
+    pub fn log(&self) -> super::log::ServerLog {
+        super::log::ServerLog::new(self.s)
     }
 
     /// Reads the configuration once for what decides whether a sibling's
@@ -337,7 +336,7 @@ impl PostConfig<'_> {
                 said = why;
                 // SAFETY: as above.
                 let why = unsafe { CStr::from_ptr(why) }.to_string_lossy();
-                super::helper::ServerLog::new(s).log(
+                super::log::ServerLog::new(s).log(
                     Level::Info,
                     &format!("siblings' names are asked of Apache (a subrequest each): {why}"),
                 );
@@ -453,14 +452,6 @@ macro_rules! declare_module {
         pub static $symbol: $crate::module::ModuleRecord =
             $crate::module::ModuleRecord::new::<$module>();
     };
-}
-
-/// The loaded module's index, for its per-module log level; -1 (no
-/// module) until httpd registers the hooks.
-static INDEX: AtomicI32 = AtomicI32::new(-1);
-
-pub(super) fn index() -> c_int {
-    INDEX.load(Ordering::Relaxed)
 }
 
 /// This module's object in a configuration vector, if it made one.
@@ -762,7 +753,7 @@ unsafe extern "C" fn merge_config<T: Config>(
 }
 
 unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
-    INDEX.store(M::record().index(), Ordering::Relaxed);
+    super::index::set(M::record().index());
     // SAFETY: called by httpd during hook registration.
     unsafe { ffi::gdn_register_sibling_hooks() };
     let _ = catch_unwind(|| {

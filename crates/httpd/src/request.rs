@@ -86,7 +86,7 @@ impl<'r> Request<'r> {
     /// for the request in `r->request_config`: httpd's per-module slot,
     /// which, unlike a note, no other module reads or logs.
     pub fn set_request_state(&self, value: &CStr) {
-        let index = module::index();
+        let index = super::index::get();
         if index < 0 {
             return;
         }
@@ -98,7 +98,7 @@ impl<'r> Request<'r> {
 
     /// The state `set_request_state` kept for this request, if any.
     pub fn request_state(&self) -> Option<&'r CStr> {
-        let index = module::index();
+        let index = super::index::get();
         if index < 0 {
             return None;
         }

@@ -44,7 +44,7 @@ impl<const N: usize> Counters<N> {
         let base = unsafe {
             ffi::gdn_shared_memory(
                 ctx.server(),
-                super::module::index(),
+                super::index::get(),
                 key.as_ptr(),
                 size,
                 &mut fresh,

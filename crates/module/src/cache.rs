@@ -9,7 +9,8 @@
 
 use crate::coding::Coding;
 use crate::config::ServerConfig;
-use crate::httpd::helper::{self, Channel, ServerLog};
+use crate::httpd::helper::{self, Channel};
+use crate::httpd::ServerLog;
 use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
 use crate::metrics::counters;

@@ -114,7 +114,11 @@ impl Work<'_> {
             })
             .collect();
         for (c, outcome) in &outcomes {
-            original.record(*c, outcome);
+            match outcome {
+                Outcome::Written(sizes) => original.record(*c, Some(sizes.size)),
+                Outcome::NotWorth { removed: true, .. } => original.record(*c, None),
+                _ => {}
+            }
             if let Outcome::Failed(why) = outcome {
                 self.problem(format_args!("{}: {why}", c.token()));
             }

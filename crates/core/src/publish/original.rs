@@ -7,7 +7,6 @@
 use super::check;
 use super::error::PublishError;
 use super::freshness::mtime;
-use super::lifecycle::Outcome;
 use crate::coding::Coding;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -75,12 +74,12 @@ impl<'a> Original<'a> {
         }
     }
 
-    /// Takes in what the lifecycle did to the `coding` sibling.
-    pub fn record(&mut self, coding: Coding, outcome: &Outcome) {
-        let state = match outcome {
-            Outcome::Written(sizes) => OnDisk::Written(sizes.size),
-            Outcome::NotWorth { removed: true, .. } => OnDisk::Removed,
-            _ => return,
+    /// Takes in what a run did to the `coding` sibling: written, this
+    /// long (`Some`), or removed (`None`).
+    pub fn record(&mut self, coding: Coding, written: Option<u64>) {
+        let state = match written {
+            Some(len) => OnDisk::Written(len),
+            None => OnDisk::Removed,
         };
         if let Some(i) = self.slot(coding) {
             self.siblings[i].2 = state;
@@ -112,7 +111,6 @@ impl<'a> Original<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::publish::lifecycle::Sizes;
 
     #[test]
     fn siblings_are_known_without_looking_again() {
@@ -123,16 +121,8 @@ mod tests {
         fs::write(d.path().join("a.html.zstd"), b"other name").unwrap();
         let mut o = Original::open(&p).unwrap();
         assert!(o.found(Coding::Gzip).is_some() && o.found(Coding::Br).is_none());
-        let sizes = Sizes {
-            size: 5,
-            against: 8,
-        };
-        o.record(Coding::Br, &Outcome::Written(sizes));
-        let removed = Outcome::NotWorth {
-            sizes,
-            removed: true,
-        };
-        o.record(Coding::Gzip, &removed);
+        o.record(Coding::Br, Some(5));
+        o.record(Coding::Gzip, None);
         assert_eq!(o.current_len(Coding::Br), Some(5));
         assert_eq!(o.current_len(Coding::Gzip), None);
         let files: Vec<_> = o.sibling_files().map(|(c, _)| c).collect();

@@ -4,13 +4,13 @@
 //! without the module). Also moves the in-tree store of older releases
 //! (`TREE/.gzip-disk-ng/`) there.
 
-use super::store::Store;
+use super::store::{create_private, Store};
 use crate::dictionary::STORE_DIR;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 /// Overrides the state directory (tests, packaging, several instances).
@@ -220,15 +220,6 @@ fn open(tree: &Path, dir: PathBuf, dry_run: bool) -> Result<Store, String> {
         dir.display()
     );
     Ok(Store::at(tree, dir))
-}
-
-/// Creates `dir` and any missing parent private (0700): stored versions
-/// are earlier contents of files, perhaps ones withdrawn for a reason.
-pub fn create_private(dir: &Path) -> io::Result<()> {
-    fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// Moves the old store `old` to `dir`: one rename when `dir` does not

@@ -15,6 +15,7 @@ use super::atomic::TempFile;
 use crate::dictionary::{self, Hash, VERSIONS_DIR};
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
@@ -106,7 +107,7 @@ impl Store {
         if path.is_file() {
             return Ok(false);
         }
-        super::state::create_private(&self.dir)?;
+        create_private(&self.dir)?;
         fs::create_dir_all(&dir)?;
         let mut tmp = TempFile::new(&path)?;
         write_version(&mut tmp, content, STORE_LEVEL)?;
@@ -135,7 +136,7 @@ impl Store {
         if fs::read(&path).is_ok_and(|old| old == rel.as_bytes()) {
             return Ok(());
         }
-        super::state::create_private(&self.dir)?;
+        create_private(&self.dir)?;
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir)?;
         }
@@ -211,6 +212,15 @@ pub fn read_limited(path: &Path) -> io::Result<Vec<u8>> {
         return Err(io::Error::other("too large for deltas"));
     }
     Ok(out)
+}
+
+/// Creates `dir` and any missing parent private (0700): stored versions
+/// are earlier contents of files, perhaps ones withdrawn for a reason.
+pub fn create_private(dir: &Path) -> io::Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
 }
 
 #[cfg(test)]
