@@ -5,8 +5,8 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::decode_all;
+use gdn_core::coding::Coding;
+use gdn_core::decode::decode_all;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;

@@ -10,8 +10,8 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::{Coding, DeltaCoding};
-use mod_gzip_disk_ng::negotiate::Accepted;
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::negotiate::Accepted;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fs;

@@ -9,8 +9,8 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::{decode_all, Decoder};
+use gdn_core::coding::Coding;
+use gdn_core::decode::{decode_all, Decoder};
 use std::path::Path;
 
 /// A zstd frame as a streaming encoder without a pledged size writes it

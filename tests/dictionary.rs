@@ -8,7 +8,7 @@ mod common;
 
 use base64::Engine;
 use common::*;
-use mod_gzip_disk_ng::dictionary::{delta_file_name, hash, DeltaCoding};
+use gdn_core::dictionary::{delta_file_name, hash, DeltaCoding};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::os::unix::fs::symlink;
@@ -325,7 +325,7 @@ struct OldStore {
 fn old_store_with_links(d: &Path) -> OldStore {
     let mut secret = page(6000, 9);
     secret.extend_from_slice(b"WITHDRAWN earlier version");
-    let hex = mod_gzip_disk_ng::dictionary::to_hex(&hash(&secret));
+    let hex = gdn_core::dictionary::to_hex(&hash(&secret));
     let stored_bytes = zstd::encode_all(&secret[..], 19).unwrap();
     publish(d, "x.html", &page(6000, 10), true, &[]);
     publish(d, "y.html", &page(6000, 11), true, &[]);

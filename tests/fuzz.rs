@@ -6,10 +6,10 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::{decode_all, inspect, Body, Decoder};
-use mod_gzip_disk_ng::jitter;
-use mod_gzip_disk_ng::negotiate::Accepted;
+use gdn_core::coding::Coding;
+use gdn_core::decode::{decode_all, inspect, Body, Decoder};
+use gdn_core::jitter;
+use gdn_core::negotiate::Accepted;
 use proptest::prelude::*;
 
 fn coding() -> impl Strategy<Value = Coding> {

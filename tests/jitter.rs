@@ -5,9 +5,9 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::decode_all;
-use mod_gzip_disk_ng::jitter;
+use gdn_core::coding::Coding;
+use gdn_core::decode::decode_all;
+use gdn_core::jitter;
 use std::fs;
 use std::io::Write;
 use std::path::Path;

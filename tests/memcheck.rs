@@ -12,7 +12,7 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::dictionary::{delta_file_name, hash, DeltaCoding};
+use gdn_core::dictionary::{delta_file_name, hash, DeltaCoding};
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::Path;

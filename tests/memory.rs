@@ -9,9 +9,9 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::{self, DecodeError, Decoder, Facts};
-use mod_gzip_disk_ng::publish::encode::Levels;
+use gdn_core::coding::Coding;
+use gdn_core::decode::{self, DecodeError, Decoder, Facts};
+use gdn_core::publish::encode::Levels;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -14,7 +14,7 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
+use gdn_core::coding::Coding;
 use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf, Version};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;

@@ -14,7 +14,7 @@ mod common;
 
 use base64::Engine as _;
 use common::*;
-use mod_gzip_disk_ng::publish::delta_codec;
+use gdn_core::publish::delta_codec;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeSet, HashMap};
 use std::fs;

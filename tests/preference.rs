@@ -8,9 +8,9 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::dictionary::{delta_file_name, hash, DeltaCoding};
-use mod_gzip_disk_ng::publish::encode::Levels;
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::{delta_file_name, hash, DeltaCoding};
+use gdn_core::publish::encode::Levels;
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::Path;

@@ -3,9 +3,9 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::decode::decode_all;
-use mod_gzip_disk_ng::jitter;
+use gdn_core::coding::Coding;
+use gdn_core::decode::decode_all;
+use gdn_core::jitter;
 use std::ffi::OsStr;
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
@@ -368,10 +368,7 @@ fn killed_run_leaves_no_partial_sibling() {
     // Over the in-memory gzip limit, so every coding streams.
     fs::write(&big, page(40 << 20, 8)).unwrap();
     let mut child = Command::new(PUBLISH_TOOL)
-        .env(
-            mod_gzip_disk_ng::publish::state::STATE_ENV,
-            test_state_dir(),
-        )
+        .env(gdn_core::publish::state::STATE_ENV, test_state_dir())
         .args(["compress", "-q", "--brotli", "--zstd"])
         .arg(d.path())
         .stdout(Stdio::null())
@@ -464,10 +461,7 @@ fn unreadable_and_non_utf8_files_are_reported_and_the_rest_done() {
 /// Runs the tool with `args`, killed after 60 s.
 fn run_bounded(args: &[&OsStr]) -> Output {
     let mut child = Command::new(PUBLISH_TOOL)
-        .env(
-            mod_gzip_disk_ng::publish::state::STATE_ENV,
-            test_state_dir(),
-        )
+        .env(gdn_core::publish::state::STATE_ENV, test_state_dir())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

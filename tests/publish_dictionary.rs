@@ -5,8 +5,8 @@
 mod common;
 
 use common::{decode_body, page, set_mtime, store_of, test_state_dir, zstd_cli_decode_with};
-use mod_gzip_disk_ng::dictionary::{self, DeltaCoding, Hash, STORE_DIR};
-use mod_gzip_disk_ng::publish::state::STATE_ENV;
+use gdn_core::dictionary::{self, DeltaCoding, Hash, STORE_DIR};
+use gdn_core::publish::state::STATE_ENV;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

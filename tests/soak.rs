@@ -10,8 +10,8 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
-use mod_gzip_disk_ng::publish::encode::Levels;
+use gdn_core::coding::Coding;
+use gdn_core::publish::encode::Levels;
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;

@@ -11,7 +11,7 @@
 mod common;
 
 use common::*;
-use mod_gzip_disk_ng::coding::Coding;
+use gdn_core::coding::Coding;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 

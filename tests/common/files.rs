@@ -2,7 +2,7 @@
 //! the past (so none is stale), and damaged siblings.
 
 use super::codec::encoded;
-use mod_gzip_disk_ng::coding::Coding;
+use gdn_core::coding::Coding;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};

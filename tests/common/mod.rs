@@ -11,9 +11,9 @@ mod data;
 mod files;
 mod harness;
 
-/// The crate, by the name `codec` knows it (which the crate's own unit
+/// gdn-core, by the name `codec` knows it (which gdn-core's own unit
 /// tests give it too).
-use mod_gzip_disk_ng as gdn;
+use gdn_core as gdn;
 
 pub use browser::*;
 pub use codec::*;

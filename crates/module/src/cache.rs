@@ -7,11 +7,11 @@
 //! channel without blocking; a full queue drops a job, which a later
 //! request sends again.
 
-use crate::coding::Coding;
 use crate::config::ServerConfig;
-use crate::httpd::helper::{self, Channel};
-use crate::httpd::ServerLog;
-use crate::httpd::{FileKind, Finfo, Level, PostConfig, Request};
+use gdn_core::coding::Coding;
+use gdn_httpd::helper::{self, Channel};
+use gdn_httpd::ServerLog;
+use gdn_httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
 use crate::metrics::counters;
 use crate::metrics::tally;
@@ -59,7 +59,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let Some(root) = sc.cache_root.clone() else {
         return;
     };
-    let uid = crate::httpd::server_uid();
+    let uid = gdn_httpd::server_uid();
     if let Some(why) = unusable(&root) {
         // The first pass said it already (check_config), on the console.
         if !ctx.dry_run() {
@@ -71,9 +71,9 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         root: root.clone(),
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
-        levels: crate::publish::encode::Levels::default(),
-        min_saving: crate::publish::CompressOptions::default().min_saving,
-        delta_levels: crate::publish::delta_codec::DeltaLevels::default(),
+        levels: gdn_core::publish::encode::Levels::default(),
+        min_saving: gdn_core::publish::CompressOptions::default().min_saving,
+        delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
     };
     *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
     let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
@@ -89,7 +89,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
 /// Why on-demand compression cannot use the cache root `root` for the
 /// server's user, naming the directive and the remedy; `None` if it can.
 pub fn unusable(root: &std::path::Path) -> Option<String> {
-    let (uid, name) = (crate::httpd::server_uid(), crate::httpd::server_user_name());
+    let (uid, name) = (gdn_httpd::server_uid(), gdn_httpd::server_user_name());
     crate::ondemand::root::unusable(root, uid, &name)
 }
 
@@ -140,7 +140,7 @@ pub fn version(f: &Finfo) -> Version {
 /// A copy found in the cache.
 pub enum CachedCopy<'r> {
     /// The copy, where it is, opened.
-    Ready(&'r CStr, crate::httpd::File<'r>),
+    Ready(&'r CStr, gdn_httpd::File<'r>),
     /// Compressing this version was not worth it, or the copy cannot be
     /// opened: nothing to send, nothing to ask for.
     NotWorth,
@@ -183,7 +183,7 @@ impl Active {
     /// Whether the cache keeps the version whose content has SHA-256 `h`
     /// (a dictionary deltas on demand are made against): a delta missing
     /// against it is worth asking for, one against any other hash is not.
-    pub fn keeps(&self, req: &Request<'_>, h: &crate::dictionary::Hash) -> bool {
+    pub fn keeps(&self, req: &Request<'_>, h: &gdn_core::dictionary::Hash) -> bool {
         let mut name = NameBuf::new();
         let kind = Kind::Kept(*h);
         let path = req.path_with_suffix(
@@ -202,7 +202,7 @@ impl Active {
         req: &Request<'r>,
         host_key: &[u8],
         coding: Option<Coding>,
-    ) -> Option<crate::httpd::File<'r>> {
+    ) -> Option<gdn_httpd::File<'r>> {
         let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, coding));
         let f = req.open_nofollow(path).ok()?;
         let info = f.info();

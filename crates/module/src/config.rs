@@ -3,10 +3,10 @@
 //! Every field is optional so that an inner scope overrides only what it
 //! sets (`config_by_field!` writes the merges); the accessors apply the
 //! defaults. Parse errors leave out the directive's name: httpd's
-//! dispatch (`httpd::module`) puts it in front.
+//! dispatch (`gdn_httpd::module`) puts it in front.
 
-use crate::coding::Coding;
-use crate::jitter::Secret;
+use gdn_core::coding::Coding;
+use gdn_core::jitter::Secret;
 use std::path::{Path, PathBuf};
 
 /// Default name of the marker header.
@@ -509,7 +509,7 @@ pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::httpd::Config;
+    use gdn_httpd::Config;
 
     #[test]
     fn defaults() {

@@ -6,7 +6,7 @@
 //! docs/configuration.md to it. A new directive is one row.
 
 use crate::config::{self, DirConfig, ServerConfig};
-use crate::httpd::{Args, Directive, Parms, Scope, Set, Takes};
+use gdn_httpd::{Args, Directive, Parms, Scope, Set, Takes};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -329,7 +329,7 @@ mod tests {
         let e = apply("GzipDiskNgJitterKey", Args::One("missing")).unwrap_err();
         assert!(e.starts_with("cannot use") && e.contains("missing"), "{e}");
         assert!(apply("GzipDiskNgCompressorWorkers", Args::One("0")).is_err());
-        assert_eq!(d.encodings(), &[crate::coding::Coding::Br]);
+        assert_eq!(d.encodings(), &[gdn_core::coding::Coding::Br]);
         assert!(!d.decompress());
         assert_eq!(s.cache_max_size(), 2 << 20);
         assert!(s.jitter_key.is_some());

@@ -7,12 +7,9 @@
 //! `config` their values), `handler` gathers a request's facts, `variant`
 //! decides and `respond` answers; `cache` and `ondemand` make and find
 //! on-demand copies, `memo` holds what is remembered per file version,
-//! `metrics` counts. The core's modules are re-exported under their old
-//! paths.
+//! `metrics` counts. Code of gdn-core and gdn-httpd is named by its own
+//! crate (`gdn_core::variant`, `gdn_httpd::Request`).
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
-
-pub use gdn_core::{coding, decode, dictionary, jitter, negotiate, publish, variant};
-use gdn_httpd as httpd;
 
 mod cache;
 pub mod config;
@@ -26,5 +23,3 @@ pub mod ondemand;
 mod respond;
 mod site;
 mod store_guard;
-#[cfg(test)]
-use gdn_core::test_util;

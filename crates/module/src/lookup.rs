@@ -2,13 +2,13 @@
 //! own names: stat (symlinks per `Options`), the access rules for the
 //! sibling's name, and opening with the symlink check repeated.
 
-use crate::coding::{Coding, DeltaCoding};
-use crate::dictionary;
-use crate::httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
 use crate::memo::version::VersionMemo;
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
-use crate::variant::FileMeta;
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::dictionary;
+use gdn_core::variant::FileMeta;
+use gdn_httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
 use std::cell::OnceCell;
 use std::ffi::CStr;
 
@@ -276,7 +276,7 @@ pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
 /// Why a file could not be opened as Apache would serve it.
 pub enum Refused {
     /// The open failed (permissions, vanished): APR's status.
-    Unreadable(crate::httpd::apr_status_t),
+    Unreadable(gdn_httpd::apr_status_t),
     /// What was opened is not what `Options` allow under the name.
     Swapped,
 }

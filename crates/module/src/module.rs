@@ -5,12 +5,12 @@ use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::directives::DIRECTIVES;
 use crate::handler;
-use crate::httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
-use crate::jitter::Secret;
 use crate::metrics::counters;
 use crate::metrics::status;
 use crate::site;
 use crate::store_guard;
+use gdn_core::jitter::Secret;
+use gdn_httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
 use std::ffi::CStr;
 use std::sync::{PoisonError, RwLock};
 
@@ -32,7 +32,7 @@ static COMMANDS: [Command; DIRECTIVES.len() + 1] = {
     table
 };
 
-impl httpd::Module for GzipDiskNg {
+impl gdn_httpd::Module for GzipDiskNg {
     type Dir = DirConfig;
     type Server = ServerConfig;
     const NAME: &'static CStr = c"mod_gzip_disk_ng.c";
@@ -48,7 +48,7 @@ impl httpd::Module for GzipDiskNg {
         Hook::Status(Order::Middle),
     ];
 
-    fn record() -> &'static httpd::module::ModuleRecord {
+    fn record() -> &'static gdn_httpd::module::ModuleRecord {
         &gzip_disk_ng_module
     }
 
@@ -78,7 +78,7 @@ impl httpd::Module for GzipDiskNg {
             ctx.server_config::<GzipDiskNg>()
                 .and_then(|c| c.cache_root.as_deref()),
         );
-        let secret = make_startup_secret(httpd::random_bytes)?;
+        let secret = make_startup_secret(gdn_httpd::random_bytes)?;
         *STARTUP_SECRET
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Box::leak(Box::new(secret)));
@@ -109,10 +109,10 @@ impl httpd::Module for GzipDiskNg {
         let warnings = config::check_cache_root_mapped(root, &ctx.url_mappings())?;
         if ctx.dry_run() {
             for why in warnings {
-                ctx.log().log(httpd::Level::Warn, &why);
+                ctx.log().log(gdn_httpd::Level::Warn, &why);
             }
             if let Some(why) = cache::unusable(root) {
-                ctx.log().log(httpd::Level::Warn, &why);
+                ctx.log().log(gdn_httpd::Level::Warn, &why);
             }
         }
         Ok(())
@@ -131,7 +131,7 @@ fn warn_site_dictionary_without_cache(ctx: &PostConfig<'_>) {
             "GzipDiskNgSiteDictionary {path} has no effect without GzipDiskNgCacheRoot: \
              the site dictionary is trained by the on-demand compressor"
         );
-        ctx.log().log(httpd::Level::Warn, &why);
+        ctx.log().log(gdn_httpd::Level::Warn, &why);
     }
 }
 

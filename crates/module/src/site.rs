@@ -4,12 +4,12 @@
 //! keep it for the host's pages.
 
 use crate::cache;
-use crate::coding::Coding;
-use crate::dictionary::{self, Hash};
-use crate::httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
 use crate::memo::version::VersionMemo;
-use crate::negotiate::Accepted;
 use crate::respond;
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::{self, Hash};
+use gdn_core::negotiate::Accepted;
+use gdn_httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
 
 /// What a browser is told to use the dictionary for: every page of the
 /// origin, for navigations (RFC 9842 `match-dest`).
@@ -65,7 +65,7 @@ fn serve(req: &Request<'_>) -> Status {
 fn negotiated<'r>(
     req: &Request<'r>,
     cache: &cache::Active,
-) -> Option<(httpd::File<'r>, Option<Coding>)> {
+) -> Option<(gdn_httpd::File<'r>, Option<Coding>)> {
     let host = req.host_key();
     let accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
     let ranked = accepted.ranked(&[Coding::Br, Coding::Zstd, Coding::Gzip]);
@@ -82,7 +82,7 @@ static HASHES: VersionMemo<FileVersion, Hash> = VersionMemo::new(64);
 
 /// The SHA-256 of the bytes in `file` (the dictionary, or it in a
 /// coding), read once per version of the file.
-fn content_hash(req: &Request<'_>, file: &httpd::File<'_>) -> Option<Hash> {
+fn content_hash(req: &Request<'_>, file: &gdn_httpd::File<'_>) -> Option<Hash> {
     let v = file.info().version();
     if let Some(h) = HASHES.get(&v) {
         return Some(h);

@@ -6,9 +6,9 @@
 //! served, whether a request names it, an `Alias` or a `RewriteRule`
 //! maps a URL into it, or a symlink reaches it.
 
-use crate::dictionary;
-use crate::httpd::{FileKind, FileVersion, Level, Request, Status};
 use crate::memo::version::VersionMemo;
+use gdn_core::dictionary;
+use gdn_httpd::{FileKind, FileVersion, Level, Request, Status};
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -36,7 +36,7 @@ pub fn guard(cache_root: Option<&Path>) {
     // Room for every entry up front: a record leaked per restart is
     // allocated once, never reallocated.
     let mut dirs: Vec<PathBuf> = Vec::with_capacity(4);
-    let system = Path::new(crate::publish::state::SYSTEM_STATE);
+    let system = Path::new(gdn_core::publish::state::SYSTEM_STATE);
     for d in cache_root.into_iter().chain([system]) {
         dirs.push(d.to_path_buf());
         if let Ok(real) = std::fs::canonicalize(d) {

@@ -2,7 +2,7 @@
 //! representation keeps only `err_headers_out`.
 
 use super::HANDLER;
-use crate::httpd::Request;
+use gdn_httpd::Request;
 
 /// An error response made after the handler chose a representation (a
 /// 416 from the byterange filter, a filter's 500) keeps only

@@ -3,8 +3,8 @@
 
 use super::HANDLER;
 use crate::config::DirConfig;
-use crate::httpd::{FileKind, Request, Status};
 use crate::lookup;
+use gdn_httpd::{FileKind, Request, Status};
 
 /// Late fixup: when this module will handle an index subrequest whose file
 /// is missing but a sibling exists, make the sibling's stat visible so

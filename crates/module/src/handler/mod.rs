@@ -11,13 +11,13 @@ pub use error_vary::insert_error_filter;
 pub use fixup::fixup;
 
 use crate::cache;
-use crate::coding::Coding;
 use crate::config::{Settings, UseAsDictionary};
-use crate::httpd::{self, FileKind, Level, Request, Status};
 use crate::lookup;
-use crate::negotiate::{self, Accepted};
 use crate::respond::{Attempt, OnDemandDeltas};
-use crate::variant::{self, Inputs, Method};
+use gdn_core::coding::Coding;
+use gdn_core::negotiate::{self, Accepted};
+use gdn_core::variant::{self, Inputs, Method};
+use gdn_httpd::{self, FileKind, Level, Request, Status};
 use std::ffi::CStr;
 
 /// The handler name, as `SetHandler` and `[H=…]` give it.
@@ -143,9 +143,9 @@ fn original_kind(req: &Request<'_>) -> FileKind {
 
 fn method(req: &Request<'_>) -> Method {
     match req.method_number() {
-        httpd::M_GET => Method::Get,
-        httpd::M_OPTIONS => Method::Options,
-        httpd::M_INVALID => Method::Invalid,
+        gdn_httpd::M_GET => Method::Get,
+        gdn_httpd::M_OPTIONS => Method::Options,
+        gdn_httpd::M_INVALID => Method::Invalid,
         _ => Method::Other,
     }
 }
@@ -157,7 +157,7 @@ fn method(req: &Request<'_>) -> Method {
 fn announced_dictionary(
     req: &Request<'_>,
     settings: &Settings<'_>,
-    deltas: &[Option<(crate::coding::DeltaCoding, u16)>; 2],
+    deltas: &[Option<(gdn_core::coding::DeltaCoding, u16)>; 2],
 ) -> Option<[u8; 32]> {
     let named = deltas.iter().any(Option::is_some);
     let offered = settings.dir.use_as_dictionary().is_some() || settings.site_dictionary.is_some();

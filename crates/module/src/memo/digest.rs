@@ -4,9 +4,9 @@
 //! once per process, so a response costs a lookup and one header, and
 //! keeps its file bucket and sendfile.
 
-use crate::httpd::{File, FileVersion};
 use crate::memo::version::VersionMemo;
 use gdn_core::digest::{self, Algorithm, FieldValue};
+use gdn_httpd::{File, FileVersion};
 
 /// Entries kept.
 const MAX_ENTRIES: usize = 16_384;

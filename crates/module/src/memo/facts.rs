@@ -3,10 +3,10 @@
 //! rather than reads, and decompression can declare a length learned from
 //! an earlier complete decode of the same file.
 
-use crate::coding::Coding;
-use crate::decode::Facts;
-use crate::httpd::FileVersion;
 use crate::memo::version::VersionMemo;
+use gdn_core::coding::Coding;
+use gdn_core::decode::Facts;
+use gdn_httpd::FileVersion;
 
 /// A file version and the coding it is read as.
 pub type Key = (FileVersion, Coding);

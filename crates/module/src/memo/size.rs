@@ -5,9 +5,9 @@
 //! ordering hint only: every representation is still looked up, as
 //! Apache would serve it, when its candidate is reached.
 
-use crate::httpd::FileVersion;
 use crate::memo::version::VersionMemo;
-use crate::variant::Sizes;
+use gdn_core::variant::Sizes;
+use gdn_httpd::FileVersion;
 
 /// Entries kept.
 const MAX_ENTRIES: usize = 16_384;
@@ -41,7 +41,7 @@ pub fn forget(v: &FileVersion) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::variant::Size;
+    use gdn_core::variant::Size;
 
     #[test]
     fn remembers_per_version_for_a_while() {

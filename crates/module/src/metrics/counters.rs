@@ -4,10 +4,10 @@
 //! on-demand compressor with atomic adds, read by the status hook and the
 //! metrics handler.
 
-use crate::coding::Coding;
-use crate::httpd::shm::{self, Counters};
-use crate::httpd::PostConfig;
 use crate::metrics::tally::{self, slot, Counted, Job, Reason, Snapshot};
+use gdn_core::coding::Coding;
+use gdn_httpd::shm::{self, Counters};
+use gdn_httpd::PostConfig;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 /// Where the segment hangs on the process pool.
@@ -89,7 +89,7 @@ pub fn response(c: Counted) {
 }
 
 /// What a delta of coding `d` saved against the br representation.
-pub fn delta_saved_vs_br(d: crate::coding::DeltaCoding, bytes: u64) {
+pub fn delta_saved_vs_br(d: gdn_core::coding::DeltaCoding, bytes: u64) {
     add(slot::delta_saved_vs_br(d), bytes);
 }
 

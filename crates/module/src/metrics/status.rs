@@ -5,9 +5,9 @@
 //! which answers them in Prometheus's text format.
 
 use crate::cache;
-use crate::httpd::{Level, Request, Status};
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Snapshot};
+use gdn_httpd::{Level, Request, Status};
 use std::ffi::CStr;
 
 /// The handler name of the metrics, for `SetHandler`.

@@ -14,7 +14,7 @@ pub use html::section as html;
 pub use page::page;
 pub use render::{auto, prometheus};
 
-use crate::coding::{Coding, DeltaCoding};
+use gdn_core::coding::{Coding, DeltaCoding};
 
 /// What one response of the handler was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,7 +294,7 @@ impl Job {
 /// Where each count lives: one `u64` slot each.
 pub mod slot {
     use super::{Job, Outcome, Reason, OUTCOMES};
-    use crate::coding::Coding;
+    use gdn_core::coding::Coding;
 
     pub fn responses(o: Outcome) -> usize {
         o.index()
@@ -339,7 +339,7 @@ pub mod slot {
     pub const SINCE: usize = BASE + 9;
     /// Bytes a delta of this coding saved against the br representation
     /// of the same version (sibling or copy), where its size was known.
-    pub fn delta_saved_vs_br(d: crate::coding::DeltaCoding) -> usize {
+    pub fn delta_saved_vs_br(d: gdn_core::coding::DeltaCoding) -> usize {
         BASE + 10 + d.index()
     }
     /// Every slot.

@@ -44,11 +44,11 @@ pub struct Settings {
     pub workers: usize,
     /// Encoder settings: the publish tool's defaults, so copies are what
     /// `gzip-disk-ng compress` writes.
-    pub levels: crate::publish::encode::Levels,
+    pub levels: gdn_core::publish::encode::Levels,
     /// Least saving, in percent, for a copy to be kept.
     pub min_saving: f64,
     /// Delta encoder settings: the publish tool's defaults.
-    pub delta_levels: crate::publish::delta_codec::DeltaLevels,
+    pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
 }
 
 /// How important a log line is.

@@ -18,8 +18,8 @@
 //! too long) and goes on with the next.
 
 use super::key::{Kind, Version};
-use crate::coding::{Coding, DeltaCoding};
-use crate::dictionary::Hash;
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::dictionary::Hash;
 use std::ffi::OsStr;
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -325,7 +325,7 @@ impl<R: Read> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::Messages;
+    use gdn_core::test_util::Messages;
     use std::io::Write;
 
     fn v(n: u64) -> Version {
@@ -484,7 +484,7 @@ mod tests {
 
     #[test]
     fn messages_are_read_whole_from_a_socket() {
-        let (mut tx, rx) = crate::test_util::seqpacket_pair();
+        let (mut tx, rx) = gdn_core::test_util::seqpacket_pair();
         for j in jobs() {
             tx.write_all(&message(&j)).unwrap();
         }

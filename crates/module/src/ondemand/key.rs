@@ -12,11 +12,11 @@
 //! at a copy's name marks a version not worth compressing (or a delta not
 //! worth sending): no valid stream of any coding is empty.
 
-use crate::coding::{Coding, DeltaCoding};
-use crate::dictionary::{self, DeltaSuffix, Hash};
-use crate::publish::atomic::is_temp_name;
-use crate::publish::rules::compress_rule;
-use crate::publish::DEFAULT_MIN_SIZE;
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::dictionary::{self, DeltaSuffix, Hash};
+use gdn_core::publish::atomic::is_temp_name;
+use gdn_core::publish::rules::compress_rule;
+use gdn_core::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn compressible_is_the_publish_tools_rule() {
-        use crate::publish::rules::compress_rule;
+        use gdn_core::publish::rules::compress_rule;
         let delta = format!("page.html.{}.dcz", "ab".repeat(32));
         let names: [&[u8]; 14] = [
             b"a.html",
@@ -471,7 +471,7 @@ mod tests {
                 let rule = std::str::from_utf8(base).is_ok_and(|b| {
                     size <= MAX_SIZE
                         && !b.is_empty()
-                        && !crate::publish::atomic::is_temp_name(b)
+                        && !gdn_core::publish::atomic::is_temp_name(b)
                         && compress_rule(b, size, DEFAULT_MIN_SIZE).is_none()
                 });
                 assert_eq!(compressible(n, size), rule, "{n:?} {size}");

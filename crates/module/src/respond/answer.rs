@@ -3,9 +3,9 @@
 //! and on the stack: the walk counts them, writes the log note from them
 //! and asks the compressor for the copies they lack.
 
-use crate::coding::Coding;
-use crate::httpd::Status;
 use crate::metrics::tally::Outcome;
+use gdn_core::coding::Coding;
+use gdn_httpd::Status;
 use std::ffi::CStr;
 
 /// A response the handler made (or the status Apache makes one for).
@@ -73,7 +73,7 @@ pub enum Skip<'r> {
 /// `decoded`); a body an output filter compressed is "on-the-fly", in
 /// the filter's coding, as the counters have it.
 pub fn note(o: Outcome, stale: bool) -> Option<&'static CStr> {
-    use crate::coding::DeltaCoding::*;
+    use gdn_core::coding::DeltaCoding::*;
     use {Coding::*, Outcome::*};
     Some(match o {
         Precompressed(Zstd) => c"zstd precompressed",

@@ -4,14 +4,14 @@
 
 use super::{offer_as_dictionary, pass_status, send_file, set_marker, Attempt};
 use super::{Answer, Held, Representation, Skip, Tag, Tried};
-use crate::coding::Coding;
-use crate::decode::{self, Body, DecodeError, Facts};
-use crate::httpd::{Brigade, File, Level, Request, Status};
 use crate::lookup::Sibling;
 use crate::memo;
 use crate::metrics::counters;
 use crate::metrics::tally::Outcome;
-use crate::variant::Window;
+use gdn_core::coding::Coding;
+use gdn_core::decode::{self, Body, DecodeError, Facts};
+use gdn_core::variant::Window;
+use gdn_httpd::{Brigade, File, Level, Request, Status};
 use std::ffi::CStr;
 
 /// Decoded bytes per pass down the filter chain.

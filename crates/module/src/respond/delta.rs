@@ -6,14 +6,14 @@
 use super::answer::{Answer, Skip};
 use super::{send_file, Attempt, Held, Representation, Tag, Tried};
 use crate::cache;
-use crate::coding::Coding;
-use crate::dictionary::{self, DeltaCoding, Hash};
-use crate::httpd::{File, FileKind, FileVersion, Level, PoolBytes, Request};
 use crate::lookup::{self, Found, Sibling};
 use crate::memo::version::VersionMemo;
 use crate::metrics::tally::Outcome;
 use crate::ondemand::key::Kind;
-use crate::variant::{self, Size};
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::variant::{self, Size};
+use gdn_httpd::{File, FileKind, FileVersion, Level, PoolBytes, Request};
 use std::ffi::CStr;
 
 /// Verdicts kept.

@@ -12,24 +12,24 @@ mod delta;
 mod padding;
 
 use crate::cache::{self, CachedCopy};
-use crate::coding::{Coding, DeltaCoding};
 use crate::config::{self, Settings, UseAsDictionary};
-use crate::httpd::{self, File, FileKind, Finfo, Level, Request, Status};
-use crate::jitter;
 use crate::lookup::{self, Found, Refused, Sibling, Siblings};
 use crate::memo;
 use crate::memo::digest::Written;
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Outcome, Reason};
-use crate::negotiate::Ranked;
 use crate::ondemand::job::{CodingSet, Deltas};
 use crate::ondemand::key::Kind;
-use crate::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
 use answer::{Answer, Skip};
 use decompress::{browsers_decode, decompress, none_decodable};
 use delta::send_delta;
+use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::digest::{self, Algorithm};
+use gdn_core::jitter;
+use gdn_core::negotiate::Ranked;
 use gdn_core::range::CodedRange;
+use gdn_core::variant::{self, Candidate, Candidates, FileMeta, Size, Sizes};
+use gdn_httpd::{self, File, FileKind, Finfo, Level, Request, Status};
 use padding::plan_jitter;
 use std::borrow::Cow;
 use std::cell::OnceCell;
@@ -990,7 +990,7 @@ fn pool_read_max() -> u64 {
 /// (`bench/run.sh` measured the read at half core's rate over h2c).
 fn file_body(
     req: &Request<'_>,
-    bb: &httpd::Brigade<'_, '_>,
+    bb: &gdn_httpd::Brigade<'_, '_>,
     file: &File<'_>,
     start: u64,
     len: u64,
@@ -1013,7 +1013,7 @@ fn file_body(
 /// What a handler returns after passing its last brigade, as core's
 /// default handler decides: a failure the filters did not already turn
 /// into a response, on a live connection, is a filter error.
-fn pass_status(req: &Request<'_>, st: httpd::apr_status_t) -> Status {
+fn pass_status(req: &Request<'_>, st: gdn_httpd::apr_status_t) -> Status {
     if st == 0 || req.status() != Status::HTTP_OK || req.aborted() {
         return Status::OK;
     }

@@ -3,11 +3,11 @@
 //! in a memo), and what of the file the splice needs read. The framing
 //! and splice arithmetic are the core's `jitter`.
 
-use crate::coding::Coding;
 use crate::config::{Jitter, JitterLength};
-use crate::httpd::{self, File, FileVersion, Level, PoolBytes, Request};
-use crate::jitter::{self, Secret};
 use crate::memo::version::VersionMemo;
+use gdn_core::coding::Coding;
+use gdn_core::jitter::{self, Secret};
+use gdn_httpd::{self, File, FileVersion, Level, PoolBytes, Request};
 use std::ffi::CStr;
 
 /// A planned padded representation.
@@ -124,7 +124,7 @@ fn random_len(
 ) -> Result<u32, jitter::NoJitter> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static DRAWN: AtomicU64 = AtomicU64::new(0);
-    if let Some(r) = httpd::random_u32() {
+    if let Some(r) = gdn_httpd::random_u32() {
         return Ok(jitter::random_len(max, r));
     }
     let secret = secret.ok_or(jitter::NoJitter::NoKey)?;

@@ -3,7 +3,7 @@
 //! counted nothing are left out; sizes, times and counts read as words.
 
 use super::{slot, Job, Outcome, Reason, Snapshot, Totals};
-use crate::coding::{Coding, DeltaCoding};
+use gdn_core::coding::{Coding, DeltaCoding};
 use std::fmt::Write;
 
 /// The style of the figures' tables (class `gdn`), valid in a `<head>`

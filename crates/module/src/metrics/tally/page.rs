@@ -142,9 +142,9 @@ fn bar_row(out: &mut String, y: u64, b: &Bar, scale: &dyn Fn(u64) -> f64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coding::Coding;
     use crate::metrics::tally::slot;
     use crate::metrics::tally::tests::sample;
+    use gdn_core::coding::Coding;
 
     #[test]
     fn the_page_is_one_document_with_the_figures_first_and_a_chart() {

@@ -2,7 +2,7 @@
 //! the Prometheus text exposition format.
 
 use super::{slot, Job, Outcome, Reason, Snapshot};
-use crate::coding::Coding;
+use gdn_core::coding::Coding;
 use std::fmt::Write;
 
 /// Where a family's samples come from.
@@ -83,7 +83,7 @@ fn samples(s: &Snapshot, source: Source) -> Vec<Sample> {
         Source::DecodeCpu => decode_cpu(s),
         Source::PassedOver => passed_over(s),
         Source::Jobs => jobs(s),
-        Source::DeltaSaved => crate::coding::DeltaCoding::ALL
+        Source::DeltaSaved => gdn_core::coding::DeltaCoding::ALL
             .iter()
             .map(|&d| Sample {
                 labels: vec![("coding", d.token())],

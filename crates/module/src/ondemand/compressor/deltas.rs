@@ -19,13 +19,13 @@ use super::make::{
 };
 use super::state::copy_path;
 use super::Level;
-use crate::coding::{Coding, DeltaCoding};
-use crate::dictionary::{self, Hash};
 use crate::metrics::tally::Job;
 use crate::ondemand::job::OwnedDeltas;
 use crate::ondemand::key::{parse_version_stem, version_stem, Kind, NameBuf, Version};
-use crate::publish::atomic::TempFile;
-use crate::publish::{delta_codec, store};
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::dictionary::{self, Hash};
+use gdn_core::publish::atomic::TempFile;
+use gdn_core::publish::{delta_codec, store};
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;

@@ -78,7 +78,7 @@ impl Index {
     }
 
     /// The deltas held against any of the dictionaries `hashes`.
-    pub(super) fn deltas_against(&self, hashes: &[crate::dictionary::Hash]) -> Vec<Key> {
+    pub(super) fn deltas_against(&self, hashes: &[gdn_core::dictionary::Hash]) -> Vec<Key> {
         self.entries
             .keys()
             .filter(|(_, k)| matches!(k, Kind::Delta(_, h) if hashes.contains(h)))
@@ -107,7 +107,7 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coding::Coding;
+    use gdn_core::coding::Coding;
 
     fn key(n: u64) -> Key {
         let v = Version {

@@ -5,13 +5,13 @@
 
 use super::state::{copy_path, State};
 use super::{Event, Level, Log, Settings, Tally};
-use crate::coding::Coding;
-use crate::decode::{self, DecodeError, Decoder};
 use crate::metrics::tally::Job;
 use crate::ondemand::job::{CodingSet, OwnedDeltas};
 use crate::ondemand::key::{compressible, Kind, Version, MAX_SIZE};
-use crate::publish::atomic::TempFile;
-use crate::publish::{self, Outcome, PublishError};
+use gdn_core::coding::Coding;
+use gdn_core::decode::{self, DecodeError, Decoder};
+use gdn_core::publish::atomic::TempFile;
+use gdn_core::publish::{self, Outcome, PublishError};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;

@@ -19,13 +19,13 @@ use super::deltas::{keep, read_kept};
 use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, State};
 use super::Level;
-use crate::coding::Coding;
-use crate::dictionary::{self, Hash};
 use crate::ondemand::key::{
     compressible, site_current_coded, site_dir_name, Kind, Version, SITE_CURRENT,
 };
-use crate::publish::delta_codec;
-use crate::publish::encode::encode_vec;
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::{self, Hash};
+use gdn_core::publish::delta_codec;
+use gdn_core::publish::encode::encode_vec;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;

@@ -5,12 +5,12 @@
 
 use super::index::{Index, Key};
 use super::{Level, Log, Settings};
-use crate::dictionary::Hash;
 use crate::ondemand::key::{
     copy_name, fan_out, parse_copy_name, parse_kept_name, Kind, NameBuf, Version, KEPT_DIR,
     RETIRED_SITE_DIR,
 };
-use crate::publish::atomic::TMP_MARK;
+use gdn_core::dictionary::Hash;
+use gdn_core::publish::atomic::TMP_MARK;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;

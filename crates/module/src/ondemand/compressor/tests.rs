@@ -4,12 +4,12 @@
 
 use super::state::{copy_path, State};
 use super::{run, Level, Settings};
-use crate::coding::{Coding, DeltaCoding};
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
-use crate::publish::delta_codec::decode;
-use crate::test_util::{encoded_with, fast, noise, page, seqpacket_pair, Messages};
 use gdn_cli::publish::{self, sibling_path, CompressOptions, Report};
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::publish::delta_codec::decode;
+use gdn_core::test_util::{encoded_with, fast, noise, page, seqpacket_pair, Messages};
 use std::fs;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -24,7 +24,7 @@ fn settings(root: &Path) -> Settings {
         workers: 2,
         levels: fast(),
         min_saving: 5.0,
-        delta_levels: crate::publish::delta_codec::DeltaLevels {
+        delta_levels: gdn_core::publish::delta_codec::DeltaLevels {
             zstd: 3,
             brotli_quality: 5,
         },
@@ -583,7 +583,7 @@ fn served_then_edited(
 
 /// The delta of the file at `p` (its current version) against `dict`.
 fn delta_of(s: &Settings, p: &Path, d: DeltaCoding, dict: &[u8]) -> Option<Vec<u8>> {
-    let kind = Kind::Delta(d, crate::dictionary::hash(dict));
+    let kind = Kind::Delta(d, gdn_core::dictionary::hash(dict));
     fs::read(copy(s, p, kind)).ok()
 }
 
@@ -604,7 +604,7 @@ fn a_file_rewritten_in_place_gets_deltas_against_its_earlier_versions() {
     // v1 is kept, by its hash, from the copy it had.
     let kept = copy_path(
         &s.root,
-        &(Version::NONE, Kind::Kept(crate::dictionary::hash(&v1))),
+        &(Version::NONE, Kind::Kept(gdn_core::dictionary::hash(&v1))),
     );
     assert!(kept.is_file());
     // A third version gets deltas against both; a fourth drops v1 (2 kept).
@@ -660,7 +660,7 @@ fn evicting_a_kept_version_takes_its_deltas_along() {
     run_over(&s, vec![compress_job(&other, all())], &lines);
     let kept = copy_path(
         &s.root,
-        &(Version::NONE, Kind::Kept(crate::dictionary::hash(&v1))),
+        &(Version::NONE, Kind::Kept(gdn_core::dictionary::hash(&v1))),
     );
     assert!(!kept.exists());
     for d in DeltaCoding::ALL {
@@ -718,7 +718,7 @@ fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
         &lines,
     );
     let dict = fs::read(&current).expect("trained at 16 pages");
-    let h = crate::dictionary::hash(&dict);
+    let h = gdn_core::dictionary::hash(&dict);
     assert!(copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).is_file());
     for p in &pages {
         let delta = delta_of(&s, p, DeltaCoding::Dcz, &dict).expect("every page");
@@ -730,7 +730,7 @@ fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
     run_over(&s, more.iter().map(|p| site_job(p)).collect(), &lines);
     assert_eq!(lines.count(Level::Notice, "site dictionary"), 2);
     let second = fs::read(&current).unwrap();
-    assert_ne!(crate::dictionary::hash(&second), h);
+    assert_ne!(gdn_core::dictionary::hash(&second), h);
     assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_some());
     assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
     // A day after it stopped being served, the first dictionary and the
@@ -758,7 +758,7 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     let lines = Lines::default();
     let (p, v1, v2) =
         served_then_edited(&docs, &s, &lines, 21, |v| v.extend_from_slice(b"\n// v2\n"));
-    let h1 = crate::dictionary::hash(&v1);
+    let h1 = gdn_core::dictionary::hash(&v1);
     let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
     let dcz = copy(&s, &p, Kind::Delta(DeltaCoding::Dcz, h1));
     // A kept version that no longer holds its content is recovered again
@@ -783,7 +783,7 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     assert!(left.iter().all(|l| !l.exists()), "leftovers removed");
     let delta = fs::read(&dcz).expect("made again");
     assert_eq!(decode(&v1, &delta).unwrap(), v2);
-    assert_eq!(crate::publish::store::load_version(&kept).unwrap(), v1);
+    assert_eq!(gdn_core::publish::store::load_version(&kept).unwrap(), v1);
     // A history that is not one is read as empty: v3 then has nothing
     // earlier, and no delta is made against anything.
     for f in walkdir::WalkDir::new(cache.join("history")) {
@@ -808,7 +808,7 @@ fn a_delta_served_keeps_its_kept_version_from_eviction() {
     let lines = Lines::default();
     let (p, v1, _) =
         served_then_edited(&docs, &s, &lines, 31, |v| v.extend_from_slice(b"\n// v2\n"));
-    let h1 = crate::dictionary::hash(&v1);
+    let h1 = gdn_core::dictionary::hash(&v1);
     let kind = Kind::Delta(DeltaCoding::Dcz, h1);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let touch = record(&Job::Touch {
