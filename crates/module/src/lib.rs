@@ -5,13 +5,12 @@
 //! The pure decision code is gdn-core, the FFI layer gdn-httpd; this crate
 //! is the module on them: `module` declares it (directives and hooks,
 //! `config` their values), `handler` gathers a request's facts, `variant`
-//! decides and `respond` answers; `cache` and `ondemand` make and find
-//! on-demand copies, `memo` holds what is remembered per file version,
+//! decides and `respond` answers; `ondemand` makes and finds on-demand
+//! copies, `memo` holds what is remembered per file version,
 //! `metrics` counts. Code of gdn-core and gdn-httpd is named by its own
 //! crate (`gdn_core::variant`, `gdn_httpd::Request`).
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
-mod cache;
 pub mod config;
 pub mod directives;
 mod handler;

@@ -1,12 +1,12 @@
 //! The `gzip_disk_ng_module` httpd loads: its directives, configuration
 //! types and hooks, built on the `httpd` layer's module blocks.
 
-use crate::cache;
 use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::directives::DIRECTIVES;
 use crate::handler;
 use crate::metrics::counters;
 use crate::metrics::status;
+use crate::ondemand::cache;
 use crate::site;
 use crate::store_guard;
 use gdn_core::jitter::Secret;

@@ -3,8 +3,8 @@
 //! the host's pages (`ondemand::compressor`), with what makes a browser
 //! keep it for the host's pages.
 
-use crate::cache;
 use crate::memo::version::VersionMemo;
+use crate::ondemand::cache;
 use crate::respond;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};

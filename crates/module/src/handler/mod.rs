@@ -10,9 +10,9 @@ mod fixup;
 pub use error_vary::insert_error_filter;
 pub use fixup::fixup;
 
-use crate::cache;
 use crate::config::{Settings, UseAsDictionary};
 use crate::lookup;
+use crate::ondemand::cache;
 use crate::respond::{Attempt, OnDemandDeltas};
 use gdn_core::coding::Coding;
 use gdn_core::negotiate::{self, Accepted};

@@ -4,9 +4,9 @@
 //! figures first, and a chart), and the `gzip-disk-ng-metrics` handler,
 //! which answers them in Prometheus's text format.
 
-use crate::cache;
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Snapshot};
+use crate::ondemand::cache;
 use gdn_httpd::{Level, Request, Status};
 use std::ffi::CStr;
 

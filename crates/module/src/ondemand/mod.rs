@@ -10,12 +10,15 @@
 //! least recently used copies beyond the size limit. Decoded copies do the
 //! same for sibling-only pages served to clients accepting no coding.
 //!
+//! - `cache`: the request's side: where a copy would be, the jobs that
+//!   ask for one, and the compressor started with the configuration;
 //! - `key`: what names a copy (version and kind), without allocating,
 //!   and which files are compressed on demand;
 //! - `job`: the jobs children send and their wire format;
 //! - `compressor`: the process that makes the copies;
 //! - `root`: whether a cache root only the server's user can write.
 
+pub(crate) mod cache;
 pub(crate) mod compressor;
 pub(crate) mod job;
 pub mod key;

@@ -5,10 +5,10 @@
 
 use super::answer::{Answer, Skip};
 use super::{send_file, Attempt, Held, Representation, Tag, Tried};
-use crate::cache;
 use crate::lookup::{self, Found, Sibling};
 use crate::memo::version::VersionMemo;
 use crate::metrics::tally::Outcome;
+use crate::ondemand::cache;
 use crate::ondemand::key::Kind;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};

@@ -11,13 +11,13 @@ mod decompress;
 mod delta;
 mod padding;
 
-use crate::cache::{self, CachedCopy};
 use crate::config::{self, Settings, UseAsDictionary};
 use crate::lookup::{self, Found, Refused, Sibling, Siblings};
 use crate::memo;
 use crate::memo::digest::Written;
 use crate::metrics::counters;
 use crate::metrics::tally::{self, Outcome, Reason};
+use crate::ondemand::cache::{self, CachedCopy};
 use crate::ondemand::job::{CodingSet, Deltas};
 use crate::ondemand::key::Kind;
 use answer::{Answer, Skip};

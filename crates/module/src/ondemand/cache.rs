@@ -13,11 +13,11 @@ use gdn_httpd::helper::{self, Channel};
 use gdn_httpd::ServerLog;
 use gdn_httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
+use super::compressor::{self, Event, Settings};
+use super::job::{self, CodingSet, Deltas, Job};
+use super::key::{self, Kind, NameBuf, Version};
 use crate::metrics::counters;
 use crate::metrics::tally;
-use crate::ondemand::compressor::{self, Event, Settings};
-use crate::ondemand::job::{self, CodingSet, Deltas, Job};
-use crate::ondemand::key::{self, Kind, NameBuf, Version};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
