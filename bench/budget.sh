@@ -29,7 +29,10 @@ N="${N:-20}"
 BUDGET="$ROOT/bench/budget.txt"
 WORK="$(mktemp -d /tmp/gzip-disk-ng-budget.XXXXXX)"
 chmod 755 "$WORK"
+# BUDGET_KEEP=1 keeps the dumps (WORK/out, listed in WORK/out/index) for
+# bench/steps.sh.
 trap 'apache_stop "$WORK"; sleep 1; [ -n "${BUDGET_KEEP:-}" ] || rm -rf "$WORK"' EXIT
+[ -z "${BUDGET_KEEP:-}" ] || echo "budget: dumps kept in $WORK/out" >&2
 D="$WORK/docs"
 n="$(basename "$PAGE")"
 bench_case "$D" core "$PAGE" "" .gz
@@ -73,6 +76,7 @@ steady() { # path ae want -> "instructions heap-calls"
     got=$(curl -s -H "Accept-Encoding: $ae" ${EXTRA_HEADER:+-H "$EXTRA_HEADER"} \
         -w '%{http_code} %header{content-encoding}\n' "${urls[@]}" | sort | uniq -c)
     callgrind_stop
+    echo "$path|$ae|$out" >>"$WORK/out/index"
     local counted=()
     for f in "$out" "$out".*; do
         case "$f" in "$out".1 | "$out".2 | "$out".3) continue ;; esac

@@ -11,8 +11,10 @@
 //! crate (`gdn_core::variant`, `gdn_httpd::Request`).
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
+mod answer;
 pub mod config;
 pub mod directives;
+mod facts;
 mod handler;
 mod lookup;
 mod memo;
@@ -22,3 +24,4 @@ pub mod ondemand;
 mod respond;
 mod site;
 mod store_guard;
+mod walk;

@@ -1,6 +1,8 @@
 //! The content handler: the facts of the request and of the files beside
-//! it go to `variant` for a decision, and each planned outcome to
-//! `respond`, until one answers. Its neighbours: the index fixup
+//! it (`facts`) go to `variant` for a decision, the walk hands each
+//! candidate it resolves to a responder (`respond`) until one answers,
+//! and the counters and the cache learn what went out
+//! (`metrics::answered`, `ondemand::ask`). Its neighbours: the index fixup
 //! (`fixup`), the error responses' `Vary` (`error_vary`); the metrics
 //! route is `metrics::status::route`, the store refusal `store_guard`.
 
@@ -10,22 +12,29 @@ mod fixup;
 pub use error_vary::insert_error_filter;
 pub use fixup::fixup;
 
+use crate::answer::Answer;
 use crate::config::{Settings, UseAsDictionary};
+use crate::facts::Disk;
 use crate::lookup;
-use crate::ondemand::cache;
-use crate::respond::{Attempt, OnDemandDeltas};
+use crate::metrics::answered::{self, PassedOver};
+use crate::ondemand::ask::{Missing, OnDemandDeltas};
+use crate::ondemand::{self, cache};
+use crate::respond::Responder;
+use crate::walk;
 use gdn_core::coding::Coding;
 use gdn_core::negotiate::{self, Accepted};
 use gdn_core::variant::{self, Inputs, Method};
 use gdn_httpd::{self, FileKind, Level, Request, Status};
+
 use std::ffi::CStr;
 
 /// The handler name, as `SetHandler` and `[H=…]` give it.
 pub const HANDLER: &CStr = c"gzip-disk-ng";
 
-/// The content handler: the request's facts to `variant`, its candidates
-/// to `respond`. `settings` reads the configuration, once, for requests
-/// this handler takes.
+/// The content handler, in four steps: the request's and the disk's
+/// facts gathered, `variant`'s decision, the walk sending one
+/// representation, and what follows the answer. `settings` reads the
+/// configuration, once, for requests this handler takes.
 pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) -> Status {
     if !req.handler_is(HANDLER) {
         return Status::DECLINED;
@@ -47,8 +56,22 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     }
     let settings = settings();
     if let Some(c) = variant::before_files(method(req), req.rejects_path_info()) {
-        return Attempt::new(req, filename, settings, None, None, None).answer(c);
+        let disk = Disk::new(req, filename, &[]);
+        let send = Responder::new(req, filename, settings);
+        let (answer, _) = walk::walk(&&disk, &[c], |r| send.send(r));
+        return settle(req, &disk, answer, None);
     }
+    serve(req, filename, kind, settings)
+}
+
+/// Serves a file's representations: the facts gathered, the decision,
+/// the walk, and what follows the answer.
+fn serve<'r>(
+    req: &Request<'r>,
+    filename: &'r CStr,
+    kind: FileKind,
+    settings: Settings<'r>,
+) -> Status {
     let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
     let accepted = accepted(req);
     let mut deltas = variant::delta_codings(&accepted);
@@ -64,16 +87,17 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         .then(cache::active)
         .flatten()
         .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
-    let ranked = accepted.ranked(dir.encodings());
     let made = match (cache, original) {
         (Some(_), Some(_)) => deltas_on_demand(req, &settings),
         _ => None,
     };
-    let attempt = Attempt::new(req, filename, settings, original, dictionary, cache)
-        .with_deltas_on_demand(made);
+    let disk = Disk::new(req, filename, dir.encodings())
+        .with_original(original)
+        .with_dictionary(dictionary)
+        .with_cache(cache, made.is_some());
+    let ranked = accepted.ranked(dir.encodings());
     // The default order sends the smallest; an admin's order is fixed.
-    let sizes =
-        (original.is_some() && dir.smallest_first()).then(|| attempt.sizes(&ranked, &deltas));
+    let sizes = (original.is_some() && dir.smallest_first()).then(|| disk.sizes(&ranked, &deltas));
     let candidates = variant::candidates(&Inputs {
         original,
         ranked,
@@ -84,7 +108,45 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         cache: cache.is_some(),
         sizes,
     });
-    attempt.walk(&candidates)
+    let send = Responder::new(req, filename, settings).on_demand(dictionary, cache, made);
+    let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
+    answered::passed_over(&PassedOver {
+        stale: disk.stale(),
+        undecodable: tried.undecodable,
+        window: tried.window,
+    });
+    let missing = disk.missing();
+    if let Some(cache) = cache {
+        ondemand::ask::decoded_copies(req, cache, &missing);
+    }
+    settle(req, &disk, answer, cache.map(|c| (c, missing, made)))
+}
+
+/// What follows an answer: the cache told of the copy it sent and asked
+/// for those missing, the response counted as it went out, and its log
+/// note.
+fn settle<'r>(
+    req: &Request<'r>,
+    disk: &Disk<'_, 'r>,
+    answer: Option<Answer>,
+    cache: Option<(&cache::Active, Missing<'r>, Option<OnDemandDeltas<'r>>)>,
+) -> Status {
+    let Some(a) = answer else {
+        return Status::NOT_FOUND;
+    };
+    let queued = cache.is_some_and(|(cache, missing, made)| {
+        ondemand::ask::sent(req, cache, disk.copy_sent(a.outcome));
+        let (filename, v) = (disk.filename(), cache::version(&req.finfo()));
+        ondemand::ask::copies(req, cache, filename, v, &missing, made)
+    });
+    let stale = disk.stale().contains(&true);
+    let resource = answered::Resource {
+        original: disk.original_size(),
+        br: || disk.br_size(),
+        stale,
+    };
+    answered::settle(req, a, resource, queued);
+    a.status
 }
 
 /// Deltas on demand in the request's scope: its file's own versions

@@ -1,8 +1,10 @@
 //! What the module counts and shows: what is counted and where each
 //! count lives (`tally`, pure, with its HTML, status page and text
 //! renderings), the live counters every process shares (`counters`), and
-//! the status section, status page and metrics handler (`status`).
+//! what follows each answer (`answered`: the response counted, its log
+//! note), the status section, status page and metrics handler (`status`).
 
+pub(crate) mod answered;
 pub(crate) mod counters;
 pub(crate) mod status;
 pub(crate) mod tally;

@@ -39,7 +39,7 @@ const HEAD: usize = 2 + 40 + 5;
 pub const MAX_PATH: usize = MAX_JOB - HEAD;
 
 /// A set of codings, one bit each.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct CodingSet(u8);
 
 impl CodingSet {

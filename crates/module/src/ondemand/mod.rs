@@ -10,6 +10,8 @@
 //! least recently used copies beyond the size limit. Decoded copies do the
 //! same for sibling-only pages served to clients accepting no coding.
 //!
+//! - `ask`: what follows an answer: the copy sent marked used, the
+//!   missing ones asked for;
 //! - `cache`: the request's side: where a copy would be, the jobs that
 //!   ask for one, and the compressor started with the configuration;
 //! - `key`: what names a copy (version and kind), without allocating,
@@ -18,6 +20,7 @@
 //! - `compressor`: the process that makes the copies;
 //! - `root`: whether a cache root only the server's user can write.
 
+pub(crate) mod ask;
 pub(crate) mod cache;
 pub(crate) mod compressor;
 pub(crate) mod job;

@@ -1,9 +1,10 @@
-//! The decompress responder: a sibling decoded on the fly for a client
+//! The decompress responders: a sibling decoded on the fly for a client
 //! that accepts none, streamed through a fixed buffer, or its decoded
 //! copy from the on-demand cache; and the 500 when none can be decoded.
 
-use super::{offer_as_dictionary, pass_status, send_file, set_marker, Attempt};
-use super::{Answer, Held, Representation, Skip, Tag, Tried};
+use super::{offer_as_dictionary, pass_status, send_file, set_marker, Responder};
+use super::{Representation, Tag};
+use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
 use crate::memo;
 use crate::metrics::counters;
@@ -105,9 +106,13 @@ fn too_large<'r>(req: &Request<'_>, coding: Coding, path: &'r CStr, window: u64)
 
 /// The answer when siblings exist but none could be decoded: 500, with an
 /// error line unless one already says why.
-pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Tried<'_>) -> Answer {
+pub(super) fn none_decodable(
+    a: &Responder<'_, '_>,
+    too_large: Option<(&CStr, u64)>,
+    logged: bool,
+) -> Answer {
     let (req, filename) = (a.req, a.filename);
-    if let Some((path, window)) = failed.too_large.filter(|_| !failed.logged) {
+    if let Some((path, window)) = too_large.filter(|_| !logged) {
         req.log(
             Level::Err,
             0,
@@ -121,7 +126,7 @@ pub(super) fn none_decodable(a: &Attempt<'_, '_>, failed: &Tried<'_>) -> Answer 
                 filename.to_string_lossy()
             ),
         );
-    } else if !failed.logged {
+    } else if !logged {
         req.log(
             Level::Err,
             0,
@@ -212,17 +217,13 @@ fn start<'s, 'r>(
 /// gets its exact Content-Length; a longer one gets the length its headers
 /// make certain or an earlier complete decode established, else none.
 pub(super) fn decompress<'r>(
-    a: &Attempt<'_, 'r>,
+    a: &Responder<'_, 'r>,
     c: Coding,
     s: &Sibling<'r>,
     w: Window,
-    tried: &Tried<'r>,
 ) -> Result<Answer, Skip<'r>> {
     let req = a.req;
-    if let Some(answer) = from_decoded_copy(a, c, s) {
-        return Ok(answer);
-    }
-    let file = a.open(Some(c), s, tried)?;
+    let file = a.open(Some(c), s)?;
     let checked = decodable_facts(req, c, &file, s.path);
     if let Ok((facts, _)) = &checked {
         if waits(req, c, w, facts, s.path) {
@@ -267,17 +268,18 @@ pub(super) fn decompress<'r>(
     })
 }
 
-/// On demand, a decoded copy of this sibling version answers as the
-/// decoding would, from a file; a missing one is asked for once the walk
-/// is over (and the sibling decoded as before).
-fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Option<Answer> {
-    let Held::Ready(_, file) = a.decoded_copy(c, s) else {
-        return None;
-    };
-    Some(send_file(
+/// On demand, a decoded copy of the sibling `s` answers as the decoding
+/// would, from a file.
+pub(super) fn send_decoded_copy(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    s: &Sibling<'_>,
+) -> Answer {
+    send_file(
         a,
         Representation {
-            file: &file,
+            file,
             path: s.path,
             validators_of: Some(&s.info),
             coding: None,
@@ -286,12 +288,12 @@ fn from_decoded_copy<'r>(a: &Attempt<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Opt
             outcome: Outcome::DecodedCopy(c),
             splice: None,
         },
-    ))
+    )
 }
 
 /// The headers of a decoded response: validators of the sibling's file
 /// with an `identity` ETag, no ranges, the length where it is known.
-fn set_decoded_headers(a: &Attempt<'_, '_>, file: &File<'_>, path: &CStr, declared: Option<u64>) {
+fn set_decoded_headers(a: &Responder<'_, '_>, file: &File<'_>, path: &CStr, declared: Option<u64>) {
     let req = a.req;
     req.set_last_modified(file.info());
     req.set_etag(file, path, "identity", false);

@@ -1,0 +1,80 @@
+#!/usr/bin/env python3
+"""Where a request's instructions go, step by step: the inclusive cost of
+each step of the request path in one steady request's callgrind dump
+(`callgrind_annotate --inclusive=yes`), the module's beside core's.
+
+    bench/steps.py CORE_DUMP MODULE_DUMP [LABEL]
+
+bench/steps.sh makes the dumps (Debian's configuration, as bench/budget.sh
+measures) and runs this on them.
+"""
+import re
+import subprocess
+import sys
+
+LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+([^:]*):(.*?)(?: \[[^\]]*\])?$")
+
+
+def inclusive(dump):
+    """Each function's inclusive instructions (the largest row naming it:
+    callgrind lists inlined code under the caller's name too)."""
+    out = subprocess.run(
+        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    costs = {}
+    total = 0
+    for line in out.splitlines():
+        if line.strip().endswith("PROGRAM TOTALS"):
+            total = int(line.split()[0].replace(",", ""))
+            continue
+        m = LINE.match(line)
+        if not m:
+            continue
+        n, name = int(m.group(1).replace(",", "")), m.group(3)
+        costs[name] = max(costs.get(name, 0), n)
+    costs["TOTAL"] = total
+    return costs
+
+
+# Steps of the request, by the functions that bound them. `minus` takes
+# a nested step's cost out, so each row is that step's own part.
+APACHE = [
+    ("whole request (ap_process_async_request)", ["TOTAL"], []),
+    ("  before the handler: walks, hooks", ["ap_process_request_internal"], []),
+    ("    of which the module's fixups (loaded in both)", ["gdn_httpd::module::fixups"], []),
+    ("  the handler (ap_run_handler)", ["ap_run_handler"], []),
+    ("  after the handler: log, pool", ["ap_process_request_after_handler"], []),
+]
+MODULE = [
+    ("    1 facts and decision", ["mod_gzip_disk_ng::handler::serve"],
+     ["mod_gzip_disk_ng::walk::walk", "mod_gzip_disk_ng::handler::settle"]),
+    ("      of which sizes (memo)", ["mod_gzip_disk_ng::facts::Disk::sizes"], []),
+    ("    2 walk: the lookup", ["mod_gzip_disk_ng::walk::resolve"], []),
+    ("    3 send: headers", ["mod_gzip_disk_ng::respond::send_file"],
+     ["mod_gzip_disk_ng::respond::finish_file"]),
+    ("      of which Repr-Digest", ["mod_gzip_disk_ng::respond::integrity_fields"], []),
+    ("    3 send: body through the filters", ["mod_gzip_disk_ng::respond::finish_file"], []),
+    ("    4 after the answer: count, note, copies", ["mod_gzip_disk_ng::handler::settle"], []),
+]
+
+
+def cost(costs, plus, minus):
+    return sum(costs.get(f, 0) for f in plus) - sum(costs.get(f, 0) for f in minus)
+
+
+def main():
+    core, mod = inclusive(sys.argv[1]), inclusive(sys.argv[2])
+    label = sys.argv[3] if len(sys.argv) > 3 else "module"
+    print(f"{'step':<52} {'core':>8} {label:>9} {'extra':>7}")
+    for name, plus, minus in APACHE:
+        c, m = cost(core, plus, minus), cost(mod, plus, minus)
+        print(f"{name:<52} {c:>8} {m:>9} {m - c:>+7}")
+    for name, plus, minus in MODULE:
+        print(f"{name:<52} {'':>8} {cost(mod, plus, minus):>9}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Where the precompressed path's instructions go, step by step, beside
+# core's handler sending the .gz: bench/budget.sh's measurement (Debian's
+# configuration, mod_deflate.html) with its callgrind dumps kept, then
+# bench/steps.py on one steady request of each.
+#
+#   bench/steps.sh            build, measure, print the tables
+#   bench/steps.sh --no-build as above, using the module already built
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+BUDGET_KEEP=1 bash "$ROOT/bench/budget.sh" "$@" 2>&1 | tee "$log" || true
+out="$(sed -n 's/^budget: dumps kept in //p' "$log")"
+[ -n "$out" ] && [ -f "$out/index" ] || { echo "steps: no dumps" >&2; exit 1; }
+# The 10th dump: a steady request (the first three are set-up).
+dump() { awk -F'|' -v p="$1" -v a="$2" '$1 == p && $2 == a { print $3 }' "$out/index"; }
+core="$(dump /core/mod_deflate.html.gz gzip).10"
+for ae in gzip "gzip, deflate, br, zstd"; do
+    echo
+    echo "Accept-Encoding: $ae (instructions, one steady request)"
+    python3 "$ROOT/bench/steps.py" "$core" "$(dump /mod/mod_deflate.html "$ae").10" module
+done
+rm -rf "$(dirname "$out")"

@@ -1,0 +1,114 @@
+//! The on-demand cache's part of what follows an answer: the copy sent
+//! is marked used, and the copies, deltas and decoded copies the request
+//! found missing are asked of the compressor. The request never waits
+//! for them.
+
+use super::cache::Active;
+use super::job::{CodingSet, Deltas};
+use super::key::{Kind, Version};
+use gdn_httpd::{Level, Request};
+use std::ffi::CStr;
+
+/// Deltas on demand in a request's scope: what its compress job asks.
+/// The host's and the group's names are made only for a job (or the
+/// site's `Link`), not for every request.
+#[derive(Clone, Copy)]
+pub struct OnDemandDeltas<'r> {
+    /// Earlier versions kept (`GzipDiskNgDeltaVersions`); 0: none of the
+    /// file's own or its group's.
+    pub versions: u8,
+    /// The versioned group's pattern; `None`: the file's own path.
+    pub group: Option<&'r str>,
+    /// Whether the page joins its host's site dictionary.
+    pub site: bool,
+}
+
+impl OnDemandDeltas<'_> {
+    /// What of this scope may feed a dictionary others fetch or decode
+    /// with: a site dictionary (anyone may fetch it) and a group's kept
+    /// versions (another file's deltas) learn a page only when Apache
+    /// would send it, as it is, to a client no rule knows. Asked once
+    /// per job, not per request; the file's own versions stay.
+    fn public_only(self, req: &Request<'_>) -> Self {
+        if !self.site && self.group.is_none() {
+            return self;
+        }
+        match req.ask_public() {
+            Ok(()) => self,
+            Err(refusal) => {
+                req.log_with(Level::Debug, 0, || {
+                    format!(
+                        "not learned by a shared dictionary: an anonymous GET would not get it ({refusal})"
+                    )
+                });
+                OnDemandDeltas {
+                    group: None,
+                    site: false,
+                    ..self
+                }
+            }
+        }
+    }
+}
+
+/// What one request found missing from the cache.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Missing<'r> {
+    /// Copies of the original, by coding.
+    pub codings: CodingSet,
+    /// A delta against a dictionary the cache keeps.
+    pub delta: bool,
+    /// Each coding's fresh sibling whose decoded copy is missing: its
+    /// path and version.
+    pub decoded: [Option<(&'r CStr, Version)>; 3],
+}
+
+/// Marks the copy an answer sent as used, for least-recently-used
+/// eviction.
+pub fn sent(req: &Request<'_>, cache: &Active, copy: Option<(Version, Kind)>) {
+    if let Some((v, kind)) = copy {
+        cache.touch(v, kind, req.request_time_secs());
+    }
+}
+
+/// Asks the compressor for the copies of the original `filename`
+/// (version `v`) this request found missing; whether a job was sent. A
+/// new version (its copies missing) joins its histories; a delta missing
+/// against a version the cache keeps is made again.
+pub fn copies(
+    req: &Request<'_>,
+    cache: &Active,
+    filename: &CStr,
+    v: Version,
+    missing: &Missing<'_>,
+    deltas: Option<OnDemandDeltas<'_>>,
+) -> bool {
+    let wanted = missing.codings;
+    let deltas = deltas
+        .filter(|_| !wanted.is_empty() || missing.delta)
+        .map(|d| d.public_only(req));
+    if wanted.is_empty() && deltas.is_none() {
+        return false;
+    }
+    let host = deltas.map(|_| req.host_key()).unwrap_or_default();
+    let group = deltas
+        .and_then(|d| d.group)
+        .map(|p| [&host[..], b" ", p.as_bytes()].concat())
+        .unwrap_or_default();
+    let deltas = deltas.map(|d| Deltas {
+        versions: d.versions,
+        group: &group,
+        site: if d.site { &host } else { &[] },
+    });
+    cache.queue_compress(filename, v, wanted, deltas, req.request_time_us())
+}
+
+/// Asks for the decoded copies this request found missing, whether or
+/// not it answered (the siblings were decoded meanwhile).
+pub fn decoded_copies(req: &Request<'_>, cache: &Active, missing: &Missing<'_>) {
+    for (c, found) in gdn_core::coding::Coding::ALL.iter().zip(missing.decoded) {
+        if let Some((path, v)) = found {
+            cache.queue_decode(path, *c, v, req.request_time_secs());
+        }
+    }
+}
