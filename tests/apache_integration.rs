@@ -271,6 +271,83 @@ fn compressing_filters_never_recompress() {
     }
 }
 
+/// Debian's compression (mod_filter's `AddOutputFilterByType` for
+/// mod_deflate and mod_brotli) steps aside from a coded response: the
+/// module takes those filters out before they run, and every coded
+/// answer (whole, 304, range under If-Range) is what the same
+/// server without them sends. Bodies the module sends uncoded are still
+/// theirs to compress.
+#[test]
+fn compressors_by_type_are_skipped_on_coded_responses() {
+    let by_type = Options {
+        modules: vec!["filter", "deflate", "brotli"],
+        server: "AddOutputFilterByType DEFLATE text/html text/plain\n\
+                 AddOutputFilterByType BROTLI_COMPRESS text/html text/plain"
+            .into(),
+        log_level: "warn deflate:trace1 brotli:trace1 filter:trace2",
+        ..Default::default()
+    };
+    let with = Apache::start(by_type, |d| {
+        site(d);
+        put(d, "plain.html", &page(20_000, 6));
+    });
+    let without = Apache::start(Options::default(), site);
+    // Each server's own validators (the two docroots' times differ).
+    let cases = |srv: &Apache| {
+        let gz = srv.request("/p.html", &["-H", "Accept-Encoding: gzip"]);
+        let tag = gz.header("ETag").expect("ETag").to_owned();
+        let ae = |v: &str| vec!["-H".to_owned(), format!("Accept-Encoding: {v}")];
+        let with = |mut v: Vec<String>, more: &[String]| {
+            v.extend_from_slice(more);
+            v
+        };
+        let h = |v: String| ["-H".to_owned(), v];
+        vec![
+            ae("gzip"),
+            ae("br"),
+            ae("gzip, deflate, br, zstd"),
+            with(ae("gzip"), &h(format!("If-None-Match: {tag}"))),
+            with(
+                with(ae("gzip"), &h("Range: bytes=2-40".into())),
+                &h(format!("If-Range: {tag}")),
+            ),
+        ]
+    };
+    for (x, y) in cases(&with).into_iter().zip(cases(&without)) {
+        let x_args: Vec<&str> = x.iter().map(String::as_str).collect();
+        let y_args: Vec<&str> = y.iter().map(String::as_str).collect();
+        let (a, b) = (
+            with.request("/p.html", &x_args),
+            without.request("/p.html", &y_args),
+        );
+        assert_eq!((a.status, &a.body), (b.status, &b.body), "{x:?}");
+        for h in [
+            "Content-Encoding",
+            "Content-Length",
+            "Vary",
+            "Content-Range",
+        ] {
+            assert_eq!(a.header(h), b.header(h), "{h} with {x:?}");
+        }
+        let suffix = |r: &Response| {
+            r.header("ETag")
+                .map(|t| t.split('-').next_back().map(str::to_owned))
+        };
+        assert_eq!(suffix(&a), suffix(&b), "ETag with {x:?}");
+    }
+    let log = with.error_log();
+    assert!(
+        !log.contains("Not compressing") && !log.contains("content-encoding already"),
+        "a compression filter ran on a coded response:\n{log}"
+    );
+    let plain = with.get("/plain.html", Some("br"));
+    assert_eq!(
+        plain.coding(),
+        Some("br"),
+        "an uncoded body is still compressed"
+    );
+}
+
 /// A body mod_deflate or mod_brotli compressed on its way out is noted
 /// as the counters count it: on the fly, in the filter's coding, whether
 /// the module sent the original or decoded a sibling; what the module

@@ -751,6 +751,38 @@ const char *gdn_content_filter(const request_rec *r)
     return NULL;
 }
 
+/* Output filters that step aside, leaving no trace, from a response that
+ * already has a Content-Encoding: mod_deflate's and mod_brotli's first
+ * checks all end in removing themselves (no header is touched before),
+ * and mod_filter's harness for AddOutputFilterByType dispatches to them. */
+static const char *const compressors[] = {
+    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
+    NULL
+};
+
+/* Removes the compression filters from a response the module sends with
+ * a Content-Encoding, where they would only step aside: the same bytes
+ * and headers, without their work. Kept where mod_filter may restore a
+ * saved Range on dispatch (a filter declared `byteranges=no` or as
+ * changing the length is in the chain). */
+void gdn_skip_compressors(request_rec *r)
+{
+    ap_filter_t *f, *next;
+    for (f = r->output_filters; f && f != r->proto_output_filters; f = f->next) {
+        if (f->frec->proto_flags
+            & (AP_FILTER_PROTO_NO_BYTERANGE | AP_FILTER_PROTO_CHANGE_LENGTH)) {
+            return;
+        }
+    }
+    for (f = r->output_filters; f && f != r->proto_output_filters; f = next) {
+        next = f->next;
+        if (f->frec->ftype < AP_FTYPE_PROTOCOL && f->frec->name
+            && listed(compressors, f->frec->name)) {
+            ap_remove_output_filter(f);
+        }
+    }
+}
+
 /* Why the answer to the looked-up request `rr` would not be core's
  * default handler (or this module's) sending its file through no
  * content filter; NULL when it would. The filters are the ones a

@@ -28,6 +28,7 @@ int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
 int gdn_in_sibling_check(const request_rec *r);
 int gdn_public_ask(request_rec *r, const char **refusal);
 const char *gdn_content_filter(const request_rec *r);
+void gdn_skip_compressors(request_rec *r);
 void gdn_register_sibling_hooks(void);
 
 void gdn_log_s(const server_rec *s, int module_index, int level,

@@ -500,6 +500,15 @@ impl<'r> Request<'r> {
         (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
     }
 
+    /// Takes mod_deflate and mod_brotli (and mod_filter's harness for
+    /// them) out of a response that already has a `Content-Encoding`,
+    /// from which they would only step aside.
+    pub fn skip_compressors(&self) {
+        // SAFETY: live request; filters are removed as Apache's own API
+        // removes them, before any has run.
+        unsafe { ffi::gdn_skip_compressors(self.r) }
+    }
+
     /// Whether this is the subrequest that asks Apache about a sibling.
     pub fn is_sibling_check(&self) -> bool {
         // SAFETY: live request.

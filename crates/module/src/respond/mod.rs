@@ -285,6 +285,8 @@ fn send_file(a: &Responder<'_, '_>, r: Representation<'_, '_>) -> Answer {
     let len = r.splice.map_or(size, jitter::Splice::len);
     if let Some(token) = r.coding {
         req.set_content_encoding(token);
+        // Their stepping aside cost 7 % of a request (bench/steps.sh).
+        req.skip_compressors();
     }
     if static_headers(req, &r, len) && req.meets_conditions() == Status::OK {
         return Answer::other(Status::RANGE_NOT_SATISFIABLE);
