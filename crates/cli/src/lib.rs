@@ -8,7 +8,3 @@ pub mod publish;
 mod run;
 
 pub use run::main;
-
-#[cfg(test)]
-use gdn_core::test_util;
-use gdn_core::{coding, decode, dictionary};

@@ -3,13 +3,13 @@
 //! Runs the command line `publish::cli` defines over `publish`; exit status 0 when everything went well, 1
 //! when any file had a problem, 2 on bad usage.
 
-use crate::coding::Coding;
-use crate::dictionary::DeltaCoding;
 use crate::publish::cli::{self, Cli, Cmd, Common, CompressArgs};
-use crate::publish::{
-    self, encode::Levels, CleanOptions, CompressOptions, DeltaLevels, DeltaOptions, Report,
-};
+use crate::publish::{self, CleanOptions, DeltaLevels};
 use clap::FromArgMatches;
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::DeltaCoding;
+use gdn_core::publish::encode::Levels;
+use gdn_core::publish::options::{CompressOptions, DeltaOptions, Report};
 use std::process::ExitCode;
 
 fn report(c: &Common) -> Report {

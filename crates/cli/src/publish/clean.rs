@@ -13,17 +13,17 @@
 //! stays. A site dictionary written by `train` stays: the admin named it,
 //! and the server's configuration may announce it.
 
-use super::check;
-use super::freshness::is_abandoned;
-use super::options::Report;
 use super::progress::Progress;
-use super::sibling_path;
-use super::state;
-use super::store;
 use super::summary::{CleanSummary, Kept};
 use super::verify::{self, Dictionaries, Kind, Sibling};
-use crate::coding::Coding;
-use crate::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::publish::check;
+use gdn_core::publish::freshness::is_abandoned;
+use gdn_core::publish::options::Report;
+use gdn_core::publish::sibling_path;
+use gdn_core::publish::state;
+use gdn_core::publish::store;
 use rayon::prelude::*;
 use std::fs::{self, File};
 use std::io::{self, Read};

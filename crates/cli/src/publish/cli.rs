@@ -5,8 +5,8 @@
 //! `src/bin/gzip-disk-ng-docs.rs`, which writes its manual pages and bash
 //! completion from it: what the manual says is what the tool parses.
 
-use super::DEFAULT_MIN_SIZE;
 use clap::{Args, CommandFactory, Parser, Subcommand};
+use gdn_core::publish::options::DEFAULT_MIN_SIZE;
 use std::path::PathBuf;
 
 /// The tool's name, as installed.

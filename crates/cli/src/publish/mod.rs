@@ -19,22 +19,14 @@ mod verify;
 pub mod walk;
 mod worker;
 
-pub use gdn_core::publish::{
-    atomic, check, encode, error, freshness, lifecycle, make_copy, options, original, rules,
-    sibling, sibling_path, state, store,
-};
-
 pub use clean::{clean, CleanOptions};
 pub use delta::{DeltaLevels, DeltaResult};
-pub use error::{PublishError, Removal};
-pub use freshness::ABANDONED_AFTER;
-pub use lifecycle::{Outcome, Sizes};
-pub use options::Report;
-pub use options::{CompressOptions, DeltaOptions, DEFAULT_MIN_SIZE};
 pub use summary::{CleanSummary, CodingTotals, CompressSummary, DeltaTotals, Kept, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
 
-use freshness::is_abandoned;
+use gdn_core::publish::freshness::is_abandoned;
+use gdn_core::publish::options::CompressOptions;
+use gdn_core::publish::state;
 use progress::Progress;
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -121,8 +113,11 @@ fn files_to_compress(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coding::Coding;
-    use crate::test_util::{noise, page};
+    use gdn_core::coding::Coding;
+    use gdn_core::publish::freshness::ABANDONED_AFTER;
+    use gdn_core::publish::options::Report;
+    use gdn_core::publish::sibling_path;
+    use gdn_core::test_util::{noise, page};
     use std::fs::File;
     use std::time::{Duration, SystemTime};
 

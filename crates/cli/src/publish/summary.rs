@@ -1,10 +1,10 @@
 //! The end-of-run summaries of `compress`, `verify` and `clean`, and how
 //! they print.
 
-use super::lifecycle::Outcome;
 use super::walk::SkipReason;
 use super::worker::FileResult;
-use crate::coding::Coding;
+use gdn_core::coding::Coding;
+use gdn_core::publish::lifecycle::Outcome;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;

@@ -5,11 +5,11 @@
 //! navigation, footers); its output is kept as raw content only, which is
 //! what RFC 9842 clients use a dictionary as.
 
-use super::atomic::TempFile;
 use super::delta::codec;
-use super::store;
 use super::walk::{Filter, Found};
-use crate::dictionary;
+use gdn_core::dictionary;
+use gdn_core::publish::atomic::TempFile;
+use gdn_core::publish::store;
 use std::fmt;
 use std::fs;
 use std::io::Write;

@@ -4,17 +4,17 @@
 //! delta must name its dictionary in its header and decode against it to
 //! its original.
 
-use super::check;
 use super::delta::codec;
-use super::freshness::mtime;
-use super::options::Report;
 use super::progress::Progress;
-use super::state;
-use super::store::{self, Store};
 use super::summary::VerifySummary;
 use super::walk::{Filter, Found, SkipReason};
-use crate::coding::Coding;
-use crate::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::publish::check;
+use gdn_core::publish::freshness::mtime;
+use gdn_core::publish::options::Report;
+use gdn_core::publish::state;
+use gdn_core::publish::store::{self, Store};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::fs;

@@ -1,8 +1,8 @@
 //! Finding the files to work on: directory walks, globs and symlink
 //! policy, with the compress rules of `gdn_core::publish::rules`.
 
-use super::atomic::is_temp_name;
-pub use super::rules::{compress_rule, SkipReason};
+use gdn_core::publish::atomic::is_temp_name;
+pub use gdn_core::publish::rules::{compress_rule, SkipReason};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
 
@@ -111,7 +111,7 @@ impl Filter {
                     // without entering them.
                     e.depth() == 0
                         || !e.file_type().is_dir()
-                        || !(e.file_name() == crate::dictionary::STORE_DIR
+                        || !(e.file_name() == gdn_core::dictionary::STORE_DIR
                             || self.excluded(e.path().strip_prefix(root).unwrap_or(e.path())))
                 });
             for entry in walker {

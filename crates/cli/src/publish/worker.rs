@@ -2,17 +2,17 @@
 //! task per coding), its deltas, then, if asked, the original removed once
 //! every sibling decodes back to it.
 
-use super::check;
 use super::delta::{self, DeltaResult, Plan, Prepared};
-use super::error::PublishError;
-use super::freshness::changed_since;
-use super::lifecycle::{self, Outcome};
-use super::options::CompressOptions;
-use super::original::Original;
 use super::progress::Progress;
-use super::sibling::SiblingJob;
-use crate::coding::Coding;
-use crate::dictionary::to_hex;
+use gdn_core::coding::Coding;
+use gdn_core::dictionary::to_hex;
+use gdn_core::publish::check;
+use gdn_core::publish::error::PublishError;
+use gdn_core::publish::freshness::changed_since;
+use gdn_core::publish::lifecycle::{self, Outcome};
+use gdn_core::publish::options::CompressOptions;
+use gdn_core::publish::original::Original;
+use gdn_core::publish::sibling::SiblingJob;
 use rayon::prelude::*;
 use std::fmt::Display;
 use std::fs;

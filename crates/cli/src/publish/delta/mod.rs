@@ -22,9 +22,9 @@ pub use make::DeltaResult;
 pub(super) use make::{make_deltas, prune};
 pub(super) use previous::{prepare, Prepared};
 
-use super::options::DeltaOptions;
-use super::store::{self, Store};
-use crate::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::publish::options::DeltaOptions;
+use gdn_core::publish::store::{self, Store};
 use globset::Glob;
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -225,7 +225,7 @@ fn dedup(dicts: Vec<Dict>) -> Vec<Dict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::publish::state::tree_of;
+    use gdn_core::publish::state::tree_of;
 
     /// Stores of the trees of `paths`, never written by these tests.
     fn stores(paths: &[PathBuf]) -> Vec<Store> {

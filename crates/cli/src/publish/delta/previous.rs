@@ -2,14 +2,14 @@
 //! stale siblings still hold, recovered before they are rewritten.
 
 use super::Plan;
-use crate::coding::Coding;
-use crate::decode::Decoder;
-use crate::dictionary;
-use crate::publish::error::PublishError;
-use crate::publish::freshness::made_from;
-use crate::publish::options::CompressOptions;
-use crate::publish::original::Original;
-use crate::publish::{sibling_path, store};
+use gdn_core::coding::Coding;
+use gdn_core::decode::Decoder;
+use gdn_core::dictionary;
+use gdn_core::publish::error::PublishError;
+use gdn_core::publish::freshness::made_from;
+use gdn_core::publish::options::CompressOptions;
+use gdn_core::publish::original::Original;
+use gdn_core::publish::{sibling_path, store};
 use std::fs;
 use std::io::Write;
 use std::sync::Arc;
