@@ -3,7 +3,8 @@
 //! a published page, the original, an on-demand cached copy; the same
 //! `Repr-Digest` on 200, 206, HEAD and 304; `Want-Repr-Digest` and
 //! `Want-Content-Digest` honoured; a file rewritten in place gets its new
-//! content's digest.
+//! content's digest; a sibling decoded on the fly carries its content's
+//! digest once a decode of it has run to its end.
 
 mod common;
 
@@ -185,5 +186,61 @@ fn a_cached_copy_carries_its_own_digest() {
     assert_eq!(r.header("Repr-Digest"), Some(sha256(&r.body).as_str()));
     let original = a.get("/c.html", None);
     assert_eq!(original.header("Repr-Digest"), Some(sha256(&data).as_str()));
+    a.assert_no_crash();
+}
+
+/// A sibling decoded on the fly (no original beside it): the first decode
+/// that runs to its end learns the content's digest, and later responses
+/// (200, HEAD, 304) carry it, in the algorithm each asks for. A response
+/// never carries a wrong one.
+#[test]
+fn a_decoded_sibling_carries_its_contents_digest_once_learned() {
+    let data = page(120_000, 5);
+    let a = Apache::start(Options::default(), |d| {
+        publish(d, "only.html", &data, false, &[".gz", ".zst"]);
+    });
+    for (want, expect) in [
+        (None, sha256(&data)),
+        (Some("Want-Repr-Digest: sha-512=9"), sha512(&data)),
+    ] {
+        let mut args = vec!["-H", "Accept-Encoding: identity"];
+        args.extend(want.iter().flat_map(|w| ["-H", *w]));
+        // Each child learns from its own first decode.
+        let mut seen = None;
+        for _ in 0..40 {
+            let r = a.request("/only.html", &args);
+            assert_eq!((r.status, r.coding()), (200, None));
+            assert_eq!(r.body, data, "decoded whole");
+            if let Some(d) = r.header("Repr-Digest") {
+                assert_eq!(d, expect, "{want:?}");
+                seen = Some(r);
+                break;
+            }
+        }
+        let r = seen.unwrap_or_else(|| panic!("no Repr-Digest in 40 decodes ({want:?})"));
+        let head: Vec<&str> = ["-I"].into_iter().chain(args.iter().copied()).collect();
+        let tag = format!("If-None-Match: {}", r.header("ETag").expect("ETag"));
+        for extra in [head, [args.clone(), vec!["-H", &tag]].concat()] {
+            let r = a.request("/only.html", &extra);
+            if let Some(d) = r.header("Repr-Digest") {
+                assert_eq!(d, expect, "{extra:?}");
+            }
+        }
+    }
+    let r = (0..40)
+        .map(|_| {
+            a.request(
+                "/only.html",
+                &[
+                    "-H",
+                    "Accept-Encoding: identity",
+                    "-H",
+                    "Want-Content-Digest: sha-256",
+                ],
+            )
+        })
+        .find(|r| r.header("Content-Digest").is_some())
+        .expect("Content-Digest once learned");
+    assert_eq!(r.header("Content-Digest"), Some(sha256(&data).as_str()));
     a.assert_no_crash();
 }

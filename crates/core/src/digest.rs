@@ -68,22 +68,47 @@ impl FieldValue {
 }
 
 /// The field value of everything `content` reads, with `a`.
-pub fn field_value(a: Algorithm, content: impl Read) -> io::Result<FieldValue> {
-    Ok(match a {
-        Algorithm::Sha256 => FieldValue::of(a, &hash_all::<Sha256>(content)?),
-        Algorithm::Sha512 => FieldValue::of(a, &hash_all::<Sha512>(content)?),
-    })
-}
-
-fn hash_all<D: Digest>(mut content: impl Read) -> io::Result<Vec<u8>> {
+pub fn field_value(a: Algorithm, mut content: impl Read) -> io::Result<FieldValue> {
     let mut buf = [0u8; 16 * 1024];
-    let mut h = D::new();
+    let mut h = Hasher::new(a);
     loop {
         let n = content.read(&mut buf)?;
         if n == 0 {
-            return Ok(h.finalize().to_vec());
+            return Ok(h.finish());
         }
         h.update(&buf[..n]);
+    }
+}
+
+/// A digest worked out as the bytes go by: for content made while it is
+/// sent (a sibling decoded on the fly), whose field value is known only
+/// at its end.
+pub enum Hasher {
+    Sha256(Sha256),
+    Sha512(Sha512),
+}
+
+impl Hasher {
+    pub fn new(a: Algorithm) -> Hasher {
+        match a {
+            Algorithm::Sha256 => Hasher::Sha256(Sha256::new()),
+            Algorithm::Sha512 => Hasher::Sha512(Sha512::new()),
+        }
+    }
+
+    pub fn update(&mut self, bytes: &[u8]) {
+        match self {
+            Hasher::Sha256(h) => h.update(bytes),
+            Hasher::Sha512(h) => h.update(bytes),
+        }
+    }
+
+    /// The field value of every byte given.
+    pub fn finish(self) -> FieldValue {
+        match self {
+            Hasher::Sha256(h) => FieldValue::of(Algorithm::Sha256, &h.finalize()),
+            Hasher::Sha512(h) => FieldValue::of(Algorithm::Sha512, &h.finalize()),
+        }
     }
 }
 

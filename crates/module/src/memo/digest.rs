@@ -2,7 +2,8 @@
 //! sibling, a cached copy, a delta, an original, a site dictionary),
 //! remembered per file version and algorithm: worked out from the file
 //! once per process, so a response costs a lookup and one header, and
-//! keeps its file bucket and sendfile.
+//! keeps its file bucket and sendfile. A sibling's decoded content has
+//! its digest learned from the first decode that runs to its end.
 
 use crate::memo::version::VersionMemo;
 use gdn_core::digest::{self, Algorithm, FieldValue};
@@ -16,6 +17,22 @@ const MAX_ENTRIES: usize = 16_384;
 pub const MAX_SIZE: u64 = 64 << 20;
 
 static MEMO: VersionMemo<(FileVersion, Algorithm), FieldValue> = VersionMemo::new(MAX_ENTRIES);
+
+/// The digests of siblings' decoded content, by the sibling's version:
+/// learned from a decode that ran to its end, so the responses after it
+/// carry the field.
+static DECODED: VersionMemo<(FileVersion, Algorithm), FieldValue> = VersionMemo::new(MAX_ENTRIES);
+
+/// The digest of the content a sibling of version `v` decodes to, where a
+/// decode of it ran to its end in this process.
+pub fn of_decoded(v: FileVersion, a: Algorithm) -> Option<FieldValue> {
+    DECODED.get(&(v, a))
+}
+
+/// Remembers the digest of a sibling's whole decoded content.
+pub fn learn_decoded(v: FileVersion, value: FieldValue, a: Algorithm) {
+    DECODED.put((v, a), value);
+}
 
 /// Where a file's bytes can change.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -2,7 +2,7 @@
 //! bounded: sibling facts (`facts`), the sizes that order equal-q codings
 //! (`size`), RFC 9530 digests (`digest`), on the one per-version memory
 //! (`version`). Not to be confused with the on-disk on-demand cache
-//! (`cache.rs`).
+//! (`ondemand::cache`).
 
 pub(crate) mod digest;
 pub(crate) mod facts;

@@ -2,7 +2,8 @@
 //! that accepts none, streamed through a fixed buffer, or its decoded
 //! copy from the on-demand cache; and the 500 when none can be decoded.
 
-use super::{offer_as_dictionary, pass_status, send_file, set_marker, Responder};
+use super::Responder;
+use super::{integrity_fields_of, offer_as_dictionary, pass_status, send_file, set_marker};
 use super::{Representation, Tag};
 use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
@@ -11,6 +12,7 @@ use crate::metrics::counters;
 use crate::metrics::tally::Outcome;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, Body, DecodeError, Facts};
+use gdn_core::digest::{Algorithm, Hasher};
 use gdn_core::variant::Window;
 use gdn_httpd::{Brigade, File, Level, Request, Status};
 use std::ffi::CStr;
@@ -241,6 +243,8 @@ pub(super) fn decompress<'r>(
         facts.declared_len
     };
     set_decoded_headers(a, &file, s.path, declared);
+    let version = file.info().version();
+    let learn = integrity_fields_of(req, |al| memo::digest::of_decoded(version, al));
     let unknown = Answer::new(
         Status::OK,
         Outcome::Decoded(c),
@@ -252,9 +256,18 @@ pub(super) fn decompress<'r>(
         let status = finish_without_body(req, &bb, cond, declared);
         return Ok(Answer { status, ..unknown });
     }
-    let (status, complete) = stream(req, &bb, &mut dec, first, s.path, declared, &key);
+    let decoding = Decoding {
+        path: s.path,
+        declared,
+        key: &key,
+    };
+    let mut digest = learn.map(|al| (al, Hasher::new(al)));
+    let (status, complete) = stream(req, &bb, &mut dec, first, &decoding, &mut digest);
     if let (Some(len), None) = (complete, declared) {
         memo::facts::learn_len(&key, len);
+    }
+    if let (Some(_), Some((al, h))) = (complete, digest) {
+        memo::digest::learn_decoded(version, h.finish(), al);
     }
     let answer = match complete {
         _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
@@ -345,23 +358,35 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
     Status::DONE
 }
 
+/// What a decode streams: the sibling's path, the length its headers
+/// declare, and its facts' key.
+struct Decoding<'a> {
+    path: &'a CStr,
+    declared: Option<u64>,
+    key: &'a memo::facts::Key,
+}
+
 /// Streams the decoded body in fixed chunks, starting with the one already
 /// decoded; memory stays bounded by the decoder's window plus one chunk,
-/// or by the size `decode::Body` decodes whole. Returns the status and,
-/// when the stream was decoded to its end, its length.
+/// or by the size `decode::Body` decodes whole. Each chunk goes through
+/// `digest`, where the content's digest is still to be learned. Returns
+/// the status and, when the stream was decoded to its end, its length.
 fn stream(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
     dec: &mut Body<'_, Readable<'_>>,
     first: Chunk,
-    path: &CStr,
-    declared: Option<u64>,
-    key: &memo::facts::Key,
+    d: &Decoding<'_>,
+    digest: &mut Option<(Algorithm, Hasher)>,
 ) -> (Status, Option<u64>) {
+    let (path, declared, key) = (d.path, d.declared, d.key);
     let mut chunk = first;
     let mut total: u64 = 0;
     loop {
         total += chunk.filled as u64;
+        if let Some((_, h)) = digest {
+            h.update(dec.chunk());
+        }
         let st = bb.pass_borrowed(dec.chunk(), chunk.eof);
         if chunk.eof {
             return (pass_status(req, st), Some(total));

@@ -22,7 +22,7 @@ use crate::walk::Resolved;
 use decompress::{browsers_decode, decompress, none_decodable, send_decoded_copy};
 use delta::send_checked;
 use gdn_core::coding::{Coding, DeltaCoding};
-use gdn_core::digest::{self, Algorithm};
+use gdn_core::digest::{self, Algorithm, FieldValue};
 use gdn_core::jitter;
 use gdn_core::range::CodedRange;
 use gdn_httpd::{self, File, FileKind, Finfo, Level, Request, Status};
@@ -365,20 +365,34 @@ pub fn send_static(req: &Request<'_>, file: &File<'_>, etag: &str) -> Status {
 /// it and the content is the whole representation (a 200 with a body).
 /// Worked out once per file version (`memo::digest`).
 fn integrity_fields(req: &Request<'_>, file: &File<'_>, written: Written) {
+    integrity_fields_of(req, |a| memo::digest::of_file(file, a, written));
+}
+
+/// The integrity fields with the digests `value` knows; the algorithm
+/// `Repr-Digest` wants where `value` does not know it yet.
+fn integrity_fields_of(
+    req: &Request<'_>,
+    value: impl Fn(Algorithm) -> Option<FieldValue>,
+) -> Option<Algorithm> {
     let wanted = |field: &CStr| req.header_in(field).map(digest::preferred);
-    let repr = wanted(c"Want-Repr-Digest").unwrap_or(Some(Algorithm::Sha256));
-    if let Some(v) = repr.and_then(|a| memo::digest::of_file(file, a, written)) {
-        req.set_header_value(c"Repr-Digest", v.as_str());
-    }
+    let repr = wanted(c"Want-Repr-Digest").unwrap_or(Some(Algorithm::Sha256))?;
+    let unknown = match value(repr) {
+        Some(v) => {
+            req.set_header_value(c"Repr-Digest", v.as_str());
+            None
+        }
+        None => Some(repr),
+    };
     let Some(Some(a)) = wanted(c"Want-Content-Digest") else {
-        return;
+        return unknown;
     };
     let whole = req.header_in(c"Range").is_none()
         && !req.header_only()
         && req.meets_conditions() == Status::OK;
-    if let Some(v) = memo::digest::of_file(file, a, written).filter(|_| whole) {
+    if let Some(v) = value(a).filter(|_| whole) {
         req.set_header_value(c"Content-Digest", v.as_str());
     }
+    unknown
 }
 
 /// 406 with the codings the resource has, when decompression is off.
