@@ -46,7 +46,7 @@ pub struct Responder<'a, 'r> {
 }
 
 /// A representation the walk resolved, as the request's facts found it.
-pub type Found<'d, 'r> = Resolved<'r, &'d Sibling<'r>, Copy<'r>>;
+pub type Sendable<'d, 'r> = Resolved<'r, &'d Sibling<'r>, Copy<'r>>;
 
 impl<'a, 'r> Responder<'a, 'r> {
     /// The responder for a request's representations.
@@ -78,7 +78,7 @@ impl<'a, 'r> Responder<'a, 'r> {
     }
 
     /// Sends one resolved representation.
-    pub fn send(&self, r: Found<'_, 'r>) -> Result<Answer, Skip<'r>> {
+    pub fn send(&self, r: Sendable<'_, 'r>) -> Result<Answer, Skip<'r>> {
         let req = self.req;
         match r {
             Resolved::Delta(d, s) => {
