@@ -81,7 +81,7 @@ impl<'r> Attempt<'_, 'r> {
             if self.deltas_on_demand.is_none() {
                 return Held::NotWorth;
             }
-            let v = cache::version(&self.req.finfo());
+            let v = cache::version(self.req, &self.req.finfo());
             match Held::from(cache.find(self.req, &v, Kind::Delta(d, *h))) {
                 Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
                 held => held,

@@ -298,13 +298,16 @@ impl<'a, 'r> Attempt<'a, 'r> {
     fn touch(&self, o: Outcome) {
         let Some(cache) = self.cache else { return };
         let (v, kind) = match o {
-            Outcome::Cached(c) => (cache::version(&self.req.finfo()), Kind::Coded(c)),
+            Outcome::Cached(c) => (cache::version(self.req, &self.req.finfo()), Kind::Coded(c)),
             Outcome::CachedDelta(d) => match &self.dictionary {
-                Some(h) => (cache::version(&self.req.finfo()), Kind::Delta(d, *h)),
+                Some(h) => (
+                    cache::version(self.req, &self.req.finfo()),
+                    Kind::Delta(d, *h),
+                ),
                 None => return,
             },
             Outcome::DecodedCopy(c) => match self.siblings.known(c) {
-                Found::Fresh(s) => (cache::version(&s.info), Kind::Decoded),
+                Found::Fresh(s) => (cache::version(self.req, &s.info), Kind::Decoded),
                 _ => return,
             },
             _ => return,
@@ -346,7 +349,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
             group: &group,
             site: if d.site { &host } else { &[] },
         });
-        let v = cache::version(&self.req.finfo());
+        let v = cache::version(self.req, &self.req.finfo());
         cache.queue_compress(self.filename, v, wanted, deltas, self.req.request_time_us())
     }
 
@@ -357,7 +360,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         for c in Coding::ALL {
             let missing = matches!(self.decoded_copies[c.index()].get(), Some(Held::Missing));
             if let (true, Found::Fresh(s)) = (missing, self.siblings.known(c)) {
-                let v = cache::version(&s.info);
+                let v = cache::version(self.req, &s.info);
                 cache.queue_decode(s.path, c, v, self.req.request_time_secs());
             }
         }
@@ -379,7 +382,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
         let Some(cache) = self.cache else {
             return Held::NotWorth;
         };
-        let v = cache::version(&self.req.finfo());
+        let v = cache::version(self.req, &self.req.finfo());
         if cache.asked_lately(&v, c, self.req.request_time_us()) {
             return Held::Missing;
         }
@@ -400,7 +403,7 @@ impl<'a, 'r> Attempt<'a, 'r> {
     fn decoded_copy(&self, c: Coding, s: &Sibling<'r>) -> Held<'r> {
         *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
             Some(cache) => {
-                Held::from(cache.find(self.req, &cache::version(&s.info), Kind::Decoded))
+                Held::from(cache.find(self.req, &cache::version(self.req, &s.info), Kind::Decoded))
             }
             None => Held::NotWorth,
         })

@@ -326,11 +326,9 @@ mod tests {
         Entry {
             hash: [n; 32],
             version: Version {
-                device: 1,
-                inode: 2,
+                path: 2,
                 size: u64::from(n),
                 mtime_us: -1,
-                ctime_us: 5,
             },
             path: PathBuf::from(format!("/srv/a b/{n}.js")),
         }

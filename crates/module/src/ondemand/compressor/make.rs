@@ -285,9 +285,10 @@ pub(super) fn decode_into(
 
 /// The file at `path` while it still has `version`.
 /// A file opened as the version a request judged: the job's name is
-/// opened (without blocking on a FIFO) and what was opened must be that
-/// very file (device, inode, size, times), so a name swapped for a
-/// symlink or another file after Apache's checks is never read. Later
+/// opened (without blocking on a FIFO) and what was opened must have the
+/// size and mtime Apache saw (the fields a copy's name carries; device,
+/// inode and ctime differ between the servers sharing a cache), so a
+/// name swapped for another file after Apache's checks is not read. Later
 /// reads go through the descriptor, or through `proc`, its name in
 /// `/proc/self/fd`, which reopens that same file whatever the name now
 /// holds.
@@ -304,7 +305,7 @@ pub(super) fn pin(path: &Path, version: &Version) -> Result<Pinned, Problem> {
         .open(path)
         .map_err(|e| read_problem(path, e))?;
     let meta = file.metadata().map_err(|e| read_problem(path, e))?;
-    if !meta.is_file() || Version::of(&meta) != *version {
+    if !meta.is_file() || !version.matches(&meta) {
         return Err(Problem::Gone(format!(
             "{} is not the version queued any more",
             path.display()
@@ -331,7 +332,7 @@ pub(super) fn read_pinned(path: &Path, p: &Pinned) -> Result<Vec<u8>, Problem> {
 
 pub(super) fn current(path: &Path, version: &Version) -> Result<fs::Metadata, Problem> {
     let meta = fs::metadata(path).map_err(|e| read_problem(path, e))?;
-    if !meta.is_file() || Version::of(&meta) != *version {
+    if !meta.is_file() || !version.matches(&meta) {
         return Err(Problem::Gone(format!(
             "{} is not the version queued any more",
             path.display()

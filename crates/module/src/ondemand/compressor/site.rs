@@ -81,25 +81,21 @@ impl Page {
     /// Its line in `pages`: the version's numbers, then the path.
     fn line(&self) -> Vec<u8> {
         let v = &self.version;
-        let mut l = format!(
-            "{} {} {} {} {} ",
-            v.device, v.inode, v.size, v.mtime_us, v.ctime_us
-        )
-        .into_bytes();
+        let mut l = format!("{} {} {} ", v.path, v.size, v.mtime_us).into_bytes();
         l.extend_from_slice(self.path.as_os_str().as_bytes());
         l
     }
 
     fn parse(l: &[u8]) -> Option<Page> {
-        let mut f = l.splitn(6, |&b| b == b' ');
+        // A line of the older format (five numbers) has no path after
+        // three: it is left out.
+        let mut f = l.splitn(4, |&b| b == b' ');
         let mut n = || std::str::from_utf8(f.next()?).ok();
-        let (d, i, s, m, c) = (n()?, n()?, n()?, n()?, n()?);
+        let (p, s, m) = (n()?, n()?, n()?);
         let version = Version {
-            device: d.parse().ok()?,
-            inode: i.parse().ok()?,
+            path: p.parse().ok()?,
             size: s.parse().ok()?,
             mtime_us: m.parse().ok()?,
-            ctime_us: c.parse().ok()?,
         };
         let path = f.next().filter(|p| p.first() == Some(&b'/'))?;
         Some(Page {
@@ -474,7 +470,7 @@ mod tests {
         let p = d.path().join("a.html");
         fs::write(&p, b"public page").unwrap();
         let listed = Page {
-            version: Version::of(&fs::metadata(&p).unwrap()),
+            version: Version::of(1, &fs::metadata(&p).unwrap()),
             path: p.clone(),
         };
         assert_eq!(listed.content().as_deref(), Some(&b"public page"[..]));
