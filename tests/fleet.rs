@@ -210,6 +210,16 @@ fn linked_dictionary(r: &Response) -> Option<String> {
     })
 }
 
+/// The URL pages link a site dictionary of these bytes under: the
+/// configured path, `?h=` and 16 hex digits of its SHA-256.
+fn named(dictionary: &[u8]) -> String {
+    let hex: String = Sha256::digest(dictionary)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{DICTIONARY}?h={hex}")
+}
+
 /// The `Available-Dictionary` header naming `dictionary`.
 fn available(dictionary: &[u8]) -> String {
     let h = Sha256::digest(dictionary);
@@ -348,6 +358,11 @@ fn fleet(pages: &[Page], docroot: Docroot) -> usize {
         da.body == db.body,
         "{docroot:?}: two dictionaries at {linked}"
     );
+    assert_eq!(linked, named(&da.body), "the URL names the content");
+    for r in [&da, &db] {
+        let cc = r.header("Cache-Control").unwrap_or_default();
+        assert!(cc.contains("immutable"), "{linked}: Cache-Control: {cc:?}");
+    }
     eprintln!(
         "fleet ({docroot:?}): {rate}/{PAGES} deltas; copies made {} + {}, served from the cache {} + {}; dictionary {linked} ({} bytes)",
         made(&a),

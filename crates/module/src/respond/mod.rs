@@ -807,8 +807,9 @@ fn link_site_dictionary(a: &Attempt<'_, '_>) {
     if !d.site || !cache.has_site_dictionary(a.req, &a.req.host_key(), now) {
         return;
     }
-    let value = format!("<{path}>; rel=\"compression-dictionary\"");
-    a.req.add_header_value(c"Link", &value);
+    if let Some(value) = crate::site::link(a.req, cache, path) {
+        a.req.add_header_value(c"Link", &value);
+    }
 }
 
 /// Sends the module's own file `file` (a site dictionary) with the strong
