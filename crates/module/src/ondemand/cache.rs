@@ -128,7 +128,8 @@ fn compressor_main(jobs: File, log: ServerLog) {
 
 /// A file version as the cache keys it: where the request's file is
 /// (`key::path_key` of `r->filename`, so a sibling's decoded copy is
-/// keyed by the original it stands for), with `f`'s size and mtime.
+/// keyed by the original it stands for), with `f`'s size and mtime, and
+/// which file `f` is on this host (for the compressor's check only).
 /// Nothing is allocated: this runs on every on-demand request.
 pub fn version(r: &Request<'_>, f: &Finfo) -> Version {
     let (server, root) = r.server_name_and_root();
@@ -137,6 +138,11 @@ pub fn version(r: &Request<'_>, f: &Finfo) -> Version {
         path: key::path_key(server, root, path),
         size: f.size(),
         mtime_us: f.mtime(),
+        local: key::Local {
+            device: f.device(),
+            inode: f.inode(),
+            ctime_us: f.ctime(),
+        },
     }
 }
 

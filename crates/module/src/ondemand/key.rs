@@ -31,8 +31,11 @@ use std::os::unix::fs::MetadataExt;
 /// made from a version is served only while the file still has these.
 /// What this cannot tell apart, a rewrite keeping size and mtime, rsync
 /// itself skips too (without `--checksum`); on one host the compressor
-/// still reads only the very file it was asked about (`make::pin`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// still reads only the very file a request judged (`local`).
+///
+/// Two versions are equal when their names are: `local` is left out of
+/// equality and hashing.
+#[derive(Clone, Copy, Debug)]
 pub struct Version {
     /// `path_key` of the file (or, for a decoded copy, of the original
     /// the sibling stands for).
@@ -40,6 +43,54 @@ pub struct Version {
     pub size: u64,
     /// Modification time, microseconds since the epoch (as APR keeps it).
     pub mtime_us: i64,
+    /// Which file this is on the host that judged it; not in the name.
+    pub local: Local,
+}
+
+/// A file's identity on one host: device, inode and ctime (which moves
+/// even when an in-place rewrite keeps the old size and mtime). Carried
+/// by a job from the child that judged the file to the compressor on the
+/// same host, so a name swapped for a symlink, a hard link or another
+/// file after Apache's checks is never read (`make::pin`). Unknown
+/// (zero) for versions read back from names and records: they are then
+/// checked by size and mtime only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Local {
+    pub device: u64,
+    pub inode: u64,
+    pub ctime_us: i64,
+}
+
+impl Local {
+    pub const UNKNOWN: Local = Local {
+        device: 0,
+        inode: 0,
+        ctime_us: 0,
+    };
+
+    /// The identity `meta` describes, in APR's microseconds.
+    pub fn of(meta: &fs::Metadata) -> Local {
+        let (s, ns) = (meta.ctime(), meta.ctime_nsec());
+        Local {
+            device: meta.dev(),
+            inode: meta.ino(),
+            ctime_us: s.saturating_mul(1_000_000).saturating_add(ns / 1000),
+        }
+    }
+}
+
+impl PartialEq for Version {
+    fn eq(&self, o: &Version) -> bool {
+        (self.path, self.size, self.mtime_us) == (o.path, o.size, o.mtime_us)
+    }
+}
+
+impl Eq for Version {}
+
+impl std::hash::Hash for Version {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.path, self.size, self.mtime_us).hash(h);
+    }
 }
 
 impl Version {
@@ -48,6 +99,7 @@ impl Version {
         path: 0,
         size: 0,
         mtime_us: 0,
+        local: Local::UNKNOWN,
     };
 
     /// The version at `path` (its `path_key`) that `meta` describes, as
@@ -58,12 +110,17 @@ impl Version {
             path,
             size: meta.size(),
             mtime_us: mtime_us(meta),
+            local: Local::of(meta),
         }
     }
 
-    /// Whether `meta` still has this version's size and mtime.
+    /// Whether `meta` still has this version's size and mtime, and, when
+    /// this version knows it, its device, inode and ctime.
     pub fn matches(&self, meta: &fs::Metadata) -> bool {
-        meta.size() == self.size && mtime_us(meta) == self.mtime_us
+        let known = self.local != Local::UNKNOWN;
+        meta.size() == self.size
+            && mtime_us(meta) == self.mtime_us
+            && (!known || Local::of(meta) == self.local)
     }
 }
 
@@ -325,6 +382,7 @@ pub fn parse_version_stem(stem: &str) -> Option<Version> {
         path: next()?,
         size: next()?,
         mtime_us: next()? as i64,
+        local: Local::UNKNOWN,
     };
     parts.next().is_none().then_some(v)
 }
@@ -394,6 +452,7 @@ mod tests {
             path: 0x803_0001_2345,
             size: 5000,
             mtime_us: 1_700_000_000_123_456,
+            local: Local::UNKNOWN,
         }
     }
 
@@ -419,6 +478,7 @@ mod tests {
             path: u64::MAX,
             size: u64::MAX,
             mtime_us: i64::MIN,
+            local: Local::UNKNOWN,
         };
         let name = copy_name(&extreme, Kind::Decoded, &mut buf).to_owned();
         assert_eq!(name.len(), 56);
@@ -492,8 +552,29 @@ mod tests {
         assert_eq!((v.path, v.size), (7, 5));
         assert_eq!(v.mtime_us, 1_000_000_123_456);
         assert!(v.matches(&m));
+        assert_eq!((v.local.inode, v.local.device), (m.ino(), m.dev()));
+        assert!(v.local.ctime_us > v.mtime_us);
         fs::write(&p, b"123456").unwrap();
         assert!(!v.matches(&fs::metadata(&p).unwrap()));
+        // Another file of the same size and mtime: not the one judged,
+        // unless the version does not know which file it was.
+        let q = d.path().join("b");
+        fs::write(&q, b"12345").unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+        fs::File::options()
+            .write(true)
+            .open(&q)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        let other = fs::metadata(&q).unwrap();
+        let judged = Version::of(7, &m);
+        assert!(!judged.matches(&other));
+        let named = Version {
+            local: Local::UNKNOWN,
+            ..judged
+        };
+        assert!(named.matches(&other) && named == judged);
     }
 
     #[test]
@@ -576,6 +657,7 @@ mod tests {
                 path: n ^ 0x5a,
                 size: n / 3,
                 mtime_us: n as i64,
+                local: Local::UNKNOWN,
             };
             let mut buf = NameBuf::new();
             let want = format!(

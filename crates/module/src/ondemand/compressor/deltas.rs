@@ -329,6 +329,7 @@ mod tests {
                 path: 2,
                 size: u64::from(n),
                 mtime_us: -1,
+                ..Version::NONE
             },
             path: PathBuf::from(format!("/srv/a b/{n}.js")),
         }

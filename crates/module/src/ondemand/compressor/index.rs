@@ -114,6 +114,7 @@ mod tests {
             path: n,
             size: n,
             mtime_us: 0,
+            ..Version::NONE
         };
         (v, Kind::Coded(Coding::Br))
     }

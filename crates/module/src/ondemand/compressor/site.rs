@@ -96,6 +96,7 @@ impl Page {
             path: p.parse().ok()?,
             size: s.parse().ok()?,
             mtime_us: m.parse().ok()?,
+            ..Version::NONE
         };
         let path = f.next().filter(|p| p.first() == Some(&b'/'))?;
         Some(Page {

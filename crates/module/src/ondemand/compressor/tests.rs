@@ -425,6 +425,7 @@ fn the_warning_comes_again_after_a_recovery() {
         path: 2,
         size: 3,
         mtime_us: 4,
+        ..Version::NONE
     };
     state.made(&s, (v, Kind::Decoded), 0, &log);
     assert_eq!(lines.count(Level::Notice, "written again"), 1);
