@@ -309,8 +309,8 @@ fn served_cached(a: &Apache) -> usize {
         .count()
 }
 
-/// What one server alone gives: its delta rate.
-fn one_server(pages: &[Page]) -> usize {
+/// What one server alone gives: its delta rate and the copies it made.
+fn one_server(pages: &[Page]) -> (usize, u64) {
     let shared = world_readable_tempdir();
     fill(&shared.path().join("docs"), pages);
     make_cache_root(&shared.path().join("cache"));
@@ -319,12 +319,13 @@ fn one_server(pages: &[Page]) -> usize {
     warm(&url_of, pages);
     let rate = delta_rate(&url_of, pages);
     a.assert_no_crash();
-    rate
+    (rate, made(&a))
 }
 
-/// Two servers behind the balancer: the fleet's delta rate, after
-/// checking both servers worked and agree on the dictionary.
-fn fleet(pages: &[Page], docroot: Docroot) -> usize {
+/// Two servers behind the balancer: the fleet's delta rate and the
+/// copies both made, after checking both servers worked and agree on
+/// the dictionary.
+fn fleet(pages: &[Page], docroot: Docroot) -> (usize, u64) {
     let shared = world_readable_tempdir();
     fill(&shared.path().join("docs"), pages);
     let cache: PathBuf = shared.path().join("cache");
@@ -371,7 +372,7 @@ fn fleet(pages: &[Page], docroot: Docroot) -> usize {
         served_cached(&b),
         da.body.len()
     );
-    rate
+    (rate, made(&a) + made(&b))
 }
 
 #[test]
@@ -381,14 +382,19 @@ fn two_servers_behind_a_balancer_get_one_servers_savings() {
         return;
     }
     let pages = pages();
-    let one = one_server(&pages);
-    eprintln!("one server: {one}/{PAGES} deltas");
+    let (one, one_made) = one_server(&pages);
+    eprintln!("one server: {one}/{PAGES} deltas; copies made {one_made}");
     assert!(one > PAGES / 2, "one server: {one}/{PAGES} deltas");
     for docroot in [Docroot::Shared, Docroot::Copied] {
-        let rate = fleet(&pages, docroot);
+        let (rate, made) = fleet(&pages, docroot);
         assert!(
             rate * 100 >= one * 95,
             "{docroot:?}: {rate}/{PAGES} deltas through the balancer, {one}/{PAGES} from one server"
+        );
+        // Each copy is made once in the fleet, not once per server.
+        assert!(
+            made * 4 <= one_made * 5,
+            "{docroot:?}: {made} copies made by the fleet, {one_made} by one server"
         );
     }
 }

@@ -16,6 +16,7 @@
 //! temporaries at start, and evicts by its own accounting, tolerating
 //! files that another removed or made (`state`).
 
+mod claim;
 mod deltas;
 mod index;
 mod make;

@@ -182,6 +182,10 @@ impl Ctx<'_> {
                 if !self.state().claim(self.settings, key) {
                     continue;
                 }
+                let Some(_claim) = self.claim_copy(&key) else {
+                    self.state().release(&key);
+                    continue;
+                };
                 let made = self.delta(meta, key, d, dict, content);
                 let mut state = self.state();
                 state.release(&key);

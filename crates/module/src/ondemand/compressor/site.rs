@@ -15,6 +15,7 @@
 //! is `site/<…>/dictionaries`: one line each, the hash, when it was
 //! trained, from how many pages, and when it stopped being current.
 
+use super::claim::Claim;
 use super::deltas::{keep, read_kept};
 use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, State};
@@ -254,7 +255,12 @@ impl Ctx<'_> {
             let may = due(pages.len(), &trained) && state.take_training(&site.dir, pages.len());
             (pages, trained, may)
         };
-        if may_train {
+        // One compressor of those sharing the root trains at a time; the
+        // others make deltas against what is trained already.
+        let claim = may_train
+            .then(|| Claim::take(&site.dir.join(SITE_CURRENT)).ok().flatten())
+            .flatten();
+        if claim.is_some() {
             if let Some(dict) = self.train(&site, &pages, trained.clone()) {
                 // Listed again now that the new dictionary is recorded: a
                 // page another worker listed meanwhile is here, or that
