@@ -415,12 +415,15 @@ fn remove_stale(entry: &fs::DirEntry) -> usize {
     usize::from(stale && fs::remove_file(entry.path()).is_ok())
 }
 
-/// A temporary the lifecycle or the decoder left: `.<copy name>.tmp<hex>`.
+/// A temporary the lifecycle or the decoder left: `.<copy name>.tmp<hex>`
+/// (the copy named as now, or the older way).
 fn is_leftover(name: &str) -> bool {
     let Some((copy, tail)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(TMP_MARK)) else {
         return false;
     };
     !tail.is_empty()
         && tail.bytes().all(|b| b.is_ascii_hexdigit())
-        && (parse_copy_name(copy).is_some() || parse_kept_name(copy).is_some())
+        && (parse_copy_name(copy).is_some()
+            || parse_kept_name(copy).is_some()
+            || is_old_copy_name(copy))
 }

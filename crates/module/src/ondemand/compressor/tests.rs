@@ -345,6 +345,7 @@ fn leftovers_are_removed_at_start() {
     let left = [
         dir.join(format!(".{name}.tmp1a2b3c")),
         cache.join(format!(".{name}.tmpff")),
+        dir.join(".803-12345-1388-1-2.gz.tmp3c"),
     ];
     let stale = SystemTime::now() - super::state::STALE_TEMP - Duration::from_secs(5);
     for l in &left {
@@ -366,7 +367,7 @@ fn leftovers_are_removed_at_start() {
     assert!(foreign.exists() && made.exists());
     assert_eq!(lines.count(Level::Info, "3 entries"), 1);
     assert_eq!(
-        lines.count(Level::Info, "2 leftover temporaries removed"),
+        lines.count(Level::Info, "3 leftover temporaries removed"),
         1
     );
 }
