@@ -458,7 +458,9 @@ fn crawl_until_trained(a: &Apache, web: &Client, pages: &[SitePage]) -> Response
 }
 
 /// The dictionary is offered to every navigation of the site, for a
-/// day, under a strong ETag; the pages point browsers to it.
+/// day, under a strong ETag; the pages point browsers to it under a name
+/// carrying its content's hash, which answers with those bytes only,
+/// immutable.
 fn assert_announced(web: &Client, dictionary: &Response, page: &SitePage) {
     let uad = dictionary.header("Use-As-Dictionary").unwrap_or_default();
     assert!(
@@ -478,14 +480,26 @@ fn assert_announced(web: &Client, dictionary: &Response, page: &SitePage) {
         "a dictionary of {} bytes",
         dictionary.body.len()
     );
+    let hex: String = Sha256::digest(&dictionary.body)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let named = format!("{DICTIONARY}?h={hex}");
     // Each child looks for a trained dictionary at most once a second.
     wait_for(&format!("the Link header on {}", page.path), || {
         let r = web.get(&page.path, &["Accept-Encoding: zstd, br, gzip"]);
         let links = r.headers.get("link").cloned().unwrap_or_default();
         links.iter().any(|l| {
-            l.contains("</dictionary.dat>") && l.contains("rel=\"compression-dictionary\"")
+            l.contains(&format!("<{named}>")) && l.contains("rel=\"compression-dictionary\"")
         })
     });
+    let r = web.get(&named, &[]);
+    assert_eq!(r.status, 200, "{named}");
+    assert!(r.body == dictionary.body, "{named}: other bytes");
+    let cc = r.header("Cache-Control").unwrap_or_default();
+    assert!(cc.contains("immutable"), "{named}: Cache-Control: {cc:?}");
+    let other = format!("{DICTIONARY}?h=0123456789abcdef");
+    assert_eq!(web.get(&other, &[]).status, 404, "{other}");
 }
 
 /// Chromium on the first page until it has fetched the dictionary the
@@ -503,7 +517,7 @@ fn first_visit(a: &Apache, tls: &Tls, profile: &Path, http_cache: &Path, page: &
         let log = a.access_log();
         let fetched = log[from..]
             .lines()
-            .any(|l| l.starts_with(&format!("GET {DICTIONARY} HTTP/2.0 200")));
+            .any(|l| l.starts_with(&format!("GET {DICTIONARY}?h=")) && l.contains(" HTTP/2.0 200"));
         if fetched {
             return;
         }

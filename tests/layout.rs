@@ -34,7 +34,8 @@ fn node(src: &Path, path: &[String]) -> String {
     let first = &path[0];
     match path.get(1) {
         Some(second)
-            if src.join(first).is_dir()
+            if second != "mod"
+                && src.join(first).is_dir()
                 && (src.join(first).join(format!("{second}.rs")).is_file()
                     || src.join(first).join(second).is_dir()) =>
         {

@@ -898,16 +898,6 @@ fn configtest_refuses_delta_versions_out_of_range() {
     );
 }
 
-/// One sample of the metrics handler's text, 0 when it is not there.
-fn metric(a: &Apache, sample: &str) -> u64 {
-    let r = a.get("/metrics", None);
-    assert_eq!(r.status, 200, "metrics");
-    String::from_utf8_lossy(&r.body)
-        .lines()
-        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
-        .unwrap_or(0)
-}
-
 #[test]
 fn deltas_on_demand_are_counted_with_what_they_saved_against_br() {
     let v1 = script(120_000, 9);

@@ -182,6 +182,17 @@ pub fn one_child() -> Options {
     }
 }
 
+/// One sample of `a`'s metrics handler's text (served at `/metrics`),
+/// 0 when it is not there.
+pub fn metric(a: &Apache, sample: &str) -> u64 {
+    let r = a.get("/metrics", None);
+    assert_eq!(r.status, 200, "metrics");
+    String::from_utf8_lossy(&r.body)
+        .lines()
+        .find_map(|l| l.strip_prefix(sample)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
 impl Apache {
     /// Starts Apache serving a fresh docroot filled by `fill`.
     pub fn start(opts: Options, fill: impl FnOnce(&Path)) -> Apache {

@@ -282,6 +282,31 @@ impl<'r> Request<'r> {
         unsafe { (*self.r).content_encoding = token.as_ptr() }
     }
 
+    /// The answering virtual host's `ServerName` and `DocumentRoot`
+    /// (either empty when unset): where a file is as every server of a
+    /// fleet configured alike names it.
+    pub fn server_name_and_root(&self) -> (&'r [u8], &'r [u8]) {
+        // SAFETY: every request has a server, whose hostname is a pool
+        // string or NULL.
+        let s = unsafe { &*self.raw().server };
+        let name: &'r [u8] = if s.server_hostname.is_null() {
+            b""
+        } else {
+            // SAFETY: a NUL-terminated configuration-pool string.
+            unsafe { CStr::from_ptr(s.server_hostname) }.to_bytes()
+        };
+        // SAFETY: the server is configuration; the root is a pool string
+        // or NULL.
+        let root = unsafe { ffi::gdn_document_root(self.raw().server) };
+        let root: &'r [u8] = if root.is_null() {
+            b""
+        } else {
+            // SAFETY: as above; NUL-terminated.
+            unsafe { CStr::from_ptr(root) }.to_bytes()
+        };
+        (name, root)
+    }
+
     /// The virtual host answering, as `host:port@file:line` (its
     /// `server_hostname`, the port it was configured with, and where
     /// its `<VirtualHost>` is; `@main` for the main server): what names

@@ -217,7 +217,7 @@ impl<'a, 'r> Disk<'a, 'r> {
             .fold(CodingSet::empty(), CodingSet::with);
         let decoded = Coding::ALL.map(|c| match self.siblings.known(c) {
             Found::Fresh(s) if missing(&self.decoded_copies[c.index()]) => {
-                Some((s.path, cache::version(&s.info)))
+                Some((s.path, cache::version(self.req, &s.info)))
             }
             _ => None,
         });
@@ -231,12 +231,12 @@ impl<'a, 'r> Disk<'a, 'r> {
     /// The cached copy an answer sent, for the cache's least-recently-used
     /// order.
     pub fn copy_sent(&self, o: Outcome) -> Option<(Version, Kind)> {
-        let original = || cache::version(&self.req.finfo());
+        let original = || cache::version(self.req, &self.req.finfo());
         match o {
             Outcome::Cached(c) => Some((original(), Kind::Coded(c))),
             Outcome::CachedDelta(d) => Some((original(), Kind::Delta(d, self.dictionary?))),
             Outcome::DecodedCopy(c) => match self.siblings.known(c) {
-                Found::Fresh(s) => Some((cache::version(&s.info), Kind::Decoded)),
+                Found::Fresh(s) => Some((cache::version(self.req, &s.info), Kind::Decoded)),
                 _ => None,
             },
             _ => None,
@@ -247,7 +247,7 @@ impl<'a, 'r> Disk<'a, 'r> {
         let Some(cache) = self.cache else {
             return Held::NotWorth;
         };
-        let v = cache::version(&self.req.finfo());
+        let v = cache::version(self.req, &self.req.finfo());
         if cache.asked_lately(&v, c, self.req.request_time_us()) {
             return Held::Missing;
         }
@@ -290,7 +290,7 @@ impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
             if !self.deltas_on_demand {
                 return Held::NotWorth;
             }
-            let v = cache::version(&self.req.finfo());
+            let v = cache::version(self.req, &self.req.finfo());
             match held(cache.find(self.req, &v, Kind::Delta(d, *h))) {
                 Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
                 held => held,
@@ -310,7 +310,9 @@ impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
 
     fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<Copy<'r>> {
         *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
-            Some(cache) => held(cache.find(self.req, &cache::version(&s.info), Kind::Decoded)),
+            Some(cache) => {
+                held(cache.find(self.req, &cache::version(self.req, &s.info), Kind::Decoded))
+            }
             None => Held::NotWorth,
         })
     }

@@ -2,6 +2,13 @@
 //! `GzipDiskNgSiteDictionary` path once the compressor trained one from
 //! the host's pages (`ondemand::compressor`), with what makes a browser
 //! keep it for the host's pages.
+//!
+//! Pages link it under a name that changes with its content
+//! (`<path>?h=<16 hex of its SHA-256>`), served as immutable: no cache in
+//! front of a fleet can hold one server's dictionary under a name another
+//! server links to other bytes, and a retrained dictionary is a new URL.
+//! That name answers only while it is the current dictionary (404
+//! after); the bare path answers with the current one, for a day.
 
 use crate::memo::version::VersionMemo;
 use crate::ondemand::cache;
@@ -15,9 +22,18 @@ use gdn_httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
 /// origin, for navigations (RFC 9842 `match-dest`).
 const USE_AS_DICTIONARY: &std::ffi::CStr = cr#"match="/*", match-dest=("document")"#;
 
-/// `Cache-Control` of the dictionary: `ondemand`'s lifetime for it, after
-/// which a retrained one's deltas go.
+/// `Cache-Control` of the dictionary at its bare path: `ondemand`'s
+/// lifetime for it, after which a retrained one's deltas go.
 const CACHE_CONTROL: &std::ffi::CStr = c"max-age=86400";
+
+/// `Cache-Control` of the dictionary under its content's name: those
+/// bytes are the only ones that name ever answers with.
+const CACHE_CONTROL_NAMED: &std::ffi::CStr = c"public, max-age=31536000, immutable";
+
+/// The query that names a dictionary's content: `h=` and this many hex
+/// digits of its SHA-256 (64 bits: no two dictionaries of a site meet).
+const NAME_QUERY: &str = "h=";
+const NAME_HEX: usize = 16;
 
 /// Answers a request for the host's `GzipDiskNgSiteDictionary` path;
 /// `None` for any other request.
@@ -37,6 +53,15 @@ fn serve(req: &Request<'_>) -> Status {
         return Status::NOT_FOUND;
     };
     req.vary(c"Accept-Encoding");
+    let named = match req.query() {
+        None => false,
+        Some(q) => match current_name(req, cache) {
+            Some(n) if q == n.as_bytes() => true,
+            // Another dictionary's name (or a stray query): never the
+            // current bytes under it.
+            _ => return Status::NOT_FOUND,
+        },
+    };
     let Some((file, coding)) = negotiated(req, cache) else {
         req.log_with(Level::Debug, 0, || {
             "no site dictionary trained yet".to_owned()
@@ -51,7 +76,12 @@ fn serve(req: &Request<'_>) -> Status {
         req.set_content_encoding(c.c_token());
     }
     req.set_header_static(c"Use-As-Dictionary", USE_AS_DICTIONARY);
-    req.set_header_static(c"Cache-Control", CACHE_CONTROL);
+    let cc = if named {
+        CACHE_CONTROL_NAMED
+    } else {
+        CACHE_CONTROL
+    };
+    req.set_header_static(c"Cache-Control", cc);
     // The hash of the bytes sent: a strong tag, one per representation,
     // from the moment the dictionary is trained (a tag made from the
     // file's mtime is weak for a second after a write).
@@ -75,6 +105,35 @@ fn negotiated<'r>(
         }
     }
     Some((cache.site_dictionary(req, &host, None)?, None))
+}
+
+/// The query naming the host's current dictionary, `h=<hex>`.
+fn current_name(req: &Request<'_>, cache: &cache::Active) -> Option<String> {
+    let file = cache.site_dictionary(req, &req.host_key(), None)?;
+    let hash = content_hash(req, &file)?;
+    Some(format!(
+        "{NAME_QUERY}{}",
+        &dictionary::to_hex(&hash)[..NAME_HEX]
+    ))
+}
+
+/// The `Link` a host's HTML page carries once its site dictionary is
+/// trained, so a browser fetches it and sends its hash with later
+/// navigations.
+pub fn page_link(req: &Request<'_>, cache: &cache::Active, path: &str) -> Option<String> {
+    let now = req.request_time_secs();
+    if !cache.has_site_dictionary(req, &req.host_key(), now) {
+        return None;
+    }
+    link(req, cache, path)
+}
+
+/// The `Link` value pointing a page's browser to the host's current
+/// dictionary, served at `path` under its content's name; `None` while
+/// there is none.
+fn link(req: &Request<'_>, cache: &cache::Active, path: &str) -> Option<String> {
+    let name = current_name(req, cache)?;
+    Some(format!("<{path}?{name}>; rel=\"compression-dictionary\""))
 }
 
 /// Hashes remembered per version of a dictionary file.

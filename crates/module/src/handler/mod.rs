@@ -20,6 +20,7 @@ use crate::metrics::answered::{self, PassedOver};
 use crate::ondemand::ask::{Missing, OnDemandDeltas};
 use crate::ondemand::{self, cache};
 use crate::respond::Responder;
+use crate::site;
 use crate::walk;
 use gdn_core::coding::Coding;
 use gdn_core::negotiate::{self, Accepted};
@@ -108,7 +109,11 @@ fn serve<'r>(
         cache: cache.is_some(),
         sizes,
     });
-    let send = Responder::new(req, filename, settings).on_demand(dictionary, cache, made);
+    let link = match (settings.site_dictionary, cache, made) {
+        (Some(path), Some(cache), Some(d)) if d.site => site::page_link(req, cache, path),
+        _ => None,
+    };
+    let send = Responder::new(req, filename, settings).with(dictionary, link);
     let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
     answered::passed_over(&PassedOver {
         stale: disk.stale(),
@@ -136,7 +141,7 @@ fn settle<'r>(
     };
     let queued = cache.is_some_and(|(cache, missing, made)| {
         ondemand::ask::sent(req, cache, disk.copy_sent(a.outcome));
-        let (filename, v) = (disk.filename(), cache::version(&req.finfo()));
+        let (filename, v) = (disk.filename(), cache::version(req, &req.finfo()));
         ondemand::ask::copies(req, cache, filename, v, &missing, made)
     });
     let stale = disk.stale().contains(&true);

@@ -126,14 +126,23 @@ fn compressor_main(jobs: File, log: ServerLog) {
     compressor::run(&settings, jobs, &say, &tally);
 }
 
-/// A file version as the cache keys it.
-pub fn version(f: &Finfo) -> Version {
+/// A file version as the cache keys it: where the request's file is
+/// (`key::path_key` of `r->filename`, so a sibling's decoded copy is
+/// keyed by the original it stands for), with `f`'s size and mtime, and
+/// which file `f` is on this host (for the compressor's check only).
+/// Nothing is allocated: this runs on every on-demand request.
+pub fn version(r: &Request<'_>, f: &Finfo) -> Version {
+    let (server, root) = r.server_name_and_root();
+    let path = r.filename().map_or(&b""[..], CStr::to_bytes);
     Version {
-        device: f.device(),
-        inode: f.inode(),
+        path: key::path_key(server, root, path),
         size: f.size(),
         mtime_us: f.mtime(),
-        ctime_us: f.ctime(),
+        local: key::Local {
+            device: f.device(),
+            inode: f.inode(),
+            ctime_us: f.ctime(),
+        },
     }
 }
 

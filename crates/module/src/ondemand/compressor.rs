@@ -9,14 +9,17 @@
 //! cache's state (`state`, `index`) is shared behind one lock, held for
 //! bookkeeping only, never while compressing.
 //!
-//! The cache root is owned by one compressor at a time (`owner`): one
-//! that finds another Apache's compressor at work there drops its jobs,
-//! touching nothing, until the lock is free, then starts as any other.
+//! Several compressors (Apache instances on one host, or a fleet's
+//! servers on a shared filesystem) may share a cache root, with no lock:
+//! each writes a copy to a temporary of its own and renames it into
+//! place, takes a copy another made as done, removes only stale
+//! temporaries at start, and evicts by its own accounting, tolerating
+//! files that another removed or made (`state`).
 
+mod claim;
 mod deltas;
 mod index;
 mod make;
-mod owner;
 mod site;
 mod state;
 
@@ -24,12 +27,10 @@ use super::job::{OwnedJob, Reader};
 use super::key::Kind;
 use crate::metrics::tally::Job;
 use make::Ctx;
-use owner::Taken;
 use state::State;
-use std::fs::File;
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
 use std::sync::{Mutex, PoisonError};
 use std::thread::{self, Scope};
 
@@ -94,57 +95,25 @@ enum Work {
 /// Runs until `jobs` reaches its end (the module closes the channel when
 /// Apache stops or restarts) and the jobs already queued are done; the
 /// module may end it sooner with a signal, and what a killed run leaves
-/// is removed at the next start. While another process owns the root,
-/// jobs are dropped and the lock tried again every `owner::RETRY`.
+/// is removed at a later start once stale.
 pub fn run<R: Read>(settings: &Settings, jobs: R, log: Log<'_>, tally: Tally<'_>) {
-    let (held, busy) = match owner::take(&settings.root, log) {
-        Taken::Owned(lock) => (lock, None),
-        Taken::Busy(lock) => (None, Some(lock)),
-    };
-    let state = match busy {
-        None => State::start(settings, log),
-        Some(_) => {
-            log(Level::Warn, &standby_warning(settings));
-            State::standby()
-        }
-    };
-    let state = Mutex::new(state);
+    let state = Mutex::new(State::start(settings, log));
     let ctx = Ctx {
         settings,
         state: &state,
         log,
         tally,
     };
-    // A standby holds nothing, and says so: the counters would otherwise
-    // keep what an earlier generation that owned the root held.
     ctx.holding();
     let (queue, waiting) = mpsc::sync_channel::<Work>(QUEUE);
     let waiting = Mutex::new(waiting);
-    let (stop, stopped) = mpsc::channel::<()>();
-    let _taken_later = thread::scope(|scope| {
-        let taker = busy.and_then(|lock| spawn_taker(scope, &ctx, lock, stopped));
+    thread::scope(|scope| {
         if start_workers(scope, &ctx, &waiting) == 0 {
-            return None;
+            return;
         }
         read_jobs(&ctx, jobs, &queue);
         drop(queue);
-        drop(stop);
-        // Held until the workers are done with the queue.
-        taker.and_then(|t| t.join().ok().flatten())
     });
-    drop(held);
-}
-
-/// The warning of a compressor that finds its root owned by another.
-fn standby_warning(settings: &Settings) -> String {
-    format!(
-        "cache {} is in use by another Apache's compressor: this instance serves the copies \
-         it finds there but makes none while the other uses the cache root (its lock {} is \
-         tried again every {} s)",
-        settings.root.display(),
-        owner::LOCK_NAME,
-        owner::RETRY.as_secs()
-    )
 }
 
 /// Starts `Settings::workers` worker threads; how many started.
@@ -166,47 +135,6 @@ fn start_workers<'s>(
     started
 }
 
-/// Starts the thread that waits for the root's lock; without it the
-/// compressor stays in standby until it ends.
-fn spawn_taker<'s>(
-    scope: &'s Scope<'s, '_>,
-    ctx: &'s Ctx<'_>,
-    lock: File,
-    stopped: Receiver<()>,
-) -> Option<thread::ScopedJoinHandle<'s, Option<File>>> {
-    let spawned = thread::Builder::new()
-        .name("gdn-cache-lock".into())
-        .spawn_scoped(scope, move || take_over(ctx, lock, &stopped));
-    spawned
-        .map_err(|e| (ctx.log)(Level::Error, &format!("cannot start the lock thread: {e}")))
-        .ok()
-}
-
-/// Tries the lock every `RETRY` until it is taken (then starts the cache
-/// as at a normal start, and returns the lock to hold) or `stopped` says
-/// the jobs ended.
-fn take_over(ctx: &Ctx<'_>, lock: File, stopped: &Receiver<()>) -> Option<File> {
-    loop {
-        match stopped.recv_timeout(owner::RETRY) {
-            Err(RecvTimeoutError::Timeout) => {}
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => return None,
-        }
-        if owner::try_again(&lock) {
-            break;
-        }
-    }
-    // Scanned before the swap: jobs read meanwhile are dropped, not held.
-    let started = State::start(ctx.settings, ctx.log);
-    *ctx.state.lock().unwrap_or_else(PoisonError::into_inner) = started;
-    let root = ctx.settings.root.display();
-    (ctx.log)(
-        Level::Notice,
-        &format!("cache {root} is free: this instance's compressor took it over"),
-    );
-    ctx.holding();
-    Some(lock)
-}
-
 /// Reads jobs until the end of the stream, taking each on or dropping it.
 fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
     let mut reader = Reader::new(jobs);
@@ -226,9 +154,6 @@ fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
 /// job once pending and done copies are taken out.
 fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
     let lock = || ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
-    if !lock().owner() {
-        return standby_drop(ctx, &job);
-    }
     let work = match job {
         OwnedJob::Touch { version, kind } => {
             lock().touch(ctx.settings, &(version, kind));
@@ -283,21 +208,6 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
         }
         (ctx.tally)(Event::Copies(Job::Dropped, keys.len() as u64));
     }
-}
-
-/// Drops `job` while another compressor owns the root: its copies are
-/// counted as dropped, as a full queue's are (a touch asks for none).
-fn standby_drop(ctx: &Ctx<'_>, job: &OwnedJob) {
-    let n = match job {
-        OwnedJob::Compress { codings, .. } => codings.len(),
-        OwnedJob::Decode { .. } => 1,
-        OwnedJob::Touch { .. } => return,
-    };
-    (ctx.log)(
-        Level::Debug,
-        "job dropped: another Apache's compressor uses the cache",
-    );
-    (ctx.tally)(Event::Copies(Job::Dropped, n as u64));
 }
 
 /// `n` copies asked for are pending, made or failed already.

@@ -17,7 +17,7 @@
 //! argument, a relative path, lengths that do not add up, too short or
 //! too long) and goes on with the next.
 
-use super::key::{Kind, Version};
+use super::key::{Kind, Local, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::Hash;
 use std::ffi::OsStr;
@@ -34,7 +34,7 @@ const TAG_DECODE: u8 = 2;
 const TAG_TOUCH: u8 = 3;
 /// Bytes before the path: tag, argument, version, delta versions and the
 /// two lengths.
-const HEAD: usize = 2 + 40 + 5;
+const HEAD: usize = 2 + 48 + 5;
 /// Longest path a message carries.
 pub const MAX_PATH: usize = MAX_JOB - HEAD;
 
@@ -211,20 +211,21 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         return None;
     }
     let fields = [
-        version.device,
-        version.inode,
+        version.path,
         version.size,
         version.mtime_us as u64,
-        version.ctime_us as u64,
+        version.local.device,
+        version.local.inode,
+        version.local.ctime_us as u64,
     ];
     buf[0] = tag;
     buf[1] = arg;
     for (i, f) in fields.into_iter().enumerate() {
         buf[2 + 8 * i..10 + 8 * i].copy_from_slice(&f.to_le_bytes());
     }
-    buf[42] = deltas.versions;
-    buf[43..45].copy_from_slice(&(deltas.group.len() as u16).to_le_bytes());
-    buf[45..47].copy_from_slice(&(deltas.site.len() as u16).to_le_bytes());
+    buf[50] = deltas.versions;
+    buf[51..53].copy_from_slice(&(deltas.group.len() as u16).to_le_bytes());
+    buf[53..55].copy_from_slice(&(deltas.site.len() as u16).to_le_bytes());
     let mut at = HEAD;
     for s in strings {
         buf[at..at + s.len()].copy_from_slice(s);
@@ -242,16 +243,19 @@ fn decode(msg: &[u8]) -> Option<OwnedJob> {
         u64::from_le_bytes(b)
     };
     let version = Version {
-        device: field(0),
-        inode: field(1),
-        size: field(2),
-        mtime_us: field(3) as i64,
-        ctime_us: field(4) as i64,
+        path: field(0),
+        size: field(1),
+        mtime_us: field(2) as i64,
+        local: Local {
+            device: field(3),
+            inode: field(4),
+            ctime_us: field(5) as i64,
+        },
     };
     let arg = head[1];
-    let versions = head[42];
-    let group_len = usize::from(u16::from_le_bytes([head[43], head[44]]));
-    let site_len = usize::from(u16::from_le_bytes([head[45], head[46]]));
+    let versions = head[50];
+    let group_len = usize::from(u16::from_le_bytes([head[51], head[52]]));
+    let site_len = usize::from(u16::from_le_bytes([head[53], head[54]]));
     let path_len = rest.len().checked_sub(group_len + site_len)?;
     let (path, tail) = rest.split_at(path_len);
     let (group, site) = tail.split_at(group_len);
@@ -330,11 +334,14 @@ mod tests {
 
     fn v(n: u64) -> Version {
         Version {
-            device: 0x803,
-            inode: n,
+            path: 0x803_0000_0000 + n,
             size: 4096 + n,
             mtime_us: -5,
-            ctime_us: 1_700_000_000_000_000,
+            local: Local {
+                device: 0x803,
+                inode: n,
+                ctime_us: 1_700_000_000_000_000,
+            },
         }
     }
 
@@ -444,7 +451,7 @@ mod tests {
         let mut too_long = message(&good[3]);
         too_long.resize(MAX_JOB + 1, b'a');
         let mut lengths_too_long = message(&good[1]);
-        lengths_too_long[44] = 0x10;
+        lengths_too_long[52] = 0x10;
         let mut short_hash = message(&good[2]);
         short_hash.pop();
         let stream = vec![

@@ -2,9 +2,13 @@
 //! from and what it holds, spelled as a file name written on the stack,
 //! and which files are compressed on demand at all.
 //!
-//! A copy's name is `<fan-out>/<device>-<inode>-<size>-<mtime>-<ctime>.<ext>`
-//! in lower-case hex, the fan-out being the inode's low byte (two digits),
-//! so no directory holds more than a 256th of the cache. `ext` is `zst`,
+//! A copy's name is `<fan-out>/<path>-<size>-<mtime>.<ext>` in lower-case
+//! hex, `path` being a 64-bit hash of where the file is as every server of
+//! a fleet sees it (`path_key`) and the fan-out its low byte (two digits),
+//! so no directory holds more than a 256th of the cache. Nothing in a
+//! name is local to one host (no device, inode or ctime): servers that
+//! hold rsync'd copies of one docroot find each other's copies in a
+//! shared cache root. `ext` is `zst`,
 //! `br` or `gz` for a compressed copy of an original, `id` for the decoded
 //! (identity) content of a sibling, keyed by the sibling's version, and
 //! `<64 hex SHA-256 of a dictionary>.dcz` or `.dcb` for a delta of the
@@ -20,42 +24,134 @@ use gdn_core::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-/// One version of a file: a copy made from it is served only while the
-/// file still has all of these. The ctime catches a rewrite that kept the
-/// size and put the mtime back (`rsync -t`, `touch -r`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// One version of a file, as every server holding a copy of it sees it:
+/// where it is (`path_key`), its size and its mtime. `rsync -t` and
+/// `cp -a` keep all three, so a fleet's servers name one version alike;
+/// device, inode and ctime differ between hosts and are left out. A copy
+/// made from a version is served only while the file still has these.
+/// What this cannot tell apart, a rewrite keeping size and mtime, rsync
+/// itself skips too (without `--checksum`); on one host the compressor
+/// still reads only the very file a request judged (`local`).
+///
+/// Two versions are equal when their names are: `local` is left out of
+/// equality and hashing.
+#[derive(Clone, Copy, Debug)]
 pub struct Version {
-    pub device: u64,
-    pub inode: u64,
+    /// `path_key` of the file (or, for a decoded copy, of the original
+    /// the sibling stands for).
+    pub path: u64,
     pub size: u64,
     /// Modification time, microseconds since the epoch (as APR keeps it).
     pub mtime_us: i64,
-    /// Inode change time, microseconds since the epoch.
+    /// Which file this is on the host that judged it; not in the name.
+    pub local: Local,
+}
+
+/// A file's identity on one host: device, inode and ctime (which moves
+/// even when an in-place rewrite keeps the old size and mtime). Carried
+/// by a job from the child that judged the file to the compressor on the
+/// same host, so a name swapped for a symlink, a hard link or another
+/// file after Apache's checks is never read (`make::pin`). Unknown
+/// (zero) for versions read back from names and records: they are then
+/// checked by size and mtime only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Local {
+    pub device: u64,
+    pub inode: u64,
     pub ctime_us: i64,
+}
+
+impl Local {
+    pub const UNKNOWN: Local = Local {
+        device: 0,
+        inode: 0,
+        ctime_us: 0,
+    };
+
+    /// The identity `meta` describes, in APR's microseconds.
+    pub fn of(meta: &fs::Metadata) -> Local {
+        let (s, ns) = (meta.ctime(), meta.ctime_nsec());
+        Local {
+            device: meta.dev(),
+            inode: meta.ino(),
+            ctime_us: s.saturating_mul(1_000_000).saturating_add(ns / 1000),
+        }
+    }
+}
+
+impl PartialEq for Version {
+    fn eq(&self, o: &Version) -> bool {
+        (self.path, self.size, self.mtime_us) == (o.path, o.size, o.mtime_us)
+    }
+}
+
+impl Eq for Version {}
+
+impl std::hash::Hash for Version {
+    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+        (self.path, self.size, self.mtime_us).hash(h);
+    }
 }
 
 impl Version {
     /// The version of what is named by content alone (`Kind::Kept`).
     pub const NONE: Version = Version {
-        device: 0,
-        inode: 0,
+        path: 0,
         size: 0,
         mtime_us: 0,
-        ctime_us: 0,
+        local: Local::UNKNOWN,
     };
 
-    /// The version `meta` describes, as the request path's `apr_finfo_t`
-    /// gives it (APR truncates nanoseconds to microseconds).
-    pub fn of(meta: &fs::Metadata) -> Version {
-        let us = |s: i64, ns: i64| s.saturating_mul(1_000_000).saturating_add(ns / 1000);
+    /// The version at `path` (its `path_key`) that `meta` describes, as
+    /// the request path's `apr_finfo_t` gives it (APR truncates
+    /// nanoseconds to microseconds).
+    pub fn of(path: u64, meta: &fs::Metadata) -> Version {
         Version {
-            device: meta.dev(),
-            inode: meta.ino(),
+            path,
             size: meta.size(),
-            mtime_us: us(meta.mtime(), meta.mtime_nsec()),
-            ctime_us: us(meta.ctime(), meta.ctime_nsec()),
+            mtime_us: mtime_us(meta),
+            local: Local::of(meta),
         }
     }
+
+    /// Whether `meta` still has this version's size and mtime, and, when
+    /// this version knows it, its device, inode and ctime.
+    pub fn matches(&self, meta: &fs::Metadata) -> bool {
+        let known = self.local != Local::UNKNOWN;
+        meta.size() == self.size
+            && mtime_us(meta) == self.mtime_us
+            && (!known || Local::of(meta) == self.local)
+    }
+}
+
+/// A file's mtime in microseconds, as APR keeps it.
+fn mtime_us(meta: &fs::Metadata) -> i64 {
+    let (s, ns) = (meta.mtime(), meta.mtime_nsec());
+    s.saturating_mul(1_000_000).saturating_add(ns / 1000)
+}
+
+/// Where a file is, as every server of a fleet names it, hashed (FNV-1a,
+/// 64 bits: no allocation, a few ns per request): the virtual host's
+/// `ServerName`, then the path below its `DocumentRoot` when the file is
+/// there (else the whole path). Servers whose docroots lie at different
+/// places still agree; two virtual hosts never share a key, so one
+/// site's file can never be served for another's.
+pub fn path_key(server: &[u8], docroot: &[u8], path: &[u8]) -> u64 {
+    let docroot = docroot.strip_suffix(b"/").unwrap_or(docroot);
+    let below = (!docroot.is_empty())
+        .then(|| path.strip_prefix(docroot))
+        .flatten()
+        .filter(|rest| rest.first() == Some(&b'/'));
+    let (tag, rest): (&[u8], &[u8]) = match below {
+        Some(rest) => (b"\0r", rest),
+        None => (b"\0a", path),
+    };
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in server.iter().chain(tag).chain(rest) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// What a copy holds.
@@ -99,8 +195,8 @@ impl Kind {
     }
 }
 
-/// Longest name: two fan-out digits, a slash, five 16-digit numbers, four
-/// dashes, a dot and a three-letter extension make 91 bytes; a delta's
+/// Longest name: two fan-out digits, a slash, three 16-digit numbers, two
+/// dashes, a dot and a three-letter extension make 57 bytes; a delta's
 /// 64 hex digits and their dot 65 more.
 const NAME_MAX: usize = 160;
 
@@ -135,7 +231,7 @@ impl NameBuf {
         &self.bytes[..self.len]
     }
 
-    /// Appends a byte; at most 156 are ever written (see `NAME_MAX`).
+    /// Appends a byte; at most 122 are ever written (see `NAME_MAX`).
     fn push(&mut self, b: u8) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = b;
@@ -160,12 +256,11 @@ impl NameBuf {
 
     /// Appends `v` as `version_stem` spells it.
     fn push_version(&mut self, v: &Version) {
-        let numbers = [v.device, v.inode, v.size, v.mtime_us as u64];
-        for n in numbers {
-            self.push_hex(n);
-            self.push(b'-');
-        }
-        self.push_hex(v.ctime_us as u64);
+        self.push_hex(v.path);
+        self.push(b'-');
+        self.push_hex(v.size);
+        self.push(b'-');
+        self.push_hex(v.mtime_us as u64);
     }
 
     /// Appends `n` in lower-case hex, without leading zeros.
@@ -220,9 +315,9 @@ pub fn parse_kept_name(name: &str) -> Option<Hash> {
     dictionary::from_hex(hex).filter(|h| dictionary::to_hex(h) == hex)
 }
 
-/// The fan-out directory of a copy of the file with this inode.
-pub fn fan_out(inode: u64) -> u8 {
-    (inode & 0xff) as u8
+/// The fan-out directory of a copy of the file with this `path_key`.
+pub fn fan_out(path: u64) -> u8 {
+    (path & 0xff) as u8
 }
 
 /// Writes the name of the `kind` copy of version `v` (relative to the
@@ -248,7 +343,7 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
         buf.push_str(".zst");
         return buf.as_bytes();
     }
-    let fan = fan_out(v.inode);
+    let fan = fan_out(v.path);
     buf.push_hex(u64::from(fan >> 4));
     buf.push_hex(u64::from(fan & 0xf));
     buf.push(b'/');
@@ -264,7 +359,7 @@ pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b
     buf.as_bytes()
 }
 
-/// A version as copy names spell it, `<device>-<inode>-<size>-<mtime>-<ctime>`
+/// A version as copy names spell it, `<path>-<size>-<mtime>`
 /// in lower-case hex: how the compressor's histories name versions too.
 pub fn version_stem<'b>(v: &Version, buf: &'b mut NameBuf) -> &'b str {
     buf.len = 0;
@@ -284,13 +379,32 @@ pub fn parse_version_stem(stem: &str) -> Option<Version> {
         canonical.then(|| u64::from_str_radix(p, 16).ok())?
     };
     let v = Version {
-        device: next()?,
-        inode: next()?,
+        path: next()?,
         size: next()?,
         mtime_us: next()? as i64,
-        ctime_us: next()? as i64,
+        local: Local::UNKNOWN,
     };
     parts.next().is_none().then_some(v)
+}
+
+/// Whether `name` is a copy as the cache named them before names left
+/// out device, inode and ctime (`<device>-<inode>-<size>-<mtime>-<ctime>`):
+/// never served under the current names, removed at start.
+pub fn is_old_copy_name(name: &str) -> bool {
+    let stem = match dictionary::parse_delta_name(name) {
+        Some((stem, ..)) => Some(stem),
+        None => name
+            .rsplit_once('.')
+            .filter(|(_, ext)| Kind::from_ext(ext).is_some())
+            .map(|(stem, _)| stem),
+    };
+    stem.is_some_and(|stem| {
+        let parts: Vec<&str> = stem.split('-').collect();
+        parts.len() == 5
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
 }
 
 /// The version and kind a copy's file name (without its fan-out
@@ -335,11 +449,10 @@ mod tests {
 
     fn v() -> Version {
         Version {
-            device: 0x803,
-            inode: 0x1_2345,
+            path: 0x803_0001_2345,
             size: 5000,
             mtime_us: 1_700_000_000_123_456,
-            ctime_us: 1_700_000_001_000_000,
+            local: Local::UNKNOWN,
         }
     }
 
@@ -355,35 +468,30 @@ mod tests {
         ];
         for k in kinds {
             let name = copy_name(&v(), k, &mut buf).to_owned();
-            assert!(name.starts_with("45/803-12345-1388-"), "{name}");
+            assert!(name.starts_with("45/80300012345-1388-"), "{name}");
             assert!(name.ends_with(&format!(".{}", k.ext())));
             let (dir, file) = name.split_once('/').unwrap();
             assert_eq!(dir, "45");
             assert_eq!(parse_copy_name(file), Some((v(), k)));
         }
         let extreme = Version {
-            device: u64::MAX,
-            inode: u64::MAX,
+            path: u64::MAX,
             size: u64::MAX,
-            mtime_us: -1,
-            ctime_us: i64::MIN,
+            mtime_us: i64::MIN,
+            local: Local::UNKNOWN,
         };
         let name = copy_name(&extreme, Kind::Decoded, &mut buf).to_owned();
-        assert_eq!(name.len(), 90);
+        assert_eq!(name.len(), 56);
         assert!(name.starts_with("ff/ffffffffffffffff-"));
         let file = name.split_once('/').unwrap().1;
         assert_eq!(parse_copy_name(file), Some((extreme, Kind::Decoded)));
-        let zero = Version {
-            device: 0,
-            inode: 0,
-            size: 0,
-            mtime_us: 0,
-            ctime_us: 0,
-        };
-        assert_eq!(copy_name(&zero, Kind::Decoded, &mut buf), "00/0-0-0-0-0.id");
+        assert_eq!(
+            copy_name(&Version::NONE, Kind::Decoded, &mut buf),
+            "00/0-0-0.id"
+        );
         let delta = Kind::Delta(DeltaCoding::Dcb, [0xab; 32]);
         let name = copy_name(&extreme, delta, &mut buf).to_owned();
-        assert_eq!(name.len(), 156);
+        assert_eq!(name.len(), 122);
         assert!(
             name.ends_with(&format!(".{}.dcb", "ab".repeat(32))),
             "{name}"
@@ -395,7 +503,7 @@ mod tests {
         let file = kept.rsplit_once('/').unwrap().1;
         assert_eq!(parse_kept_name(file), Some([0xc3; 32]));
         assert_eq!(parse_kept_name(&file.to_uppercase()), None);
-        let dcz = format!("1-2-3-4-5.{}.dcz", "0f".repeat(32));
+        let dcz = format!("1-2-3.{}.dcz", "0f".repeat(32));
         let want = Kind::Delta(DeltaCoding::Dcz, [0x0f; 32]);
         assert_eq!(parse_copy_name(&dcz).map(|p| p.1), Some(want));
     }
@@ -403,20 +511,27 @@ mod tests {
     #[test]
     fn other_names_are_not_copies() {
         for bad in [
-            "803-12345-1388-1-2",
-            "803-12345-1388-1.zst",
-            "803-12345-1388-1-2-3.zst",
-            "803-12345-1388-1-2.txt",
-            "803-012345-1388-1-2.zst",
-            "803-12345-1388-1-2X.zst",
-            "803-12345--1-2.zst",
-            ".803-12345-1388-1-2.zst.tmp1a2b",
-            "10000000000000000-1-1-1-1.gz",
-            "1-2-3-4-5.dcz",
-            "1-2-3-4-5.abcd.dcz",
-            "1-2-3-4-5.id.dcz",
+            "12345-1388-1",
+            "12345-1388.zst",
+            "803-12345-1388-1-2.zst",
+            "12345-1388-1.txt",
+            "012345-1388-1.zst",
+            "12345-1388-1X.zst",
+            "12345--1.zst",
+            ".12345-1388-1.zst.tmp1a2b",
+            "10000000000000000-1-1.gz",
+            "1-2-3.dcz",
+            "1-2-3.abcd.dcz",
+            "1-2-3.id.dcz",
         ] {
             assert_eq!(parse_copy_name(bad), None, "{bad}");
+        }
+        let old_delta = format!("1-2-3-4-5.{}.dcb", "0f".repeat(32));
+        for old in ["803-12345-1388-1-2.zst", "1-2-3-4-5.id", &old_delta] {
+            assert!(is_old_copy_name(old), "{old}");
+        }
+        for new in ["12345-1388-1.zst", "803-12345-1388-1-2.txt", "kept"] {
+            assert!(!is_old_copy_name(new), "{new}");
         }
     }
 
@@ -433,10 +548,61 @@ mod tests {
             .set_modified(t)
             .unwrap();
         let m = fs::metadata(&p).unwrap();
-        let v = Version::of(&m);
-        assert_eq!((v.inode, v.size), (m.ino(), 5));
+        let v = Version::of(7, &m);
+        assert_eq!((v.path, v.size), (7, 5));
         assert_eq!(v.mtime_us, 1_000_000_123_456);
-        assert!(v.ctime_us > v.mtime_us);
+        assert!(v.matches(&m));
+        assert_eq!((v.local.inode, v.local.device), (m.ino(), m.dev()));
+        assert!(v.local.ctime_us > v.mtime_us);
+        fs::write(&p, b"123456").unwrap();
+        assert!(!v.matches(&fs::metadata(&p).unwrap()));
+        // Another file of the same size and mtime: not the one judged,
+        // unless the version does not know which file it was.
+        let q = d.path().join("b");
+        fs::write(&q, b"12345").unwrap();
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+        fs::File::options()
+            .write(true)
+            .open(&q)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        let other = fs::metadata(&q).unwrap();
+        let judged = Version::of(7, &m);
+        assert!(!judged.matches(&other));
+        let named = Version {
+            local: Local::UNKNOWN,
+            ..judged
+        };
+        assert!(named.matches(&other) && named == judged);
+    }
+
+    #[test]
+    fn path_keys_are_where_the_file_is_below_its_docroot() {
+        let a = path_key(b"www.example", b"/srv/a/", b"/srv/a/x/page.html");
+        assert_eq!(
+            a,
+            path_key(b"www.example", b"/var/www", b"/var/www/x/page.html")
+        );
+        assert_ne!(
+            a,
+            path_key(b"other.example", b"/srv/a", b"/srv/a/x/page.html")
+        );
+        assert_ne!(
+            a,
+            path_key(b"www.example", b"/srv/a", b"/srv/a/x/other.html")
+        );
+        // Outside the docroot (an Alias): the whole path.
+        let out = path_key(b"www.example", b"/srv/a", b"/srv/ab/x/page.html");
+        assert_eq!(
+            out,
+            path_key(b"www.example", b"/srv/b", b"/srv/ab/x/page.html")
+        );
+        assert_ne!(
+            out,
+            path_key(b"www.example", b"/srv", b"/srv/ab/x/page.html")
+        );
+        assert_ne!(a, path_key(b"www.example", b"", b"/x/page.html"));
     }
 
     #[test]
@@ -488,21 +654,18 @@ mod tests {
                 u64::MAX >> (64 - 4 * digits)
             };
             let v = Version {
-                device: n,
-                inode: n ^ 0x5a,
+                path: n ^ 0x5a,
                 size: n / 3,
                 mtime_us: n as i64,
-                ctime_us: (n >> 1) as i64,
+                local: Local::UNKNOWN,
             };
             let mut buf = NameBuf::new();
             let want = format!(
-                "{:02x}/{:x}-{:x}-{:x}-{:x}-{:x}.gz",
-                v.inode & 0xff,
-                v.device,
-                v.inode,
+                "{:02x}/{:x}-{:x}-{:x}.gz",
+                v.path & 0xff,
+                v.path,
                 v.size,
-                v.mtime_us as u64,
-                v.ctime_us as u64
+                v.mtime_us as u64
             );
             assert_eq!(copy_name(&v, Kind::Coded(Coding::Gzip), &mut buf), want);
         }

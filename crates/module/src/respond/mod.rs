@@ -16,8 +16,6 @@ use crate::lookup::{self, Refused, Sibling};
 use crate::memo;
 use crate::memo::digest::Written;
 use crate::metrics::tally::Outcome;
-use crate::ondemand::ask::OnDemandDeltas;
-use crate::ondemand::cache::Active;
 use crate::walk::Resolved;
 use decompress::{browsers_decode, decompress, none_decodable, send_decoded_copy};
 use delta::send_checked;
@@ -38,11 +36,9 @@ pub struct Responder<'a, 'r> {
     /// The dictionary the client announced (SHA-256), which a delta's
     /// header must name.
     dictionary: Option<[u8; 32]>,
-    /// The on-demand cache, where this request's scope has it on.
-    cache: Option<&'static Active>,
-    /// Whether the page joins its host's site dictionary (and so links
-    /// it, once trained).
-    site: bool,
+    /// The `Link` to the host's site dictionary, on a page that joins it
+    /// once it is trained.
+    link: Option<String>,
 }
 
 /// A representation the walk resolved, as the request's facts found it.
@@ -56,23 +52,16 @@ impl<'a, 'r> Responder<'a, 'r> {
             filename,
             settings,
             dictionary: None,
-            cache: None,
-            site: false,
+            link: None,
         }
     }
 
     /// The responder with the dictionary the client announced and the
-    /// on-demand cache, where the scope has it (and its deltas on demand).
-    pub fn on_demand(
-        self,
-        dictionary: Option<[u8; 32]>,
-        cache: Option<&'static Active>,
-        deltas: Option<OnDemandDeltas<'_>>,
-    ) -> Self {
+    /// site dictionary's `Link`, where the page has one.
+    pub fn with(self, dictionary: Option<[u8; 32]>, link: Option<String>) -> Self {
         Responder {
             dictionary,
-            cache,
-            site: deltas.is_some_and(|d| d.site),
+            link,
             ..self
         }
     }
@@ -304,7 +293,9 @@ fn send_file(a: &Responder<'_, '_>, r: Representation<'_, '_>) -> Answer {
         set_marker(a, as_is);
     }
     offer_as_dictionary(a);
-    link_site_dictionary(a);
+    if let Some(link) = &a.link {
+        req.add_header_value(c"Link", link);
+    }
     let status = finish_file(req, r.file, size, r.splice);
     Answer::new(status, r.outcome, len)
 }
@@ -329,21 +320,6 @@ fn offer_as_dictionary(a: &Responder<'_, '_>) {
         _ => return,
     };
     req.set_header_value(c"Use-As-Dictionary", &value);
-}
-
-/// `Link: <…>; rel="compression-dictionary"` on a host's HTML pages once
-/// its site dictionary is trained, so a browser fetches it and sends its
-/// hash with later navigations.
-fn link_site_dictionary(a: &Responder<'_, '_>) {
-    let (Some(path), Some(cache), true) = (a.settings.site_dictionary, a.cache, a.site) else {
-        return;
-    };
-    let now = a.req.request_time_secs();
-    if !cache.has_site_dictionary(a.req, &a.req.host_key(), now) {
-        return;
-    }
-    let value = format!("<{path}>; rel=\"compression-dictionary\"");
-    a.req.add_header_value(c"Link", &value);
 }
 
 /// Sends the module's own file `file` (a site dictionary) with the strong

@@ -182,6 +182,10 @@ impl Ctx<'_> {
                 if !self.state().claim(self.settings, key) {
                     continue;
                 }
+                let Some(_claim) = self.claim_copy(&key) else {
+                    self.state().release(&key);
+                    continue;
+                };
                 let made = self.delta(meta, key, d, dict, content);
                 let mut state = self.state();
                 state.release(&key);
@@ -326,11 +330,10 @@ mod tests {
         Entry {
             hash: [n; 32],
             version: Version {
-                device: 1,
-                inode: 2,
+                path: 2,
                 size: u64::from(n),
                 mtime_us: -1,
-                ctime_us: 5,
+                ..Version::NONE
             },
             path: PathBuf::from(format!("/srv/a b/{n}.js")),
         }

@@ -111,11 +111,10 @@ mod tests {
 
     fn key(n: u64) -> Key {
         let v = Version {
-            device: 1,
-            inode: n,
+            path: n,
             size: n,
             mtime_us: 0,
-            ctime_us: 0,
+            ..Version::NONE
         };
         (v, Kind::Coded(Coding::Br))
     }

@@ -3,6 +3,8 @@
 //! decoded content, each only while its file keeps the version the
 //! request saw, before and after the work.
 
+use super::claim::Claim;
+use super::index::Key;
 use super::state::{copy_path, State};
 use super::{Event, Level, Log, Settings, Tally};
 use crate::metrics::tally::Job;
@@ -76,6 +78,16 @@ impl Ctx<'_> {
             let mut state = self.state();
             keys.for_each(|k| state.failed(k));
         }
+    }
+
+    /// Claims making the copy of `key` against the other compressors
+    /// sharing the root (`claim`): `None` when another is making it, or
+    /// it is there already, or its directory cannot be made.
+    pub(super) fn claim_copy(&self, key: &Key) -> Option<Claim> {
+        let target = copy_path(&self.settings.root, key);
+        make_dir(&target).ok()?;
+        let claim = Claim::take(&target).ok().flatten()?;
+        fs::symlink_metadata(&target).is_err().then_some(claim)
     }
 
     /// Makes the deltas the job asks for, then the copies of `codings` of
@@ -163,7 +175,8 @@ impl Ctx<'_> {
     }
 
     /// Makes the `c` copy (or the marker that it does not pay); its size,
-    /// or `None` when it was there already.
+    /// or `None` when it was there already or another compressor sharing
+    /// the root is making it (a later request finds it).
     fn compress_one(
         &self,
         path: &Path,
@@ -177,6 +190,12 @@ impl Ctx<'_> {
             return Ok(None);
         }
         make_dir(&target)?;
+        let Some(_claim) = Claim::take(&target).map_err(Problem::Cache)? else {
+            return Ok(None);
+        };
+        if fs::symlink_metadata(&target).is_ok() {
+            return Ok(None);
+        }
         let (from, meta) = (&pinned.proc, &pinned.meta);
         let outcome = publish::make_copy(from, meta, c, &s.levels, s.min_saving, &target);
         let size = match outcome {
@@ -285,9 +304,10 @@ pub(super) fn decode_into(
 
 /// The file at `path` while it still has `version`.
 /// A file opened as the version a request judged: the job's name is
-/// opened (without blocking on a FIFO) and what was opened must be that
-/// very file (device, inode, size, times), so a name swapped for a
-/// symlink or another file after Apache's checks is never read. Later
+/// opened (without blocking on a FIFO) and what was opened must have the
+/// size and mtime Apache saw (the fields a copy's name carries; device,
+/// inode and ctime differ between the servers sharing a cache), so a
+/// name swapped for another file after Apache's checks is not read. Later
 /// reads go through the descriptor, or through `proc`, its name in
 /// `/proc/self/fd`, which reopens that same file whatever the name now
 /// holds.
@@ -304,7 +324,7 @@ pub(super) fn pin(path: &Path, version: &Version) -> Result<Pinned, Problem> {
         .open(path)
         .map_err(|e| read_problem(path, e))?;
     let meta = file.metadata().map_err(|e| read_problem(path, e))?;
-    if !meta.is_file() || Version::of(&meta) != *version {
+    if !meta.is_file() || !version.matches(&meta) {
         return Err(Problem::Gone(format!(
             "{} is not the version queued any more",
             path.display()
@@ -331,7 +351,7 @@ pub(super) fn read_pinned(path: &Path, p: &Pinned) -> Result<Vec<u8>, Problem> {
 
 pub(super) fn current(path: &Path, version: &Version) -> Result<fs::Metadata, Problem> {
     let meta = fs::metadata(path).map_err(|e| read_problem(path, e))?;
-    if !meta.is_file() || Version::of(&meta) != *version {
+    if !meta.is_file() || !version.matches(&meta) {
         return Err(Problem::Gone(format!(
             "{} is not the version queued any more",
             path.display()

@@ -15,6 +15,7 @@
 //! is `site/<…>/dictionaries`: one line each, the hash, when it was
 //! trained, from how many pages, and when it stopped being current.
 
+use super::claim::Claim;
 use super::deltas::{keep, read_kept};
 use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, State};
@@ -81,25 +82,22 @@ impl Page {
     /// Its line in `pages`: the version's numbers, then the path.
     fn line(&self) -> Vec<u8> {
         let v = &self.version;
-        let mut l = format!(
-            "{} {} {} {} {} ",
-            v.device, v.inode, v.size, v.mtime_us, v.ctime_us
-        )
-        .into_bytes();
+        let mut l = format!("{} {} {} ", v.path, v.size, v.mtime_us).into_bytes();
         l.extend_from_slice(self.path.as_os_str().as_bytes());
         l
     }
 
     fn parse(l: &[u8]) -> Option<Page> {
-        let mut f = l.splitn(6, |&b| b == b' ');
+        // A line of the older format (five numbers) has no path after
+        // three: it is left out.
+        let mut f = l.splitn(4, |&b| b == b' ');
         let mut n = || std::str::from_utf8(f.next()?).ok();
-        let (d, i, s, m, c) = (n()?, n()?, n()?, n()?, n()?);
+        let (p, s, m) = (n()?, n()?, n()?);
         let version = Version {
-            device: d.parse().ok()?,
-            inode: i.parse().ok()?,
+            path: p.parse().ok()?,
             size: s.parse().ok()?,
             mtime_us: m.parse().ok()?,
-            ctime_us: c.parse().ok()?,
+            ..Version::NONE
         };
         let path = f.next().filter(|p| p.first() == Some(&b'/'))?;
         Some(Page {
@@ -257,7 +255,12 @@ impl Ctx<'_> {
             let may = due(pages.len(), &trained) && state.take_training(&site.dir, pages.len());
             (pages, trained, may)
         };
-        if may_train {
+        // One compressor of those sharing the root trains at a time; the
+        // others make deltas against what is trained already.
+        let claim = may_train
+            .then(|| Claim::take(&site.dir.join(SITE_CURRENT)).ok().flatten())
+            .flatten();
+        if claim.is_some() {
             if let Some(dict) = self.train(&site, &pages, trained.clone()) {
                 // Listed again now that the new dictionary is recorded: a
                 // page another worker listed meanwhile is here, or that
@@ -474,7 +477,7 @@ mod tests {
         let p = d.path().join("a.html");
         fs::write(&p, b"public page").unwrap();
         let listed = Page {
-            version: Version::of(&fs::metadata(&p).unwrap()),
+            version: Version::of(1, &fs::metadata(&p).unwrap()),
             path: p.clone(),
         };
         assert_eq!(listed.content().as_deref(), Some(&b"public page"[..]));

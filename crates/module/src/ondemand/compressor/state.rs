@@ -1,13 +1,17 @@
 //! The compressor's shared state and the cache directory it keeps: the
-//! index read back at start (leftovers of a killed run removed), which
-//! jobs are pending, done or failed, eviction after each new copy, and
-//! the one warning while the cache cannot be written.
+//! index read back at start (stale leftovers of a killed run and copies
+//! named the older way removed), which jobs are pending, done or failed,
+//! eviction after each new copy, and the one warning while the cache
+//! cannot be written. Other compressors may write the same root at the
+//! same time (a fleet sharing it): a copy one of them made is taken as
+//! done, a temporary is removed only once stale, and a file gone or
+//! appeared behind this one's back is no error.
 
 use super::index::{Index, Key};
 use super::{Level, Log, Settings};
 use crate::ondemand::key::{
-    copy_name, fan_out, parse_copy_name, parse_kept_name, Kind, NameBuf, Version, KEPT_DIR,
-    RETIRED_SITE_DIR,
+    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf, Version,
+    KEPT_DIR, RETIRED_SITE_DIR,
 };
 use gdn_core::dictionary::Hash;
 use gdn_core::publish::atomic::TMP_MARK;
@@ -15,7 +19,13 @@ use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
+
+/// How old a temporary must be before a start removes it: another
+/// compressor sharing the root may be writing it (brotli at quality 11
+/// over `key::MAX_SIZE` takes minutes, not an hour), and a killed run's
+/// leftovers are never served, only kept a while.
+pub(super) const STALE_TEMP: Duration = Duration::from_secs(3600);
 
 /// Versions whose job failed for a reason that would recur (an unreadable
 /// original, a corrupt sibling) are not retried until this many have
@@ -37,9 +47,6 @@ pub(super) struct State {
     failing: bool,
     /// Copies evicted since `holding` last said.
     evicted: u64,
-    /// This compressor owns the root (`owner`): false while another
-    /// Apache's compressor does, and this one takes no job.
-    owner: bool,
 }
 
 /// The copy of `key`'s path under `root`.
@@ -60,10 +67,7 @@ impl State {
     /// temporaries of a killed run removed, what exceeds the size limit
     /// evicted.
     pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
-        let mut state = State {
-            owner: true,
-            ..State::standby()
-        };
+        let mut state = State::empty();
         let mut found = Vec::new();
         let mut leftovers = 0;
         if let Err(e) = scan(&settings.root, &mut found, &mut leftovers) {
@@ -86,9 +90,8 @@ impl State {
         state
     }
 
-    /// The state while another compressor owns the root: nothing
-    /// indexed, scanned or removed, no job taken.
-    pub(super) fn standby() -> State {
+    /// Nothing indexed, pending or failed.
+    fn empty() -> State {
         State {
             index: Index::default(),
             pending: HashSet::new(),
@@ -97,27 +100,28 @@ impl State {
             site_tries: HashMap::new(),
             failing: false,
             evicted: 0,
-            owner: false,
         }
     }
 
-    /// Whether this compressor owns the root and takes jobs.
-    pub(super) fn owner(&self) -> bool {
-        self.owner
-    }
-
     /// Takes `key` on: false when it is pending, failed before, or done
-    /// (a copy or marker is there).
+    /// (a copy or marker is there, whoever made it: another compressor
+    /// sharing the root counts it too, and it is indexed here so this
+    /// one's eviction sees it).
     pub(super) fn claim(&mut self, settings: &Settings, key: Key) -> bool {
         if self.pending.contains(&key) || self.failed.contains(&key) {
             return false;
         }
-        if self.index.contains(&key) {
-            if fs::symlink_metadata(copy_path(&settings.root, &key)).is_ok() {
+        match fs::symlink_metadata(copy_path(&settings.root, &key)) {
+            Ok(meta) => {
+                if !self.index.contains(&key) && meta.is_file() {
+                    self.index.insert(key, meta.len());
+                }
                 return false;
             }
             // Removed behind the compressor's back: made again.
-            self.index.remove(&key);
+            Err(_) => {
+                self.index.remove(&key);
+            }
         }
         self.pending.insert(key)
     }
@@ -296,16 +300,17 @@ impl State {
 }
 
 /// Indexes the fan-out directories under `root` into `found`, removing
-/// leftover temporaries (counted in `leftovers`) in them and in `root`.
-/// Anything else (the lock file `owner::LOCK_NAME`, files an admin put
-/// there) is left alone and not counted.
+/// stale leftover temporaries (counted in `leftovers`) in them and in
+/// `root`, and copies named the older way. Anything else (files an admin
+/// put there, another compressor's temporaries being written) is left
+/// alone and not counted.
 fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
     for entry in fs::read_dir(root)? {
         let entry = entry?;
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if is_leftover(name) {
-            *leftovers += usize::from(fs::remove_file(entry.path()).is_ok());
+            *leftovers += remove_stale(&entry);
             continue;
         }
         if name == RETIRED_SITE_DIR && entry.file_type()?.is_dir() {
@@ -327,9 +332,12 @@ fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Resul
             let name = copy.file_name();
             let Some(name) = name.to_str() else { continue };
             if is_leftover(name) {
-                *leftovers += usize::from(fs::remove_file(copy.path()).is_ok());
+                *leftovers += remove_stale(&copy);
             } else if let Some(f) = indexed(name, dir, &copy) {
                 found.push(f);
+            } else if is_old_copy_name(name) {
+                // Keyed by device and inode: never served any more.
+                let _ = fs::remove_file(copy.path());
             }
         }
     }
@@ -353,7 +361,7 @@ fn scan_kept(dir: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::R
             let name = kept.file_name();
             let Some(name) = name.to_str() else { continue };
             if is_leftover(name) {
-                *leftovers += usize::from(fs::remove_file(kept.path()).is_ok());
+                *leftovers += remove_stale(&kept);
                 continue;
             }
             let Some(h) = parse_kept_name(name).filter(|h| h[0] == fan) else {
@@ -377,7 +385,7 @@ fn parse_fan_out(name: &str) -> Option<u8> {
 /// and in its right place; last used at its atime or mtime, the later.
 fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<Found> {
     let (version, kind): (Version, Kind) = parse_copy_name(name)?;
-    if fan_out(version.inode) != dir {
+    if fan_out(version.path) != dir {
         return None;
     }
     found_at(entry, (version, kind))
@@ -395,12 +403,27 @@ fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
     })
 }
 
-/// A temporary the lifecycle or the decoder left: `.<copy name>.tmp<hex>`.
+/// Removes the temporary `entry` if it was last written `STALE_TEMP` ago
+/// or more (not another compressor's, at work); 1 if it went.
+fn remove_stale(entry: &fs::DirEntry) -> usize {
+    let age = entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok());
+    let stale = age.is_some_and(|a| a >= STALE_TEMP);
+    usize::from(stale && fs::remove_file(entry.path()).is_ok())
+}
+
+/// A temporary the lifecycle or the decoder left: `.<copy name>.tmp<hex>`
+/// (the copy named as now, or the older way).
 fn is_leftover(name: &str) -> bool {
     let Some((copy, tail)) = name.strip_prefix('.').and_then(|n| n.rsplit_once(TMP_MARK)) else {
         return false;
     };
     !tail.is_empty()
         && tail.bytes().all(|b| b.is_ascii_hexdigit())
-        && (parse_copy_name(copy).is_some() || parse_kept_name(copy).is_some())
+        && (parse_copy_name(copy).is_some()
+            || parse_kept_name(copy).is_some()
+            || is_old_copy_name(copy))
 }

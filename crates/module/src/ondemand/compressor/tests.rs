@@ -18,6 +18,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
 fn settings(root: &Path) -> Settings {
     Settings {
@@ -51,7 +52,8 @@ impl Lines {
 }
 
 fn version(p: &Path) -> Version {
-    Version::of(&fs::metadata(p).unwrap())
+    let path = crate::ondemand::key::path_key(b"test", b"", p.as_os_str().as_bytes());
+    Version::of(path, &fs::metadata(p).unwrap())
 }
 
 fn record(job: &Job<'_>) -> Vec<u8> {
@@ -172,7 +174,7 @@ fn another_version_is_refused() {
     let mut stream = vec![record(&job)];
     let missing = docs.join("gone.html");
     let other = Version {
-        inode: v.inode + 1,
+        path: v.path + 1,
         ..v
     };
     stream.push(record(&Job::Compress {
@@ -345,22 +347,29 @@ fn leftovers_are_removed_at_start() {
     let left = [
         dir.join(format!(".{name}.tmp1a2b3c")),
         cache.join(format!(".{name}.tmpff")),
+        dir.join(".803-12345-1388-1-2.gz.tmp3c"),
     ];
+    let stale = SystemTime::now() - super::state::STALE_TEMP - Duration::from_secs(5);
     for l in &left {
         fs::write(l, b"partial").unwrap();
+        let f = fs::File::options().write(true).open(l).unwrap();
+        f.set_modified(stale).unwrap();
     }
+    // Another server's, being written: left alone.
+    let fresh = dir.join(format!(".{name}.tmp77"));
+    fs::write(&fresh, b"partial").unwrap();
+    // Named the older way (device, inode, ctime): removed.
+    let old = dir.join("803-12345-1388-1-2.br");
+    fs::write(&old, b"old").unwrap();
     let foreign = dir.join("notes.txt");
     fs::write(&foreign, b"not ours").unwrap();
     run_over(&s, Vec::new(), &lines);
     assert!(left.iter().all(|l| !l.exists()));
+    assert!(fresh.exists() && !old.exists());
     assert!(foreign.exists() && made.exists());
     assert_eq!(lines.count(Level::Info, "3 entries"), 1);
-    assert!(
-        cache.join(super::owner::LOCK_NAME).exists(),
-        "kept, not counted"
-    );
     assert_eq!(
-        lines.count(Level::Info, "2 leftover temporaries removed"),
+        lines.count(Level::Info, "3 leftover temporaries removed"),
         1
     );
 }
@@ -416,11 +425,10 @@ fn the_warning_comes_again_after_a_recovery() {
     state.cache_failed(&s, &e, &log);
     assert_eq!(lines.count(Level::Warn, ""), 1);
     let v = Version {
-        device: 1,
-        inode: 2,
+        path: 2,
         size: 3,
         mtime_us: 4,
-        ctime_us: 5,
+        ..Version::NONE
     };
     state.made(&s, (v, Kind::Decoded), 0, &log);
     assert_eq!(lines.count(Level::Notice, "written again"), 1);
@@ -466,10 +474,10 @@ fn running<'a>(
     events: &'a Events,
 ) -> fs::File {
     let (tx, rx) = seqpacket_pair();
-    let before = lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use");
+    let before = lines.count(Level::Info, "entries");
     scope.spawn(move || run(s, rx, &lines.log(), &events.tally()));
     wait_until("the run's start", || {
-        lines.count(Level::Info, "entries") + lines.count(Level::Warn, "in use") > before
+        lines.count(Level::Info, "entries") > before
     });
     tx
 }
@@ -486,66 +494,35 @@ fn leftover(s: &Settings, p: &Path) -> PathBuf {
 }
 
 #[test]
-fn a_second_run_on_a_held_root_makes_nothing_and_warns_once() {
+fn two_runs_share_a_root_and_both_make_copies() {
     let (_d, docs, cache) = tree();
-    let p = page_file(&docs, "e.html", 9000, 8);
-    let s = settings(&cache);
-    let (first, second) = (Lines::default(), Lines::default());
-    let events = Events::default();
-    std::thread::scope(|scope| {
-        let tx = running(scope, &s, &first, &events);
-        let left = leftover(&s, &p);
-        let mut stream = vec![compress_job(&p, all())];
-        stream.push(compress_job(&p, CodingSet::empty().with(Coding::Br)));
-        let second_events = Events::default();
-        run(
-            &s,
-            Messages::new(stream),
-            &second.log(),
-            &second_events.tally(),
-        );
-        assert_eq!(second.count(Level::Warn, ""), 1);
-        let root = cache.display().to_string();
-        assert_eq!(second.count(Level::Warn, &root), 1);
-        assert_eq!(second.count(Level::Warn, "makes none"), 1);
-        assert_eq!(second_events.dropped(), 4);
-        assert!(left.exists(), "a standby cleans nothing");
-        for c in Coding::ALL {
-            assert!(!copy(&s, &p, Kind::Coded(c)).exists(), "{c:?}");
-        }
-        drop(tx);
-    });
-    assert_eq!(first.count(Level::Warn, ""), 0);
-}
-
-#[test]
-fn the_second_run_takes_over_once_the_first_ends() {
-    let (_d, docs, cache) = tree();
-    let p = page_file(&docs, "f.html", 9000, 9);
+    let (p, q) = (
+        page_file(&docs, "e.html", 9000, 8),
+        page_file(&docs, "f.html", 9000, 9),
+    );
     let s = settings(&cache);
     let (first, second) = (Lines::default(), Lines::default());
     let (first_events, second_events) = (Events::default(), Events::default());
     std::thread::scope(|scope| {
-        let tx = running(scope, &s, &first, &first_events);
-        let mut jobs = running(scope, &s, &second, &second_events);
-        assert_eq!(second.count(Level::Warn, "in use"), 1);
+        let mut one = running(scope, &s, &first, &first_events);
+        let mut two = running(scope, &s, &second, &second_events);
         let left = leftover(&s, &p);
-        drop(tx);
-        wait_until("the takeover", || {
-            second.count(Level::Notice, "took it over") == 1
-        });
-        assert!(!left.exists(), "a taken-over root is cleaned");
-        jobs.write_all(&compress_job(&p, all())).unwrap();
-        wait_until("the copies", || {
+        one.write_all(&compress_job(&p, all())).unwrap();
+        two.write_all(&compress_job(&q, all())).unwrap();
+        let all_made = |f: &Path| {
             Coding::ALL
                 .iter()
-                .all(|&c| copy(&s, &p, Kind::Coded(c)).exists())
-        });
-        drop(jobs);
+                .all(|&c| copy(&s, f, Kind::Coded(c)).exists())
+        };
+        wait_until("both runs' copies", || all_made(&p) && all_made(&q));
+        // The second asks for what the first made: taken as done.
+        two.write_all(&compress_job(&p, all())).unwrap();
+        drop((one, two));
+        assert!(left.exists(), "another run's temporary is left alone");
     });
-    assert_eq!(second.count(Level::Warn, ""), 1);
+    assert_eq!(first.count(Level::Warn, ""), 0);
+    assert_eq!(second.count(Level::Warn, ""), 0);
     assert_eq!(second_events.dropped(), 0);
-    assert!(cache.join(super::owner::LOCK_NAME).exists());
 }
 
 /// A compress job asking for deltas in a scope (`group` empty: the
@@ -778,11 +755,14 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
             kept.file_name().unwrap().to_str().unwrap()
         )),
     ];
+    let stale = SystemTime::now() - super::state::STALE_TEMP - Duration::from_secs(5);
     for l in &left {
         fs::write(l, b"partial").unwrap();
+        let f = fs::File::options().write(true).open(l).unwrap();
+        f.set_modified(stale).unwrap();
     }
     run_over(&s, vec![delta_job(&p, b"")], &lines);
-    assert!(left.iter().all(|l| !l.exists()), "leftovers removed");
+    assert!(left.iter().all(|l| !l.exists()), "stale leftovers removed");
     let delta = fs::read(&dcz).expect("made again");
     assert_eq!(decode(&v1, &delta).unwrap(), v2);
     assert_eq!(gdn_core::publish::store::load_version(&kept).unwrap(), v1);
