@@ -17,7 +17,7 @@ use crate::walk::{self, Held, Seen};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::negotiate::Ranked;
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
-use gdn_httpd::{File, Request};
+use gdn_httpd::{File, Finfo, Request};
 use std::cell::OnceCell;
 use std::ffi::CStr;
 
@@ -45,6 +45,8 @@ pub struct Disk<'a, 'r> {
     /// The sizes remembered for the original's version, checked against
     /// each representation looked up.
     memo: OnceCell<Sizes>,
+    /// Where the file is, as the cache's names key it.
+    path_key: OnceCell<u64>,
 }
 
 impl<'a, 'r> Disk<'a, 'r> {
@@ -63,7 +65,14 @@ impl<'a, 'r> Disk<'a, 'r> {
             decoded_copies: Default::default(),
             cached_deltas: Default::default(),
             memo: OnceCell::new(),
+            path_key: OnceCell::new(),
         }
+    }
+
+    /// Version `f` of the resource as the cache's names key it (a
+    /// sibling's decoded copy is keyed where the original stands).
+    pub fn version(&self, f: &Finfo) -> Version {
+        cache::version_at(*self.path_key.get_or_init(|| cache::path_key(self.req)), f)
     }
 
     /// The facts with the original's stat, where it exists.
@@ -217,7 +226,7 @@ impl<'a, 'r> Disk<'a, 'r> {
             .fold(CodingSet::empty(), CodingSet::with);
         let decoded = Coding::ALL.map(|c| match self.siblings.known(c) {
             Found::Fresh(s) if missing(&self.decoded_copies[c.index()]) => {
-                Some((s.path, cache::version(self.req, &s.info)))
+                Some((s.path, self.version(&s.info)))
             }
             _ => None,
         });
@@ -231,12 +240,12 @@ impl<'a, 'r> Disk<'a, 'r> {
     /// The cached copy an answer sent, for the cache's least-recently-used
     /// order.
     pub fn copy_sent(&self, o: Outcome) -> Option<(Version, Kind)> {
-        let original = || cache::version(self.req, &self.req.finfo());
+        let original = || self.version(&self.req.finfo());
         match o {
             Outcome::Cached(c) => Some((original(), Kind::Coded(c))),
             Outcome::CachedDelta(d) => Some((original(), Kind::Delta(d, self.dictionary?))),
             Outcome::DecodedCopy(c) => match self.siblings.known(c) {
-                Found::Fresh(s) => Some((cache::version(self.req, &s.info), Kind::Decoded)),
+                Found::Fresh(s) => Some((self.version(&s.info), Kind::Decoded)),
                 _ => None,
             },
             _ => None,
@@ -247,7 +256,7 @@ impl<'a, 'r> Disk<'a, 'r> {
         let Some(cache) = self.cache else {
             return Held::NotWorth;
         };
-        let v = cache::version(self.req, &self.req.finfo());
+        let v = self.version(&self.req.finfo());
         if cache.asked_lately(&v, c, self.req.request_time_us()) {
             return Held::Missing;
         }
@@ -290,7 +299,7 @@ impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
             if !self.deltas_on_demand {
                 return Held::NotWorth;
             }
-            let v = cache::version(self.req, &self.req.finfo());
+            let v = self.version(&self.req.finfo());
             match held(cache.find(self.req, &v, Kind::Delta(d, *h))) {
                 Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
                 held => held,
@@ -310,9 +319,7 @@ impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
 
     fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<Copy<'r>> {
         *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
-            Some(cache) => {
-                held(cache.find(self.req, &cache::version(self.req, &s.info), Kind::Decoded))
-            }
+            Some(cache) => held(cache.find(self.req, &self.version(&s.info), Kind::Decoded)),
             None => Held::NotWorth,
         })
     }

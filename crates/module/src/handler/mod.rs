@@ -141,7 +141,7 @@ fn settle<'r>(
     };
     let queued = cache.is_some_and(|(cache, missing, made)| {
         ondemand::ask::sent(req, cache, disk.copy_sent(a.outcome));
-        let (filename, v) = (disk.filename(), cache::version(req, &req.finfo()));
+        let (filename, v) = (disk.filename(), disk.version(&req.finfo()));
         ondemand::ask::copies(req, cache, filename, v, &missing, made)
     });
     let stale = disk.stale().contains(&true);

@@ -126,16 +126,22 @@ fn compressor_main(jobs: File, log: ServerLog) {
     compressor::run(&settings, jobs, &say, &tally);
 }
 
-/// A file version as the cache keys it: where the request's file is
-/// (`key::path_key` of `r->filename`, so a sibling's decoded copy is
-/// keyed by the original it stands for), with `f`'s size and mtime, and
-/// which file `f` is on this host (for the compressor's check only).
-/// Nothing is allocated: this runs on every on-demand request.
-pub fn version(r: &Request<'_>, f: &Finfo) -> Version {
+/// Where the request's file is, as copy names key it: `key::path_key`
+/// of `r->filename` (so a sibling's decoded copy is keyed by the original
+/// it stands for), worked out once per request; `version_at` then names
+/// each version there. Nothing is allocated.
+pub fn path_key(r: &Request<'_>) -> u64 {
     let (server, root) = r.server_name_and_root();
     let path = r.filename().map_or(&b""[..], CStr::to_bytes);
+    key::path_key(server, root, path)
+}
+
+/// The version `f` of the file at `path` (a `path_key`): its size and
+/// mtime, and which file `f` is on this host (for the compressor's check
+/// only).
+pub fn version_at(path: u64, f: &Finfo) -> Version {
     Version {
-        path: key::path_key(server, root, path),
+        path,
         size: f.size(),
         mtime_us: f.mtime(),
         local: key::Local {
