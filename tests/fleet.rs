@@ -1,13 +1,13 @@
-//! A fleet: two real Apaches with on-demand compression behind a real
+//! A fleet: two and three real Apaches with on-demand compression behind a real
 //! HAProxy balancing round-robin, sharing one cache root, with (i) one
 //! shared docroot and (ii) a docroot copied to each server (`cp -a`: new
 //! inodes and ctimes, the mtimes kept, as `rsync -t` deploys). A
 //! browser-like client (Accept-Encoding with dcz and dcb, the site
 //! dictionary the pages link fetched and announced) visits the pages
-//! through the balancer. Every body decodes to the page; both servers'
-//! compressors made copies and both servers served them (no standby);
+//! through the balancer. Every body decodes to the page; every server's
+//! compressor made copies and every server served them (no standby);
 //! the share of pages that came as deltas is at least 95 % of what one
-//! server alone gives in the same test; both servers link and serve the
+//! server alone gives in the same test; all servers link and serve the
 //! same site dictionary, under a URL that names its content.
 
 mod common;
@@ -322,23 +322,21 @@ fn one_server(pages: &[Page]) -> (usize, u64) {
     (rate, made(&a))
 }
 
-/// Two servers behind the balancer: the fleet's delta rate and the
-/// copies both made, after checking both servers worked and agree on
-/// the dictionary.
-fn fleet(pages: &[Page], docroot: Docroot) -> (usize, u64) {
+/// `n` servers behind the balancer: the fleet's delta rate and the
+/// copies they made, after checking every server worked and all agree
+/// on the dictionary.
+fn fleet(pages: &[Page], docroot: Docroot, n: usize) -> (usize, u64) {
     let shared = world_readable_tempdir();
     fill(&shared.path().join("docs"), pages);
     let cache: PathBuf = shared.path().join("cache");
     make_cache_root(&cache);
-    let (a, b) = (
-        server(shared.path(), docroot),
-        server(shared.path(), docroot),
-    );
-    let front = Balancer::start(&[&a, &b]);
+    let servers: Vec<Apache> = (0..n).map(|_| server(shared.path(), docroot)).collect();
+    let refs: Vec<&Apache> = servers.iter().collect();
+    let front = Balancer::start(&refs);
     let url_of = |p: &str| front.url(p);
     let linked = warm(&url_of, pages);
     let rate = delta_rate(&url_of, pages);
-    for s in [&a, &b] {
+    for s in &servers {
         let r = s.get(&pages[1].path, Some("zstd, br, gzip"));
         assert_eq!(
             linked_dictionary(&r).as_deref(),
@@ -353,48 +351,54 @@ fn fleet(pages: &[Page], docroot: Docroot) -> (usize, u64) {
         assert!(served_cached(s) > 0, "{docroot:?}: a server served no copy");
         s.assert_no_crash();
     }
-    let (da, db) = (a.get(&linked, None), b.get(&linked, None));
-    assert_eq!((da.status, db.status), (200, 200), "{linked}");
-    assert!(
-        da.body == db.body,
-        "{docroot:?}: two dictionaries at {linked}"
-    );
-    assert_eq!(linked, named(&da.body), "the URL names the content");
-    for r in [&da, &db] {
-        let cc = r.header("Cache-Control").unwrap_or_default();
+    let dictionaries: Vec<Response> = servers.iter().map(|s| s.get(&linked, None)).collect();
+    for d in &dictionaries {
+        assert_eq!(d.status, 200, "{linked}");
+        assert!(
+            d.body == dictionaries[0].body,
+            "{docroot:?}: two dictionaries at {linked}"
+        );
+        let cc = d.header("Cache-Control").unwrap_or_default();
         assert!(cc.contains("immutable"), "{linked}: Cache-Control: {cc:?}");
     }
-    eprintln!(
-        "fleet ({docroot:?}): {rate}/{PAGES} deltas; copies made {} + {}, served from the cache {} + {}; dictionary {linked} ({} bytes)",
-        made(&a),
-        made(&b),
-        served_cached(&a),
-        served_cached(&b),
-        da.body.len()
+    assert_eq!(
+        linked,
+        named(&dictionaries[0].body),
+        "the URL names the content"
     );
-    (rate, made(&a) + made(&b))
+    let made_each: Vec<u64> = servers.iter().map(made).collect();
+    let served_each: Vec<usize> = servers.iter().map(served_cached).collect();
+    eprintln!(
+        "fleet of {n} ({docroot:?}): {rate}/{PAGES} deltas; copies made {made_each:?}, served from the cache {served_each:?}; dictionary {linked} ({} bytes)",
+        dictionaries[0].body.len()
+    );
+    (rate, made_each.iter().sum())
 }
 
 #[test]
-fn two_servers_behind_a_balancer_get_one_servers_savings() {
-    if !Path::new(HAPROXY).exists() {
-        eprintln!("skipped: {HAPROXY} not installed");
-        return;
-    }
+fn servers_behind_a_balancer_get_one_servers_savings() {
+    assert!(
+        Path::new(HAPROXY).exists(),
+        "{HAPROXY} not installed: scripts/test installs it"
+    );
     let pages = pages();
     let (one, one_made) = one_server(&pages);
     eprintln!("one server: {one}/{PAGES} deltas; copies made {one_made}");
     assert!(one > PAGES / 2, "one server: {one}/{PAGES} deltas");
-    for docroot in [Docroot::Shared, Docroot::Copied] {
-        let (rate, made) = fleet(&pages, docroot);
+    for (n, docroot) in [
+        (2, Docroot::Shared),
+        (2, Docroot::Copied),
+        (3, Docroot::Copied),
+    ] {
+        let (rate, made) = fleet(&pages, docroot, n);
         assert!(
             rate * 100 >= one * 95,
-            "{docroot:?}: {rate}/{PAGES} deltas through the balancer, {one}/{PAGES} from one server"
+            "{n} servers, {docroot:?}: {rate}/{PAGES} deltas through the balancer, {one}/{PAGES} from one server"
         );
         // Each copy is made once in the fleet, not once per server.
         assert!(
             made * 4 <= one_made * 5,
-            "{docroot:?}: {made} copies made by the fleet, {one_made} by one server"
+            "{n} servers, {docroot:?}: {made} copies made by the fleet, {one_made} by one server"
         );
     }
 }
