@@ -120,11 +120,12 @@ fn serve<'r>(
         undecodable: tried.undecodable,
         window: tried.window,
     });
-    let missing = disk.missing();
-    if let Some(cache) = cache {
-        ondemand::ask::decoded_copies(req, cache, &missing);
-    }
-    settle(req, &disk, answer, cache.map(|c| (c, missing, made)))
+    let asked = cache.map(|c| {
+        let missing = disk.missing();
+        ondemand::ask::decoded_copies(req, c, &missing);
+        (c, missing, made)
+    });
+    settle(req, &disk, answer, asked)
 }
 
 /// What follows an answer: the cache told of the copy it sent and asked

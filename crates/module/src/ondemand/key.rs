@@ -535,18 +535,19 @@ mod tests {
         }
     }
 
+    /// Sets the mtime of `p` to one with microseconds and nanoseconds.
+    fn set_mtime(p: &std::path::Path) {
+        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
+        let f = fs::File::options().write(true).open(p).unwrap();
+        f.set_modified(t).unwrap();
+    }
+
     #[test]
     fn version_comes_from_metadata_in_microseconds() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a");
         fs::write(&p, b"12345").unwrap();
-        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
-        fs::File::options()
-            .write(true)
-            .open(&p)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        set_mtime(&p);
         let m = fs::metadata(&p).unwrap();
         let v = Version::of(7, &m);
         assert_eq!((v.path, v.size), (7, 5));
@@ -560,13 +561,7 @@ mod tests {
         // unless the version does not know which file it was.
         let q = d.path().join("b");
         fs::write(&q, b"12345").unwrap();
-        let t = std::time::UNIX_EPOCH + std::time::Duration::new(1_000_000, 123_456_789);
-        fs::File::options()
-            .write(true)
-            .open(&q)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
+        set_mtime(&q);
         let other = fs::metadata(&q).unwrap();
         let judged = Version::of(7, &m);
         assert!(!judged.matches(&other));

@@ -14,7 +14,7 @@ use gdn_core::coding::Coding;
 use gdn_core::decode::{self, Body, DecodeError, Facts};
 use gdn_core::digest::{Algorithm, Hasher};
 use gdn_core::variant::Window;
-use gdn_httpd::{Brigade, File, Level, Request, Status};
+use gdn_httpd::{Brigade, File, FileVersion, Level, Request, Status};
 use std::ffi::CStr;
 
 /// Decoded bytes per pass down the filter chain.
@@ -260,15 +260,9 @@ pub(super) fn decompress<'r>(
         path: s.path,
         declared,
         key: &key,
+        version,
     };
-    let mut digest = learn.map(|al| (al, Hasher::new(al)));
-    let (status, complete) = stream(req, &bb, &mut dec, first, &decoding, &mut digest);
-    if let (Some(len), None) = (complete, declared) {
-        memo::facts::learn_len(&key, len);
-    }
-    if let (Some(_), Some((al, h))) = (complete, digest) {
-        memo::digest::learn_decoded(version, h.finish(), al);
-    }
+    let (status, complete) = stream_and_learn(req, &bb, &mut dec, first, &decoding, learn);
     let answer = match complete {
         _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
         Some(len) => Answer::new(status, Outcome::Decoded(c), len),
@@ -359,11 +353,34 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
 }
 
 /// What a decode streams: the sibling's path, the length its headers
-/// declare, and its facts' key.
+/// declare, its facts' key and its version.
 struct Decoding<'a> {
     path: &'a CStr,
     declared: Option<u64>,
     key: &'a memo::facts::Key,
+    version: FileVersion,
+}
+
+/// Streams the body and remembers what a decode to its end taught: its
+/// length, where the headers did not declare it, and its content's
+/// digest, where `learn` names an algorithm not yet known.
+fn stream_and_learn(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    dec: &mut Body<'_, Readable<'_>>,
+    first: Chunk,
+    d: &Decoding<'_>,
+    learn: Option<Algorithm>,
+) -> (Status, Option<u64>) {
+    let mut digest = learn.map(|al| (al, Hasher::new(al)));
+    let (status, complete) = stream(req, bb, dec, first, d, &mut digest);
+    if let (Some(len), None) = (complete, d.declared) {
+        memo::facts::learn_len(d.key, len);
+    }
+    if let (Some(_), Some((al, h))) = (complete, digest) {
+        memo::digest::learn_decoded(d.version, h.finish(), al);
+    }
+    (status, complete)
 }
 
 /// Streams the decoded body in fixed chunks, starting with the one already
