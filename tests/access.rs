@@ -112,6 +112,73 @@ fn denied_siblings_count_as_absent() {
     a.assert_no_crash();
 }
 
+/// Regex sections of the shape `^literal` (Debian's `<FilesMatch "^\.ht">`)
+/// are compared without running the regex: they must answer as the regex
+/// does, where only the sibling's longer name matches, and where httpd
+/// compiled them caseless (`RegexDefaultOptions +ICASE`).
+#[test]
+fn literal_prefix_sections_answer_as_their_regex() {
+    let data = page(20_000, 5);
+    let fill = |d: &Path| {
+        for dir in ["files", "short", "other", "lm"] {
+            publish(d, &format!("{dir}/page.html"), &data, true, &[".gz"]);
+        }
+    };
+    let server = [
+        subdir(
+            "files",
+            "<FilesMatch \"^page\\.html\\.gz\">\nRequire all denied\n</FilesMatch>",
+        ),
+        subdir(
+            "short",
+            "<FilesMatch \"^page\\.html\\.\">\nRequire all denied\n</FilesMatch>",
+        ),
+        subdir(
+            "other",
+            "<FilesMatch \"^page\\.html\\.br\">\nRequire all denied\n</FilesMatch>",
+        ),
+        "<LocationMatch \"^/lm/page\\.html\\.gz\">\nRequire all denied\n</LocationMatch>\n".into(),
+    ]
+    .concat();
+    let a = start_with(server, vec![], fill);
+    for dir in ["files", "short", "lm"] {
+        let r = a.get(&format!("/{dir}/page.html"), Some("gzip"));
+        assert_eq!(
+            (r.status, r.coding()),
+            (200, None),
+            "{dir}: refused sibling served"
+        );
+        assert_eq!(r.body, data);
+    }
+    let r = a.get("/other/page.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    a.assert_no_crash();
+    drop(a);
+
+    let server = [
+        "RegexDefaultOptions +ICASE\n".to_string(),
+        subdir(
+            "files",
+            "<FilesMatch \"^PAGE\\.HTML\\.GZ\">\nRequire all denied\n</FilesMatch>",
+        ),
+        subdir(
+            "other",
+            "<FilesMatch \"^PAGE\\.HTML\\.BR\">\nRequire all denied\n</FilesMatch>",
+        ),
+    ]
+    .concat();
+    let a = start_with(server, vec![], fill);
+    let r = a.get("/files/page.html", Some("gzip"));
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, None),
+        "caseless section ignored"
+    );
+    let r = a.get("/other/page.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    a.assert_no_crash();
+}
+
 /// Starts Apache with extra server-level lines and modules.
 fn start_with(server: String, modules: Vec<&'static str>, fill: impl FnOnce(&Path)) -> Apache {
     Apache::start(

@@ -34,6 +34,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut cc = cc::Build::new();
     cc.file("csrc/shim.c")
         .file("csrc/access.c")
+        .file("csrc/literal.c")
         .include("csrc")
         .warnings(true);
     for dir in &includes {

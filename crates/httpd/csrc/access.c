@@ -112,6 +112,7 @@ static const char *const blind_directives[] = {
     "MimeMagicFile", "MinSpareServers", "MinSpareThreads", "MultiviewsMatch",
     "Mutex", "PassEnv", "PidFile", "Protocols", "ProtocolsHonorOrder",
     "ProxyStatus", "ReadBufferSize", "ReadmeName", "ReceiveBufferSize",
+    "RegexDefaultOptions",
     "RemoveCharset", "RemoveEncoding", "RemoveHandler", "RemoveInputFilter",
     "RemoveLanguage", "RemoveOutputFilter", "RemoveType", "RequestHeader",
     "RequestReadTimeout", "Satisfy", "Order", "ScoreBoardFile",
@@ -451,6 +452,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
         }
     }
     setenvif_rules = header_parser_of("mod_setenvif.c");
+    gdn_learn_literal_sections(pconf, main_server);
 }
 
 const char *gdn_server_refusal(const server_rec *s)
@@ -540,12 +542,21 @@ static int regex_matches(const core_dir_config *e, const char *name,
     return matches;
 }
 
+/* A regex section's answer for `name`: from its literal prefix where it
+ * is one (literal.c), else from the regex. */
+static int regex_section_matches(const core_dir_config *e, const char *name,
+                                 size_t nl)
+{
+    int m = gdn_literal_prefix_matches(e->r, name, nl);
+    return m >= 0 ? m : regex_matches(e, name, nl);
+}
+
 static int section_matches(const core_dir_config *e, const char *name,
                            size_t nl, int prefix)
 {
     size_t len;
     if (e->r) {
-        return regex_matches(e, name, nl);
+        return regex_section_matches(e, name, nl);
     }
     if (e->d_is_fnmatch) {
         return apr_fnmatch(e->d, name, APR_FNM_PATHNAME) == APR_SUCCESS;
@@ -599,11 +610,27 @@ static int regex_directories_differ(request_rec *r,
             sl = strlen(suffix);
             sib = apr_pstrcat(r->pool, r->filename, suffix, NULL);
         }
-        if (regex_matches(e, r->filename, fl) != regex_matches(e, sib, fl + sl)) {
+        if (regex_section_matches(e, r->filename, fl)
+            != regex_section_matches(e, sib, fl + sl)) {
             return 1;
         }
     }
     return 0;
+}
+
+/* Whether a <Location> or <LocationMatch> section could tell the file's
+ * URI (its first `ul` bytes of `uri`) from the sibling's (with `suffix`,
+ * `sl` bytes, after it). The names are made on the stack where they fit. */
+static int locations_differ(const apr_array_header_t *secs, apr_pool_t *p,
+                            const char *uri, size_t ul, const char *suffix,
+                            size_t sl)
+{
+    char buf[1024];
+    char *sib = ul + sl < sizeof(buf) ? buf : apr_palloc(p, ul + sl + 1);
+    const char *own = uri[ul] ? apr_pstrndup(p, uri, ul) : uri;
+    memcpy(sib, uri, ul);
+    memcpy(sib + ul, suffix, sl + 1);
+    return sections_differ(secs, own, ul, sib, ul + sl, 1);
 }
 
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
@@ -646,10 +673,7 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     if (!uri) {
         return 1;
     }
-    return sections_differ(s->sec_url, apr_pstrndup(r->pool, uri, ul), ul,
-                           apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
-                                       suffix, NULL),
-                           ul + sl, 1);
+    return locations_differ(s->sec_url, r->pool, uri, ul, suffix, sl);
 }
 
 /* ---- The exact answer: a subrequest for the sibling's URI ---- */

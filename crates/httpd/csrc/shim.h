@@ -23,6 +23,9 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server);
 const char *gdn_short_answer_refused(const request_rec *r);
 const char *gdn_server_refusal(const server_rec *s);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
+/* Regex sections that are a literal prefix, learned once (literal.c). */
+void gdn_learn_literal_sections(apr_pool_t *pconf, server_rec *main_server);
+int gdn_literal_prefix_matches(const ap_regex_t *r, const char *name, size_t nl);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
                     apr_finfo_t *found, const char **refusal, int *options);
 int gdn_in_sibling_check(const request_rec *r);
