@@ -368,12 +368,17 @@ impl<'r> Request<'r> {
 
     /// The response's `Content-Encoding` as it stands: the header a
     /// filter (mod_deflate, mod_brotli) set, else `r->content_encoding`.
+    /// Once the header filter has sent the headers (`sent_bodyct`), a set
+    /// `r->content_encoding` is the header: that filter copied it there
+    /// last, so the table need not be searched.
     pub fn content_encoding(&self) -> Option<&'r [u8]> {
-        self.header_out(c"Content-Encoding").or_else(|| {
-            let p = self.raw().content_encoding;
-            // SAFETY: a string in the request pool, or static.
-            (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
-        })
+        let p = self.raw().content_encoding;
+        // SAFETY: a string in the request pool, or static.
+        let field = (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes());
+        match field {
+            Some(f) if self.raw().sent_bodyct != 0 => Some(f),
+            _ => self.header_out(c"Content-Encoding").or(field),
+        }
     }
 
     /// Sets a request note (for `%{gzip-disk-ng}n` in LogFormat).
