@@ -480,19 +480,8 @@ fn assert_announced(web: &Client, dictionary: &Response, page: &SitePage) {
         "a dictionary of {} bytes",
         dictionary.body.len()
     );
-    let hex: String = Sha256::digest(&dictionary.body)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    let named = format!("{DICTIONARY}?h={hex}");
-    // Each child looks for a trained dictionary at most once a second.
-    wait_for(&format!("the Link header on {}", page.path), || {
-        let r = web.get(&page.path, &["Accept-Encoding: zstd, br, gzip"]);
-        let links = r.headers.get("link").cloned().unwrap_or_default();
-        links.iter().any(|l| {
-            l.contains(&format!("<{named}>")) && l.contains("rel=\"compression-dictionary\"")
-        })
-    });
+    let named = site_dictionary_url(DICTIONARY, &dictionary.body);
+    wait_for_link(web, page, &named);
     let r = web.get(&named, &[]);
     assert_eq!(r.status, 200, "{named}");
     assert!(r.body == dictionary.body, "{named}: other bytes");
@@ -500,6 +489,58 @@ fn assert_announced(web: &Client, dictionary: &Response, page: &SitePage) {
     assert!(cc.contains("immutable"), "{named}: Cache-Control: {cc:?}");
     let other = format!("{DICTIONARY}?h=0123456789abcdef");
     assert_eq!(web.get(&other, &[]).status, 404, "{other}");
+}
+
+/// `page` as a browser asks for it.
+fn get_page(web: &Client, page: &SitePage) -> Response {
+    web.get(&page.path, &["Accept-Encoding: zstd, br, gzip"])
+}
+
+/// Whether `r` links the dictionary at `named` for compression.
+fn links_to(r: &Response, named: &str) -> bool {
+    let links = r.headers.get("link").cloned().unwrap_or_default();
+    links
+        .iter()
+        .any(|l| l.contains(&format!("<{named}>")) && l.contains("rel=\"compression-dictionary\""))
+}
+
+/// Asks for `page` until it links the dictionary at `named` (each child
+/// looks for a trained dictionary at most once a second).
+fn wait_for_link(web: &Client, page: &SitePage, named: &str) {
+    wait_for(&format!("the Link header on {}", page.path), || {
+        links_to(&get_page(web, page), named)
+    });
+}
+
+/// Pages in a burst all link `dictionary`, and each child looked it up
+/// for their links at most once in each second the burst spanned (its
+/// debug line), not once per response.
+fn assert_linked_once_a_second(a: &Apache, web: &Client, dictionary: &[u8], page: &SitePage) {
+    let named = site_dictionary_url(DICTIONARY, dictionary);
+    wait_for_link(web, page, &named);
+    // Long enough to cross into another second, where a child looks
+    // again.
+    let from = a.error_log().len();
+    let start = Instant::now();
+    let mut pages = 0;
+    while pages < 40 || start.elapsed() < Duration::from_millis(1500) {
+        let r = get_page(web, page);
+        assert!(links_to(&r, &named), "{}: {r:?}\n{}", page.path, logs(a));
+        pages += 1;
+    }
+    // The seconds the burst touched, of each child (mpm_event runs two
+    // at most here).
+    let seconds = start.elapsed().as_secs() as usize + 2;
+    let log = a.error_log();
+    let looked = log[from..]
+        .lines()
+        .filter(|l| l.contains("pages link the site dictionary as"))
+        .count();
+    assert!(
+        (1..=2 * seconds).contains(&looked) && looked < pages,
+        "the dictionary looked up {looked} times for {pages} pages in {seconds} s:\n{}",
+        &log[from..]
+    );
 }
 
 /// Chromium on the first page until it has fetched the dictionary the
@@ -561,9 +602,10 @@ fn chromium_navigations_get_deltas_against_the_site_dictionary() {
     a.assert_no_crash();
 }
 
-/// Without a browser: no dictionary before training; after it, each
-/// page comes as a delta against the dictionary's bytes in both delta
-/// codings, as a cached copy is served.
+/// Without a browser: no dictionary before training; after it, pages
+/// link it without a child opening it for each, and each page comes as
+/// a delta against the dictionary's bytes in both delta codings, as a
+/// cached copy is served.
 #[test]
 fn site_dictionary_deltas_decode_against_the_served_dictionary() {
     let pages = site_pages();
@@ -585,6 +627,7 @@ fn site_dictionary_deltas_decode_against_the_served_dictionary() {
         assert!(r.body.len() < dict.len(), "{coding}: not smaller");
         assert_ne!(r.header("ETag"), dictionary.header("ETag"), "{coding}");
     }
+    assert_linked_once_a_second(&a, &web, dict, &pages[0]);
     for (p, coding) in [(&pages[5], "dcz"), (&pages[6], "dcb")] {
         let ae = format!("Accept-Encoding: {coding}");
         let r = poll(&a, &format!("a {coding} delta of {}", p.path), 60, || {

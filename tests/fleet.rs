@@ -210,16 +210,6 @@ fn linked_dictionary(r: &Response) -> Option<String> {
     })
 }
 
-/// The URL pages link a site dictionary of these bytes under: the
-/// configured path, `?h=` and 16 hex digits of its SHA-256.
-fn named(dictionary: &[u8]) -> String {
-    let hex: String = Sha256::digest(dictionary)[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
-    format!("{DICTIONARY}?h={hex}")
-}
-
 /// The `Available-Dictionary` header naming `dictionary`.
 fn available(dictionary: &[u8]) -> String {
     let h = Sha256::digest(dictionary);
@@ -363,7 +353,7 @@ fn fleet(pages: &[Page], docroot: Docroot, n: usize) -> (usize, u64) {
     }
     assert_eq!(
         linked,
-        named(&dictionaries[0].body),
+        site_dictionary_url(DICTIONARY, &dictionaries[0].body),
         "the URL names the content"
     );
     let made_each: Vec<u64> = servers.iter().map(made).collect();

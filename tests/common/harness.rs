@@ -182,6 +182,17 @@ pub fn one_child() -> Options {
     }
 }
 
+/// The URL pages link a site dictionary of these bytes under: its
+/// configured `path`, `?h=` and 16 hex digits of its SHA-256.
+pub fn site_dictionary_url(path: &str, dictionary: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let hex: String = Sha256::digest(dictionary)[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{path}?h={hex}")
+}
+
 /// One sample of `a`'s metrics handler's text (served at `/metrics`),
 /// 0 when it is not there.
 pub fn metric(a: &Apache, sample: &str) -> u64 {

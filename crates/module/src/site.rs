@@ -17,6 +17,8 @@ use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::negotiate::Accepted;
 use gdn_httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
+use std::hash::BuildHasher;
+use std::sync::Mutex;
 
 /// What a browser is told to use the dictionary for: every page of the
 /// origin, for navigations (RFC 9842 `match-dest`).
@@ -110,30 +112,103 @@ fn negotiated<'r>(
 /// The query naming the host's current dictionary, `h=<hex>`.
 fn current_name(req: &Request<'_>, cache: &cache::Active) -> Option<String> {
     let file = cache.site_dictionary(req, &req.host_key(), None)?;
-    let hash = content_hash(req, &file)?;
-    Some(format!(
-        "{NAME_QUERY}{}",
-        &dictionary::to_hex(&hash)[..NAME_HEX]
-    ))
+    Some(name(&content_hash(req, &file)?))
+}
+
+/// The query naming the dictionary whose SHA-256 is `hash`.
+fn name(hash: &Hash) -> String {
+    format!("{NAME_QUERY}{}", &dictionary::to_hex(hash)[..NAME_HEX])
 }
 
 /// The `Link` a host's HTML page carries once its site dictionary is
 /// trained, so a browser fetches it and sends its hash with later
-/// navigations.
+/// navigations: `path` under the current dictionary's name, as this
+/// process looked it up in this second (`LINKED`).
 pub fn page_link(req: &Request<'_>, cache: &cache::Active, path: &str) -> Option<String> {
     let now = req.request_time_secs();
-    if !cache.has_site_dictionary(req, &req.host_key(), now) {
+    let host = req.host_key();
+    if !cache.has_site_dictionary(req, &host, now) {
         return None;
     }
-    link(req, cache, path)
+    let hash = LINKED.lately(&host, now, || {
+        let hash = cache
+            .site_dictionary(req, &host, None)
+            .and_then(|file| content_hash(req, &file));
+        req.log_with(Level::Debug, 0, || match &hash {
+            Some(h) => format!("pages link the site dictionary as {} this second", name(h)),
+            None => "no site dictionary to link this second".to_owned(),
+        });
+        hash
+    })?;
+    Some(format!(
+        "<{path}?{}>; rel=\"compression-dictionary\"",
+        name(&hash)
+    ))
 }
 
-/// The `Link` value pointing a page's browser to the host's current
-/// dictionary, served at `path` under its content's name; `None` while
-/// there is none.
-fn link(req: &Request<'_>, cache: &cache::Active, path: &str) -> Option<String> {
-    let name = current_name(req, cache)?;
-    Some(format!("<{path}?{name}>; rel=\"compression-dictionary\""))
+/// The hash of the dictionary each host's pages link, as this process
+/// looked it up in a second: a host's pages open their dictionary at
+/// most once a second per process, not once per response, and link a
+/// retrained one at most a second late (as `has_site_dictionary` sees a
+/// first one a second late at most).
+static LINKED: Links = Links::new();
+
+/// What a few hosts' pages link, a slot per host by its key's hash.
+/// An entry (a 32-byte hash and its second) is more than an atomic
+/// holds, so a lock keeps the slots; only pages of hosts with a site
+/// dictionary take it, never while opening or hashing one. Two hosts of
+/// a slot take turns in it (each looks its dictionary up more often);
+/// a host is known by its key's 64-bit hash, as host keys come from the
+/// configuration, not from clients.
+struct Links {
+    slots: Mutex<[Option<Linked>; LINKS_SLOTS]>,
+}
+
+const LINKS_SLOTS: usize = 16;
+
+/// A host's entry: what its pages link in `second` (`None`: nothing, as
+/// the dictionary could not be opened or read).
+#[derive(Clone, Copy)]
+struct Linked {
+    host: u64,
+    second: i64,
+    hash: Option<Hash>,
+}
+
+impl Links {
+    const fn new() -> Self {
+        Links {
+            slots: Mutex::new([None; LINKS_SLOTS]),
+        }
+    }
+
+    /// What the pages of the host `host_key` link in the second `now`:
+    /// as remembered for that second, else what `look` finds, then
+    /// remembered for it. A lock a thread panicked holding only makes
+    /// every response look.
+    fn lately(
+        &self,
+        host_key: &[u8],
+        now: i64,
+        look: impl FnOnce() -> Option<Hash>,
+    ) -> Option<Hash> {
+        let host = rustc_hash::FxBuildHasher.hash_one(host_key);
+        let slot = (host as usize) % LINKS_SLOTS;
+        if let Ok(slots) = self.slots.lock() {
+            if let Some(e) = slots[slot].filter(|e| e.host == host && e.second == now) {
+                return e.hash;
+            }
+        }
+        let hash = look();
+        if let Ok(mut slots) = self.slots.lock() {
+            slots[slot] = Some(Linked {
+                host,
+                second: now,
+                hash,
+            });
+        }
+        hash
+    }
 }
 
 /// Hashes remembered per version of a dictionary file.
@@ -155,4 +230,43 @@ fn content_hash(req: &Request<'_>, file: &gdn_httpd::File<'_>) -> Option<Hash> {
     let h = dictionary::hash(bytes);
     HASHES.put(v, h);
     Some(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Links;
+    use gdn_core::dictionary::Hash;
+
+    #[test]
+    fn pages_link_what_was_looked_up_in_the_second() {
+        let l = Links::new();
+        let (first, retrained): (Hash, Hash) = ([1; 32], [2; 32]);
+        let mut looks = 0;
+        let mut look = |h: Option<Hash>| {
+            looks += 1;
+            h
+        };
+        assert_eq!(l.lately(b"a:80@1", 100, || look(Some(first))), Some(first));
+        assert_eq!(
+            l.lately(b"a:80@1", 100, || look(Some(retrained))),
+            Some(first),
+            "the same second"
+        );
+        assert_eq!(
+            l.lately(b"b:80@2", 100, || look(None)),
+            None,
+            "another host"
+        );
+        assert_eq!(
+            l.lately(b"b:80@2", 100, || look(Some(first))),
+            None,
+            "none, remembered"
+        );
+        assert_eq!(
+            l.lately(b"a:80@1", 101, || look(Some(retrained))),
+            Some(retrained),
+            "a second later"
+        );
+        assert_eq!(looks, 3);
+    }
 }
