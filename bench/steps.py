@@ -15,26 +15,37 @@ import sys
 LINE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+([^:]*):(.*?)(?: \[[^\]]*\])?$")
 
 
+TREE = re.compile(r"^\s*([\d,]+) \(\s*[\d.]+%\)\s+([*>])\s+([^:]*):(.*?)(?: \(\d+x\))?(?: \[[^\]]*\])?$")
+
+
 def inclusive(dump):
     """Each function's inclusive instructions (the largest row naming it:
-    callgrind lists inlined code under the caller's name too)."""
+    callgrind lists inlined code under the caller's name too), and, as
+    `NAME without passing on`, its cost less what the brigades it passes
+    down cost (a filter's own work)."""
     out = subprocess.run(
-        ["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+        ["callgrind_annotate", "--inclusive=yes", "--tree=calling", "--threshold=100", dump],
         check=True,
         capture_output=True,
         text=True,
     ).stdout
     costs = {}
     total = 0
+    current = None
     for line in out.splitlines():
         if line.strip().endswith("PROGRAM TOTALS"):
             total = int(line.split()[0].replace(",", ""))
             continue
-        m = LINE.match(line)
+        m = TREE.match(line)
         if not m:
             continue
-        n, name = int(m.group(1).replace(",", "")), m.group(3)
-        costs[name] = max(costs.get(name, 0), n)
+        n, mark, name = int(m.group(1).replace(",", "")), m.group(2), m.group(4)
+        if mark == "*":
+            current = name
+            costs[name] = max(costs.get(name, 0), n)
+            costs[name + " without passing on"] = costs[name]
+        elif current and name.startswith("ap_pass_brigade"):
+            costs[current + " without passing on"] -= n
     costs["TOTAL"] = total
     return costs
 
@@ -46,6 +57,8 @@ APACHE = [
     ("  before the handler: walks, hooks", ["ap_process_request_internal"], []),
     ("    of which the module's fixups (loaded in both)", ["gdn_httpd::module::fixups"], []),
     ("  the handler (ap_run_handler)", ["ap_run_handler"], []),
+    ("    of which Apache's header filter (its own work)",
+     ["ap_http_header_filter without passing on"], []),
     ("  after the handler: log, pool", ["ap_process_request_after_handler"], []),
 ]
 MODULE = [
