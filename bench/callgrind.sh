@@ -18,6 +18,11 @@
 # FEW) is one whole request, start-up and shutdown cancelling out. Cases:
 # core serving the .gz, the module precompressed (gzip), the module
 # decompressing from a .gz and from a .zst sibling, and INFLATE.
+#
+# Both modes load mod_filter and mod_deflate with Debian's deflate.conf
+# (AddOutputFilterByType DEFLATE for text/html and the like), as every
+# Debian install has them; bench/budget.sh measures Debian's whole
+# configuration.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc valgrind
 build
@@ -45,7 +50,8 @@ chmod -R a+rX "$WORK"
 mkdir -m 1777 "$WORK/out"
 PORT="${PORT:-18490}"
 {
-    apache_conf_head "$WORK" "$PORT" event deflate
+    apache_conf_head "$WORK" "$PORT" event filter deflate
+    echo "Include /etc/apache2/mods-available/deflate.conf"
     echo "LogFormat \"%h %l %u %t \\\"%r\\\" %>s %O \\\"%{Referer}i\\\" \\\"%{User-Agent}i\\\"\" combined"
     [ -n "$WHOLE" ] && echo "CustomLog $WORK/access.log combined"
     bench_conf_cases "$D"
@@ -60,6 +66,7 @@ if [ -n "$WHOLE" ]; then
         # Core sends the .gz as a file of its own type, without Content-Encoding.
         core=$(whole "/core/$n.gz" gzip "")
         mod=$(whole "/mod/$n" gzip gzip)
+        browser=$(whole "/mod/$n" "gzip, deflate, br, zstd" gzip)
         infl=$(whole "/inflate/$n.gz" "" "")
         dgz=$(whole "/modonlygz/$n" "" "")
         dzst=$(whole "/modonlyzst/$n" "" "")
@@ -70,6 +77,7 @@ if [ -n "$WHOLE" ]; then
         printf '%-40s %12s %8s\n' case instr/req ratio
         printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
         printf '%-40s %12d %8.3f  (this/core)\n' "module precompressed gzip" "$mod" "$(echo "$mod/$core" | bc -l)"
+        printf '%-40s %12d %8.3f  (this/core)\n' "the same, a browser's Accept-Encoding" "$browser" "$(echo "$browser/$core" | bc -l)"
         printf '%-40s %12d %8.3f  (this/precompressed)\n' "module dcz delta ($(stat -c %s "$D"/moddelta/"$n".*.dcz) bytes)" "$delta" "$(echo "$delta/$mod" | bc -l)"
         printf '%-40s %12s %8s\n' "mod_deflate INFLATE" "$infl" 1.00
         printf '%-40s %12d %8.3f  (inflate/this)\n' "module decompress from .gz" "$dgz" "$(echo "$infl/$dgz" | bc -l)"
