@@ -65,8 +65,9 @@ static size_t literal_of(const char *pattern, char *out)
 }
 
 /* Whether the compiled `r` matches as "starts with `lit`": the literal
- * itself matches, and neither a newline before it (multi-line) nor its
- * letters in the other case (caseless) do. */
+ * matches, with more after it too, but not without its last character;
+ * and neither a newline before it (multi-line) nor its letters in the
+ * other case (caseless) match. */
 static int behaves_as_prefix(apr_pool_t *p, const ap_regex_t *r,
                              const char *lit, size_t len)
 {
@@ -80,6 +81,8 @@ static int behaves_as_prefix(apr_pool_t *p, const ap_regex_t *r,
         }
     }
     return ap_regexec(r, lit, 0, NULL, 0) == 0
+           && ap_regexec(r, apr_pstrcat(p, lit, "x", NULL), 0, NULL, 0) == 0
+           && ap_regexec(r, apr_pstrmemdup(p, lit, len - 1), 0, NULL, 0) != 0
            && ap_regexec(r, apr_pstrcat(p, "\n", lit, NULL), 0, NULL, 0) != 0
            && (!letters || ap_regexec(r, other, 0, NULL, 0) != 0);
 }
