@@ -152,6 +152,25 @@ fn literal_prefix_sections_answer_as_their_regex() {
     }
     let r = a.get("/other/page.html", Some("gzip"));
     assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    // Learned again when a graceful restart reads the configuration: the
+    // two directories' literals swapped.
+    let conf = a.root.path().join("httpd.conf");
+    let text = fs::read_to_string(&conf).unwrap();
+    let swapped = text
+        .replace("^page\\.html\\.gz\"", "^page\\.html\\.tmp\"")
+        .replace("^page\\.html\\.br\"", "^page\\.html\\.gz\"")
+        .replace("^page\\.html\\.tmp\"", "^page\\.html\\.br\"");
+    assert_ne!(swapped, text);
+    fs::write(&conf, swapped).unwrap();
+    graceful(&a);
+    let r = a.get("/files/page.html", Some("gzip"));
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "after the restart"
+    );
+    let r = a.get("/other/page.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, None), "after the restart");
     a.assert_no_crash();
     drop(a);
 

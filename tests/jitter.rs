@@ -509,21 +509,6 @@ fn brotli_ending_in_0x03_by_chance_is_served_unpadded() {
     a.assert_no_crash();
 }
 
-/// Sends SIGUSR1 (what `apache2 -k graceful` sends) to the parent and
-/// waits until the new generation's children answer.
-fn graceful(a: &Apache) {
-    let resumed = || a.error_log().matches("resuming normal operations").count();
-    let (before, old) = (resumed(), a.child_pids());
-    let pid = apache_pid(a);
-    // SAFETY: a plain signal to the Apache this test started.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGUSR1) }, 0);
-    wait_for("the graceful restart", || resumed() > before);
-    wait_for("the new generation's children", || {
-        let now = a.child_pids();
-        !now.is_empty() && now.iter().all(|p| !old.contains(p))
-    });
-}
-
 /// Without `GzipDiskNgJitterKey`, the start-up key is made each time the
 /// configuration is read: the padding is the same within a generation and
 /// another after a graceful restart (as documented). A key file's padding

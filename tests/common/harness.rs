@@ -918,6 +918,21 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Sends SIGUSR1 (what `apache2 -k graceful` sends) to the parent and
+/// waits until the new generation's children answer.
+pub fn graceful(a: &Apache) {
+    let resumed = || a.error_log().matches("resuming normal operations").count();
+    let (before, old) = (resumed(), a.child_pids());
+    let pid = apache_pid(a);
+    // SAFETY: a plain signal to the Apache this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGUSR1) }, 0);
+    wait_for("the graceful restart", || resumed() > before);
+    wait_for("the new generation's children", || {
+        let now = a.child_pids();
+        !now.is_empty() && now.iter().all(|p| !old.contains(p))
+    });
+}
+
 /// The pid of Apache's parent, from its pid file.
 pub fn apache_pid(a: &Apache) -> i32 {
     fs::read_to_string(a.root.path().join("httpd.pid"))
