@@ -246,6 +246,13 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_addn(self.raw().headers_out, name.as_ptr(), v) }
     }
 
+    /// Adds a header whose value lives as long as the request (a string
+    /// of its pool, or of the configuration): no copy.
+    pub fn add_header_kept(&self, name: &'static CStr, value: &'r CStr) {
+        // SAFETY: static name; the value outlives the request's tables.
+        unsafe { ffi::apr_table_addn(self.raw().headers_out, name.as_ptr(), value.as_ptr()) }
+    }
+
     /// Adds a request header's name to `Vary` (http_filters merges
     /// and dedups the list).
     pub fn vary(&self, header: &'static CStr) {
@@ -310,8 +317,8 @@ impl<'r> Request<'r> {
     /// The virtual host answering, as `host:port@file:line` (its
     /// `server_hostname`, the port it was configured with, and where
     /// its `<VirtualHost>` is; `@main` for the main server): what names
-    /// it across restarts.
-    pub fn host_key(&self) -> Vec<u8> {
+    /// it across restarts. Made in the request pool: no heap call.
+    pub fn host_key(&self) -> &'r [u8] {
         // SAFETY: every request has a server, whose hostname is a pool
         // string or NULL.
         let s = unsafe { &*self.raw().server };
@@ -321,21 +328,19 @@ impl<'r> Request<'r> {
             // SAFETY: a NUL-terminated pool string.
             unsafe { CStr::from_ptr(s.server_hostname) }.to_bytes()
         };
-        let mut key = host.to_vec();
-        key.push(b':');
-        key.extend(s.port.to_string().as_bytes());
+        let (mut port, mut line) = (itoa::Buffer::new(), itoa::Buffer::new());
+        let port = port.format(s.port).as_bytes();
         // Where the host was defined: two hosts of one name and port
         // are two sites.
-        key.push(b'@');
-        if s.defn_name.is_null() {
-            key.extend_from_slice(b"main");
+        let key = if s.defn_name.is_null() {
+            self.pool_join(&[host, b":", port, b"@main"])
         } else {
             // SAFETY: a NUL-terminated configuration-pool string.
-            key.extend_from_slice(unsafe { CStr::from_ptr(s.defn_name) }.to_bytes());
-            key.push(b':');
-            key.extend(s.defn_line_number.to_string().as_bytes());
-        }
-        key
+            let defn = unsafe { CStr::from_ptr(s.defn_name) }.to_bytes();
+            let line = line.format(s.defn_line_number).as_bytes();
+            self.pool_join(&[host, b":", port, b"@", defn, b":", line])
+        };
+        key.to_bytes()
     }
 
     /// The user the request authenticated as (`r->user`), if any.
@@ -433,7 +438,13 @@ impl<'r> Request<'r> {
 
     /// `base` + `suffix`, in the request pool.
     pub fn path_with_suffix(&self, base: &CStr, suffix: impl AsRef<[u8]>) -> &'r CStr {
-        let p = self.pool_concat(&[base.to_bytes(), suffix.as_ref()]);
+        self.pool_join(&[base.to_bytes(), suffix.as_ref()])
+    }
+
+    /// `parts` one after another, in the request pool (none may hold a
+    /// NUL, which would end the string early).
+    pub fn pool_join(&self, parts: &[&[u8]]) -> &'r CStr {
+        let p = self.pool_concat(parts);
         // SAFETY: a NUL-terminated pool string.
         unsafe { CStr::from_ptr(p) }
     }

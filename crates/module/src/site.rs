@@ -17,6 +17,7 @@ use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::negotiate::Accepted;
 use gdn_httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
+use std::ffi::CStr;
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 
@@ -102,16 +103,16 @@ fn negotiated<'r>(
     let accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
     let ranked = accepted.ranked(&[Coding::Br, Coding::Zstd, Coding::Gzip]);
     for c in ranked.iter() {
-        if let Some(f) = cache.site_dictionary(req, &host, Some(c)) {
+        if let Some(f) = cache.site_dictionary(req, host, Some(c)) {
             return Some((f, Some(c)));
         }
     }
-    Some((cache.site_dictionary(req, &host, None)?, None))
+    Some((cache.site_dictionary(req, host, None)?, None))
 }
 
 /// The query naming the host's current dictionary, `h=<hex>`.
 fn current_name(req: &Request<'_>, cache: &cache::Active) -> Option<String> {
-    let file = cache.site_dictionary(req, &req.host_key(), None)?;
+    let file = cache.site_dictionary(req, req.host_key(), None)?;
     Some(name(&content_hash(req, &file)?))
 }
 
@@ -120,19 +121,31 @@ fn name(hash: &Hash) -> String {
     format!("{NAME_QUERY}{}", &dictionary::to_hex(hash)[..NAME_HEX])
 }
 
+/// The hex of a dictionary's name (`NAME_HEX` digits of its SHA-256),
+/// without a heap call.
+fn name_hex(hash: &Hash) -> [u8; NAME_HEX] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = [0; NAME_HEX];
+    for (i, b) in hash.iter().take(NAME_HEX / 2).enumerate() {
+        out[2 * i] = DIGITS[usize::from(b >> 4)];
+        out[2 * i + 1] = DIGITS[usize::from(b & 15)];
+    }
+    out
+}
+
 /// The `Link` a host's HTML page carries once its site dictionary is
 /// trained, so a browser fetches it and sends its hash with later
 /// navigations: `path` under the current dictionary's name, as this
 /// process looked it up in this second (`LINKED`).
-pub fn page_link(req: &Request<'_>, cache: &cache::Active, path: &str) -> Option<String> {
+pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Option<&'r CStr> {
     let now = req.request_time_secs();
     let host = req.host_key();
-    if !cache.has_site_dictionary(req, &host, now) {
+    if !cache.has_site_dictionary(req, host, now) {
         return None;
     }
-    let hash = LINKED.lately(&host, now, || {
+    let hash = LINKED.lately(host, now, || {
         let hash = cache
-            .site_dictionary(req, &host, None)
+            .site_dictionary(req, host, None)
             .and_then(|file| content_hash(req, &file));
         req.log_with(Level::Debug, 0, || match &hash {
             Some(h) => format!("pages link the site dictionary as {} this second", name(h)),
@@ -140,10 +153,14 @@ pub fn page_link(req: &Request<'_>, cache: &cache::Active, path: &str) -> Option
         });
         hash
     })?;
-    Some(format!(
-        "<{path}?{}>; rel=\"compression-dictionary\"",
-        name(&hash)
-    ))
+    Some(req.pool_join(&[
+        b"<",
+        path.as_bytes(),
+        b"?",
+        NAME_QUERY.as_bytes(),
+        &name_hex(&hash),
+        b">; rel=\"compression-dictionary\"",
+    ]))
 }
 
 /// The hash of the dictionary each host's pages link, as this process
@@ -234,8 +251,17 @@ fn content_hash(req: &Request<'_>, file: &gdn_httpd::File<'_>) -> Option<Hash> {
 
 #[cfg(test)]
 mod tests {
-    use super::Links;
-    use gdn_core::dictionary::Hash;
+    use super::{name, name_hex, Links, NAME_QUERY};
+    use gdn_core::dictionary::{self, Hash};
+
+    #[test]
+    fn the_link_names_the_dictionary_as_its_url_does() {
+        for h in [[0u8; 32], [0xff; 32], dictionary::hash(b"a dictionary")] {
+            let hex = name_hex(&h);
+            let linked = format!("{NAME_QUERY}{}", std::str::from_utf8(&hex).unwrap());
+            assert_eq!(linked, name(&h));
+        }
+    }
 
     #[test]
     fn pages_link_what_was_looked_up_in_the_second() {

@@ -93,12 +93,12 @@ pub fn copies(
     let host = deltas.map(|_| req.host_key()).unwrap_or_default();
     let group = deltas
         .and_then(|d| d.group)
-        .map(|p| [&host[..], b" ", p.as_bytes()].concat())
+        .map(|p| [host, b" ", p.as_bytes()].concat())
         .unwrap_or_default();
     let deltas = deltas.map(|d| Deltas {
         versions: d.versions,
         group: &group,
-        site: if d.site { &host } else { &[] },
+        site: if d.site { host } else { &[] },
     });
     cache.queue_compress(filename, v, wanted, deltas, req.request_time_us())
 }

@@ -38,7 +38,7 @@ pub struct Responder<'a, 'r> {
     dictionary: Option<[u8; 32]>,
     /// The `Link` to the host's site dictionary, on a page that joins it
     /// once it is trained.
-    link: Option<String>,
+    link: Option<&'r CStr>,
 }
 
 /// A representation the walk resolved, as the request's facts found it.
@@ -58,7 +58,7 @@ impl<'a, 'r> Responder<'a, 'r> {
 
     /// The responder with the dictionary the client announced and the
     /// site dictionary's `Link`, where the page has one.
-    pub fn with(self, dictionary: Option<[u8; 32]>, link: Option<String>) -> Self {
+    pub fn with(self, dictionary: Option<[u8; 32]>, link: Option<&'r CStr>) -> Self {
         Responder {
             dictionary,
             link,
@@ -293,8 +293,8 @@ fn send_file(a: &Responder<'_, '_>, r: Representation<'_, '_>) -> Answer {
         set_marker(a, as_is);
     }
     offer_as_dictionary(a);
-    if let Some(link) = &a.link {
-        req.add_header_value(c"Link", link);
+    if let Some(link) = a.link {
+        req.add_header_kept(c"Link", link);
     }
     let status = finish_file(req, r.file, size, r.splice);
     Answer::new(status, r.outcome, len)
