@@ -124,12 +124,9 @@ fn name(hash: &Hash) -> String {
 /// The hex of a dictionary's name (`NAME_HEX` digits of its SHA-256),
 /// without a heap call.
 fn name_hex(hash: &Hash) -> [u8; NAME_HEX] {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = [0; NAME_HEX];
-    for (i, b) in hash.iter().take(NAME_HEX / 2).enumerate() {
-        out[2 * i] = DIGITS[usize::from(b >> 4)];
-        out[2 * i + 1] = DIGITS[usize::from(b & 15)];
-    }
+    // Cannot fail: the slice is exactly twice the bytes encoded.
+    let _ = hex::encode_to_slice(&hash[..NAME_HEX / 2], &mut out);
     out
 }
 
