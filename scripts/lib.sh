@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # What the tests use (scripts/test installs them); scripts/install
 # installs none of them: building needs only BUILD_NEEDS below.
-APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind debootstrap rpm libnghttp2-dev)
+APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind debootstrap rpm cpio build-essential libssl-dev libbrotli-dev zlib1g-dev libnghttp2-dev)
 # The oldest Rust that builds the project (rust-version in Cargo.toml),
 # and what building the module needs besides, for each family of systems
 # (scripts/install names them, never installs them).
@@ -297,4 +297,13 @@ out("SCRIPTS", deb["maintainer-scripts"]); out("CHANGELOG", deb["changelog"])
 print("ASSETS=(" + " ".join(shlex.quote(" ".join(a)) for a in deb["assets"]) + ")")
 print("CONFFILES=(" + " ".join(shlex.quote(c) for c in deb["conf-files"]) + ")")
 '
+}
+
+# Where the platform tests keep what is safe to reuse between runs (a
+# Debian root's tarball, an httpd build): /var/cache/gzip-disk-ng-test as
+# root, else target/platform-cache. Prints the directory, made.
+test_cache() {
+    local d=/var/cache/gzip-disk-ng-test
+    [ "$(id -u)" -eq 0 ] || d="$ROOT/target/platform-cache"
+    mkdir -p "$d" && echo "$d"
 }

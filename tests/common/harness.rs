@@ -1,4 +1,4 @@
-//! A real Debian Apache (`/usr/sbin/apache2`) with a generated
+//! A real Apache (Debian's `/usr/sbin/apache2`, or `GDN_HTTPD`) with a generated
 //! configuration in a temp dir, on a free 127.0.0.1 port, with the built
 //! module loaded; requests go through the real `curl` (HTTP/1.1 and h2c)
 //! or a raw socket. Also `apache2 -t` runs and the publish tool's binary.
@@ -16,6 +16,19 @@ use super::codec::decode_body;
 
 pub const APACHE: &str = "/usr/sbin/apache2";
 pub const MODULES: &str = "/usr/lib/apache2/modules";
+
+/// The server binary the harness starts: `GDN_HTTPD` (another httpd 2.4,
+/// such as one built from its release source: tests/upstream-httpd.sh),
+/// else Debian's [`APACHE`].
+pub fn httpd_binary() -> String {
+    std::env::var("GDN_HTTPD").unwrap_or_else(|_| APACHE.to_owned())
+}
+
+/// Where that server's modules are: `GDN_HTTPD_MODULES`, else Debian's
+/// [`MODULES`].
+pub fn httpd_modules() -> String {
+    std::env::var("GDN_HTTPD_MODULES").unwrap_or_else(|_| MODULES.to_owned())
+}
 
 /// The module built alongside this test binary.
 pub fn module_path() -> PathBuf {
@@ -276,7 +289,7 @@ impl Apache {
         let ids = (meta.uid(), meta.gid());
         let launcher = move || match &dir {
             Some((dir, size)) if !as_root => in_namespace_with_tmpfs(dir, size, ids),
-            _ => Command::new(APACHE),
+            _ => Command::new(httpd_binary()),
         };
         (mounted, launcher)
     }
@@ -299,7 +312,8 @@ impl Apache {
         if is_root() {
             s += "User nobody\nGroup nogroup\n";
         }
-        s += &format!("LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n");
+        let modules = httpd_modules();
+        s += &format!("LoadModule mpm_{mpm}_module {modules}/mod_mpm_{mpm}.so\n");
         match o.mpm {
             Mpm::Prefork => s += "StartServers 2\nMinSpareServers 2\nMaxSpareServers 4\n",
             _ => s += "StartServers 1\nServerLimit 2\nThreadsPerChild 16\nMaxRequestWorkers 32\n",
@@ -308,7 +322,7 @@ impl Apache {
             .iter()
             .chain(o.modules.iter())
         {
-            s += &format!("LoadModule {m}_module {MODULES}/mod_{m}.so\n");
+            s += &format!("LoadModule {m}_module {modules}/mod_{m}.so\n");
         }
         match &o.load {
             Some(l) => s += &format!("{l}\n"),
@@ -536,7 +550,7 @@ exec unshare --user --map-user="$uid" --map-group="$gid" "$@""#;
     .arg(size)
     .arg(uid.to_string())
     .arg(gid.to_string())
-    .arg(APACHE);
+    .arg(httpd_binary());
     c
 }
 
@@ -779,14 +793,15 @@ pub fn configtest(lines: &str) -> (bool, String) {
 pub fn configtest_with(load: &str, lines: &str, files: &[(&str, &[u8])]) -> (bool, String) {
     let dir = world_readable_tempdir();
     let r = dir.path().display();
+    let modules = httpd_modules();
     let conf = dir.path().join("t.conf");
     fs::write(
         &conf,
         format!(
             "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\n\
              Listen 127.0.0.1:1\nServerName localhost\n\
-             LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\n\
-             LoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
+             LoadModule mpm_event_module {modules}/mod_mpm_event.so\n\
+             LoadModule authz_core_module {modules}/mod_authz_core.so\n\
              {load}\n{lines}\n"
         ),
     )
@@ -794,7 +809,7 @@ pub fn configtest_with(load: &str, lines: &str, files: &[(&str, &[u8])]) -> (boo
     for (name, bytes) in files {
         fs::write(dir.path().join(name), bytes).expect("write");
     }
-    let out = Command::new(APACHE)
+    let out = Command::new(httpd_binary())
         .arg("-t")
         .arg("-d")
         .arg(dir.path())
