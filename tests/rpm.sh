@@ -16,6 +16,9 @@
 #     has nothing but <IfModule> uncommented, names RHEL's paths and the
 #     SELinux label, and the packaged .so passes `apache2 -t` (the same
 #     httpd 2.4 module ABI);
+#   - scripts/install on RHEL's layout (a scratch root an apxs describes)
+#     writes conf.modules.d/10-gzip_disk_ng.conf, whose LoadModule passes
+#     `-t`, and names RHEL's restart;
 #   - scripts/package and scripts/lib.sh need no Python tomllib (RHEL 9
 #     has Python 3.9).
 #   tests/rpm.sh [--no-build]
@@ -81,6 +84,31 @@ LoadModule authz_core_module /usr/lib/apache2/modules/mod_authz_core.so
 LoadModule gzip_disk_ng_module $SO
 CONF
 apache2 -t -d "$W" -f "$W/t.conf" >"$W/out" 2>&1 || fail "the packaged module does not load"
+# scripts/install on the RHEL layout, as `apxs -q` on RHEL describes it
+# (SYSCONFDIR /etc/httpd/conf beside conf.modules.d), under a scratch
+# root: its LoadModule line goes into conf.modules.d/10-gzip_disk_ng.conf,
+# and that httpd's `-t` (Debian's apache2 reading the scratch httpd.conf,
+# which includes conf.modules.d/*.conf as RHEL's does) loads it.
+F="$W/rhel"
+mkdir -p "$F/etc/httpd/conf" "$F/etc/httpd/conf.modules.d" "$F/usr/lib64/httpd/modules" "$F/usr/sbin" "$F/run"
+cat >"$F/apxs" <<APXS
+#!/bin/sh
+case "\$2" in
+LIBEXECDIR) echo $F/usr/lib64/httpd/modules ;; SYSCONFDIR) echo $F/etc/httpd/conf ;;
+SBINDIR) echo $F/usr/sbin ;; TARGET) echo httpd ;; *) exit 1 ;;
+esac
+APXS
+printf '#!/bin/sh\nexec apache2 -d %s -f %s "$@"\n' "$F/run" "$F/etc/httpd/conf/httpd.conf" >"$F/usr/sbin/httpd"
+chmod 755 "$F/apxs" "$F/usr/sbin/httpd"
+sed "s|^ServerRoot .*|ServerRoot $F/run|; s|^DefaultRuntimeDir .*|DefaultRuntimeDir $F/run|; /gzip_disk_ng_module/d" "$W/t.conf" \
+    >"$F/etc/httpd/conf/httpd.conf"
+echo "IncludeOptional $F/etc/httpd/conf.modules.d/*.conf" >>"$F/etc/httpd/conf/httpd.conf"
+APXS="$F/apxs" PREFIX="$F/usr/local" "$ROOT/scripts/install" --no-build >"$W/out" 2>&1 || fail "scripts/install on the RHEL layout"
+grep -qE "^installed $F/usr/lib64/httpd/modules/mod_gzip_disk_ng.so; loaded at the next restart: (systemctl restart httpd|apachectl restart)\$" "$W/out" ||
+    fail "scripts/install did not name RHEL's restart"
+grep -q "Syntax OK" "$W/out" || fail "scripts/install's httpd -t on the RHEL layout"
+grep -qx "LoadModule gzip_disk_ng_module $F/usr/lib64/httpd/modules/mod_gzip_disk_ng.so" "$F/etc/httpd/conf.modules.d/10-gzip_disk_ng.conf" ||
+    { cp "$F/etc/httpd/conf.modules.d/10-gzip_disk_ng.conf" "$W/out"; fail "10-gzip_disk_ng.conf by scripts/install"; }
 if grep -n tomllib "$ROOT/scripts/package" "$ROOT/scripts/package-rpm" "$ROOT/scripts/lib.sh" >"$W/out"; then
     fail "the package scripts need tomllib (Python 3.11)"
 fi

@@ -64,7 +64,10 @@ fn apr_config(apxs: &str) -> String {
         .first()
         .map(|d| Path::new(d).join("apr-1-config"))
         .filter(|p| p.is_file())
-        .map_or_else(|| "apr-1-config".to_owned(), |p| p.to_string_lossy().into_owned())
+        .map_or_else(
+            || "apr-1-config".to_owned(),
+            |p| p.to_string_lossy().into_owned(),
+        )
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

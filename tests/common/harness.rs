@@ -30,6 +30,17 @@ pub fn httpd_modules() -> String {
     std::env::var("GDN_HTTPD_MODULES").unwrap_or_else(|_| MODULES.to_owned())
 }
 
+/// The LoadModule lines of the modules Debian's apache2 has compiled in
+/// (`apache2 -l`: `User`, `LogFormat`) and an httpd built with shared
+/// modules has as files in `modules`: none for Debian's.
+fn built_in_on_debian(modules: &str) -> String {
+    ["unixd", "log_config", "logio", "version"]
+        .iter()
+        .filter(|m| Path::new(&format!("{modules}/mod_{m}.so")).exists())
+        .map(|m| format!("LoadModule {m}_module {modules}/mod_{m}.so\n"))
+        .collect()
+}
+
 /// The module built alongside this test binary.
 pub fn module_path() -> PathBuf {
     if let Ok(p) = std::env::var("GZIP_DISK_NG_MODULE") {
@@ -314,6 +325,7 @@ impl Apache {
         }
         let modules = httpd_modules();
         s += &format!("LoadModule mpm_{mpm}_module {modules}/mod_mpm_{mpm}.so\n");
+        s += &built_in_on_debian(&modules);
         match o.mpm {
             Mpm::Prefork => s += "StartServers 2\nMinSpareServers 2\nMaxSpareServers 4\n",
             _ => s += "StartServers 1\nServerLimit 2\nThreadsPerChild 16\nMaxRequestWorkers 32\n",
@@ -802,7 +814,8 @@ pub fn configtest_with(load: &str, lines: &str, files: &[(&str, &[u8])]) -> (boo
              Listen 127.0.0.1:1\nServerName localhost\n\
              LoadModule mpm_event_module {modules}/mod_mpm_event.so\n\
              LoadModule authz_core_module {modules}/mod_authz_core.so\n\
-             {load}\n{lines}\n"
+             {}{load}\n{lines}\n",
+            built_in_on_debian(&modules)
         ),
     )
     .expect("conf");
