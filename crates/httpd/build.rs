@@ -70,9 +70,17 @@ fn apr_config(apxs: &str) -> String {
         )
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    println!("cargo:rerun-if-changed=csrc");
-    println!("cargo:rerun-if-changed=build.rs");
+/// A build that cannot find httpd says so in one line, without Debug quotes.
+fn main() {
+    if let Err(e) = generate() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The include directories and the APR defines of the httpd that `apxs`
+/// names, and the files whose change makes new bindings.
+fn httpd_flags() -> Result<(Vec<String>, Vec<String>), String> {
     println!("cargo:rerun-if-env-changed=APXS");
     let apxs = apxs();
     if Path::new(&apxs).is_file() {
@@ -91,10 +99,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for dir in &includes {
         println!("cargo:rerun-if-changed={dir}");
     }
-    let defines: Vec<String> = query(&apr_config(&apxs), &["--cppflags"])?
+    let defines = query(&apr_config(&apxs), &["--cppflags"])?
         .into_iter()
         .filter(|d| d.starts_with("-D"))
         .collect();
+    Ok((includes, defines))
+}
+
+fn generate() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=csrc");
+    println!("cargo:rerun-if-changed=build.rs");
+    let (includes, defines) = httpd_flags()?;
 
     let mut cc = cc::Build::new();
     cc.file("csrc/shim.c")
