@@ -14,8 +14,8 @@
 #
 # The root, with apache2 and curl, is cached as a tarball for a week
 # (test_cache in scripts/lib.sh); each run unpacks a fresh copy. /proc is
-# mounted in the root for the run and always unmounted; the root's Apache
-# is stopped by its pid file. Needs root (debootstrap, chroot, mount).
+# mounted in the root for the run and always unmounted; the processes
+# running in the root (its Apache) are stopped. Needs root (debootstrap, chroot, mount).
 #   tests/trixie.sh [--no-build]
 source "$(dirname "$0")/../scripts/lib.sh"
 [ "$(id -u)" -eq 0 ] || { echo "trixie test: needs root" >&2; exit 1; }
@@ -34,12 +34,21 @@ fail() {
 }
 in_root() { chroot "$R" env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 "$@"; }
 
+# The processes whose root is the root: those this test started there.
+in_root_pids() {
+    local p
+    for p in /proc/[0-9]*; do
+        [ "$(readlink "$p/root" 2>/dev/null)" != "$R" ] || echo "${p#/proc/}"
+    done
+}
 cleanup() {
-    local pid
-    pid="$(cat "$R/var/run/apache2/apache2.pid" 2>/dev/null || true)"
-    if [ -n "$pid" ] && [ "$(readlink "/proc/$pid/root")" = "$R" ]; then
-        kill "$pid" 2>/dev/null || true
-        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.2; done
+    local pids
+    pids="$(in_root_pids)"
+    if [ -n "$pids" ]; then
+        kill $pids 2>/dev/null || true
+        for _ in $(seq 50); do [ -n "$(in_root_pids)" ] || break; sleep 0.2; done
+        pids="$(in_root_pids)"
+        if [ -n "$pids" ]; then kill -9 $pids 2>/dev/null || true; fi
     fi
     if mountpoint -q "$R/proc"; then umount "$R/proc" || umount -l "$R/proc"; fi
     rm -rf --one-file-system "$W"
