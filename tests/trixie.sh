@@ -103,6 +103,8 @@ URL="http://localhost:$PORT/gzip-disk-ng-try"
 in_root curl -sI -H 'Accept-Encoding: gzip, deflate, br, zstd' "$URL/gpl.txt" >"$W/out" 2>&1 || fail "curl -sI"
 grep -qiE '^Content-Encoding: (br|zstd)' "$W/out" && grep -qi '^Vary: Accept-Encoding' "$W/out" &&
     grep -qi '^Mod-Gzip-Disk-Ng: :-)' "$W/out" || fail "a browser's request"
+in_root curl -sI -H 'Accept-Encoding: gzip' "$URL/gpl.txt" >"$W/out" 2>&1 || fail "curl -sI for gzip"
+grep -qi '^Content-Encoding: gzip' "$W/out" && grep -qi '^Mod-Gzip-Disk-Ng: :-)' "$W/out" || fail "a gzip client's request"
 in_root sh -c "curl -s -H 'Accept-Encoding: gzip' $URL/gpl.txt | gunzip | cmp - /usr/share/common-licenses/GPL-3 && echo same" \
     >"$W/out" 2>&1 && [ "$(cat "$W/out")" = same ] || fail "the gzip sibling does not decode to the original"
 in_root curl -s -D /tmp/h -o /tmp/b "$URL/only.txt" >"$W/out" 2>&1 || fail "curl for a .gz alone"

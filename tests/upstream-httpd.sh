@@ -140,6 +140,8 @@ URL="http://localhost:$PORT/gzip-disk-ng-try"
 curl -sI -H 'Accept-Encoding: gzip, deflate, br, zstd' "$URL/gpl.txt" >"$W/out" 2>&1 || fail "curl -sI"
 grep -qiE '^Content-Encoding: (br|zstd)' "$W/out" && grep -qi '^Vary: Accept-Encoding' "$W/out" &&
     grep -qi '^Mod-Gzip-Disk-Ng: :-)' "$W/out" || fail "a browser's request"
+curl -sI -H 'Accept-Encoding: gzip' "$URL/gpl.txt" >"$W/out" 2>&1 || fail "curl -sI for gzip"
+grep -qi '^Content-Encoding: gzip' "$W/out" && grep -qi '^Mod-Gzip-Disk-Ng: :-)' "$W/out" || fail "a gzip client's request"
 curl -s -H 'Accept-Encoding: gzip' "$URL/gpl.txt" | gunzip | cmp - /usr/share/common-licenses/GPL-3 >"$W/out" 2>&1 ||
     fail "the gzip sibling does not decode to the original"
 curl -s -D "$W/h" -o "$W/b" "$URL/only.txt" && cp "$W/h" "$W/out" || fail "curl for a .gz alone"
