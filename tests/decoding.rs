@@ -214,14 +214,14 @@ fn a_gzip_sibling_rewritten_in_place_with_its_old_size_and_mtime_is_a_new_versio
     use std::os::unix::fs::MetadataExt;
     let m = std::fs::metadata(&p).unwrap();
     assert_eq!((m.ino(), m.len(), mtime(&p)), (ino, g_old.len() as u64, t));
-    for _ in 0..2 {
+    // As the old version: the first decode streams (no length known yet
+    // for this version), the second declares the length it learned.
+    for i in 0..2 {
         let r = a.get("/page.html", None);
         assert_eq!((r.status, r.exit), (200, 0), "transfer cut");
         assert!(r.body == new, "{} bytes, want {}", r.body.len(), new.len());
-        assert_eq!(
-            r.header("Content-Length"),
-            Some(new.len().to_string().as_str())
-        );
+        let learned = (i == 1).then(|| new.len().to_string());
+        assert_eq!(r.header("Content-Length"), learned.as_deref(), "decode {i}");
     }
     a.assert_no_crash();
 }
