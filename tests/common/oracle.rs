@@ -124,10 +124,12 @@ fn cli(prog: &str, args: &[&str], input: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// Accept-Encoding read as RFC 9110 §12.5.3 and §12.4.2 write it, apart
-/// from the product's parser: each member a token with at most a weight
-/// (`;q=` and a qvalue of at most three decimals, 1 at most); a member
-/// that is not is ignored; names without case; `x-gzip` is gzip. A
-/// coding's q is the highest of the members naming it, else that of `*`.
+/// from the product's parser: each member a token with parameters, its
+/// weight `q=` a qvalue of at most three decimals (1 at most); other
+/// `name=value` parameters are extensions and change nothing; a member
+/// with a bad weight or a parameter that is not `name=value` is ignored;
+/// names without case; `x-gzip` is gzip. A coding's q is the highest of
+/// the members naming it, else that of `*`.
 #[derive(Debug, Default)]
 pub struct AcceptModel {
     named: std::collections::BTreeMap<String, u16>,
@@ -138,25 +140,13 @@ impl AcceptModel {
         let mut m = AcceptModel::default();
         for member in header.split(',') {
             let member = member.trim_matches([' ', '\t']);
-            let (name, weight) = match member.split_once(';') {
-                Some((n, w)) => (
-                    n.trim_end_matches([' ', '\t']),
-                    Some(w.trim_start_matches([' ', '\t'])),
-                ),
-                None => (member, None),
-            };
+            let mut parts = member.split(';');
+            let name = parts.next().unwrap_or_default().trim_matches([' ', '\t']);
             let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
             if name.is_empty() || !name.chars().all(tchar) {
                 continue;
             }
-            let q = match weight {
-                None => Some(1000),
-                Some(w) => w
-                    .strip_prefix("q=")
-                    .or(w.strip_prefix("Q="))
-                    .and_then(qvalue),
-            };
-            let Some(q) = q else { continue };
+            let Some(q) = weight(parts) else { continue };
             let mut name = name.to_ascii_lowercase();
             if name == "x-gzip" {
                 name = "gzip".into();
@@ -182,6 +172,22 @@ impl AcceptModel {
     pub fn identity_stated(&self) -> Option<u16> {
         self.named.get("identity").or(self.named.get("*")).copied()
     }
+}
+
+/// A member's weight from its parameters (`None`: the member does not
+/// count): the last `q=`, 1 without one.
+fn weight<'a>(params: impl Iterator<Item = &'a str>) -> Option<u16> {
+    let mut q = 1000;
+    for p in params
+        .map(|p| p.trim_matches([' ', '\t']))
+        .filter(|p| !p.is_empty())
+    {
+        let (k, v) = p.split_once('=')?;
+        if k.trim_matches([' ', '\t']).eq_ignore_ascii_case("q") {
+            q = qvalue(v.trim_matches([' ', '\t']))?;
+        }
+    }
+    Some(q)
 }
 
 /// RFC 9110 §12.4.2: `qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )`,
