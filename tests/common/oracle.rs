@@ -62,7 +62,7 @@ pub fn oracle_decode_delta(
     dictionary: &[u8],
     body: &[u8],
 ) -> Result<Vec<u8>, String> {
-    let (magic, decode): (&[u8], fn(&[u8], &[u8]) -> Result<Vec<u8>, String>) = match coding {
+    let (magic, decode): (&[u8], DeltaDecoder) = match coding {
         "dcb" => (&DCB_MAGIC, dcb_decode),
         "dcz" => (&DCZ_MAGIC, dcz_decode),
         _ => return Err(format!("{coding:?} is not a dictionary coding")),
@@ -76,6 +76,9 @@ pub fn oracle_decode_delta(
     }
     decode(dictionary, &body[header..])
 }
+
+/// A delta's stream decoded against its dictionary.
+type DeltaDecoder = fn(&[u8], &[u8]) -> Result<Vec<u8>, String>;
 
 /// As [`oracle_decode_delta`], which must succeed.
 pub fn oracle_decoded_delta(coding: &str, dictionary: &[u8], body: &[u8]) -> Vec<u8> {
