@@ -14,7 +14,6 @@ mod common;
 
 use base64::Engine as _;
 use common::*;
-use gdn_core::publish::delta_codec;
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -257,9 +256,9 @@ fn visit(url_of: &dyn Fn(&str) -> String, pages: &[Page]) -> usize {
         let r = get(&url_of(&p.path), &hs);
         assert_eq!(r.status, 200, "{}: {r:?}", p.path);
         let body = match (r.coding(), &held) {
-            (Some("dcz" | "dcb"), Some((_, d))) => {
+            (Some(c @ ("dcz" | "dcb")), Some((_, d))) => {
                 deltas += 1;
-                delta_codec::decode(d, &r.body)
+                oracle_decode_delta(c, d, &r.body)
                     .unwrap_or_else(|e| panic!("{}: a delta that does not decode: {e}", p.path))
             }
             _ => r.decoded(),

@@ -32,9 +32,39 @@ fn on_demand(mpm: Mpm) -> Options {
     Options {
         mpm,
         dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
-        server: "GzipDiskNgCacheRoot {docroot}/../cache".into(),
+        server: format!("GzipDiskNgCacheRoot {{docroot}}/../cache{METRICS}"),
         ..Options::default()
     }
+}
+
+/// The metrics handler, whose counters tell when the compressor is done.
+const METRICS: &str = "\n<Location /metrics>\n    SetHandler gzip-disk-ng-metrics\n</Location>";
+
+/// Waits until the compressor has settled every copy it was sent (made,
+/// not worth it, or failed), by the module's own counters: what those
+/// jobs would write or log has then been written (a failure is counted
+/// before its warning is logged: see `settled_then_warnings`).
+fn wait_jobs_settled(a: &Apache) {
+    let m = |s: &str| {
+        metric(
+            a,
+            &format!("gzip_disk_ng_ondemand_copies_total{{state=\"{s}\"}}"),
+        )
+    };
+    wait_for("every copy sent to the compressor settled", || {
+        let queued = m("queued");
+        queued > 0 && m("done") + m("not_worth") + m("failed") >= queued
+    });
+}
+
+/// The compressor's warnings once every job settled and the first
+/// warning was logged (its jobs count a failure, then log it).
+fn settled_then_warnings(a: &Apache) -> Vec<String> {
+    wait_jobs_settled(a);
+    wait_for("a compressor warning", || {
+        !compressor_warnings(a).is_empty()
+    });
+    compressor_warnings(a)
 }
 
 /// Fills the docroot with `files` and makes the cache root, writable by
@@ -209,7 +239,7 @@ fn incompressible_tiny_and_off_scope_files_are_never_cached() {
     wait_for("noise judged", || {
         copies(&cache_of(&a)).iter().any(|(_, n)| *n == 0)
     });
-    std::thread::sleep(Duration::from_millis(500));
+    wait_jobs_settled(&a);
     let all = copies(&cache_of(&a));
     assert!(all.iter().all(|(_, n)| *n == 0), "{all:?}");
     let r = a.get("/noise.bin", Some("zstd, br, gzip"));
@@ -473,7 +503,7 @@ fn an_unwritable_cache_warns_once_and_requests_go_on() {
     let mut opts = on_demand(Mpm::Event);
     // A cache root that is a directory no one can write below: its
     // fan-out directories are files.
-    opts.server = "GzipDiskNgCacheRoot {docroot}/../cache".into();
+    opts.server = format!("GzipDiskNgCacheRoot {{docroot}}/../cache{METRICS}");
     let a = Apache::start(opts, |d| {
         fill(d, &[("u.html", &data), ("v.html", &data[..30_000])]);
         for i in 0..256 {
@@ -485,9 +515,10 @@ fn an_unwritable_cache_warns_once_and_requests_go_on() {
             let r = a.get(p, Some("gzip"));
             assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
         }
-        std::thread::sleep(Duration::from_millis(200));
+        // Each round's jobs done before the next asks again.
+        wait_jobs_settled(&a);
     }
-    let warn = compressor_warnings(&a);
+    let warn = settled_then_warnings(&a);
     assert_eq!(warn.len(), 1, "{warn:#?}");
     a.assert_no_crash();
 }
@@ -527,12 +558,12 @@ fn republished_in_place_while_clients_run_every_body_is_a_version_and_its_etag_i
                     let body = r.decoded();
                     let v = versions.iter().position(|v| *v == body);
                     let v = v.unwrap_or_else(|| panic!("{ae}: a body that was never published"));
-                    if let Some(tag) = r.header("ETag") {
-                        let key = format!("{tag} {}", r.coding().unwrap_or("identity"));
-                        let mut seen = seen.lock().unwrap();
-                        let was = *seen.entry(key.clone()).or_insert(v);
-                        assert_eq!(was, v, "{key} named two versions");
-                    }
+                    let tag = r.header("ETag").unwrap_or_else(|| panic!("{ae}: no ETag"));
+                    let key = format!("{tag} {}", r.coding().unwrap_or("identity"));
+                    let mut seen = seen.lock().unwrap();
+                    let was = *seen.entry(key.clone()).or_insert(v);
+                    assert_eq!(was, v, "{key} named two versions");
+                    drop(seen);
                     i += 1;
                 }
             });
@@ -584,9 +615,9 @@ fn a_full_cache_warns_once_and_requests_go_on() {
             assert_eq!(r.status, 200);
             assert!(r.decoded() == *d, "{n}");
         }
-        std::thread::sleep(Duration::from_millis(300));
+        wait_jobs_settled(&a);
     }
-    let warn = compressor_warnings(&a);
+    let warn = settled_then_warnings(&a);
     assert_eq!(warn.len(), 1, "{warn:#?}");
     assert!(warn[0].contains("No space left"), "{}", warn[0]);
     a.assert_no_crash();

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::codec::decode_body;
+use super::oracle::{oracle_decoded, oracle_decoded_delta};
 
 pub const APACHE: &str = "/usr/sbin/apache2";
 pub const MODULES: &str = "/usr/lib/apache2/modules";
@@ -598,10 +598,17 @@ pub struct Response {
 }
 
 impl Response {
-    /// The body decoded by its Content-Encoding; panics if it does not
-    /// decode.
+    /// The body decoded by its Content-Encoding with an independent
+    /// decoder (tests/common/oracle.rs); panics if it does not decode.
     pub fn decoded(&self) -> Vec<u8> {
-        decode_body(self.header("Content-Encoding"), &self.body).unwrap_or_else(|e| panic!("{e}"))
+        oracle_decoded(self.header("Content-Encoding"), &self.body)
+    }
+
+    /// The body of a `dcb` or `dcz` response, decoded against
+    /// `dictionary` by an independent decoder.
+    pub fn decoded_delta(&self, dictionary: &[u8]) -> Vec<u8> {
+        let ce = self.header("Content-Encoding").expect("a Content-Encoding");
+        oracle_decoded_delta(ce, dictionary, &self.body)
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
