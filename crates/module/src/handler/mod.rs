@@ -125,7 +125,13 @@ fn serve<'r>(
         ondemand::ask::decoded_copies(req, c, &missing);
         (c, missing, made)
     });
-    settle(req, &disk, answer, asked)
+    let status = settle(req, &disk, answer, asked);
+    if let (Some(c), Some(d)) = (cache, made) {
+        if d.site {
+            site::judge(req, c, settings.site_period);
+        }
+    }
+    status
 }
 
 /// What follows an answer: the cache told of the copy it sent and asked

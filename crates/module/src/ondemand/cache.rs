@@ -224,6 +224,39 @@ impl Active {
         (self.made_here(info) && info.size() > 0).then_some(f)
     }
 
+    /// The site dictionary of the host `host_key` whose URL carries
+    /// `hex` (`?h=`), as it is or in `coding`, if this server keeps it:
+    /// opened as `site_dictionary` opens the current one.
+    pub fn named_site_dictionary<'r>(
+        &self,
+        req: &Request<'r>,
+        host_key: &[u8],
+        hex: &str,
+        coding: Option<Coding>,
+    ) -> Option<gdn_httpd::File<'r>> {
+        let path = req.path_with_suffix(&self.root, key::site_named_name(host_key, hex, coding));
+        let f = req.open_nofollow(path).ok()?;
+        let info = f.info();
+        (self.made_here(info) && info.size() > 0).then_some(f)
+    }
+
+    /// Asks the compressor to act on the host's pages judged
+    /// (`site::judge`); whether the job was sent.
+    pub fn queue_train(
+        &self,
+        root: &[u8],
+        site: &[u8],
+        digest: &gdn_core::dictionary::Hash,
+        bits: &[u8],
+    ) -> bool {
+        self.send(&Job::Train {
+            root,
+            site,
+            digest,
+            bits,
+        })
+    }
+
     /// Whether the host `host_key` has a site dictionary, looked at once
     /// a second per process and host.
     pub fn has_site_dictionary(&self, req: &Request<'_>, host_key: &[u8], now: i64) -> bool {
