@@ -155,14 +155,24 @@ fn name_hex(hash: &Hash) -> [u8; NAME_HEX] {
 /// The `Link` a host's HTML page carries once its site dictionary is
 /// trained, so a browser fetches it and sends its hash with later
 /// navigations: `path` under the current dictionary's name, as this
-/// process looked it up in this second (`LINKED`).
-pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Option<&'r CStr> {
+/// process looked it up in this second (`LINKED`). A client that
+/// `announced` another dictionary of the host this server still serves
+/// under its name (the one before, within its lifetime, not withdrawn)
+/// is linked to that one: it keeps the dictionary it holds rather than
+/// fetch one that another server of a fleet, whose files are not the
+/// same yet (a deploy half done), may not have.
+pub fn page_link<'r>(
+    req: &Request<'r>,
+    cache: &cache::Active,
+    path: &str,
+    announced: Option<&Hash>,
+) -> Option<&'r CStr> {
     let now = req.request_time_secs();
     let host = req.host_key();
     if !cache.has_site_dictionary(req, host, now) {
         return None;
     }
-    let hash = LINKED.lately(host, now, || {
+    let current = LINKED.lately(host, now, || {
         let hash = cache
             .site_dictionary(req, host, None)
             .and_then(|file| content_hash(req, &file));
@@ -172,6 +182,10 @@ pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Op
         });
         hash
     })?;
+    let hash = match announced {
+        Some(h) if *h != current && held_here(req, cache, host, h) => *h,
+        _ => current,
+    };
     Some(req.pool_join(&[
         b"<",
         path.as_bytes(),
@@ -180,6 +194,15 @@ pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Op
         &name_hex(&hash),
         b">; rel=\"compression-dictionary\"",
     ]))
+}
+
+/// Whether this server serves the host's dictionary `h` under its name.
+fn held_here(req: &Request<'_>, cache: &cache::Active, host: &[u8], h: &Hash) -> bool {
+    let hex = name_hex(h);
+    std::str::from_utf8(&hex)
+        .ok()
+        .and_then(|hex| cache.named_site_dictionary(req, host, hex, None))
+        .is_some()
 }
 
 /// The hash of the dictionary each host's pages link, as this process

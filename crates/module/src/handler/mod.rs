@@ -110,7 +110,9 @@ fn serve<'r>(
         sizes,
     });
     let link = match (settings.site_dictionary, cache, made) {
-        (Some(path), Some(cache), Some(d)) if d.site => site::page_link(req, cache, path),
+        (Some(path), Some(cache), Some(d)) if d.site => {
+            site::page_link(req, cache, path, dictionary.as_ref())
+        }
         _ => None,
     };
     let send = Responder::new(req, filename, settings).with(dictionary, link);

@@ -725,10 +725,10 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
     assert_eq!(lines.count(Level::Notice, "trained"), 1);
     // The same files elsewhere train the same bytes.
     let (_e, docs2, cache2) = tree();
-    for i in 0..20 {
-        let to = docs2.join(format!("p{i:02}.html"));
-        fs::copy(&pages[i], &to).unwrap();
-        let m = fs::metadata(&pages[i]).unwrap();
+    for p in &pages {
+        let to = docs2.join(p.file_name().unwrap());
+        fs::copy(p, &to).unwrap();
+        let m = fs::metadata(p).unwrap();
         let t = SystemTime::UNIX_EPOCH
             + Duration::from_nanos(m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64);
         fs::File::options()
