@@ -218,8 +218,16 @@ impl Active {
         host_key: &[u8],
         coding: Option<Coding>,
     ) -> Option<gdn_httpd::File<'r>> {
-        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, coding));
-        let f = req.open_nofollow(path).ok()?;
+        self.site_file(req, key::site_current_name(host_key, coding))
+    }
+
+    /// The site dictionary's file `name` under the cache root: only a
+    /// regular, non-empty file the compressor's user owns, opened
+    /// without following a symlink.
+    fn site_file<'r>(&self, req: &Request<'r>, name: String) -> Option<gdn_httpd::File<'r>> {
+        let f = req
+            .open_nofollow(req.path_with_suffix(&self.root, name))
+            .ok()?;
         let info = f.info();
         (self.made_here(info) && info.size() > 0).then_some(f)
     }
@@ -234,10 +242,7 @@ impl Active {
         hex: &str,
         coding: Option<Coding>,
     ) -> Option<gdn_httpd::File<'r>> {
-        let path = req.path_with_suffix(&self.root, key::site_named_name(host_key, hex, coding));
-        let f = req.open_nofollow(path).ok()?;
-        let info = f.info();
-        (self.made_here(info) && info.size() > 0).then_some(f)
+        self.site_file(req, key::site_named_name(host_key, hex, coding))
     }
 
     /// Asks the compressor to act on the host's pages judged
