@@ -253,12 +253,14 @@ impl Active {
         site: &[u8],
         digest: &gdn_core::dictionary::Hash,
         bits: &[u8],
+        at: i64,
     ) -> bool {
         self.send(&Job::Train {
             root,
             site,
             digest,
             bits,
+            at,
         })
     }
 

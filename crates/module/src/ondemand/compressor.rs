@@ -254,7 +254,8 @@ fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
                 site,
                 digest,
                 bits,
-            })) => ctx.train_site(&root, &site, &digest, &bits),
+                at,
+            })) => ctx.train_site(&root, &site, &digest, &bits, at),
             Ok(_) => {}
             Err(_) => return,
         }

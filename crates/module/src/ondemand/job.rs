@@ -15,7 +15,7 @@
 //! 3 Touch (the kind: a coding, 3 for decoded, 4 and 5 for a dcz and a
 //! dcb delta, 6 for a kept version), 4 Train (a host's pages judged: the
 //! path is its document root, the group the list's SHA-256 and a bit per
-//! page, the site its host). The reader drops a message it cannot read (unknown tag or
+//! page, the site its host, the mtime field when they were judged). The reader drops a message it cannot read (unknown tag or
 //! argument, a relative path, lengths that do not add up, too short or
 //! too long) and goes on with the next.
 
@@ -140,6 +140,9 @@ pub enum Job<'a> {
         site: &'a [u8],
         digest: &'a Hash,
         bits: &'a [u8],
+        /// When they were judged, µs since the epoch: verdicts older than
+        /// those acted on are dropped.
+        at: i64,
     },
 }
 
@@ -166,6 +169,7 @@ pub enum OwnedJob {
         site: Vec<u8>,
         digest: Hash,
         bits: Vec<u8>,
+        at: i64,
     },
 }
 
@@ -202,6 +206,7 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         site: &[],
     };
     let mut judged = Vec::new();
+    let mut when = Version::NONE;
     let (tag, version, arg, path, deltas): (u8, &Version, u8, &[u8], Deltas<'_>) = match job {
         Job::Compress {
             path,
@@ -229,7 +234,9 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
             site,
             digest,
             bits,
+            at,
         } => {
+            when.mtime_us = *at;
             judged.extend_from_slice(&digest[..]);
             judged.extend_from_slice(bits);
             let d = Deltas {
@@ -237,7 +244,7 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
                 group: &judged,
                 site,
             };
-            (TAG_TRAIN, &Version::NONE, 0, root, d)
+            (TAG_TRAIN, &when, 0, root, d)
         }
     };
     let strings = [path, deltas.group, deltas.site];
@@ -324,6 +331,7 @@ fn decode(msg: &[u8]) -> Option<OwnedJob> {
                 site: site.to_vec(),
                 digest: digest.try_into().ok()?,
                 bits: bits.to_vec(),
+                at: version.mtime_us,
             })
         }
         _ => None,
@@ -428,6 +436,7 @@ mod tests {
                 site: b"localhost:80@main".to_vec(),
                 digest: [9; 32],
                 bits: vec![0xff, 0x01],
+                at: 1_700_000_000_000_000,
             },
         ]
     }
@@ -467,11 +476,13 @@ mod tests {
                 site,
                 digest,
                 bits,
+                at,
             } => Job::Train {
                 root: root.as_os_str().as_bytes(),
                 site,
                 digest,
                 bits,
+                at: *at,
             },
         };
         let mut buf = [0u8; MAX_JOB];

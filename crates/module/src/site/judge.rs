@@ -38,7 +38,10 @@ pub fn judge(req: &Request<'_>, cache: &cache::Active, period: u32) {
             public += 1;
         }
     }
-    let sent = cache.queue_train(root, host, &pages::digest(&list), &bits);
+    let at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX));
+    let sent = cache.queue_train(root, host, &pages::digest(&list), &bits, at);
     req.log_with(Level::Debug, 0, || {
         format!(
             "site dictionary pages under {}: {public} of {} public{}",

@@ -232,7 +232,7 @@ impl Ctx<'_> {
     /// dictionary that learned a page judged not public now, and trains
     /// a new one when the public pages are not those of the last
     /// training.
-    pub(super) fn train_site(&self, root: &Path, key: &[u8], digest: &Hash, bits: &[u8]) {
+    pub(super) fn train_site(&self, root: &Path, key: &[u8], digest: &Hash, bits: &[u8], at: i64) {
         let list = pages::candidates(root);
         if pages::digest(&list) != *digest {
             // The tree changed between the judging and now: the next
@@ -253,34 +253,41 @@ impl Ctx<'_> {
         let Ok(Some(_claim)) = Claim::take(&record) else {
             return;
         };
+        // Verdicts older than those acted on (another child's, judged
+        // before a change the newer ones saw) are not acted on.
+        let last = fs::read_to_string(record.as_path()).unwrap_or_default();
+        let mut fields = last.split_whitespace();
+        let (last_selection, last_at) = (fields.next(), fields.next().and_then(|a| a.parse().ok()));
+        if last_at.is_some_and(|t: i64| t > at) {
+            return;
+        }
         let public = public(&list, bits);
         let selection = dictionary::to_hex(&pages::digest(&public));
         let mut trained = {
             let mut state = self.state();
             self.expire(&site, &mut state)
         };
-        self.withdraw(&site, &mut trained, &private(&list, bits));
-        let last = fs::read_to_string(site.dir.join(SELECTION)).unwrap_or_default();
-        if last.trim() == selection {
-            return;
+        let withdrawn = self.withdraw(&site, &mut trained, &private(&list, bits));
+        if withdrawn || last_selection != Some(selection.as_str()) {
+            if public.len() >= MIN_PAGES {
+                let Some(dict) = self.train(&site, root, &public, trained) else {
+                    return;
+                };
+                self.deltas_of_pages(key, root, &public, &dict);
+            }
         }
-        if public.len() >= MIN_PAGES {
-            let Some(dict) = self.train(&site, root, &public, trained) else {
-                return;
-            };
-            self.deltas_of_pages(key, root, &public, &dict);
-        }
-        if let Err(e) = site.write(SELECTION, selection.as_bytes()) {
+        if let Err(e) = site.write(SELECTION, format!("{selection} {at}").as_bytes()) {
             self.state().cache_failed(self.settings, &e, self.log);
         }
     }
 
     /// Withdraws the dictionaries that learned one of `private`: their
     /// named files go at once (and the bare path's, for the current
-    /// one), and the current one is retired, so no page links it.
-    fn withdraw(&self, site: &Site, trained: &mut [Trained], private: &[PathBuf]) {
+    /// one), and the current one is retired, so no page links it;
+    /// whether the current one was.
+    fn withdraw(&self, site: &Site, trained: &mut [Trained], private: &[PathBuf]) -> bool {
         if private.is_empty() {
-            return;
+            return false;
         }
         let mut changed = false;
         for t in trained.iter_mut() {
@@ -307,12 +314,11 @@ impl Ctx<'_> {
             );
         }
         if changed {
-            // A new selection, even of as many pages, is trained again.
-            let _ = fs::remove_file(site.dir.join(SELECTION));
             if let Err(e) = site.save_dictionaries(trained) {
                 self.state().cache_failed(self.settings, &e, self.log);
             }
         }
+        changed
     }
 
     /// The host's dictionaries a browser may still hold, newest first;

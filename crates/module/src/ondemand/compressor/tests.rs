@@ -664,9 +664,21 @@ fn site_page_file(docs: &Path, i: usize) -> PathBuf {
 /// The host of the site dictionary tests, as `Request::host_key` makes it.
 const SITE: &[u8] = b"test:80@main";
 
+/// When the test's verdicts were judged: each later than the one before.
+static JUDGED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+
 /// The verdicts of a child that judged the pages under `docs`: public
 /// all but `private`.
 fn train_job(docs: &Path, private: &[usize]) -> Vec<u8> {
+    train_job_at(
+        docs,
+        private,
+        JUDGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+/// `train_job`, judged at `at`.
+fn train_job_at(docs: &Path, private: &[usize], at: i64) -> Vec<u8> {
     let list = crate::ondemand::pages::candidates(docs);
     let mut bits = Vec::new();
     for i in (0..list.len()).filter(|i| !private.contains(i)) {
@@ -677,6 +689,7 @@ fn train_job(docs: &Path, private: &[usize]) -> Vec<u8> {
         site: SITE,
         digest: &crate::ondemand::pages::digest(&list),
         bits: &bits,
+        at,
     })
 }
 
@@ -754,6 +767,10 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
     let third = fs::read(&current).expect("trained without it");
     assert_ne!(third, second);
     assert_eq!(lines.count(Level::Notice, "withdrawn"), 2);
+    // Another child's verdicts, judged before the page was restricted,
+    // come late: not acted on.
+    run_over(&s, vec![train_job_at(&docs, &[], 0)], &lines);
+    assert_eq!(fs::read(&current).unwrap(), third, "older verdicts");
     // Verdicts on another list (the tree changed since): ignored.
     let stale = train_job(&docs, &[]);
     site_page_file(&docs, 41);
