@@ -268,13 +268,12 @@ impl Ctx<'_> {
             self.expire(&site, &mut state)
         };
         let withdrawn = self.withdraw(&site, &mut trained, &private(&list, bits));
-        if withdrawn || last_selection != Some(selection.as_str()) {
-            if public.len() >= MIN_PAGES {
-                let Some(dict) = self.train(&site, root, &public, trained) else {
-                    return;
-                };
-                self.deltas_of_pages(key, root, &public, &dict);
-            }
+        let changed = withdrawn || last_selection != Some(selection.as_str());
+        if changed && public.len() >= MIN_PAGES {
+            let Some(dict) = self.train(&site, root, &public, trained) else {
+                return;
+            };
+            self.deltas_of_pages(key, root, &public, &dict);
         }
         if let Err(e) = site.write(SELECTION, format!("{selection} {at}").as_bytes()) {
             self.state().cache_failed(self.settings, &e, self.log);
