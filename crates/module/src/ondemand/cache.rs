@@ -218,10 +218,50 @@ impl Active {
         host_key: &[u8],
         coding: Option<Coding>,
     ) -> Option<gdn_httpd::File<'r>> {
-        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, coding));
-        let f = req.open_nofollow(path).ok()?;
+        self.site_file(req, key::site_current_name(host_key, coding))
+    }
+
+    /// The site dictionary's file `name` under the cache root: only a
+    /// regular, non-empty file the compressor's user owns, opened
+    /// without following a symlink.
+    fn site_file<'r>(&self, req: &Request<'r>, name: String) -> Option<gdn_httpd::File<'r>> {
+        let f = req
+            .open_nofollow(req.path_with_suffix(&self.root, name))
+            .ok()?;
         let info = f.info();
         (self.made_here(info) && info.size() > 0).then_some(f)
+    }
+
+    /// The site dictionary of the host `host_key` whose URL carries
+    /// `hex` (`?h=`), as it is or in `coding`, if this server keeps it:
+    /// opened as `site_dictionary` opens the current one.
+    pub fn named_site_dictionary<'r>(
+        &self,
+        req: &Request<'r>,
+        host_key: &[u8],
+        hex: &str,
+        coding: Option<Coding>,
+    ) -> Option<gdn_httpd::File<'r>> {
+        self.site_file(req, key::site_named_name(host_key, hex, coding))
+    }
+
+    /// Asks the compressor to act on the host's pages judged
+    /// (`site::judge`); whether the job was sent.
+    pub fn queue_train(
+        &self,
+        root: &[u8],
+        site: &[u8],
+        digest: &gdn_core::dictionary::Hash,
+        bits: &[u8],
+        at: i64,
+    ) -> bool {
+        self.send(&Job::Train {
+            root,
+            site,
+            digest,
+            bits,
+            at,
+        })
     }
 
     /// Whether the host `host_key` has a site dictionary, looked at once

@@ -90,6 +90,7 @@ pub const QUEUE: usize = 1024;
 enum Work {
     Compress(OwnedJob),
     Decode(OwnedJob),
+    Train(OwnedJob),
 }
 
 /// Runs until `jobs` reaches its end (the module closes the channel when
@@ -190,6 +191,7 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
             }
             Work::Decode(job)
         }
+        OwnedJob::Train { .. } => Work::Train(job),
     };
     if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
         (ctx.log)(Level::Debug, "queue full: job dropped");
@@ -247,6 +249,13 @@ fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
                 coding,
                 version,
             })) => ctx.decode(&path, coding, version),
+            Ok(Work::Train(OwnedJob::Train {
+                root,
+                site,
+                digest,
+                bits,
+                at,
+            })) => ctx.train_site(&root, &site, &digest, &bits, at),
             Ok(_) => {}
             Err(_) => return,
         }

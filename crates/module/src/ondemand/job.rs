@@ -13,7 +13,9 @@
 //!
 //! The tag is 1 Compress (argument: coding bits), 2 Decode (the coding),
 //! 3 Touch (the kind: a coding, 3 for decoded, 4 and 5 for a dcz and a
-//! dcb delta, 6 for a kept version). The reader drops a message it cannot read (unknown tag or
+//! dcb delta, 6 for a kept version), 4 Train (a host's pages judged: the
+//! path is its document root, the group the list's SHA-256 and a bit per
+//! page, the site its host, the mtime field when they were judged). The reader drops a message it cannot read (unknown tag or
 //! argument, a relative path, lengths that do not add up, too short or
 //! too long) and goes on with the next.
 
@@ -32,6 +34,7 @@ pub const MAX_JOB: usize = 4096;
 const TAG_COMPRESS: u8 = 1;
 const TAG_DECODE: u8 = 2;
 const TAG_TOUCH: u8 = 3;
+const TAG_TRAIN: u8 = 4;
 /// Bytes before the path: tag, argument, version, delta versions and the
 /// two lengths.
 const HEAD: usize = 2 + 48 + 5;
@@ -129,6 +132,18 @@ pub enum Job<'a> {
     },
     /// A copy was served: for least-recently-used eviction.
     Touch { version: Version, kind: Kind },
+    /// The pages under `root` that a site dictionary of `site` may learn
+    /// (`ondemand::pages`): the list's digest, and a bit per page set
+    /// where Apache judged it public.
+    Train {
+        root: &'a [u8],
+        site: &'a [u8],
+        digest: &'a Hash,
+        bits: &'a [u8],
+        /// When they were judged, µs since the epoch: verdicts older than
+        /// those acted on are dropped.
+        at: i64,
+    },
 }
 
 /// A job as the compressor reads it.
@@ -148,6 +163,13 @@ pub enum OwnedJob {
     Touch {
         version: Version,
         kind: Kind,
+    },
+    Train {
+        root: PathBuf,
+        site: Vec<u8>,
+        digest: Hash,
+        bits: Vec<u8>,
+        at: i64,
     },
 }
 
@@ -183,6 +205,8 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         group: &[],
         site: &[],
     };
+    let mut judged = Vec::new();
+    let mut when = Version::NONE;
     let (tag, version, arg, path, deltas): (u8, &Version, u8, &[u8], Deltas<'_>) = match job {
         Job::Compress {
             path,
@@ -204,6 +228,23 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         Job::Touch { version, kind } => {
             let (b, hash) = kind_byte(kind);
             (TAG_TOUCH, version, b, hash, none)
+        }
+        Job::Train {
+            root,
+            site,
+            digest,
+            bits,
+            at,
+        } => {
+            when.mtime_us = *at;
+            judged.extend_from_slice(&digest[..]);
+            judged.extend_from_slice(bits);
+            let d = Deltas {
+                versions: 0,
+                group: &judged,
+                site,
+            };
+            (TAG_TRAIN, &when, 0, root, d)
         }
     };
     let strings = [path, deltas.group, deltas.site];
@@ -283,6 +324,16 @@ fn decode(msg: &[u8]) -> Option<OwnedJob> {
             version,
             kind: kind_of(arg, path)?,
         }),
+        TAG_TRAIN if path_ok && versions == 0 && !site.is_empty() => {
+            let (digest, bits) = group.split_at_checked(32)?;
+            Some(OwnedJob::Train {
+                root: owned(),
+                site: site.to_vec(),
+                digest: digest.try_into().ok()?,
+                bits: bits.to_vec(),
+                at: version.mtime_us,
+            })
+        }
         _ => None,
     }
 }
@@ -380,6 +431,13 @@ mod tests {
                 version: v(4),
                 kind: Kind::Coded(Coding::Br),
             },
+            OwnedJob::Train {
+                root: "/var/www/html".into(),
+                site: b"localhost:80@main".to_vec(),
+                digest: [9; 32],
+                bits: vec![0xff, 0x01],
+                at: 1_700_000_000_000_000,
+            },
         ]
     }
 
@@ -412,6 +470,19 @@ mod tests {
             OwnedJob::Touch { version, kind } => Job::Touch {
                 version: *version,
                 kind: *kind,
+            },
+            OwnedJob::Train {
+                root,
+                site,
+                digest,
+                bits,
+                at,
+            } => Job::Train {
+                root: root.as_os_str().as_bytes(),
+                site,
+                digest,
+                bits,
+                at: *at,
             },
         };
         let mut buf = [0u8; MAX_JOB];

@@ -309,6 +309,32 @@ pub fn site_current_coded(c: Coding) -> String {
     format!("{SITE_CURRENT}{}", c.suffixes()[0])
 }
 
+/// Hex digits of a dictionary's SHA-256 its URL carries (`?h=`): 64
+/// bits, so no two dictionaries of a site meet.
+pub const SITE_NAME_HEX: usize = 16;
+
+/// A site dictionary's file under the name its URL gives it, in a site's
+/// directory: `v-<16 hex>.dat`, then `.<ext>` (a coding's suffix without
+/// its dot, or `pages`: the pages it learned).
+pub fn site_named(h: &Hash, ext: Option<&str>) -> String {
+    site_named_hex(&dictionary::to_hex(h)[..SITE_NAME_HEX], ext)
+}
+
+/// `site_named` of the hex its URL carries.
+pub fn site_named_hex(hex: &str, ext: Option<&str>) -> String {
+    match ext {
+        None => format!("v-{hex}.dat"),
+        Some(e) => format!("v-{hex}.dat.{e}"),
+    }
+}
+
+/// The site dictionary of the host `host_key` whose URL carries `hex`,
+/// under the cache root: as it is (`None`), or in a coding.
+pub fn site_named_name(host_key: &[u8], hex: &str, coding: Option<Coding>) -> String {
+    let ext = coding.map(|c| &c.suffixes()[0][1..]);
+    format!("{}/{}", site_dir_name(host_key), site_named_hex(hex, ext))
+}
+
 /// The kept version a file name in `kept/<2 hex>/` stands for.
 pub fn parse_kept_name(name: &str) -> Option<Hash> {
     let hex = name.strip_suffix(".zst")?;

@@ -17,6 +17,7 @@
 //! - `key`: what names a copy (version and kind), without allocating,
 //!   and which files are compressed on demand;
 //! - `job`: the jobs children send and their wire format;
+//! - `pages`: the pages a site dictionary may learn, chosen by the files;
 //! - `compressor`: the process that makes the copies;
 //! - `root`: whether a cache root only the server's user can write.
 
@@ -25,4 +26,5 @@ pub(crate) mod cache;
 pub(crate) mod compressor;
 pub(crate) mod job;
 pub mod key;
+pub(crate) mod pages;
 pub(crate) mod root;

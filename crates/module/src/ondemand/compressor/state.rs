@@ -15,7 +15,7 @@ use crate::ondemand::key::{
 };
 use gdn_core::dictionary::Hash;
 use gdn_core::publish::atomic::TMP_MARK;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -40,9 +40,6 @@ pub(super) struct State {
     /// Versions whose deltas are being made or were made: a repeated job
     /// does not read and hash the file again.
     deltas: HashSet<Version>,
-    /// Site dictionaries trained or being trained, by the site's
-    /// directory: the pages listed then.
-    site_tries: HashMap<PathBuf, usize>,
     /// The cache could not be written last time it was tried.
     failing: bool,
     /// Copies evicted since `holding` last said.
@@ -97,7 +94,6 @@ impl State {
             pending: HashSet::new(),
             failed: HashSet::new(),
             deltas: HashSet::new(),
-            site_tries: HashMap::new(),
             failing: false,
             evicted: 0,
         }
@@ -139,17 +135,6 @@ impl State {
     /// job was dropped).
     pub(super) fn forget_deltas(&mut self, v: &Version) {
         self.deltas.remove(v);
-    }
-
-    /// Takes on training the site at `dir` with `pages` listed: false
-    /// when another worker trains it, or a training tried with half as
-    /// many or more (a failed one is tried again once they doubled).
-    pub(super) fn take_training(&mut self, dir: &Path, pages: usize) -> bool {
-        let free = self.site_tries.get(dir).is_none_or(|&n| pages >= 2 * n);
-        if free {
-            self.site_tries.insert(dir.to_path_buf(), pages);
-        }
-        free
     }
 
     /// Forgets the kept version `h` and the deltas against it, files and

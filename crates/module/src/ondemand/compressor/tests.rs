@@ -661,73 +661,121 @@ fn site_page_file(docs: &Path, i: usize) -> PathBuf {
     p
 }
 
-/// A compress job for an HTML page of the host `localhost:80`.
-fn site_job(p: &Path) -> Vec<u8> {
-    record(&Job::Compress {
-        path: p.as_os_str().as_bytes(),
-        version: version(p),
-        codings: CodingSet::empty().with(Coding::Gzip),
-        deltas: Some(crate::ondemand::job::Deltas {
-            versions: 0,
-            group: &[],
-            site: b"localhost:80",
-        }),
+/// The host of the site dictionary tests, as `Request::host_key` makes it.
+const SITE: &[u8] = b"test:80@main";
+
+/// When the test's verdicts were judged: each later than the one before.
+static JUDGED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+
+/// The verdicts of a child that judged the pages under `docs`: public
+/// all but `private`.
+fn train_job(docs: &Path, private: &[usize]) -> Vec<u8> {
+    train_job_at(
+        docs,
+        private,
+        JUDGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+/// `train_job`, judged at `at`.
+fn train_job_at(docs: &Path, private: &[usize], at: i64) -> Vec<u8> {
+    let list = crate::ondemand::pages::candidates(docs);
+    let mut bits = Vec::new();
+    for i in (0..list.len()).filter(|i| !private.contains(i)) {
+        crate::ondemand::pages::set_bit(&mut bits, i);
+    }
+    record(&Job::Train {
+        root: docs.as_os_str().as_bytes(),
+        site: SITE,
+        digest: &crate::ondemand::pages::digest(&list),
+        bits: &bits,
+        at,
     })
 }
 
+/// The delta of the page `p` under `docs` against `dict`, as the module
+/// names the page in the host `SITE`.
+fn site_delta(s: &Settings, docs: &Path, p: &Path, dict: &[u8]) -> Option<Vec<u8>> {
+    let path = crate::ondemand::key::path_key(
+        b"test",
+        docs.as_os_str().as_bytes(),
+        p.as_os_str().as_bytes(),
+    );
+    let v = Version::of(path, &fs::metadata(p).unwrap());
+    let kind = Kind::Delta(DeltaCoding::Dcz, gdn_core::dictionary::hash(dict));
+    fs::read(copy_path(&s.root, &(v, kind))).ok()
+}
+
 #[test]
-fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
+fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_not() {
     let (_d, docs, cache) = tree();
     let s = settings(&cache);
     let lines = Lines::default();
     let pages: Vec<PathBuf> = (0..20).map(|i| site_page_file(&docs, i)).collect();
-    let current = cache.join(crate::ondemand::key::site_current_name(
-        b"localhost:80",
+    let current = cache.join(crate::ondemand::key::site_current_name(SITE, None));
+    run_over(&s, vec![train_job(&docs, &[0, 1, 2, 3, 4])], &lines);
+    assert!(!current.exists(), "not from 15 public pages");
+    run_over(&s, vec![train_job(&docs, &[])], &lines);
+    let dict = fs::read(&current).expect("trained from 20 pages");
+    let h = gdn_core::dictionary::hash(&dict);
+    let named = cache.join(crate::ondemand::key::site_named_name(
+        SITE,
+        &gdn_core::dictionary::to_hex(&h)[..16],
         None,
     ));
-    run_over(
-        &s,
-        pages[..15].iter().map(|p| site_job(p)).collect(),
-        &lines,
-    );
-    assert!(!current.exists(), "not before 16 pages");
-    run_over(
-        &s,
-        pages[15..].iter().map(|p| site_job(p)).collect(),
-        &lines,
-    );
-    let dict = fs::read(&current).expect("trained at 16 pages");
-    let h = gdn_core::dictionary::hash(&dict);
+    assert_eq!(fs::read(&named).unwrap(), dict, "served under its name");
     assert!(copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).is_file());
     for p in &pages {
-        let delta = delta_of(&s, p, DeltaCoding::Dcz, &dict).expect("every page");
+        let delta = site_delta(&s, &docs, p, &dict).expect("every page");
         assert_eq!(decode(&dict, &delta).unwrap(), fs::read(p).unwrap());
     }
-    assert_eq!(lines.count(Level::Notice, "site dictionary"), 1);
-    // Twice the pages: trained again; the first stays for its lifetime.
-    let more: Vec<PathBuf> = (20..32).map(|i| site_page_file(&docs, i)).collect();
-    run_over(&s, more.iter().map(|p| site_job(p)).collect(), &lines);
-    assert_eq!(lines.count(Level::Notice, "site dictionary"), 2);
+    // The same verdicts again: nothing to do.
+    run_over(
+        &s,
+        vec![train_job(&docs, &[]), train_job(&docs, &[])],
+        &lines,
+    );
+    assert_eq!(lines.count(Level::Notice, "trained"), 1);
+    // The same files elsewhere train the same bytes.
+    let (_e, docs2, cache2) = tree();
+    for p in &pages {
+        let to = docs2.join(p.file_name().unwrap());
+        fs::copy(p, &to).unwrap();
+        let m = fs::metadata(p).unwrap();
+        let t = SystemTime::UNIX_EPOCH
+            + Duration::from_nanos(m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64);
+        fs::File::options()
+            .write(true)
+            .open(&to)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    run_over(&settings(&cache2), vec![train_job(&docs2, &[])], &lines);
+    let current2 = cache2.join(crate::ondemand::key::site_current_name(SITE, None));
+    assert_eq!(fs::read(&current2).unwrap(), dict, "a copy of the tree");
+    // A page changed: trained again; the first stays under its name.
+    site_page_file(&docs, 40);
+    run_over(&s, vec![train_job(&docs, &[])], &lines);
     let second = fs::read(&current).unwrap();
     assert_ne!(gdn_core::dictionary::hash(&second), h);
-    assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_some());
-    assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
-    // A day after it stopped being served, the first dictionary and the
-    // deltas against it go.
-    let record = current.with_file_name("dictionaries");
-    let text = fs::read_to_string(&record).unwrap();
-    let aged: String = text
-        .lines()
-        .map(|l| match l.rsplit_once(' ') {
-            Some((head, retired)) if retired != "0" => format!("{head} 1\n"),
-            _ => format!("{l}\n"),
-        })
-        .collect();
-    fs::write(&record, aged).unwrap();
-    run_over(&s, vec![site_job(&site_page_file(&docs, 40))], &lines);
-    assert!(!copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).exists());
-    assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_none());
-    assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
+    assert_eq!(fs::read(&named).unwrap(), dict, "the one before");
+    // A page judged not public now: every dictionary that learned it is
+    // withdrawn at once, and one without it trained.
+    run_over(&s, vec![train_job(&docs, &[3])], &lines);
+    assert!(!named.exists(), "withdrawn");
+    let third = fs::read(&current).expect("trained without it");
+    assert_ne!(third, second);
+    assert_eq!(lines.count(Level::Notice, "withdrawn"), 2);
+    // Another child's verdicts, judged before the page was restricted,
+    // come late: not acted on.
+    run_over(&s, vec![train_job_at(&docs, &[], 0)], &lines);
+    assert_eq!(fs::read(&current).unwrap(), third, "older verdicts");
+    // Verdicts on another list (the tree changed since): ignored.
+    let stale = train_job(&docs, &[]);
+    site_page_file(&docs, 41);
+    run_over(&s, vec![stale], &lines);
+    assert_eq!(fs::read(&current).unwrap(), third);
 }
 
 #[test]
