@@ -15,7 +15,8 @@ mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use mod_gzip_disk_ng::ondemand::key::{copy_name, path_key, Kind, NameBuf, Version};
+use gdn_core::dictionary;
+use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf};
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
@@ -600,21 +601,15 @@ fn noise_page(i: usize) -> Vec<u8> {
 }
 
 /// Names of the cache's copies made from the file `name` in the docroot
-/// `d` (its path key is the first field of a copy's name).
+/// `d` (the SHA-256 of its bytes begins a copy's name).
 fn copies_of(cache: &Path, d: &Path, name: &str) -> Vec<String> {
-    let p = d.join(name);
-    let key = path_key(
-        b"localhost",
-        d.as_os_str().as_bytes(),
-        p.as_os_str().as_bytes(),
-    );
-    let key = format!("{key:x}");
+    let key = dictionary::to_hex(&dictionary::hash(&fs::read(d.join(name)).expect("file")));
     copies(cache)
         .into_iter()
         .map(|(name, _)| name)
         .filter(|name| {
             let file = name.rsplit('/').next().unwrap_or_default();
-            file.split('-').next() == Some(key.as_str())
+            file.split('.').next() == Some(key.as_str())
         })
         .collect()
 }
@@ -733,16 +728,10 @@ fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag()
 }
 
 /// The copy name of `kind` for the file `name` in the docroot `d` (the
-/// harness's server, `ServerName localhost`), under the cache root.
+/// SHA-256 of its bytes), under the cache root.
 fn copy_at(cache: &Path, d: &Path, name: &str, kind: Kind) -> PathBuf {
-    let p = d.join(name);
-    let key = path_key(
-        b"localhost",
-        d.as_os_str().as_bytes(),
-        p.as_os_str().as_bytes(),
-    );
-    let v = Version::of(key, &fs::metadata(&p).expect("original"));
-    cache.join(copy_name(&v, kind, &mut NameBuf::new()))
+    let source = dictionary::hash(&fs::read(d.join(name)).expect("original"));
+    cache.join(copy_name(&source, kind, &mut NameBuf::new()))
 }
 
 /// What another local user could plant at a copy's name is never served:

@@ -18,10 +18,10 @@
 use super::claim::Claim;
 use super::deltas::{keep, read_kept};
 use super::make::{pin, read_pinned, write_record, Ctx};
-use super::state::{copy_path, State};
+use super::state::{copy_path, kept_key, State};
 use super::Level;
 use crate::ondemand::key::{
-    compressible, site_current_coded, site_dir_name, Kind, Version, SITE_CURRENT,
+    compressible, site_current_coded, site_dir_name, Version, SITE_CURRENT,
 };
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
@@ -82,7 +82,7 @@ impl Page {
     /// Its line in `pages`: the version's numbers, then the path.
     fn line(&self) -> Vec<u8> {
         let v = &self.version;
-        let mut l = format!("{} {} {} ", v.path, v.size, v.mtime_us).into_bytes();
+        let mut l = format!("0 {} {} ", v.size, v.mtime_us).into_bytes();
         l.extend_from_slice(self.path.as_os_str().as_bytes());
         l
     }
@@ -92,9 +92,8 @@ impl Page {
         // three: it is left out.
         let mut f = l.splitn(4, |&b| b == b' ');
         let mut n = || std::str::from_utf8(f.next()?).ok();
-        let (p, s, m) = (n()?, n()?, n()?);
+        let (_, s, m) = (n()?, n()?, n()?);
         let version = Version {
-            path: p.parse().ok()?,
             size: s.parse().ok()?,
             mtime_us: m.parse().ok()?,
             ..Version::NONE
@@ -307,7 +306,7 @@ impl Ctx<'_> {
     /// A dictionary's content: kept, else (the current one) recovered
     /// from `current.dat`, checked against its hash.
     fn dictionary(&self, site: &Site, t: &Trained) -> Option<Vec<u8>> {
-        let key = (Version::NONE, Kind::Kept(t.hash));
+        let key = kept_key(t.hash);
         let kept = copy_path(&self.settings.root, &key);
         if let Some(d) = read_kept(&kept).filter(|d| dictionary::hash(d) == t.hash) {
             return Some(d);
@@ -375,7 +374,7 @@ impl Ctx<'_> {
             pages,
             retired: 0,
         });
-        let key = (Version::NONE, Kind::Kept(hash));
+        let key = kept_key(hash);
         let kept = copy_path(&self.settings.root, &key);
         let stored = keep(&kept, dict).and_then(|size| {
             self.state().made(self.settings, key, size, self.log);
@@ -477,7 +476,7 @@ mod tests {
         let p = d.path().join("a.html");
         fs::write(&p, b"public page").unwrap();
         let listed = Page {
-            version: Version::of(1, &fs::metadata(&p).unwrap()),
+            version: Version::of(&fs::metadata(&p).unwrap()),
             path: p.clone(),
         };
         assert_eq!(listed.content().as_deref(), Some(&b"public page"[..]));
