@@ -8,7 +8,8 @@
 //! not compressed; the compressor killed and restarted; the channel
 //! without a name; `apache2 -t` on bad cache roots, and its warning when
 //! the server's user cannot use one; unwritable and full
-//! caches; two instances on one cache root; planted copies and roots
+//! caches; two instances on one cache root (copies named by the bytes
+//! they were made from); planted copies and roots
 //! others can write; the size limit after each job.
 
 mod common;
@@ -18,7 +19,6 @@ use gdn_core::coding::Coding;
 use gdn_core::dictionary;
 use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -643,12 +643,16 @@ fn two_instances_share_a_cache_root_and_both_make_copies() {
         a.get("/one.html", Some("zstd")).coding() == Some("zstd")
     });
     assert!(a.last_access_ends_with("zstd cached"), "{}", a.access_log());
+    // The second learns the digest of its own file once (its compressor
+    // reads it), then serves the copy the first made of those bytes.
+    let made = copy_at(&cache, &a.docroot, "one.html", Kind::Coded(Coding::Zstd));
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).expect("copy"));
+    let first = inode(&made);
+    wait_for("the first's copy, served by the second", || {
+        b.get("/one.html", Some("zstd")).coding() == Some("zstd")
+    });
     let r = b.get("/one.html", Some("zstd"));
-    assert_eq!(
-        r.coding(),
-        Some("zstd"),
-        "the first's copy, served by the second"
-    );
+    assert_eq!(inode(&made), first, "the first's copy, not one of its own");
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
     assert!(r.decoded() == one);
     assert!(b.last_access_ends_with("zstd cached"), "{}", b.access_log());

@@ -339,6 +339,58 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
 }
 
+/// The record of `p`'s version, as this host keeps it.
+fn record_of(s: &Settings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
+    let mut name = crate::ondemand::key::NameBuf::new();
+    let rel = crate::ondemand::key::write_record_name(&version(p), &mut name);
+    let file = s
+        .root
+        .join(s.host.records_dir())
+        .join(std::str::from_utf8(rel).unwrap());
+    crate::ondemand::key::parse_record(&fs::read(file).ok()?)
+}
+
+#[test]
+fn each_version_read_is_recorded_with_its_digest_for_this_host() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "r.html", 9000, 3);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    assert_eq!(record_of(&s, &p), None);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(record_of(&s, &p), Some(source(&p)));
+    // Rewritten in place, keeping inode, size and mtime: another version,
+    // not known until read, then with the new bytes' digest and copies.
+    let before = fs::metadata(&p).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let mut new = fs::read(&p).unwrap();
+    new[0] ^= 1;
+    fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&new)
+        .unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    let after = fs::metadata(&p).unwrap();
+    assert_eq!((before.ino(), before.len()), (after.ino(), after.len()));
+    assert_eq!(record_of(&s, &p), None);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(record_of(&s, &p), Some(source(&p)));
+    assert!(copy(&s, &p, Kind::Coded(Coding::Gzip)).exists());
+    // An earlier boot's records are removed at start; this boot's stay.
+    let earlier = s.root.join(s.host.machine_dir()).join("0123");
+    fs::create_dir_all(earlier.join("ab")).unwrap();
+    run_over(&s, Vec::new(), &lines);
+    assert!(!earlier.exists());
+    assert_eq!(record_of(&s, &p), Some(source(&p)));
+}
+
 #[test]
 fn leftovers_are_removed_at_start() {
     let (_d, docs, cache) = tree();
@@ -363,14 +415,21 @@ fn leftovers_are_removed_at_start() {
     // Another server's, being written: left alone.
     let fresh = dir.join(format!(".{name}.tmp77"));
     fs::write(&fresh, b"partial").unwrap();
-    // Named the older way (device, inode, ctime): removed.
+    // Named the older ways (device, inode, ctime; place, size, mtime):
+    // removed.
     let old = dir.join("803-12345-1388-1-2.br");
     fs::write(&old, b"old").unwrap();
+    let by_place = dir.join("80300012345-1388-5f.gz");
+    fs::write(&by_place, b"old").unwrap();
+    let old_history = cache.join("history/ab/abcd");
+    fs::create_dir_all(old_history.parent().unwrap()).unwrap();
+    fs::write(&old_history, b"old").unwrap();
     let foreign = dir.join("notes.txt");
     fs::write(&foreign, b"not ours").unwrap();
     run_over(&s, Vec::new(), &lines);
     assert!(left.iter().all(|l| !l.exists()));
-    assert!(fresh.exists() && !old.exists());
+    assert!(fresh.exists() && !old.exists() && !by_place.exists());
+    assert!(!old_history.exists());
     assert!(foreign.exists() && made.exists());
     assert_eq!(lines.count(Level::Info, "3 entries"), 1);
     assert_eq!(
