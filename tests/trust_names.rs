@@ -79,23 +79,32 @@ fn until_cached(a: &Apache, host: &str, path: &str, extra: &[&str], want: &[u8],
     });
 }
 
+/// The same-sized, same-dated files of the two hosts.
+struct Pair {
+    secret: Vec<u8>,
+    public: Vec<u8>,
+    real: Vec<u8>,
+    forged: Vec<u8>,
+}
+
 /// Two name-based virtual hosts with no `ServerName` (both take the main
 /// server's), different document roots, `/p/leak.html` and
 /// `/p/poison.html` at the same path with the same size and mtime in
 /// each. The first host's are for alice or 192.0.2.1 only, the second's
-/// are public. A copy made for one is never served for the other.
-#[test]
-fn hosts_without_a_server_name_never_share_a_copy() {
-    let (_users_dir, users) = users_file();
+/// are public.
+fn two_hosts() -> (Apache, Pair, tempfile::TempDir, tempfile::TempDir) {
+    let (users_dir, users) = users_file();
     let other = world_readable_tempdir();
     let n = 30_000;
     let when = SystemTime::now() - Duration::from_secs(1000);
-    let secret = text("PRIVATE-REPORT-4c1e", n, 1);
-    let public = text("PUBLIC-UPLOAD-77ab", n, 2);
-    let real = text("REAL-PAGE-0d5f", n, 3);
-    let forged = text("FORGED-BY-UPLOAD-e2c9", n, 4);
-    put_at(other.path(), "p/leak.html", &public, when);
-    put_at(other.path(), "p/poison.html", &forged, when);
+    let pair = Pair {
+        secret: text("PRIVATE-REPORT-4c1e", n, 1),
+        public: text("PUBLIC-UPLOAD-77ab", n, 2),
+        real: text("REAL-PAGE-0d5f", n, 3),
+        forged: text("FORGED-BY-UPLOAD-e2c9", n, 4),
+    };
+    put_at(other.path(), "p/leak.html", &pair.public, when);
+    put_at(other.path(), "p/poison.html", &pair.forged, when);
     let server = format!(
         "GzipDiskNgCacheRoot {{docroot}}/../cache\n\
          <VirtualHost *>\nServerAlias a.test\nDocumentRoot {{docroot}}\n</VirtualHost>\n\
@@ -122,26 +131,48 @@ fn hosts_without_a_server_name_never_share_a_copy() {
             ..Default::default()
         },
         |d| {
-            put_at(d, "p/leak.html", &secret, when);
-            put_at(d, "p/poison.html", &real, when);
+            put_at(d, "p/leak.html", &pair.secret, when);
+            put_at(d, "p/poison.html", &pair.real, when);
             make_cache_root(&d.join("../cache"));
         },
     );
-    let alice: &[&str] = &["-u", "alice:secret"];
     // Refused without the login.
     let anon = a.request("/p/leak.html", &["-H", GZIP, "-H", "Host: a.test"]);
     assert_eq!(anon.status, 401);
-    // The restricted page compressed first: the public one beside it in
-    // the other host gets its own bytes only.
-    until_cached(&a, "a.test", "/p/leak.html", alice, &secret, "restricted");
-    until_cached(&a, "b.test", "/p/leak.html", &[], &public, "public");
+    (a, pair, users_dir, other)
+}
+
+const ALICE: &[&str] = &["-u", "alice:secret"];
+
+/// The restricted page compressed first: the public one beside it in
+/// the other host gets its own bytes only, never the copies made for
+/// the restricted one.
+#[test]
+fn a_restricted_pages_copies_never_go_out_through_another_host() {
+    let (a, pair, _users, _other) = two_hosts();
+    until_cached(
+        &a,
+        "a.test",
+        "/p/leak.html",
+        ALICE,
+        &pair.secret,
+        "restricted",
+    );
+    until_cached(&a, "b.test", "/p/leak.html", &[], &pair.public, "public");
     for _ in 0..5 {
         let r = a.request("/p/leak.html", &["-H", GZIP, "-H", "Host: b.test"]);
         assert!(!contains(&r.decoded(), b"PRIVATE-REPORT-4c1e"));
     }
-    // The upload compressed first: the page keeps its own bytes.
-    until_cached(&a, "b.test", "/p/poison.html", &[], &forged, "upload");
-    until_cached(&a, "a.test", "/p/poison.html", alice, &real, "page");
+    a.assert_no_crash();
+}
+
+/// An upload in the other host, with the page's path, size and mtime,
+/// compressed first: the page keeps its own bytes in every answer.
+#[test]
+fn an_upload_with_a_pages_path_size_and_mtime_never_replaces_it() {
+    let (a, pair, _users, _other) = two_hosts();
+    until_cached(&a, "b.test", "/p/poison.html", &[], &pair.forged, "upload");
+    until_cached(&a, "a.test", "/p/poison.html", ALICE, &pair.real, "page");
     let r = a.request(
         "/p/poison.html",
         &["-H", GZIP, "-H", "Host: a.test", "-u", "alice:secret"],
