@@ -45,20 +45,6 @@ fn put_at(dir: &Path, rel: &str, bytes: &[u8], at: SystemTime) {
     set_mtime(&p, at);
 }
 
-/// A users file holding alice (password `secret`), readable by the
-/// server's user.
-fn users_file() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = world_readable_tempdir();
-    let users = dir.path().join("users");
-    let out = std::process::Command::new("htpasswd")
-        .args(["-nbB", "alice", "secret"])
-        .output()
-        .expect("run htpasswd");
-    assert!(out.status.success(), "htpasswd: {}", stderr(&out));
-    fs::write(&users, &out.stdout).unwrap();
-    (dir, users)
-}
-
 const GZIP: &str = "Accept-Encoding: gzip";
 
 /// Requests `path` from the host `host` until it is answered from a

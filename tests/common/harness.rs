@@ -915,6 +915,20 @@ pub fn copies(root: &Path) -> Vec<(String, u64)> {
     out
 }
 
+/// A users file holding alice (password `secret`) for Basic auth, in a
+/// directory the server's user can read.
+pub fn users_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = world_readable_tempdir();
+    let users = dir.path().join("users");
+    let out = std::process::Command::new("htpasswd")
+        .args(["-nbB", "alice", "secret"])
+        .output()
+        .expect("run htpasswd");
+    assert!(out.status.success(), "htpasswd: {}", stderr(&out));
+    fs::write(&users, &out.stdout).expect("users file");
+    (dir, users)
+}
+
 /// Waits (up to 20 s) until `done` holds.
 pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(20);
