@@ -21,7 +21,7 @@ use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, kept_key, State};
 use super::Level;
 use crate::ondemand::key::{
-    compressible, site_current_coded, site_dir_name, Version, SITE_CURRENT,
+    compressible, site_current_coded, site_dir_name, Local, Version, SITE_CURRENT,
 };
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
@@ -76,13 +76,18 @@ struct Trained {
 struct Page {
     version: Version,
     path: PathBuf,
+    /// The SHA-256 of its content when listed (zero in older lists): a
+    /// page is listed once whatever paths hold it (a fleet's docroots).
+    source: Hash,
 }
 
 impl Page {
-    /// Its line in `pages`: the version's numbers, then the path.
+    /// Its line in `pages`: its content's digest, the version's numbers,
+    /// then the path.
     fn line(&self) -> Vec<u8> {
         let v = &self.version;
-        let mut l = format!("0 {} {} ", v.size, v.mtime_us).into_bytes();
+        let hex = dictionary::to_hex(&self.source);
+        let mut l = format!("{hex} {} {} ", v.size, v.mtime_us).into_bytes();
         l.extend_from_slice(self.path.as_os_str().as_bytes());
         l
     }
@@ -92,7 +97,7 @@ impl Page {
         // three: it is left out.
         let mut f = l.splitn(4, |&b| b == b' ');
         let mut n = || std::str::from_utf8(f.next()?).ok();
-        let (_, s, m) = (n()?, n()?, n()?);
+        let (h, s, m) = (n()?, n()?, n()?);
         let version = Version {
             size: s.parse().ok()?,
             mtime_us: m.parse().ok()?,
@@ -102,6 +107,7 @@ impl Page {
         Some(Page {
             version,
             path: PathBuf::from(std::ffi::OsStr::from_bytes(path)),
+            source: dictionary::from_hex(h).unwrap_or_default(),
         })
     }
 
@@ -186,7 +192,8 @@ fn list(pages: &mut Vec<Page>, page: &Page) -> bool {
     if pages.last().is_some_and(|p| p == page) {
         return false;
     }
-    pages.retain(|p| p.path != page.path);
+    let same = |p: &Page| p.path == page.path || (p.source == page.source && p.source != [0; 32]);
+    pages.retain(|p| !same(p));
     pages.push(page.clone());
     let excess = pages.len().saturating_sub(MAX_PAGES);
     pages.drain(..excess);
@@ -242,8 +249,13 @@ impl Ctx<'_> {
             let mut state = self.state();
             let mut pages = site.pages();
             let page = Page {
-                version,
+                // As the list keeps it: size and mtime.
+                version: Version {
+                    local: Local::UNKNOWN,
+                    ..version
+                },
                 path: path.to_path_buf(),
+                source: dictionary::hash(content),
             };
             if list(&mut pages, &page) {
                 if let Err(e) = site.save_pages(&pages) {
@@ -449,6 +461,7 @@ mod tests {
                 ..Version::NONE
             },
             path: PathBuf::from(path),
+            source: dictionary::hash(format!("{path} {size}").as_bytes()),
         }
     }
 
@@ -468,6 +481,15 @@ mod tests {
             pages.last().unwrap().path,
             Path::new(&format!("/p{}.html", MAX_PAGES + 4))
         );
+        // The same content at another path (another server's docroot):
+        // listed once, where it was seen last.
+        let copy = |p: &str| Page {
+            path: PathBuf::from(p),
+            ..page("/srv/a/x.html", 3)
+        };
+        let mut pages = vec![copy("/srv/a/x.html"), page("/srv/a/y.html", 4)];
+        assert!(list(&mut pages, &copy("/srv/b/x.html")));
+        assert_eq!(pages, [page("/srv/a/y.html", 4), copy("/srv/b/x.html")]);
     }
 
     #[test]
@@ -478,6 +500,7 @@ mod tests {
         let listed = Page {
             version: Version::of(&fs::metadata(&p).unwrap()),
             path: p.clone(),
+            source: dictionary::hash(b"public page"),
         };
         assert_eq!(listed.content().as_deref(), Some(&b"public page"[..]));
         let secret = d.path().join("secret");
