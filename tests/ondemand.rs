@@ -8,16 +8,17 @@
 //! not compressed; the compressor killed and restarted; the channel
 //! without a name; `apache2 -t` on bad cache roots, and its warning when
 //! the server's user cannot use one; unwritable and full
-//! caches; two instances on one cache root; planted copies and roots
+//! caches; two instances on one cache root (copies named by the bytes
+//! they were made from); planted copies and roots
 //! others can write; the size limit after each job.
 
 mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use mod_gzip_disk_ng::ondemand::key::{copy_name, path_key, Kind, NameBuf, Version};
+use gdn_core::dictionary;
+use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -631,21 +632,15 @@ fn noise_page(i: usize) -> Vec<u8> {
 }
 
 /// Names of the cache's copies made from the file `name` in the docroot
-/// `d` (its path key is the first field of a copy's name).
+/// `d` (the SHA-256 of its bytes begins a copy's name).
 fn copies_of(cache: &Path, d: &Path, name: &str) -> Vec<String> {
-    let p = d.join(name);
-    let key = path_key(
-        b"localhost",
-        d.as_os_str().as_bytes(),
-        p.as_os_str().as_bytes(),
-    );
-    let key = format!("{key:x}");
+    let key = dictionary::to_hex(&dictionary::hash(&fs::read(d.join(name)).expect("file")));
     copies(cache)
         .into_iter()
         .map(|(name, _)| name)
         .filter(|name| {
             let file = name.rsplit('/').next().unwrap_or_default();
-            file.split('-').next() == Some(key.as_str())
+            file.split('.').next() == Some(key.as_str())
         })
         .collect()
 }
@@ -679,12 +674,16 @@ fn two_instances_share_a_cache_root_and_both_make_copies() {
         a.get("/one.html", Some("zstd")).coding() == Some("zstd")
     });
     assert!(a.last_access_ends_with("zstd cached"), "{}", a.access_log());
+    // The second learns the digest of its own file once (its compressor
+    // reads it), then serves the copy the first made of those bytes.
+    let made = copy_at(&cache, &a.docroot, "one.html", Kind::Coded(Coding::Zstd));
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).expect("copy"));
+    let first = inode(&made);
+    wait_for("the first's copy, served by the second", || {
+        b.get("/one.html", Some("zstd")).coding() == Some("zstd")
+    });
     let r = b.get("/one.html", Some("zstd"));
-    assert_eq!(
-        r.coding(),
-        Some("zstd"),
-        "the first's copy, served by the second"
-    );
+    assert_eq!(inode(&made), first, "the first's copy, not one of its own");
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
     assert!(r.decoded() == one);
     assert!(b.last_access_ends_with("zstd cached"), "{}", b.access_log());
@@ -693,11 +692,16 @@ fn two_instances_share_a_cache_root_and_both_make_copies() {
         b.get("/two.html", Some("br")).coding() == Some("br")
     });
     assert!(!copies_of(&cache, &b.docroot, "two.html").is_empty());
+    let made = copy_at(&cache, &b.docroot, "two.html", Kind::Coded(Coding::Br));
+    let second = inode(&made);
+    wait_for("the second's copy, served by the first", || {
+        a.get("/two.html", Some("br")).coding() == Some("br")
+    });
     let r = a.get("/two.html", Some("br"));
     assert_eq!(
-        r.coding(),
-        Some("br"),
-        "the second's copy, served by the first"
+        inode(&made),
+        second,
+        "the second's copy, not one of its own"
     );
     assert!(r.decoded() == two);
     for s in [&a, &b] {
@@ -764,16 +768,10 @@ fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag()
 }
 
 /// The copy name of `kind` for the file `name` in the docroot `d` (the
-/// harness's server, `ServerName localhost`), under the cache root.
+/// SHA-256 of its bytes), under the cache root.
 fn copy_at(cache: &Path, d: &Path, name: &str, kind: Kind) -> PathBuf {
-    let p = d.join(name);
-    let key = path_key(
-        b"localhost",
-        d.as_os_str().as_bytes(),
-        p.as_os_str().as_bytes(),
-    );
-    let v = Version::of(key, &fs::metadata(&p).expect("original"));
-    cache.join(copy_name(&v, kind, &mut NameBuf::new()))
+    let source = dictionary::hash(&fs::read(d.join(name)).expect("original"));
+    cache.join(copy_name(&source, kind, &mut NameBuf::new()))
 }
 
 /// What another local user could plant at a copy's name is never served:

@@ -341,13 +341,15 @@ fn cache_files(cache: &Path) -> BTreeSet<String> {
         .collect()
 }
 
-/// The cache's files that name `content`'s hash: its kept version and
-/// the deltas made against it.
+/// The cache's files that name `content`'s hash as a dictionary: its
+/// kept version and the deltas made against it (not its own copies,
+/// which begin with it).
 fn naming(cache: &Path, content: &[u8]) -> Vec<String> {
     let hex = hex_of(content);
+    let against = format!(".{hex}.");
     cache_files(cache)
         .into_iter()
-        .filter(|f| f.contains(&hex))
+        .filter(|f| f == &kept_path(content) || f.contains(&against))
         .collect()
 }
 

@@ -714,20 +714,6 @@ fn content_filters_keep_what_they_remove_out_of_every_copy() {
     });
 }
 
-/// A users file holding alice (password `secret`) for Basic auth, in a
-/// directory the server's user can read.
-fn users_file() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = world_readable_tempdir();
-    let users = dir.path().join("users");
-    let out = std::process::Command::new("htpasswd")
-        .args(["-nbB", "alice", "secret"])
-        .output()
-        .expect("run htpasswd");
-    assert!(out.status.success(), "htpasswd: {}", stderr(&out));
-    fs::write(&users, &out.stdout).unwrap();
-    (dir, users)
-}
-
 fn basic_auth(users: &Path) -> String {
     format!(
         "AuthType Basic\nAuthName gdn\nAuthUserFile {}\nRequire valid-user",

@@ -935,13 +935,33 @@ pub fn compressors(ppid: i32) -> Vec<i32> {
 /// Copies in the cache (name, bytes), markers included.
 pub fn copies(root: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
+    let fan_out = |n: &str| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit());
     for sub in fs::read_dir(root).into_iter().flatten().flatten() {
+        // The copies' fan-out directories, not the records, histories,
+        // kept versions or site dictionaries beside them.
+        if !fan_out(&sub.file_name().to_string_lossy()) {
+            continue;
+        }
         for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             out.push((f.file_name().to_string_lossy().into_owned(), len));
         }
     }
     out
+}
+
+/// A users file holding alice (password `secret`) for Basic auth, in a
+/// directory the server's user can read.
+pub fn users_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = world_readable_tempdir();
+    let users = dir.path().join("users");
+    let out = std::process::Command::new("htpasswd")
+        .args(["-nbB", "alice", "secret"])
+        .output()
+        .expect("run htpasswd");
+    assert!(out.status.success(), "htpasswd: {}", stderr(&out));
+    fs::write(&users, &out.stdout).expect("users file");
+    (dir, users)
 }
 
 /// Waits (up to 20 s) until `done` holds.

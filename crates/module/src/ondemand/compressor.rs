@@ -50,6 +50,8 @@ pub struct Settings {
     pub min_saving: f64,
     /// Delta encoder settings: the publish tool's defaults.
     pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
+    /// The host this runs on: where it records file versions' digests.
+    pub host: crate::ondemand::host::Host,
 }
 
 /// How important a log line is.
@@ -156,8 +158,8 @@ fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
 fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
     let lock = || ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
     let work = match job {
-        OwnedJob::Touch { version, kind } => {
-            lock().touch(ctx.settings, &(version, kind));
+        OwnedJob::Touch { source, kind } => {
+            lock().touch(ctx.settings, &(source, kind));
             return;
         }
         OwnedJob::Compress {
@@ -184,8 +186,10 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
                 deltas,
             })
         }
-        OwnedJob::Decode { version, .. } => {
-            if !lock().claim(ctx.settings, (version, Kind::Decoded)) {
+        OwnedJob::Decode {
+            version, coding, ..
+        } => {
+            if !lock().claim(ctx.settings, (version, Kind::Decoded(coding))) {
                 merged(ctx, 1);
                 return;
             }
@@ -220,12 +224,14 @@ fn merged(ctx: &Ctx<'_>, n: usize) {
 }
 
 /// The copies a job makes.
-fn keys(w: &Work) -> Vec<index::Key> {
+fn keys(w: &Work) -> Vec<state::Task> {
     match w {
         Work::Compress(OwnedJob::Compress {
             version, codings, ..
         }) => codings.iter().map(|c| (*version, Kind::Coded(c))).collect(),
-        Work::Decode(OwnedJob::Decode { version, .. }) => vec![(*version, Kind::Decoded)],
+        Work::Decode(OwnedJob::Decode {
+            version, coding, ..
+        }) => vec![(*version, Kind::Decoded(*coding))],
         _ => Vec::new(),
     }
 }

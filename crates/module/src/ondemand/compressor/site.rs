@@ -27,11 +27,9 @@
 use super::claim::Claim;
 use super::deltas::{keep, read_kept};
 use super::make::{dirs_for, pin, read_pinned, write_record, Ctx};
-use super::state::{copy_path, State};
+use super::state::{copy_path, kept_key, State};
 use super::Level;
-use crate::ondemand::key::{
-    path_key, site_current_coded, site_dir_name, site_named, Kind, Version, SITE_CURRENT,
-};
+use crate::ondemand::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CURRENT};
 use crate::ondemand::pages::{self, Candidate};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
@@ -175,15 +173,6 @@ fn remove_all(files: &[PathBuf]) -> io::Result<()> {
     Ok(())
 }
 
-/// The `ServerName` in a host key (`host:port@where`, `Request::host_key`).
-fn server_name(key: &[u8]) -> &[u8] {
-    let host_port = key.split(|&b| b == b'@').next().unwrap_or_default();
-    match host_port.iter().rposition(|&b| b == b':') {
-        Some(at) => &host_port[..at],
-        None => host_port,
-    }
-}
-
 /// The public pages of a judged list: those whose bit is set.
 fn public(list: &[Candidate], bits: &[u8]) -> Vec<Candidate> {
     list.iter()
@@ -273,7 +262,7 @@ impl Ctx<'_> {
             let Some(dict) = self.train(&site, root, &public, trained) else {
                 return;
             };
-            self.deltas_of_pages(key, root, &public, &dict);
+            self.deltas_of_pages(root, &public, &dict);
         }
         if let Err(e) = site.write(SELECTION, format!("{selection} {at}").as_bytes()) {
             self.state().cache_failed(self.settings, &e, self.log);
@@ -349,7 +338,7 @@ impl Ctx<'_> {
     /// A dictionary's content: kept, else recovered from the file that
     /// serves it under its name, checked against its hash.
     fn dictionary(&self, site: &Site, t: &Trained) -> Option<Vec<u8>> {
-        let key = (Version::NONE, Kind::Kept(t.hash));
+        let key = kept_key(t.hash);
         let kept = copy_path(&self.settings.root, &key);
         if let Some(d) = read_kept(&kept).filter(|d| dictionary::hash(d) == t.hash) {
             return Some(d);
@@ -452,7 +441,7 @@ impl Ctx<'_> {
             learned.extend_from_slice(p.rel.as_os_str().as_bytes());
             learned.push(b'\n');
         }
-        let key = (Version::NONE, Kind::Kept(hash));
+        let key = kept_key(hash);
         let kept = copy_path(&self.settings.root, &key);
         let stored = keep(&kept, dict).and_then(|size| {
             self.state().made(self.settings, key, size, self.log);
@@ -483,16 +472,13 @@ impl Ctx<'_> {
     }
 
     /// Makes every learned page's deltas against a new dictionary, for
-    /// the version judged, as the module names it (`key::path_key` of the
-    /// host's name and the document root).
-    fn deltas_of_pages(&self, key: &[u8], root: &Path, public: &[Candidate], dict: &[u8]) {
+    /// the version judged (named, as every copy is, by its content's
+    /// digest: `deltas_against` learns it from the bytes read).
+    fn deltas_of_pages(&self, root: &Path, public: &[Candidate], dict: &[u8]) {
         let dictionaries = [(dictionary::hash(dict), dict.to_vec())];
-        let server = server_name(key);
-        let root_bytes = root.as_os_str().as_bytes();
         for c in public {
             let path = c.path(root);
             let v = Version {
-                path: path_key(server, root_bytes, path.as_os_str().as_bytes()),
                 size: c.size,
                 mtime_us: c.mtime_us,
                 ..Version::NONE
@@ -500,7 +486,7 @@ impl Ctx<'_> {
             let Ok(pinned) = pin(&path, &v) else {
                 continue;
             };
-            let version = Version::of(v.path, &pinned.meta);
+            let version = Version::of(&pinned.meta);
             let Ok(content) = read_pinned(&path, &pinned) else {
                 continue;
             };
@@ -530,16 +516,6 @@ mod tests {
         let t = vec![trained(16, 7), trained(32, 0)];
         site.save_dictionaries(&t).unwrap();
         assert_eq!(site.dictionaries(), t);
-    }
-
-    #[test]
-    fn the_server_name_of_a_host_key() {
-        assert_eq!(
-            server_name(b"www.example.org:80@/etc/a.conf:3"),
-            b"www.example.org"
-        );
-        assert_eq!(server_name(b"[::1]:8080@main"), b"[::1]");
-        assert_eq!(server_name(b":80@main"), b"");
     }
 
     #[test]
