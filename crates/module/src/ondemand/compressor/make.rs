@@ -54,6 +54,11 @@ impl Ctx<'_> {
         }
     }
 
+    /// Microseconds of CPU a copy has taken, on average so far.
+    pub(super) fn cpu_per_copy(&self) -> Option<u64> {
+        self.state().cpu_per_copy()
+    }
+
     /// Tells the counters what the cache holds after a job.
     pub(super) fn holding(&self) {
         let (entries, bytes, evicted) = self.state().holding();
@@ -157,13 +162,17 @@ impl Ctx<'_> {
         }
         for c in codings.iter() {
             let key = (version, Kind::Coded(c));
+            let cpu = gdn_httpd::shm::thread_cpu_micros();
             let made = self.compress_one(path, &pinned, &version, c)?;
             *finished += 1;
             let Some(size) = made else {
                 self.copies(Job::Merged, 1);
                 continue;
             };
-            let kept = self.state().made(self.settings, key, size, self.log);
+            let cpu = gdn_httpd::shm::thread_cpu_micros().saturating_sub(cpu);
+            let kept = self
+                .state()
+                .made_with_cpu(self.settings, key, size, cpu, self.log);
             let done = size > 0 && kept;
             self.copies(if done { Job::Done } else { Job::NotWorth }, 1);
             (self.log)(

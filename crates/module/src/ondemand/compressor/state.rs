@@ -7,7 +7,7 @@
 //! done, a temporary is removed only once stale, and a file gone or
 //! appeared behind this one's back is no error.
 
-use super::index::{Index, Key};
+use super::index::{max_entries, Index, Key};
 use super::{Level, Log, Settings};
 use crate::ondemand::key::{
     copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf, Version,
@@ -47,6 +47,12 @@ pub(super) struct State {
     failing: bool,
     /// Copies evicted since `holding` last said.
     evicted: u64,
+    /// Touches read before the start's scan indexed the cache, applied
+    /// after it (`None` once it did).
+    early_touches: Option<Vec<Key>>,
+    /// Copies of the original made, and the CPU they took (µs).
+    made: u64,
+    made_cpu_us: u64,
 }
 
 /// The copy of `key`'s path under `root`.
@@ -66,18 +72,39 @@ impl State {
     /// The state of the cache at `settings.root`: its copies indexed, the
     /// temporaries of a killed run removed, what exceeds the size limit
     /// evicted.
+    #[cfg(test)]
     pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
-        let mut state = State::empty();
+        let state = std::sync::Mutex::new(State::empty(settings));
+        State::start_into(&state, settings, log);
+        state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Scans the cache at `settings.root` into `state`, which the workers
+    /// use meanwhile: the lock is held only to index what was found (as
+    /// older than what they made since) and evict beyond the limits.
+    pub(super) fn start_into(state: &std::sync::Mutex<State>, settings: &Settings, log: Log<'_>) {
+        let lock = || {
+            state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
         let mut found = Vec::new();
         let mut leftovers = 0;
         if let Err(e) = scan(&settings.root, &mut found, &mut leftovers) {
-            state.cache_failed(settings, &e, log);
+            lock().cache_failed(settings, &e, log);
         }
         found.sort_by_key(|f| f.used);
+        let mut state = lock();
         for f in found {
-            state.index.insert(f.key, f.size);
+            state.index.insert_found(f.key, f.size);
+        }
+        for key in state.early_touches.take().unwrap_or_default() {
+            state.touch(settings, &key);
         }
         let evicted = state.evict(settings, log);
+        state.index.shrink();
         log(
             Level::Info,
             &format!(
@@ -87,19 +114,21 @@ impl State {
                 state.index.total()
             ),
         );
-        state
     }
 
     /// Nothing indexed, pending or failed.
-    fn empty() -> State {
+    pub(super) fn empty(settings: &Settings) -> State {
         State {
-            index: Index::default(),
+            index: Index::with_max_entries(max_entries(settings.max_size)),
             pending: HashSet::new(),
             failed: HashSet::new(),
             deltas: HashSet::new(),
             site_tries: HashMap::new(),
             failing: false,
             evicted: 0,
+            early_touches: Some(Vec::new()),
+            made: 0,
+            made_cpu_us: 0,
         }
     }
 
@@ -114,7 +143,7 @@ impl State {
         match fs::symlink_metadata(copy_path(&settings.root, &key)) {
             Ok(meta) => {
                 if !self.index.contains(&key) && meta.is_file() {
-                    self.index.insert(key, meta.len());
+                    self.index.insert(key, allocated(&meta));
                 }
                 return false;
             }
@@ -133,12 +162,6 @@ impl State {
             self.deltas.clear();
         }
         self.deltas.insert(v)
-    }
-
-    /// The deltas of `v` may be asked for again (one was evicted, or its
-    /// job was dropped).
-    pub(super) fn forget_deltas(&mut self, v: &Version) {
-        self.deltas.remove(v);
     }
 
     /// Takes on training the site at `dir` with `pages` listed: false
@@ -208,16 +231,47 @@ impl State {
             }
         }
         let now = fs::FileTimes::new().set_accessed(SystemTime::now());
-        let _ = fs::File::open(&path).and_then(|f| f.set_times(now));
+        let opened = fs::File::open(&path);
+        let _ = opened.as_ref().map(|f| f.set_times(now));
+        // What the copy takes on disk, its blocks; its length where the
+        // filesystem cannot say yet.
+        let blocks = opened.and_then(|f| f.metadata()).map(|m| allocated(&m));
+        let size = blocks.ok().filter(|&b| b > 0).unwrap_or(size);
         self.index.insert(key, if kept { size } else { 0 });
         self.evict(settings, log);
         kept
+    }
+
+    /// `made`, for a copy of the original that took `cpu_us` of CPU.
+    pub(super) fn made_with_cpu(
+        &mut self,
+        settings: &Settings,
+        key: Key,
+        size: u64,
+        cpu_us: u64,
+        log: Log<'_>,
+    ) -> bool {
+        self.made += 1;
+        self.made_cpu_us += cpu_us;
+        self.made(settings, key, size, log)
+    }
+
+    /// Microseconds of CPU a copy of an original took, on average.
+    pub(super) fn cpu_per_copy(&self) -> Option<u64> {
+        (self.made > 0).then(|| self.made_cpu_us / self.made)
     }
 
     /// A copy was served: the most recently used now, on disk too.
     /// A delta served keeps the version it was made against as recent:
     /// evicting that version would take the delta with it.
     pub(super) fn touch(&mut self, settings: &Settings, key: &Key) {
+        if let Some(early) = &mut self.early_touches {
+            // Bounded: a touch lost costs an order of eviction, no more.
+            if early.len() < FAILED_MAX {
+                early.push(*key);
+            }
+            return;
+        }
         if let Kind::Delta(_, h) = key.1 {
             self.touch(settings, &(Version::NONE, Kind::Kept(h)));
         }
@@ -398,9 +452,17 @@ fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
     let at = |t: io::Result<SystemTime>| t.unwrap_or(SystemTime::UNIX_EPOCH);
     Some(Found {
         key,
-        size: meta.len(),
+        size: allocated(&meta),
         used: at(meta.accessed()).max(at(meta.modified())),
     })
+}
+
+/// What a file takes on disk: its allocated blocks (`st_blocks`, in
+/// 512-byte units), what the size limit counts: a 1 KB copy takes a
+/// whole block of the filesystem.
+pub(super) fn allocated(meta: &fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.blocks() * 512
 }
 
 /// Removes the temporary `entry` if it was last written `STALE_TEMP` ago

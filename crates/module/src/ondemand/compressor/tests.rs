@@ -3,7 +3,7 @@
 //! tool writes.
 
 use super::state::{copy_path, State};
-use super::{run, Level, Settings};
+use super::{run, Level, Settings, Stop};
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
 use gdn_cli::publish;
@@ -77,7 +77,13 @@ fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
 }
 
 fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
-    run(s, Messages::new(stream), &lines.log(), &|_| {});
+    run(
+        s,
+        Messages::new(stream),
+        &lines.log(),
+        &|_| {},
+        &Stop::new(),
+    );
 }
 
 fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
@@ -110,7 +116,7 @@ fn copies_are_what_compress_writes() {
     let (mut tx, rx) = seqpacket_pair();
     let job = compress_job(&p, all());
     let writer = std::thread::spawn(move || tx.write_all(&job).unwrap());
-    run(&s, rx, &lines.log(), &|_| {});
+    run(&s, rx, &lines.log(), &|_| {}, &Stop::new());
     writer.join().unwrap();
     let opts = CompressOptions {
         levels: fast(),
@@ -256,7 +262,7 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
         .collect();
     let sizes: Vec<u64> = files
         .iter()
-        .map(|p| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64)
+        .map(|p| blocks(encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len()))
         .collect();
     let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
     let mut s = settings(&cache);
@@ -293,14 +299,21 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     assert!(!copy(&s, &files[0], Kind::Coded(Coding::Gzip)).exists());
 }
 
-/// Bytes of every file under `root` (copies, markers, the lock).
+/// Bytes of every file under `root` (copies, markers, the lock), as
+/// the limit counts them: allocated blocks.
 fn bytes_under(root: &Path) -> u64 {
     walkdir::WalkDir::new(root)
         .into_iter()
         .map(|e| e.unwrap().metadata().unwrap())
         .filter(|m| m.is_file())
-        .map(|m| m.len())
+        .map(|m| m.blocks() * 512)
         .sum()
+}
+
+/// What a file of `len` bytes takes on the test's filesystem (4 KiB
+/// blocks).
+fn blocks(len: usize) -> u64 {
+    (len as u64).div_ceil(4096) * 4096
 }
 
 #[test]
@@ -309,7 +322,7 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     let gzip = CodingSet::empty().with(Coding::Gzip);
     let small = page_file(&docs, "small.html", 6000, 3);
     let large = page_file(&docs, "large.html", 200_000, 4);
-    let size = |p: &Path| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64;
+    let size = |p: &Path| blocks(encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len());
     let mut s = settings(&cache);
     s.workers = 1;
     s.max_size = size(&small) * 3 / 2;
@@ -475,7 +488,7 @@ fn running<'a>(
 ) -> fs::File {
     let (tx, rx) = seqpacket_pair();
     let before = lines.count(Level::Info, "entries");
-    scope.spawn(move || run(s, rx, &lines.log(), &events.tally()));
+    scope.spawn(move || run(s, rx, &lines.log(), &events.tally(), &Stop::new()));
     wait_until("the run's start", || {
         lines.count(Level::Info, "entries") > before
     });
@@ -800,7 +813,7 @@ fn a_delta_served_keeps_its_kept_version_from_eviction() {
     run_over(&s, vec![touch], &lines);
     let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
     let dcz = copy(&s, &p, kind);
-    let size = |f: &Path| fs::metadata(f).unwrap().len();
+    let size = |f: &Path| fs::metadata(f).unwrap().blocks() * 512;
     // Room for those two only: the copies, made after the kept version
     // but used less lately, go at the next start.
     s.max_size = size(&kept) + size(&dcz);
