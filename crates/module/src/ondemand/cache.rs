@@ -73,6 +73,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
         levels: gdn_core::publish::encode::Levels::default(),
+        fast_levels: Some(compressor::FAST_LEVELS),
         min_saving: gdn_core::publish::CompressOptions::default().min_saving,
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
     };

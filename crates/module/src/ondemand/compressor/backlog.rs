@@ -6,9 +6,11 @@
 //! compressor never blocks the children: they send without waiting, the
 //! reader only adds to the set.
 
+use super::index::Key;
 use super::wanted::{Added, WantKey, Wanted, MAX_WANTED};
 use crate::ondemand::job::{self, OwnedJob, MAX_JOB};
 use gdn_core::publish::atomic::TempFile;
+use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -31,6 +33,21 @@ struct Inner {
     started: bool,
     /// Changed since last written down.
     dirty: bool,
+    /// Copies made at the fast levels and served since, to make again at
+    /// the best levels when nothing is wanted (not kept across restarts).
+    remakes: VecDeque<(Key, PathBuf)>,
+}
+
+/// Most copies waiting to be made again at the best levels.
+const MAX_REMAKES: usize = 1 << 16;
+
+/// What a worker does next.
+pub(super) enum Next {
+    /// A wanted entry.
+    Wanted(WantKey, OwnedJob),
+    /// A copy made at the fast levels, served since: made again at the
+    /// best levels.
+    Remake(Key, PathBuf),
 }
 
 /// The wanted set, shared.
@@ -63,6 +80,7 @@ impl Backlog {
                 busy: 0,
                 started: false,
                 dirty: false,
+                remakes: VecDeque::new(),
             }),
             work: Condvar::new(),
             finished: Condvar::new(),
@@ -83,9 +101,20 @@ impl Backlog {
         added
     }
 
-    /// The next entry to work on, waiting for one; `None` once the stream
-    /// ended and nothing is wanted, or at a stop.
-    pub(super) fn next(&self) -> Option<(WantKey, OwnedJob)> {
+    /// Asks for the copy `key`, made at the fast levels, to be made again
+    /// at the best levels when nothing is wanted.
+    pub(super) fn remake(&self, key: Key, path: PathBuf) {
+        let mut inner = self.lock();
+        if inner.remakes.len() < MAX_REMAKES {
+            inner.remakes.push_back((key, path));
+        }
+        drop(inner);
+        self.work.notify_one();
+    }
+
+    /// The next work, waiting for some; `None` once the stream ended and
+    /// nothing is wanted, or at a stop. Wanted entries come first.
+    pub(super) fn next(&self) -> Option<Next> {
         let mut inner = self.lock();
         loop {
             if inner.stopping {
@@ -98,9 +127,13 @@ impl Backlog {
                     .unwrap_or_else(PoisonError::into_inner);
                 continue;
             }
-            if let Some(t) = inner.wanted.take() {
+            if let Some((key, job)) = inner.wanted.take() {
                 inner.busy += 1;
-                return Some(t);
+                return Some(Next::Wanted(key, job));
+            }
+            if let Some((key, path)) = inner.remakes.pop_front() {
+                inner.busy += 1;
+                return Some(Next::Remake(key, path));
             }
             if inner.closed && inner.busy == 0 {
                 return None;
@@ -112,10 +145,13 @@ impl Backlog {
         }
     }
 
-    /// A worker finished the entry `key`, having done `job`.
-    pub(super) fn finished(&self, key: &WantKey, job: &OwnedJob) {
+    /// A worker finished the entry `key`, having done `job` (`None`: a
+    /// copy made again).
+    pub(super) fn finished(&self, done: Option<(&WantKey, &OwnedJob)>) {
         let mut inner = self.lock();
-        inner.wanted.done(key, job);
+        if let Some((key, job)) = done {
+            inner.wanted.done(key, job);
+        }
         inner.busy -= 1;
         inner.dirty = true;
         if inner.wanted.idle() && inner.busy == 0 {
@@ -165,10 +201,11 @@ impl Backlog {
         (inner.wanted.len(), inner.wanted.oldest())
     }
 
-    /// Whether no entry waits and no worker is at work.
+    /// Whether no entry or copy to make again waits and no worker is at
+    /// work.
     pub(super) fn idle(&self) -> bool {
         let inner = self.lock();
-        inner.wanted.idle() && inner.busy == 0
+        inner.wanted.idle() && inner.remakes.is_empty() && inner.busy == 0
     }
 
     /// Writes the set down at `path` if it changed (or `always`), or
@@ -306,6 +343,13 @@ mod tests {
         }
     }
 
+    fn wanted(n: Option<Next>) -> (WantKey, OwnedJob) {
+        match n {
+            Some(Next::Wanted(k, j)) => (k, j),
+            _ => panic!("not a wanted entry"),
+        }
+    }
+
     #[test]
     fn the_set_is_written_down_and_read_back() {
         let d = tempfile::tempdir().unwrap();
@@ -314,7 +358,7 @@ mod tests {
         one.started();
         one.ask(job(1), 1, 10);
         one.ask(job(2), 3, 20);
-        let taken = one.next().unwrap();
+        let taken = wanted(one.next());
         assert_eq!(taken.1, job(2), "most asked first");
         one.save(&file, false).unwrap();
         assert!(orphans(d.path()).is_empty(), "a live process's file");
@@ -323,11 +367,11 @@ mod tests {
         assert_eq!(two.load(&file).unwrap(), 2, "the taken one too");
         assert!(!file.exists());
         assert_eq!(two.status(), (2, Some(10)));
-        assert_eq!(two.next().unwrap().1, job(2));
+        assert_eq!(wanted(two.next()).1, job(2));
         // Nothing wanted: the file goes.
-        one.finished(&taken.0, &taken.1);
-        let last = one.next().unwrap();
-        one.finished(&last.0, &last.1);
+        one.finished(Some((&taken.0, &taken.1)));
+        let last = wanted(one.next());
+        one.finished(Some((&last.0, &last.1)));
         one.save(&file, false).unwrap();
         assert!(!file.exists());
     }

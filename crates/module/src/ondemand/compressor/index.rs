@@ -98,6 +98,10 @@ impl Index {
         self.total
     }
 
+    pub(super) fn max_entries(&self) -> usize {
+        self.max_entries
+    }
+
     pub(super) fn len(&self) -> usize {
         self.entries.len()
     }

@@ -170,10 +170,13 @@ impl Ctx<'_> {
                 continue;
             };
             let cpu = gdn_httpd::shm::thread_cpu_micros().saturating_sub(cpu);
-            let kept = self
-                .state()
-                .made_with_cpu(self.settings, key, size, cpu, self.log);
+            let mut state = self.state();
+            let kept = state.made_with_cpu(self.settings, key, size, cpu, self.log);
             let done = size > 0 && kept;
+            if done && self.settings.fast_levels.is_some() {
+                state.made_fast(key, path);
+            }
+            drop(state);
             self.copies(if done { Job::Done } else { Job::NotWorth }, 1);
             (self.log)(
                 Level::Debug,
@@ -206,7 +209,8 @@ impl Ctx<'_> {
             return Ok(None);
         }
         let (from, meta) = (&pinned.proc, &pinned.meta);
-        let outcome = publish::make_copy(from, meta, c, &s.levels, s.min_saving, &target);
+        let levels = s.fast_levels.as_ref().unwrap_or(&s.levels);
+        let outcome = publish::make_copy(from, meta, c, levels, s.min_saving, &target);
         let size = match outcome {
             Outcome::Written(sizes) => sizes.size,
             Outcome::NotWorth { .. } => {
@@ -222,6 +226,54 @@ impl Ctx<'_> {
         // The lifecycle saw no change in size and mtime; a new inode or
         // ctime would still make the copy another version's.
         if let Err(p) = current(path, version) {
+            let _ = fs::remove_file(&target);
+            return Err(p);
+        }
+        Ok(Some(size))
+    }
+
+    /// Makes the copy `key` of the original at `path` again at the best
+    /// levels, over the fast one served so far (a new file: its ETag
+    /// changes with its bytes); left as it is when the original changed,
+    /// the copy went, or another compressor is at it.
+    pub(super) fn remake(&self, path: &Path, key: Key) {
+        match self.remake_copy(path, &key) {
+            Ok(Some(size)) => {
+                self.state().made(self.settings, key, size, self.log);
+                (self.log)(
+                    Level::Debug,
+                    &format!(
+                        "{}: copy made again at the best level, {size} bytes",
+                        path.display()
+                    ),
+                );
+            }
+            Ok(None) => {}
+            Err(problem) => self.report(std::iter::empty(), problem),
+        }
+        self.holding();
+    }
+
+    fn remake_copy(&self, path: &Path, key: &Key) -> Result<Option<u64>, Problem> {
+        let (version, Kind::Coded(c)) = *key else {
+            return Ok(None);
+        };
+        let s = self.settings;
+        let target = copy_path(&s.root, key);
+        let pinned = pin(path, &version)?;
+        if fs::symlink_metadata(&target).is_err() {
+            return Ok(None);
+        }
+        let Some(_claim) = Claim::take(&target).map_err(Problem::Cache)? else {
+            return Ok(None);
+        };
+        let (from, meta) = (&pinned.proc, &pinned.meta);
+        let size = match publish::make_copy(from, meta, c, &s.levels, s.min_saving, &target) {
+            Outcome::Written(sizes) => sizes.size,
+            Outcome::Failed(e) => return Err(publish_problem(path, c, e)),
+            _ => return Ok(None),
+        };
+        if let Err(p) = current(path, &version) {
             let _ = fs::remove_file(&target);
             return Err(p);
         }

@@ -50,6 +50,9 @@ pub(super) struct State {
     /// Touches read before the start's scan indexed the cache, applied
     /// after it (`None` once it did).
     early_touches: Option<Vec<Key>>,
+    /// Copies made at the fast levels, and their originals' paths: made
+    /// again at the best levels once served (`touch`).
+    fast: HashMap<Key, PathBuf>,
     /// Copies of the original made, and the CPU they took (µs).
     made: u64,
     made_cpu_us: u64,
@@ -101,7 +104,7 @@ impl State {
             state.index.insert_found(f.key, f.size);
         }
         for key in state.early_touches.take().unwrap_or_default() {
-            state.touch(settings, &key);
+            let _ = state.touch(settings, &key);
         }
         let evicted = state.evict(settings, log);
         state.index.shrink();
@@ -127,6 +130,7 @@ impl State {
             failing: false,
             evicted: 0,
             early_touches: Some(Vec::new()),
+            fast: HashMap::new(),
             made: 0,
             made_cpu_us: 0,
         }
@@ -256,6 +260,14 @@ impl State {
         self.made(settings, key, size, log)
     }
 
+    /// The copy `key` of the original at `path` was made at the fast
+    /// levels (bounded: one not remembered stays as it is).
+    pub(super) fn made_fast(&mut self, key: Key, path: &Path) {
+        if self.fast.len() < self.index.max_entries() {
+            self.fast.insert(key, path.to_path_buf());
+        }
+    }
+
     /// Microseconds of CPU a copy of an original took, on average.
     pub(super) fn cpu_per_copy(&self) -> Option<u64> {
         (self.made > 0).then(|| self.made_cpu_us / self.made)
@@ -264,16 +276,18 @@ impl State {
     /// A copy was served: the most recently used now, on disk too.
     /// A delta served keeps the version it was made against as recent:
     /// evicting that version would take the delta with it.
-    pub(super) fn touch(&mut self, settings: &Settings, key: &Key) {
+    /// A copy made at the fast levels and served is returned with its
+    /// original's path, to be made again at the best levels.
+    pub(super) fn touch(&mut self, settings: &Settings, key: &Key) -> Option<(Key, PathBuf)> {
         if let Some(early) = &mut self.early_touches {
             // Bounded: a touch lost costs an order of eviction, no more.
             if early.len() < FAILED_MAX {
                 early.push(*key);
             }
-            return;
+            return None;
         }
         if let Kind::Delta(_, h) = key.1 {
-            self.touch(settings, &(Version::NONE, Kind::Kept(h)));
+            let _ = self.touch(settings, &(Version::NONE, Kind::Kept(h)));
         }
         if self.index.touch(key) {
             // The children send a copy's touch at most once a second each.
@@ -281,6 +295,7 @@ impl State {
             let path = copy_path(&settings.root, key);
             let _ = fs::File::open(path).and_then(|f| f.set_times(now));
         }
+        self.fast.remove_entry(key)
     }
 
     /// What the cache holds (entries, bytes) and the copies evicted
@@ -314,6 +329,7 @@ impl State {
             if let Kind::Delta(..) = key.1 {
                 self.deltas.remove(&key.0);
             }
+            self.fast.remove(key);
         }
         for key in &gone {
             let path = copy_path(&settings.root, key);

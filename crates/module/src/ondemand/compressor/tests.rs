@@ -26,6 +26,7 @@ fn settings(root: &Path) -> Settings {
         max_size: 1 << 30,
         workers: 2,
         levels: fast(),
+        fast_levels: None,
         min_saving: 5.0,
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels {
             zstd: 3,
@@ -820,4 +821,54 @@ fn a_delta_served_keeps_its_kept_version_from_eviction() {
     run_over(&s, Vec::new(), &lines);
     assert!(kept.exists() && dcz.exists());
     assert!(!copy(&s, &p, Kind::Coded(Coding::Br)).exists());
+}
+
+#[test]
+fn a_fast_copy_served_is_made_again_at_the_best_level() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "r.html", 20_000, 61);
+    let br = CodingSet::empty().with(Coding::Br);
+    // What the best level makes, in a cache of its own.
+    let (_e, _, best_cache) = tree();
+    let mut best = settings(&best_cache);
+    best.levels.brotli_quality = 9;
+    run_over(&best, vec![compress_job(&p, br)], &Lines::default());
+    let best_bytes = fs::read(copy(&best, &p, Kind::Coded(Coding::Br))).unwrap();
+    let mut s = settings(&cache);
+    s.levels.brotli_quality = 9;
+    s.fast_levels = Some(gdn_core::publish::encode::Levels {
+        brotli_quality: 1,
+        ..fast()
+    });
+    let lines = Lines::default();
+    run_over(&s, vec![compress_job(&p, br)], &lines);
+    let made = copy(&s, &p, Kind::Coded(Coding::Br));
+    let first = fs::read(&made).unwrap();
+    assert!(first != best_bytes, "made fast first");
+    let inode = fs::metadata(&made).unwrap().ino();
+    // Not served in that run: nothing is made again at the next start.
+    let touch = record(&Job::Touch {
+        version: version(&p),
+        kind: Kind::Coded(Coding::Br),
+    });
+    run_over(&s, vec![touch.clone()], &lines);
+    assert!(
+        fs::read(&made).unwrap() == first,
+        "fast copies are known per run"
+    );
+    // Made and served in one run: made again at the best level, a new file.
+    fs::remove_file(&made).unwrap();
+    let events = Events::default();
+    std::thread::scope(|scope| {
+        let mut tx = running(scope, &s, &lines, &events);
+        tx.write_all(&compress_job(&p, br)).unwrap();
+        wait_until("the fast copy", || made.exists());
+        tx.write_all(&touch).unwrap();
+    });
+    assert!(
+        fs::read(&made).unwrap() == best_bytes,
+        "made again at the best level"
+    );
+    assert_ne!(fs::metadata(&made).unwrap().ino(), inode);
+    assert_eq!(lines.count(Level::Warn, ""), 0);
 }
