@@ -22,12 +22,13 @@ pub(super) const BLOCK: u64 = 4096;
 const MIN_ENTRIES: usize = 1 << 16;
 
 /// Most entries kept under a byte limit of `max_size`: as many copies as
-/// the limit holds at one block each, and as many markers again; at
-/// least `MIN_ENTRIES`. The default 1 GiB allows 524,288 entries, whose
-/// index takes about 160 MB at most (`docs/on-demand.md` measures it per
-/// entry); beyond it the least recently used go, whatever the bytes.
+/// the limit holds at one block each (markers, of no block, count as
+/// entries too); at least `MIN_ENTRIES`. The default 1 GiB allows 262,144
+/// entries, whose index takes about 400 bytes each, 100 MB at most
+/// (`memory::index_memory_per_entry` measures it); beyond it the least
+/// recently used go, whatever the bytes.
 pub(super) fn max_entries(max_size: u64) -> usize {
-    usize::try_from(max_size / BLOCK * 2)
+    usize::try_from(max_size / BLOCK)
         .unwrap_or(usize::MAX)
         .max(MIN_ENTRIES)
 }
@@ -213,7 +214,7 @@ mod tests {
 
     #[test]
     fn entries_are_capped_by_what_the_limit_holds() {
-        assert_eq!(max_entries(1 << 30), 524_288);
+        assert_eq!(max_entries(1 << 30), 262_144);
         assert_eq!(max_entries(1 << 20), MIN_ENTRIES);
         let mut ix = Index::with_max_entries(100);
         for n in 0..103 {
@@ -232,5 +233,46 @@ mod tests {
         ix.insert_found(key(3), 100);
         assert_eq!((ix.len(), ix.total()), (3, 300));
         assert_eq!(ix.evict(100), [key(2), key(3)]);
+    }
+}
+
+/// The index's memory per entry, as docs/on-demand.md gives it:
+/// `cargo test --release --locked -p mod_gzip_disk_ng --lib index_memory -- --ignored --nocapture`.
+#[cfg(test)]
+mod memory {
+    use super::*;
+    use gdn_core::coding::Coding;
+
+    fn rss_kb() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    #[ignore = "a measurement, printed"]
+    fn index_memory_per_entry() {
+        const N: u64 = 262_144;
+        let before = rss_kb();
+        let mut ix = Index::default();
+        for n in 0..N {
+            let v = Version {
+                path: n.wrapping_mul(0x9e37_79b9_7f4a_7c15),
+                size: n,
+                mtime_us: n as i64,
+                ..Version::NONE
+            };
+            ix.insert((v, Kind::Coded(Coding::Br)), 4096);
+        }
+        let full = rss_kb();
+        ix.evict(4096 * N / 8);
+        let evicted = rss_kb();
+        println!(
+            "index: {} bytes per entry at {N} entries; {} kB held after evicting 7/8, {} kB before",
+            (full - before) * 1024 / N,
+            evicted - before,
+            full - before
+        );
+        assert_eq!(ix.len() as u64, N / 8);
     }
 }
