@@ -61,14 +61,16 @@ pub struct Settings {
     pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
 }
 
-/// The levels of a first copy: brotli 5, zstd 3, gzip 6 take well under
-/// a millisecond of CPU for a 20 KB page where brotli 11 takes about
-/// 21 ms and zstd 19 about 8 ms, for copies about 16 % larger than the
-/// best (`docs/on-demand.md`): a page is served compressed within seconds
-/// of its first request, however long the backlog.
+/// The levels of a first copy: brotli 4, zstd 3, gzip 6. On 100 pages of
+/// 16 KB (`gzip-disk-ng compress --brotli-quality 4`) brotli 4 took 0.07 s
+/// of user CPU and 0.37 s in all where brotli 11 took 1.73 s and 7.05 s
+/// (and brotli 5, whose hash tables are allocated and cleared per file,
+/// 8.7 s), for 4 % more bytes (`docs/on-demand.md`): a page is served
+/// compressed within seconds of its first request, however long the
+/// backlog.
 pub const FAST_LEVELS: gdn_core::publish::encode::Levels = gdn_core::publish::encode::Levels {
     gzip: 6,
-    brotli_quality: 5,
+    brotli_quality: 4,
     brotli_lgwin: gdn_core::publish::encode::BROTLI_LGWIN_MAX,
     zstd: 3,
     zstd_window_log: gdn_core::publish::encode::ZSTD_WINDOW_LOG_MAX,
