@@ -13,8 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 
 /// Most entries wanted at once: one per file version (its codings and
 /// deltas merged) or decoded sibling. A site of this many pages asked
-/// for in one pass loses none; the set then takes about 80 MB with its
-/// paths (about 300 bytes an entry, `docs/on-demand.md`).
+/// for in one pass loses none.
 pub(super) const MAX_WANTED: usize = 1 << 18;
 
 /// An entry's identity: the version, and 0 for its compress job or 1 +
