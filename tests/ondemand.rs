@@ -110,11 +110,16 @@ fn miss_then_hit(a: &Apache, path: &str, data: &[u8], h2: bool) {
         let ae = format!("Accept-Encoding: {coding}");
         let mut args = vec!["-H", ae.as_str()];
         args.extend_from_slice(extra);
-        wait_for(&format!("{coding} copy of {path}"), || {
-            let r = a.request(path, &args);
-            assert_eq!(r.status, 200);
-            r.header("Content-Encoding") == Some(coding)
-        });
+        // Made fast first, then again at the publish tool's levels once
+        // served.
+        wait_for(
+            &format!("{coding} copy of {path} at the best level"),
+            || {
+                let r = a.request(path, &args);
+                assert_eq!(r.status, 200);
+                r.header("Content-Encoding") == Some(coding) && r.body == want
+            },
+        );
         let r = a.request(path, &args);
         assert!(
             r.body == want,
@@ -428,7 +433,11 @@ fn many_clients_missing_one_file_compress_it_once_per_coding() {
         .into_iter()
         .filter(|l| l.contains("hot.html: ") && l.contains(" copy of "))
         .collect();
-    let files = copies(&cache_of(&a));
+    // Temporaries of the copies being made again at the best level aside.
+    let files: Vec<_> = copies(&cache_of(&a))
+        .into_iter()
+        .filter(|(name, _)| !name.starts_with('.'))
+        .collect();
     assert_eq!(files.len(), 3, "one copy per coding: {files:?}");
     assert_eq!(made.len(), 3, "each coding compressed once: {made:#?}");
     a.assert_no_crash();
@@ -757,8 +766,11 @@ fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag()
         Some(":-)"),
         "the stale sibling was sent"
     );
-    wait_for("br copy", || {
-        a.get("/s.html", Some("br")).coding() == Some("br")
+    // Made fast first, then again at the publish tool's levels once
+    // served.
+    wait_for("br copy at the best level", || {
+        let r = a.get("/s.html", Some("br"));
+        r.coding() == Some("br") && r.body == br
     });
     let r = a.get("/s.html", Some("br"));
     assert!(a.last_access_ends_with("br cached"), "{}", a.access_log());

@@ -241,6 +241,25 @@ pub fn sizes_wanted(ranked: &Ranked, with_deltas: bool) -> [bool; 3] {
     wanted
 }
 
+/// The coding a client would be sent once every copy on demand exists:
+/// of those it accepts at its best q, the one that is usually smallest
+/// (brotli, then zstd, then gzip, as the publish tool's levels make them
+/// for text). The one copy worth making for it: a browser's
+/// `br, gzip, zstd` asks for br alone, a client of gzip only for gzip.
+pub fn likely_sent(ranked: &Ranked) -> Option<Coding> {
+    let rank = |c: Coding| match c {
+        Coding::Br => 0,
+        Coding::Zstd => 1,
+        Coding::Gzip => 2,
+    };
+    let top = ranked.iter_q().next().map(|(_, q)| q)?;
+    ranked
+        .iter_q()
+        .filter(|&(_, q)| q == top)
+        .map(|(c, _)| c)
+        .min_by_key(|&c| rank(c))
+}
+
 /// The candidates, in the order to try them.
 #[derive(Clone, Copy, Debug)]
 pub struct Candidates {
@@ -515,6 +534,15 @@ mod tests {
         );
         assert_eq!(order("dcz;q=0, dcb"), [DeltaCoding::Dcb]);
         assert!(order("*, gzip").is_empty());
+    }
+
+    #[test]
+    fn the_copy_worth_making_is_the_usually_smallest_at_the_best_q() {
+        let sent = |ae: &str| likely_sent(&Accepted::parse(Some(ae)).ranked(&Coding::ALL));
+        assert_eq!(sent("gzip, deflate, br, zstd"), Some(Coding::Br));
+        assert_eq!(sent("gzip, zstd"), Some(Coding::Zstd));
+        assert_eq!(sent("br;q=0.5, gzip"), Some(Coding::Gzip));
+        assert_eq!(sent("identity"), None);
     }
 
     #[test]

@@ -93,3 +93,40 @@ pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option
     let (fd, pid) = unsafe { (ffi::gdn_helper_channel(h), ffi::gdn_helper_pid(h)) };
     Some((Channel(fd), pid))
 }
+
+/// SIGTERM held back from every thread of a helper, for one to wait on:
+/// a helper that writes something down before it ends (Apache's parent
+/// ends a helper with SIGTERM at a stop or restart, and SIGKILL three
+/// seconds later).
+#[derive(Clone, Copy)]
+pub struct Term(libc::sigset_t);
+
+impl Term {
+    /// Blocks SIGTERM in the calling thread and in the threads it starts
+    /// after this; `None` when it cannot (SIGTERM then ends the process
+    /// at once, as by default).
+    pub fn block() -> Option<Term> {
+        // SAFETY: an all-zero sigset_t is a valid value for sigemptyset
+        // to initialize; the calls only write `set`.
+        let mut set: libc::sigset_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `set` is a live sigset_t; pthread_sigmask reads it.
+        let blocked = unsafe {
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, libc::SIGTERM);
+            libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut())
+        };
+        (blocked == 0).then_some(Term(set))
+    }
+
+    /// Waits until the process is sent SIGTERM.
+    pub fn wait(&self) {
+        loop {
+            let mut sig: c_int = 0;
+            // SAFETY: reads the set, writes `sig`.
+            let rc = unsafe { libc::sigwait(&self.0, &mut sig) };
+            if rc == 0 && sig == libc::SIGTERM {
+                return;
+            }
+        }
+    }
+}

@@ -226,11 +226,15 @@ impl<'a, 'r> Disk<'a, 'r> {
     }
 
     /// What this request found missing from the on-demand cache: the
-    /// copies of the original, a delta against a dictionary it keeps,
-    /// and the decoded copies of the siblings.
-    pub fn missing(&self) -> Missing<'r> {
+    /// copy of the original in `sent` (the coding the client gets once
+    /// every copy exists), if that one is missing, a delta against a
+    /// dictionary it keeps, and the decoded copies of the siblings. The
+    /// other codings' copies it looked up are not asked for: a client
+    /// that would get them asks for them, so one pass of browsers costs
+    /// one copy per page.
+    pub fn missing(&self, sent: Option<Coding>) -> Missing<'r> {
         let missing = |h: &OnceCell<Held<Copy<'r>>>| matches!(h.get(), Some(Held::Missing));
-        let codings = Coding::ALL
+        let codings = sent
             .into_iter()
             .filter(|c| missing(&self.copies[c.index()]))
             .fold(CodingSet::empty(), CodingSet::with);

@@ -97,6 +97,12 @@ fn serve<'r>(
         .with_dictionary(dictionary)
         .with_cache(cache, made.is_some());
     let ranked = accepted.ranked(dir.encodings());
+    // The one copy worth asking for: what this client gets once it exists.
+    let sent_once_made = if dir.smallest_first() {
+        variant::likely_sent(&ranked)
+    } else {
+        ranked.iter_q().next().map(|(c, _)| c)
+    };
     // The default order sends the smallest; an admin's order is fixed.
     let sizes = (original.is_some() && dir.smallest_first()).then(|| disk.sizes(&ranked, &deltas));
     let candidates = variant::candidates(&Inputs {
@@ -123,7 +129,7 @@ fn serve<'r>(
         window: tried.window,
     });
     let asked = cache.map(|c| {
-        let missing = disk.missing();
+        let missing = disk.missing(sent_once_made);
         ondemand::ask::decoded_copies(req, c, &missing);
         (c, missing, made)
     });

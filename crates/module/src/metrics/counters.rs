@@ -147,6 +147,13 @@ pub fn cache_holds(entries: u64, bytes: u64, evicted: u64) {
     add(slot::CACHE_EVICTIONS, evicted);
 }
 
+/// Copies wanted and not made yet, and when the oldest was first asked
+/// for (seconds since the epoch; 0: none).
+pub fn backlog(wanted: u64, oldest_since: u64) {
+    set(slot::WANTED, wanted);
+    set(slot::WANTED_OLDEST, oldest_since);
+}
+
 /// The counters now; `None` when there are none (a build without them,
 /// or the segment could not be made).
 pub fn snapshot(on_demand: bool) -> Option<Snapshot> {

@@ -342,8 +342,14 @@ pub mod slot {
     pub fn delta_saved_vs_br(d: gdn_core::coding::DeltaCoding) -> usize {
         BASE + 10 + d.index()
     }
+    /// Entries the compressor's wanted set holds: copies asked for, not
+    /// made yet.
+    pub const WANTED: usize = BASE + 12;
+    /// When the oldest of them was first asked for, seconds since the
+    /// epoch; 0 when none is.
+    pub const WANTED_OLDEST: usize = BASE + 13;
     /// Every slot.
-    pub const COUNT: usize = BASE + 12;
+    pub const COUNT: usize = BASE + 14;
 }
 
 /// The counters, read at one moment.
@@ -495,6 +501,8 @@ pub(crate) mod tests {
             slot::CACHE_BYTES,
             slot::CACHE_EVICTIONS,
             slot::SINCE,
+            slot::WANTED,
+            slot::WANTED_OLDEST,
         ]);
         all.extend(DeltaCoding::ALL.map(slot::delta_saved_vs_br));
         for i in &all {

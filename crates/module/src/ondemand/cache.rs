@@ -4,8 +4,9 @@
 //!
 //! One cache and one compressor serve the Apache instance (the main
 //! server's `GzipDiskNgCacheRoot`). Children send jobs on the compressor's
-//! channel without blocking; a full queue drops a job, which a later
-//! request sends again.
+//! channel without blocking; the compressor keeps what they ask for in
+//! its wanted set (a job the channel has no room for is dropped, and a
+//! later request sends it again).
 //!
 //! A copy is found by the digest of the bytes of the very file the
 //! request resolved to (`source`): learned once per process and file
@@ -85,6 +86,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
         levels: gdn_core::publish::encode::Levels::default(),
+        fast_levels: Some(compressor::FAST_LEVELS),
         min_saving: gdn_core::publish::CompressOptions::default().min_saving,
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
     };
@@ -134,6 +136,23 @@ fn compressor_main(jobs: File, log: ServerLog) {
         log.log(l, &format!("gdn-compressor: {msg}"));
     };
     counters::compressor_started();
+    // Told to end (a stop or a restart): the wanted set is written down
+    // first, for the next compressor.
+    static STOP: compressor::Stop = compressor::Stop::new();
+    if let Some(term) = gdn_httpd::helper::Term::block() {
+        let waiter = std::thread::Builder::new()
+            .name("gdn-stop".into())
+            .spawn(move || {
+                term.wait();
+                STOP.request();
+            });
+        if let Err(e) = waiter {
+            say(
+                compressor::Level::Warn,
+                &format!("cannot wait for a stop: {e}"),
+            );
+        }
+    }
     let tally = |e: Event| {
         match e {
             Event::Copies(j, n) => counters::copies(j, n),
@@ -142,10 +161,14 @@ fn compressor_main(jobs: File, log: ServerLog) {
                 bytes,
                 evicted,
             } => counters::cache_holds(entries, bytes, evicted),
+            Event::Backlog {
+                wanted,
+                oldest_since,
+            } => counters::backlog(wanted, oldest_since),
         }
         counters::compressor_cpu();
     };
-    compressor::run(&settings, jobs, &say, &tally);
+    compressor::run(&settings, jobs, &say, &tally, &STOP);
 }
 
 /// The version `f` describes: its size and mtime, and which file it is

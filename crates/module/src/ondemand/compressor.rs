@@ -2,11 +2,14 @@
 //! the module and fed jobs by Apache's children (see `job`). Pure Rust,
 //! no Apache: it runs as Apache's `User` and logs through a callback.
 //!
-//! One thread reads jobs, drops those already pending or done (and those
-//! that failed for good), and queues the rest, up to `QUEUE` of them (a
-//! job that finds the queue full is dropped: a later request sends it
-//! again). `Settings::workers` threads make the copies (`make`). The
-//! cache's state (`state`, `index`) is shared behind one lock, held for
+//! One thread reads jobs into the wanted set (`wanted`, `backlog`): the
+//! copies asked for, bounded, most asked first, kept on disk across
+//! restarts; a full set drops its coldest entry. `Settings::workers`
+//! threads take the most wanted entry, drop what is already pending or
+//! done (or failed for good), and make the rest (`make`). The cache is
+//! scanned and evicted at start while jobs are read (the workers begin
+//! once it is indexed, so eviction sees every copy; `state`). The cache's
+//! state (`state`, `index`) is shared behind one lock, held for
 //! bookkeeping only, never while compressing.
 //!
 //! Several compressors (Apache instances on one host, or a fleet's
@@ -16,23 +19,26 @@
 //! temporaries at start, and evicts by its own accounting, tolerating
 //! files that another removed or made (`state`).
 
+mod backlog;
 mod claim;
 mod deltas;
 mod index;
 mod make;
 mod site;
 mod state;
+mod wanted;
 
 use super::job::{OwnedJob, Reader};
 use super::key::Kind;
 use crate::metrics::tally::Job;
+use backlog::Backlog;
 use make::Ctx;
 use state::State;
 use std::io::Read;
-use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, SyncSender, TrySendError};
-use std::sync::{Mutex, PoisonError};
+use std::path::{Path, PathBuf};
+use std::sync::{Condvar, Mutex, PoisonError};
 use std::thread::{self, Scope};
+use std::time::{Duration, Instant};
 
 /// What the compressor runs with.
 #[derive(Clone, Debug)]
@@ -46,6 +52,9 @@ pub struct Settings {
     /// Encoder settings: the publish tool's defaults, so copies are what
     /// `gzip-disk-ng compress` writes.
     pub levels: gdn_core::publish::encode::Levels,
+    /// Where set, a first copy is made at these faster levels, and made
+    /// again at `levels` once it is served, when nothing is wanted.
+    pub fast_levels: Option<gdn_core::publish::encode::Levels>,
     /// Least saving, in percent, for a copy to be kept.
     pub min_saving: f64,
     /// Delta encoder settings: the publish tool's defaults.
@@ -53,6 +62,21 @@ pub struct Settings {
     /// The host this runs on: where it records file versions' digests.
     pub host: crate::ondemand::host::Host,
 }
+
+/// The levels of a first copy: brotli 4, zstd 3, gzip 6. On 100 pages of
+/// 16 KB (`gzip-disk-ng compress --brotli-quality 4`) brotli 4 took 0.07 s
+/// of user CPU and 0.37 s in all where brotli 11 took 1.73 s and 7.05 s
+/// (and brotli 5, whose hash tables are allocated and cleared per file,
+/// 8.7 s), for 4 % more bytes (`docs/on-demand.md`): a page is served
+/// compressed within seconds of its first request, however long the
+/// backlog.
+pub const FAST_LEVELS: gdn_core::publish::encode::Levels = gdn_core::publish::encode::Levels {
+    gzip: 6,
+    brotli_quality: 4,
+    brotli_lgwin: gdn_core::publish::encode::BROTLI_LGWIN_MAX,
+    zstd: 3,
+    zstd_window_log: gdn_core::publish::encode::ZSTD_WINDOW_LOG_MAX,
+};
 
 /// How important a log line is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,57 +103,178 @@ pub enum Event {
         bytes: u64,
         evicted: u64,
     },
+    /// Every half second: entries wanted (copies not made yet), and when
+    /// the oldest was first asked for (seconds since the epoch; 0: none).
+    Backlog { wanted: u64, oldest_since: u64 },
 }
 
 /// Where events go.
 pub type Tally<'a> = &'a (dyn Fn(Event) + Sync);
 
-/// Jobs waiting for a worker at most: enough for a burst of misses across
-/// a site, small enough that a job is never stale for long.
-pub const QUEUE: usize = 1024;
+/// How often the keeper writes the wanted set down while it changes.
+const SAVE_EVERY: Duration = Duration::from_secs(5);
 
-/// A job taken on, for a worker.
-enum Work {
-    Compress(OwnedJob),
-    Decode(OwnedJob),
-    Train(OwnedJob),
+/// How long a stop waits for the copies being made.
+const STOP_WAIT: Duration = Duration::from_millis(1500);
+
+/// Asks the compressor to stop (the process is told to end): `run`
+/// writes its wanted set down and ends the process.
+pub struct Stop {
+    asked: Mutex<bool>,
+    cond: Condvar,
 }
 
-/// Runs until `jobs` reaches its end (the module closes the channel when
-/// Apache stops or restarts) and the jobs already queued are done; the
-/// module may end it sooner with a signal, and what a killed run leaves
-/// is removed at a later start once stale.
-pub fn run<R: Read>(settings: &Settings, jobs: R, log: Log<'_>, tally: Tally<'_>) {
-    let state = Mutex::new(State::start(settings, log));
+impl Stop {
+    pub const fn new() -> Stop {
+        Stop {
+            asked: Mutex::new(false),
+            cond: Condvar::new(),
+        }
+    }
+
+    /// Asks `run` to stop.
+    pub fn request(&self) {
+        *self.asked.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        self.cond.notify_all();
+    }
+
+    /// Waits up to `d` for a stop; whether one was asked.
+    fn wait(&self, d: Duration) -> bool {
+        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
+        let (asked, _) = self
+            .cond
+            .wait_timeout_while(asked, d, |a| !*a)
+            .unwrap_or_else(PoisonError::into_inner);
+        *asked
+    }
+}
+
+impl Default for Stop {
+    fn default() -> Self {
+        Stop::new()
+    }
+}
+
+/// Runs until `jobs` reaches its end and what is wanted is made, or
+/// until `stop` is asked: then the wanted set is written down (the next
+/// compressor makes it) and the process ends. Jobs are taken from the
+/// first moment: the cache is scanned (and evicted) beside them.
+pub fn run<R: Read + Send>(
+    settings: &Settings,
+    jobs: R,
+    log: Log<'_>,
+    tally: Tally<'_>,
+    stop: &Stop,
+) {
+    let state = Mutex::new(State::empty(settings));
+    let backlog = Backlog::new();
     let ctx = Ctx {
         settings,
         state: &state,
         log,
         tally,
     };
-    ctx.holding();
-    let (queue, waiting) = mpsc::sync_channel::<Work>(QUEUE);
-    let waiting = Mutex::new(waiting);
+    let own = backlog::own_file(&settings.root);
+    let ended = Mutex::new(false);
     thread::scope(|scope| {
-        if start_workers(scope, &ctx, &waiting) == 0 {
+        if start_workers(scope, &ctx, &backlog) == 0 {
             return;
         }
-        read_jobs(&ctx, jobs, &queue);
-        drop(queue);
+        scope.spawn(|| {
+            State::start_into(&state, settings, log);
+            backlog.started();
+            ctx.holding();
+        });
+        scope.spawn(|| {
+            read_jobs(&ctx, jobs, &backlog);
+            backlog.close();
+            *ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        });
+        keep(&ctx, &backlog, &own, stop, &ended);
     });
+    save(&ctx, &backlog, &own, true);
+}
+
+/// The keeper, until the stream ended and nothing is wanted: reads back
+/// the wanted sets of compressors gone, writes its own down every
+/// `SAVE_EVERY` while it changes, tells the backlog's figures; at a stop,
+/// writes the set down and ends the process.
+fn keep(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, stop: &Stop, ended: &Mutex<bool>) {
+    let mut saved = Instant::now();
+    let mut told = false;
+    loop {
+        for orphan in backlog::orphans(&ctx.settings.root) {
+            match backlog.load(&orphan) {
+                Ok(n) => (ctx.log)(
+                    Level::Info,
+                    &format!(
+                        "{n} copies wanted before a restart taken over from {}",
+                        orphan.display()
+                    ),
+                ),
+                Err(e) => (ctx.log)(Level::Debug, &format!("{}: {e}", orphan.display())),
+            }
+        }
+        told |= backlog_report(ctx, backlog, told);
+        if saved.elapsed() >= SAVE_EVERY {
+            save(ctx, backlog, own, false);
+            saved = Instant::now();
+        }
+        if stop.wait(Duration::from_millis(500)) {
+            backlog.stop(STOP_WAIT);
+            save(ctx, backlog, own, true);
+            std::process::exit(0);
+        }
+        let done = *ended.lock().unwrap_or_else(PoisonError::into_inner);
+        if done && backlog.idle() {
+            return;
+        }
+    }
+}
+
+/// Writes the wanted set down (`always`: even unchanged).
+fn save(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, always: bool) {
+    if let Err(e) = backlog.save(own, always) {
+        ctx.state().cache_failed(ctx.settings, &e, ctx.log);
+    }
+}
+
+/// Tells the counters how many copies are wanted and since when; says
+/// once at `info` (unless `told`) when the backlog outgrows what the
+/// workers make in an hour at the CPU a copy has taken so far. Whether
+/// it said so.
+fn backlog_report(ctx: &Ctx<'_>, backlog: &Backlog, told: bool) -> bool {
+    let (wanted, oldest) = backlog.status();
+    (ctx.tally)(Event::Backlog {
+        wanted: wanted as u64,
+        oldest_since: oldest.unwrap_or(0),
+    });
+    let per_copy = ctx.cpu_per_copy();
+    let workers = ctx.settings.workers.max(1) as u64;
+    let per_hour = per_copy.map(|us| 3_600_000_000 * workers / us.max(1));
+    match per_hour {
+        Some(n) if !told && wanted as u64 > n => {
+            (ctx.log)(
+                Level::Info,
+                &format!(
+                    "{wanted} copies wanted: more than the {workers} worker(s) make in an hour \
+                     (about {n} at {} ms of CPU a copy); GzipDiskNgCompressorWorkers may be raised",
+                    per_copy.unwrap_or(0) / 1000
+                ),
+            );
+            true
+        }
+        _ => false,
+    }
 }
 
 /// Starts `Settings::workers` worker threads; how many started.
-fn start_workers<'s>(
-    scope: &'s Scope<'s, '_>,
-    ctx: &'s Ctx<'_>,
-    waiting: &'s Mutex<Receiver<Work>>,
-) -> usize {
+fn start_workers<'s>(scope: &'s Scope<'s, '_>, ctx: &'s Ctx<'_>, backlog: &'s Backlog) -> usize {
     let mut started = 0;
     for i in 0..ctx.settings.workers.max(1) {
         let spawned = thread::Builder::new()
             .name(format!("gdn-compress-{i}"))
-            .spawn_scoped(scope, move || work(ctx, waiting));
+            .spawn_scoped(scope, move || work(ctx, backlog));
         match spawned {
             Ok(_) => started += 1,
             Err(e) => (ctx.log)(Level::Error, &format!("cannot start a worker thread: {e}")),
@@ -138,12 +283,27 @@ fn start_workers<'s>(
     started
 }
 
-/// Reads jobs until the end of the stream, taking each on or dropping it.
-fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
+/// Reads jobs until the end of the stream: a touch is handled at once,
+/// a compress or decode job joins the wanted set.
+fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, backlog: &Backlog) {
     let mut reader = Reader::new(jobs);
     loop {
         match reader.next() {
-            Ok(Some(job)) => take(ctx, job, queue),
+            Ok(Some(OwnedJob::Touch { source, kind })) => {
+                let remake = ctx.state().touch(ctx.settings, &(source, kind));
+                if let Some((key, path)) = remake {
+                    backlog.remake(key, path);
+                }
+            }
+            Ok(Some(job @ OwnedJob::Train { .. })) => backlog.train(job),
+            Ok(Some(job)) => {
+                let added = backlog.ask(job, 1, backlog::now_secs());
+                merged(ctx, added.merged);
+                if added.dropped > 0 {
+                    (ctx.log)(Level::Debug, "wanted set full: the coldest entry dropped");
+                    ctx.copies(Job::Dropped, added.dropped);
+                }
+            }
             Ok(None) => return,
             Err(e) => {
                 (ctx.log)(Level::Error, &format!("cannot read jobs: {e}"));
@@ -153,34 +313,30 @@ fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
     }
 }
 
-/// Handles a touch at once; queues what is left of a compress or decode
-/// job once pending and done copies are taken out.
-fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
-    let lock = || ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
-    let work = match job {
-        OwnedJob::Touch { source, kind } => {
-            lock().touch(ctx.settings, &(source, kind));
-            return;
-        }
+/// What is left of a compress or decode job once pending and done copies
+/// are taken out; `None` when nothing is.
+fn claim(ctx: &Ctx<'_>, job: &OwnedJob) -> Option<OwnedJob> {
+    let mut state = ctx.state();
+    match job {
         OwnedJob::Compress {
             path,
             version,
             codings,
             deltas,
         } => {
-            let mut state = lock();
+            let version = *version;
             let asked = codings.len();
             let codings = codings
                 .iter()
                 .filter(|&c| !state.claim(ctx.settings, (version, Kind::Coded(c))))
-                .fold(codings, |set, c| set.without(c));
+                .fold(*codings, |set, c| set.without(c));
             merged(ctx, asked - codings.len());
-            let deltas = deltas.filter(|_| state.claim_deltas(version));
+            let deltas = deltas.clone().filter(|_| state.claim_deltas(version));
             if codings.is_empty() && deltas.is_none() {
-                return;
+                return None;
             }
-            Work::Compress(OwnedJob::Compress {
-                path,
+            Some(OwnedJob::Compress {
+                path: path.clone(),
                 version,
                 codings,
                 deltas,
@@ -189,30 +345,13 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
         OwnedJob::Decode {
             version, coding, ..
         } => {
-            if !lock().claim(ctx.settings, (version, Kind::Decoded(coding))) {
+            if !state.claim(ctx.settings, (*version, Kind::Decoded(*coding))) {
                 merged(ctx, 1);
-                return;
+                return None;
             }
-            Work::Decode(job)
+            Some(job.clone())
         }
-        OwnedJob::Train { .. } => Work::Train(job),
-    };
-    if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
-        (ctx.log)(Level::Debug, "queue full: job dropped");
-        let mut state = lock();
-        if let Work::Compress(OwnedJob::Compress {
-            version,
-            deltas: Some(_),
-            ..
-        }) = &w
-        {
-            state.forget_deltas(version);
-        }
-        let keys = keys(&w);
-        for key in &keys {
-            state.release(key);
-        }
-        (ctx.tally)(Event::Copies(Job::Dropped, keys.len() as u64));
+        OwnedJob::Touch { .. } | OwnedJob::Train { .. } => None,
     }
 }
 
@@ -223,48 +362,48 @@ fn merged(ctx: &Ctx<'_>, n: usize) {
     }
 }
 
-/// The copies a job makes.
-fn keys(w: &Work) -> Vec<state::Task> {
-    match w {
-        Work::Compress(OwnedJob::Compress {
-            version, codings, ..
-        }) => codings.iter().map(|c| (*version, Kind::Coded(c))).collect(),
-        Work::Decode(OwnedJob::Decode {
-            version, coding, ..
-        }) => vec![(*version, Kind::Decoded(*coding))],
-        _ => Vec::new(),
-    }
-}
-
-/// A worker: jobs from the queue until it is closed and empty.
-fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
-    loop {
-        let next = waiting
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .recv();
-        match next {
-            Ok(Work::Compress(OwnedJob::Compress {
-                path,
-                version,
-                codings,
-                deltas,
-            })) => ctx.compress(&path, version, codings, deltas.as_ref()),
-            Ok(Work::Decode(OwnedJob::Decode {
-                path,
-                coding,
-                version,
-            })) => ctx.decode(&path, coding, version),
-            Ok(Work::Train(OwnedJob::Train {
+/// A worker: the most wanted entry, until none is left and the stream
+/// ended, or a stop.
+fn work(ctx: &Ctx<'_>, backlog: &Backlog) {
+    while let Some(next) = backlog.next() {
+        let (key, job) = match next {
+            backlog::Next::Wanted(key, job) => (key, job),
+            backlog::Next::Remake(key, path) => {
+                ctx.remake(&path, key);
+                backlog.finished(None);
+                continue;
+            }
+            backlog::Next::Train(OwnedJob::Train {
                 root,
                 site,
                 digest,
                 bits,
                 at,
-            })) => ctx.train_site(&root, &site, &digest, &bits, at),
-            Ok(_) => {}
-            Err(_) => return,
+            }) => {
+                ctx.train_site(&root, &site, &digest, &bits, at);
+                backlog.finished(None);
+                continue;
+            }
+            backlog::Next::Train(_) => {
+                backlog.finished(None);
+                continue;
+            }
+        };
+        match claim(ctx, &job) {
+            Some(OwnedJob::Compress {
+                path,
+                version,
+                codings,
+                deltas,
+            }) => ctx.compress(&path, version, codings, deltas.as_ref()),
+            Some(OwnedJob::Decode {
+                path,
+                coding,
+                version,
+            }) => ctx.decode(&path, coding, version),
+            _ => {}
         }
+        backlog.finished(Some((&key, &job)));
     }
 }
 

@@ -177,6 +177,55 @@ pub enum OwnedJob {
     },
 }
 
+impl OwnedJob {
+    /// The job as a child sends it, borrowing this one's strings.
+    pub fn as_job(&self) -> Job<'_> {
+        match self {
+            OwnedJob::Compress {
+                path,
+                version,
+                codings,
+                deltas,
+            } => Job::Compress {
+                path: path.as_os_str().as_bytes(),
+                version: *version,
+                codings: *codings,
+                deltas: deltas.as_ref().map(|d| Deltas {
+                    versions: d.versions,
+                    group: &d.group,
+                    site: &d.site,
+                }),
+            },
+            OwnedJob::Decode {
+                path,
+                coding,
+                version,
+            } => Job::Decode {
+                path: path.as_os_str().as_bytes(),
+                coding: *coding,
+                version: *version,
+            },
+            OwnedJob::Touch { source, kind } => Job::Touch {
+                source: *source,
+                kind: *kind,
+            },
+            OwnedJob::Train {
+                root,
+                site,
+                digest,
+                bits,
+                at,
+            } => Job::Train {
+                root: root.as_os_str().as_bytes(),
+                site,
+                digest,
+                bits,
+                at: *at,
+            },
+        }
+    }
+}
+
 /// The kind byte of a touch, and the hash its delta carries.
 fn kind_byte(k: &Kind) -> (u8, &[u8]) {
     let n = Coding::ALL.len() as u8;
@@ -283,7 +332,7 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
 }
 
 /// The job a message holds; `None` when anything in it is wrong.
-fn decode(msg: &[u8]) -> Option<OwnedJob> {
+pub fn decode(msg: &[u8]) -> Option<OwnedJob> {
     let (head, rest) = msg.split_at_checked(HEAD)?;
     let field = |i: usize| {
         let mut b = [0u8; 8];
@@ -454,51 +503,8 @@ mod tests {
     }
 
     fn message(j: &OwnedJob) -> Vec<u8> {
-        let job = match j {
-            OwnedJob::Compress {
-                path,
-                version,
-                codings,
-                deltas,
-            } => Job::Compress {
-                path: path.as_os_str().as_bytes(),
-                version: *version,
-                codings: *codings,
-                deltas: deltas.as_ref().map(|d| Deltas {
-                    versions: d.versions,
-                    group: &d.group,
-                    site: &d.site,
-                }),
-            },
-            OwnedJob::Decode {
-                path,
-                coding,
-                version,
-            } => Job::Decode {
-                path: path.as_os_str().as_bytes(),
-                coding: *coding,
-                version: *version,
-            },
-            OwnedJob::Touch { source, kind } => Job::Touch {
-                source: *source,
-                kind: *kind,
-            },
-            OwnedJob::Train {
-                root,
-                site,
-                digest,
-                bits,
-                at,
-            } => Job::Train {
-                root: root.as_os_str().as_bytes(),
-                site,
-                digest,
-                bits,
-                at: *at,
-            },
-        };
         let mut buf = [0u8; MAX_JOB];
-        encode(&job, &mut buf).unwrap().to_vec()
+        encode(&j.as_job(), &mut buf).unwrap().to_vec()
     }
 
     fn read_all(r: impl Read) -> Vec<OwnedJob> {

@@ -116,7 +116,7 @@ pub fn figures(s: &Snapshot, now_secs: u64) -> String {
     outcomes_table(s, &mut out);
     passed_over_table(s, &mut out);
     if s.on_demand {
-        on_demand(s, &mut out);
+        on_demand(s, now_secs, &mut out);
     }
     out
 }
@@ -249,7 +249,7 @@ fn passed_over_table(s: &Snapshot, out: &mut String) {
     out.push_str("</table>\n");
 }
 
-fn on_demand(s: &Snapshot, out: &mut String) {
+fn on_demand(s: &Snapshot, now_secs: u64, out: &mut String) {
     let restarts = s.get(slot::COMPRESSOR_RESTARTS);
     let evicted = s.get(slot::CACHE_EVICTIONS);
     let _ = write!(
@@ -272,6 +272,7 @@ fn on_demand(s: &Snapshot, out: &mut String) {
         let _ = write!(out, "; {} evicted", count(evicted, "copy", "copies"));
     }
     out.push_str(".</p>\n");
+    backlog(s, now_secs, out);
     let asked: Vec<Job> = Job::ALL
         .into_iter()
         .filter(|&j| s.get(slot::job(j)) > 0)
@@ -289,6 +290,32 @@ fn on_demand(s: &Snapshot, out: &mut String) {
         let _ = write!(out, "<td class=\"n\">{}</td>", s.get(slot::job(j)));
     }
     out.push_str("</tr>\n</table>\n");
+}
+
+/// The compressor's backlog: copies wanted, made, dropped, how long the
+/// oldest has waited, CPU per copy.
+fn backlog(s: &Snapshot, now_secs: u64, out: &mut String) {
+    let wanted = s.get(slot::WANTED);
+    let oldest = s.get(slot::WANTED_OLDEST);
+    let _ = write!(
+        out,
+        "<p>Backlog: {} wanted",
+        count(wanted, "entry", "entries")
+    );
+    if wanted > 0 && oldest > 0 {
+        let _ = write!(
+            out,
+            ", the oldest asked for {} ago",
+            duration(now_secs.saturating_sub(oldest))
+        );
+    }
+    let _ = writeln!(
+        out,
+        "; {} made, {} dropped; CPU per copy: {}.</p>",
+        s.get(slot::job(Job::Done)),
+        s.get(slot::job(Job::Dropped)),
+        cpu(super::render::cpu_per_copy(s)),
+    );
 }
 
 /// mod_status's section: a heading, the style of its tables, the figures

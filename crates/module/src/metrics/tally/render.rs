@@ -15,12 +15,15 @@ enum Source {
     DeltaSaved,
     One(usize),
     OneMicros(usize),
+    /// The compressor's CPU over the copies it made (or found not worth
+    /// keeping).
+    CpuPerCopy,
 }
 
 /// A family of Prometheus metrics: name, help, type, samples.
 type Family = (&'static str, &'static str, &'static str, Source);
 
-const FAMILIES: [Family; 16] = [
+const FAMILIES: [Family; 19] = [
     ("gzip_disk_ng_responses_total", "Responses the gzip-disk-ng handler answered, by outcome and coding.", "counter", Source::PerOutcome(slot::responses)),
     ("gzip_disk_ng_sent_bytes_total", "Body bytes of those responses.", "counter", Source::PerOutcome(slot::sent_bytes)),
     ("gzip_disk_ng_original_bytes_total", "Body bytes the same responses would have had uncompressed, where known; less the sent_bytes of those, what compression saved.", "counter", Source::PerOutcome(slot::original_bytes)),
@@ -36,6 +39,9 @@ const FAMILIES: [Family; 16] = [
     ("gzip_disk_ng_cache_entries", "Files in the on-demand cache: copies, deltas, kept versions, and markers of files not worth compressing.", "gauge", Source::One(slot::CACHE_ENTRIES)),
     ("gzip_disk_ng_cache_bytes", "Bytes of the copies, deltas and kept versions in the on-demand cache.", "gauge", Source::One(slot::CACHE_BYTES)),
     ("gzip_disk_ng_cache_evictions_total", "Copies, deltas and kept versions evicted from the on-demand cache, least recently used first.", "counter", Source::One(slot::CACHE_EVICTIONS)),
+    ("gzip_disk_ng_ondemand_wanted", "On-demand copies asked for and not made yet: entries of the compressor's wanted set (a file version's codings, or a decoded sibling).", "gauge", Source::One(slot::WANTED)),
+    ("gzip_disk_ng_ondemand_wanted_oldest_time_seconds", "When the oldest entry of the wanted set was first asked for, in seconds since the epoch; 0 when none is wanted.", "gauge", Source::One(slot::WANTED_OLDEST)),
+    ("gzip_disk_ng_ondemand_cpu_seconds_per_copy", "CPU time of the on-demand compressor over the copies it made or found not worth keeping.", "gauge", Source::CpuPerCopy),
     ("gzip_disk_ng_counters_start_time_seconds", "When these counters started at zero, in seconds since the epoch.", "gauge", Source::One(slot::SINCE)),
 ];
 
@@ -92,7 +98,15 @@ fn samples(s: &Snapshot, source: Source) -> Vec<Sample> {
             .collect(),
         Source::One(i) => one(Vec::new(), Value::Count(s.get(i))),
         Source::OneMicros(i) => one(Vec::new(), Value::Micros(s.get(i))),
+        Source::CpuPerCopy => one(Vec::new(), Value::Micros(cpu_per_copy(s))),
     }
+}
+
+/// Microseconds of the compressor's CPU per copy made or found not
+/// worth keeping (0 before the first).
+pub fn cpu_per_copy(s: &Snapshot) -> u64 {
+    let copies = s.get(slot::job(Job::Done)) + s.get(slot::job(Job::NotWorth));
+    s.get(slot::COMPRESSOR_CPU_US) / copies.max(1)
 }
 
 fn decode_cpu(s: &Snapshot) -> Vec<Sample> {

@@ -4,7 +4,7 @@
 //!
 //! Markers (not worth compressing) count 0 bytes against the size limit
 //! but are entries like any copy: they leave in least-recently-used order
-//! when eviction sweeps past them, and `MAX_ENTRIES` bounds the memory
+//! when eviction sweeps past them, and `max_entries` bounds the memory
 //! the index needs however many of them there are.
 
 use crate::ondemand::key::{Kind, Source};
@@ -13,9 +13,25 @@ use std::collections::{BTreeMap, HashMap};
 /// A copy's identity: the digest of its source bytes and what it holds.
 pub(super) type Key = (Source, Kind);
 
-/// Most entries kept (about 40 MB of index at most): beyond it the least
+/// The block copies are counted in at least: a file that holds a byte
+/// takes one block of the filesystem, 4 KiB on ext4 and xfs as made by
+/// default (`st_blocks` counts in 512-byte units of them).
+pub(super) const BLOCK: u64 = 4096;
+
+/// Least entries allowed, for small limits.
+const MIN_ENTRIES: usize = 1 << 16;
+
+/// Most entries kept under a byte limit of `max_size`: as many copies as
+/// the limit holds at one block each (markers, of no block, count as
+/// entries too); at least `MIN_ENTRIES`. The default 1 GiB allows 262,144
+/// entries, whose index takes about 400 bytes each, 100 MB at most
+/// (`memory::index_memory_per_entry` measures it); beyond it the least
 /// recently used go, whatever the bytes.
-pub(super) const MAX_ENTRIES: usize = 1 << 18;
+pub(super) fn max_entries(max_size: u64) -> usize {
+    usize::try_from(max_size / BLOCK)
+        .unwrap_or(usize::MAX)
+        .max(MIN_ENTRIES)
+}
 
 struct Entry {
     size: u64,
@@ -24,19 +40,67 @@ struct Entry {
 }
 
 /// The copies and markers the cache holds.
-#[derive(Default)]
 pub(super) struct Index {
     entries: HashMap<Key, Entry>,
     /// Least recently used first.
     order: BTreeMap<u64, Key>,
     next_tick: u64,
+    /// The tick of the next entry found at start, below every tick given
+    /// meanwhile: what the scan finds is older than what is made beside it.
+    found_tick: u64,
     total: u64,
+    max_entries: usize,
+}
+
+/// Ticks below it are those of entries found at start.
+const FOUND_TICKS: u64 = 1 << 48;
+
+impl Default for Index {
+    fn default() -> Self {
+        Index::with_max_entries(max_entries(u64::MAX))
+    }
 }
 
 impl Index {
+    pub(super) fn with_max_entries(max_entries: usize) -> Index {
+        Index {
+            entries: HashMap::new(),
+            order: BTreeMap::new(),
+            next_tick: FOUND_TICKS,
+            found_tick: 0,
+            total: 0,
+            max_entries,
+        }
+    }
+
+    /// Adds `key`, found at start, as older than every entry added since
+    /// it started, unless it is known already.
+    pub(super) fn insert_found(&mut self, key: Key, size: u64) {
+        if self.entries.contains_key(&key) || self.found_tick >= FOUND_TICKS {
+            return;
+        }
+        let tick = self.found_tick;
+        self.found_tick += 1;
+        self.order.insert(tick, key);
+        self.entries.insert(key, Entry { size, tick });
+        self.total += size;
+    }
+
+    /// Gives back the memory of entries gone, once most have (after an
+    /// eviction of many, or a lower limit at restart).
+    pub(super) fn shrink(&mut self) {
+        if self.entries.capacity() > 2 * self.entries.len().max(1024) {
+            self.entries.shrink_to_fit();
+        }
+    }
+
     /// Bytes of all copies.
     pub(super) fn total(&self) -> u64 {
         self.total
+    }
+
+    pub(super) fn max_entries(&self) -> usize {
+        self.max_entries
     }
 
     pub(super) fn len(&self) -> usize {
@@ -87,11 +151,11 @@ impl Index {
     }
 
     /// Forgets the least recently used entries until the copies fit
-    /// `max_size` bytes and `MAX_ENTRIES`; returns them, for their files
-    /// to be removed.
+    /// `max_size` bytes and the most entries; returns them, for their
+    /// files to be removed.
     pub(super) fn evict(&mut self, max_size: u64) -> Vec<Key> {
         let mut gone = Vec::new();
-        while self.total > max_size || self.entries.len() > MAX_ENTRIES {
+        while self.total > max_size || self.entries.len() > self.max_entries {
             let Some((_, key)) = self.order.pop_first() else {
                 break;
             };
@@ -99,6 +163,9 @@ impl Index {
                 self.total -= e.size;
             }
             gone.push(key);
+        }
+        if !gone.is_empty() {
+            self.shrink();
         }
         gone
     }
@@ -142,12 +209,62 @@ mod tests {
     }
 
     #[test]
-    fn entries_are_capped() {
-        let mut ix = Index::default();
-        for n in 0..MAX_ENTRIES as u64 + 3 {
+    fn entries_are_capped_by_what_the_limit_holds() {
+        assert_eq!(max_entries(1 << 30), 262_144);
+        assert_eq!(max_entries(1 << 20), MIN_ENTRIES);
+        let mut ix = Index::with_max_entries(100);
+        for n in 0..103 {
             ix.insert(key(n), 0);
         }
         assert_eq!(ix.evict(u64::MAX), [key(0), key(1), key(2)]);
-        assert_eq!(ix.len(), MAX_ENTRIES);
+        assert_eq!(ix.len(), 100);
+    }
+
+    #[test]
+    fn what_the_start_finds_is_older_than_what_is_made_beside_it() {
+        let mut ix = Index::default();
+        ix.insert(key(1), 100);
+        ix.insert_found(key(2), 100);
+        ix.insert_found(key(1), 100);
+        ix.insert_found(key(3), 100);
+        assert_eq!((ix.len(), ix.total()), (3, 300));
+        assert_eq!(ix.evict(100), [key(2), key(3)]);
+    }
+}
+
+/// The index's memory per entry, as docs/on-demand.md gives it:
+/// `cargo test --release --locked -p mod_gzip_disk_ng --lib index_memory -- --ignored --nocapture`.
+#[cfg(test)]
+mod memory {
+    use super::*;
+    use gdn_core::coding::Coding;
+
+    fn rss_kb() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap();
+        let line = status.lines().find(|l| l.starts_with("VmRSS")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    #[ignore = "a measurement, printed"]
+    fn index_memory_per_entry() {
+        const N: u64 = 262_144;
+        let before = rss_kb();
+        let mut ix = Index::default();
+        for n in 0..N {
+            let mut source = [0u8; 32];
+            source[..8].copy_from_slice(&n.wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes());
+            ix.insert((source, Kind::Coded(Coding::Br)), 4096);
+        }
+        let full = rss_kb();
+        ix.evict(4096 * N / 8);
+        let evicted = rss_kb();
+        println!(
+            "index: {} bytes per entry at {N} entries; {} kB held after evicting 7/8, {} kB before",
+            (full - before) * 1024 / N,
+            evicted - before,
+            full - before
+        );
+        assert_eq!(ix.len() as u64, N / 8);
     }
 }

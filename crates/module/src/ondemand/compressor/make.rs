@@ -58,6 +58,11 @@ impl Ctx<'_> {
         }
     }
 
+    /// Microseconds of CPU a copy has taken, on average so far.
+    pub(super) fn cpu_per_copy(&self) -> Option<u64> {
+        self.state().cpu_per_copy()
+    }
+
     /// Tells the counters what the cache holds after a job.
     pub(super) fn holding(&self) {
         let (entries, bytes, evicted) = self.state().holding();
@@ -182,12 +187,19 @@ impl Ctx<'_> {
         }
         for c in codings.iter() {
             let key = (read.source, Kind::Coded(c));
+            let cpu = gdn_httpd::shm::thread_cpu_micros();
             let Some(size) = self.compress_one(path, read, c)? else {
                 self.copies(Job::Merged, 1);
                 continue;
             };
-            let kept = self.state().made(self.settings, key, size, self.log);
+            let cpu = gdn_httpd::shm::thread_cpu_micros().saturating_sub(cpu);
+            let mut state = self.state();
+            let kept = state.made_with_cpu(self.settings, key, size, cpu, self.log);
             let done = size > 0 && kept;
+            if done && self.settings.fast_levels.is_some() {
+                state.made_fast(key, path);
+            }
+            drop(state);
             self.copies(if done { Job::Done } else { Job::NotWorth }, 1);
             (self.log)(
                 Level::Debug,
@@ -214,14 +226,9 @@ impl Ctx<'_> {
         if fs::symlink_metadata(&target).is_ok() {
             return Ok(None);
         }
-        let outcome = publish::make_copy_of(
-            &read.content,
-            &read.meta,
-            c,
-            &s.levels,
-            s.min_saving,
-            &target,
-        );
+        let levels = s.fast_levels.as_ref().unwrap_or(&s.levels);
+        let outcome =
+            publish::make_copy_of(&read.content, &read.meta, c, levels, s.min_saving, &target);
         match outcome {
             Outcome::Written(sizes) => Ok(Some(sizes.size)),
             Outcome::NotWorth { .. } => {
@@ -233,6 +240,61 @@ impl Ctx<'_> {
                 let why = format!("{}: {}: unexpected {other:?}", path.display(), c.token());
                 Err(Problem::Failed(why))
             }
+        }
+    }
+
+    /// Makes the copy `key` of the original at `path` again at the best
+    /// levels, over the fast one served so far (a new file: its ETag
+    /// changes with its bytes); left as it is when the original no longer
+    /// has the copy's source bytes, the copy went, or another compressor
+    /// is at it.
+    pub(super) fn remake(&self, path: &Path, key: Key) {
+        match self.remake_copy(path, &key) {
+            Ok(Some(size)) => {
+                self.state().made(self.settings, key, size, self.log);
+                (self.log)(
+                    Level::Debug,
+                    &format!(
+                        "{}: copy made again at the best level, {size} bytes",
+                        path.display()
+                    ),
+                );
+            }
+            Ok(None) => {}
+            Err(problem) => self.report(std::iter::empty(), problem),
+        }
+        self.holding();
+    }
+
+    fn remake_copy(&self, path: &Path, key: &Key) -> Result<Option<u64>, Problem> {
+        let (source, Kind::Coded(c)) = *key else {
+            return Ok(None);
+        };
+        let s = self.settings;
+        let target = copy_path(&s.root, key);
+        if fs::symlink_metadata(&target).is_err() {
+            return Ok(None);
+        }
+        let meta = fs::symlink_metadata(path).map_err(|e| read_problem(path, e))?;
+        let read = self.read_source(path, Version::of(&meta))?;
+        if read.source != source {
+            return Ok(None);
+        }
+        let Some(_claim) = Claim::take(&target).map_err(Problem::Cache)? else {
+            return Ok(None);
+        };
+        let outcome = publish::make_copy_of(
+            &read.content,
+            &read.meta,
+            c,
+            &s.levels,
+            s.min_saving,
+            &target,
+        );
+        match outcome {
+            Outcome::Written(sizes) => Ok(Some(sizes.size)),
+            Outcome::Failed(e) => Err(publish_problem(path, c, e)),
+            _ => Ok(None),
         }
     }
 

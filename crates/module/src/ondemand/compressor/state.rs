@@ -9,7 +9,7 @@
 //! done, a temporary is removed only once stale, and a file gone or
 //! appeared behind this one's back is no error.
 
-use super::index::{Index, Key};
+use super::index::{max_entries, Index, Key};
 use super::{Level, Log, Settings};
 use crate::ondemand::host::Host;
 use crate::ondemand::key::{
@@ -58,6 +58,15 @@ pub(super) struct State {
     failing: bool,
     /// Copies evicted since `holding` last said.
     evicted: u64,
+    /// Touches read before the start's scan indexed the cache, applied
+    /// after it (`None` once it did).
+    early_touches: Option<Vec<Key>>,
+    /// Copies made at the fast levels, and their originals' paths: made
+    /// again at the best levels once served (`touch`).
+    fast: HashMap<Key, PathBuf>,
+    /// Copies of the original made, and the CPU they took (µs).
+    made: u64,
+    made_cpu_us: u64,
 }
 
 /// The copy of `key`'s path under `root`.
@@ -82,18 +91,39 @@ impl State {
     /// The state of the cache at `settings.root`: its copies indexed, the
     /// temporaries of a killed run removed, what exceeds the size limit
     /// evicted.
+    #[cfg(test)]
     pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
-        let mut state = State::empty();
+        let state = std::sync::Mutex::new(State::empty(settings));
+        State::start_into(&state, settings, log);
+        state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Scans the cache at `settings.root` into `state`, which the workers
+    /// use meanwhile: the lock is held only to index what was found (as
+    /// older than what they made since) and evict beyond the limits.
+    pub(super) fn start_into(state: &std::sync::Mutex<State>, settings: &Settings, log: Log<'_>) {
+        let lock = || {
+            state
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
         let mut found = Vec::new();
         let mut leftovers = 0;
         if let Err(e) = scan(&settings.root, &settings.host, &mut found, &mut leftovers) {
-            state.cache_failed(settings, &e, log);
+            lock().cache_failed(settings, &e, log);
         }
         found.sort_by_key(|f| f.used);
+        let mut state = lock();
         for f in found {
-            state.index.insert(f.key, f.size);
+            state.index.insert_found(f.key, f.size);
+        }
+        for key in state.early_touches.take().unwrap_or_default() {
+            let _ = state.touch(settings, &key);
         }
         let evicted = state.evict(settings, log);
+        state.index.shrink();
         log(
             Level::Info,
             &format!(
@@ -103,19 +133,22 @@ impl State {
                 state.index.total()
             ),
         );
-        state
     }
 
     /// Nothing indexed, pending or failed.
-    fn empty() -> State {
+    pub(super) fn empty(settings: &Settings) -> State {
         State {
-            index: Index::default(),
+            index: Index::with_max_entries(max_entries(settings.max_size)),
             pending: HashSet::new(),
             failed: HashSet::new(),
             deltas: HashSet::new(),
             sources: HashMap::new(),
             failing: false,
             evicted: 0,
+            early_touches: Some(Vec::new()),
+            fast: HashMap::new(),
+            made: 0,
+            made_cpu_us: 0,
         }
     }
 
@@ -132,7 +165,7 @@ impl State {
             match fs::symlink_metadata(copy_path(&settings.root, &key)) {
                 Ok(meta) => {
                     if !self.index.contains(&key) && meta.is_file() {
-                        self.index.insert(key, meta.len());
+                        self.index.insert(key, allocated(&meta));
                     }
                     return false;
                 }
@@ -187,12 +220,6 @@ impl State {
             self.deltas.clear();
         }
         self.deltas.insert(v)
-    }
-
-    /// The deltas of `v` may be asked for again (one was evicted, or its
-    /// job was dropped).
-    pub(super) fn forget_deltas(&mut self, v: &Version) {
-        self.deltas.remove(v);
     }
 
     /// Forgets the kept version `h` and the deltas against it, files and
@@ -252,18 +279,59 @@ impl State {
             }
         }
         let now = fs::FileTimes::new().set_accessed(SystemTime::now());
-        let _ = fs::File::open(&path).and_then(|f| f.set_times(now));
+        let opened = fs::File::open(&path);
+        let _ = opened.as_ref().map(|f| f.set_times(now));
+        // What the copy takes on disk, its blocks; its length where the
+        // filesystem cannot say yet.
+        let blocks = opened.and_then(|f| f.metadata()).map(|m| allocated(&m));
+        let size = blocks.ok().filter(|&b| b > 0).unwrap_or(size);
         self.index.insert(key, if kept { size } else { 0 });
         self.evict(settings, log);
         kept
     }
 
+    /// `made`, for a copy of the original that took `cpu_us` of CPU.
+    pub(super) fn made_with_cpu(
+        &mut self,
+        settings: &Settings,
+        key: Key,
+        size: u64,
+        cpu_us: u64,
+        log: Log<'_>,
+    ) -> bool {
+        self.made += 1;
+        self.made_cpu_us += cpu_us;
+        self.made(settings, key, size, log)
+    }
+
+    /// The copy `key` of the original at `path` was made at the fast
+    /// levels (bounded: one not remembered stays as it is).
+    pub(super) fn made_fast(&mut self, key: Key, path: &Path) {
+        if self.fast.len() < self.index.max_entries() {
+            self.fast.insert(key, path.to_path_buf());
+        }
+    }
+
+    /// Microseconds of CPU a copy of an original took, on average.
+    pub(super) fn cpu_per_copy(&self) -> Option<u64> {
+        (self.made > 0).then(|| self.made_cpu_us / self.made)
+    }
+
     /// A copy was served: the most recently used now, on disk too.
     /// A delta served keeps the version it was made against as recent:
     /// evicting that version would take the delta with it.
-    pub(super) fn touch(&mut self, settings: &Settings, key: &Key) {
+    /// A copy made at the fast levels and served is returned with its
+    /// original's path, to be made again at the best levels.
+    pub(super) fn touch(&mut self, settings: &Settings, key: &Key) -> Option<(Key, PathBuf)> {
+        if let Some(early) = &mut self.early_touches {
+            // Bounded: a touch lost costs an order of eviction, no more.
+            if early.len() < FAILED_MAX {
+                early.push(*key);
+            }
+            return None;
+        }
         if let Kind::Delta(_, h) = key.1 {
-            self.touch(settings, &kept_key(h));
+            let _ = self.touch(settings, &kept_key(h));
         }
         if self.index.touch(key) {
             // The children send a copy's touch at most once a second each.
@@ -271,6 +339,7 @@ impl State {
             let path = copy_path(&settings.root, key);
             let _ = fs::File::open(path).and_then(|f| f.set_times(now));
         }
+        self.fast.remove_entry(key)
     }
 
     /// What the cache holds (entries, bytes) and the copies evicted
@@ -306,6 +375,9 @@ impl State {
             .map(|k| k.0)
             .collect();
         self.forget_deltas_of(&sources);
+        for key in &gone {
+            self.fast.remove(key);
+        }
         for key in &gone {
             let path = copy_path(&settings.root, key);
             match fs::remove_file(&path) {
@@ -459,9 +531,17 @@ fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
     let at = |t: io::Result<SystemTime>| t.unwrap_or(SystemTime::UNIX_EPOCH);
     Some(Found {
         key,
-        size: meta.len(),
+        size: allocated(&meta),
         used: at(meta.accessed()).max(at(meta.modified())),
     })
+}
+
+/// What a file takes on disk: its allocated blocks (`st_blocks`, in
+/// 512-byte units), what the size limit counts: a 1 KB copy takes a
+/// whole block of the filesystem.
+pub(super) fn allocated(meta: &fs::Metadata) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    meta.blocks() * 512
 }
 
 /// Removes the temporary `entry` if it was last written `STALE_TEMP` ago

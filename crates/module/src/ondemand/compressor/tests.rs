@@ -3,7 +3,7 @@
 //! tool writes.
 
 use super::state::{copy_path, kept_key, State};
-use super::{run, Level, Settings};
+use super::{run, Level, Settings, Stop};
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
 use gdn_cli::publish;
@@ -26,6 +26,7 @@ fn settings(root: &Path) -> Settings {
         max_size: 1 << 30,
         workers: 2,
         levels: fast(),
+        fast_levels: None,
         min_saving: 5.0,
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels {
             zstd: 3,
@@ -82,7 +83,13 @@ fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
 }
 
 fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
-    run(s, Messages::new(stream), &lines.log(), &|_| {});
+    run(
+        s,
+        Messages::new(stream),
+        &lines.log(),
+        &|_| {},
+        &Stop::new(),
+    );
 }
 
 fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
@@ -115,7 +122,7 @@ fn copies_are_what_compress_writes() {
     let (mut tx, rx) = seqpacket_pair();
     let job = compress_job(&p, all());
     let writer = std::thread::spawn(move || tx.write_all(&job).unwrap());
-    run(&s, rx, &lines.log(), &|_| {});
+    run(&s, rx, &lines.log(), &|_| {}, &Stop::new());
     writer.join().unwrap();
     let opts = CompressOptions {
         levels: fast(),
@@ -261,7 +268,7 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
         .collect();
     let sizes: Vec<u64> = files
         .iter()
-        .map(|p| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64)
+        .map(|p| blocks(encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len()))
         .collect();
     let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
     let mut s = settings(&cache);
@@ -298,14 +305,21 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     assert!(!copy(&s, &files[0], Kind::Coded(Coding::Gzip)).exists());
 }
 
-/// Bytes of every file under `root` (copies, markers, the lock).
+/// Bytes of every file under `root` (copies, markers, the lock), as
+/// the limit counts them: allocated blocks.
 fn bytes_under(root: &Path) -> u64 {
     walkdir::WalkDir::new(root)
         .into_iter()
         .map(|e| e.unwrap().metadata().unwrap())
         .filter(|m| m.is_file())
-        .map(|m| m.len())
+        .map(|m| m.blocks() * 512)
         .sum()
+}
+
+/// What a file of `len` bytes takes on the test's filesystem (4 KiB
+/// blocks).
+fn blocks(len: usize) -> u64 {
+    (len as u64).div_ceil(4096) * 4096
 }
 
 #[test]
@@ -314,7 +328,7 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     let gzip = CodingSet::empty().with(Coding::Gzip);
     let small = page_file(&docs, "small.html", 6000, 3);
     let large = page_file(&docs, "large.html", 200_000, 4);
-    let size = |p: &Path| encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len() as u64;
+    let size = |p: &Path| blocks(encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len());
     let mut s = settings(&cache);
     s.workers = 1;
     s.max_size = size(&small) * 3 / 2;
@@ -533,7 +547,7 @@ fn running<'a>(
 ) -> fs::File {
     let (tx, rx) = seqpacket_pair();
     let before = lines.count(Level::Info, "entries");
-    scope.spawn(move || run(s, rx, &lines.log(), &events.tally()));
+    scope.spawn(move || run(s, rx, &lines.log(), &events.tally(), &Stop::new()));
     wait_until("the run's start", || {
         lines.count(Level::Info, "entries") > before
     });
@@ -895,11 +909,61 @@ fn a_delta_served_keeps_its_kept_version_from_eviction() {
     run_over(&s, vec![touch], &lines);
     let kept = copy_path(&s.root, &kept_key(h1));
     let dcz = copy(&s, &p, kind);
-    let size = |f: &Path| fs::metadata(f).unwrap().len();
+    let size = |f: &Path| fs::metadata(f).unwrap().blocks() * 512;
     // Room for those two only: the copies, made after the kept version
     // but used less lately, go at the next start.
     s.max_size = size(&kept) + size(&dcz);
     run_over(&s, Vec::new(), &lines);
     assert!(kept.exists() && dcz.exists());
     assert!(!copy(&s, &p, Kind::Coded(Coding::Br)).exists());
+}
+
+#[test]
+fn a_fast_copy_served_is_made_again_at_the_best_level() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "r.html", 20_000, 61);
+    let br = CodingSet::empty().with(Coding::Br);
+    // What the best level makes, in a cache of its own.
+    let (_e, _, best_cache) = tree();
+    let mut best = settings(&best_cache);
+    best.levels.brotli_quality = 9;
+    run_over(&best, vec![compress_job(&p, br)], &Lines::default());
+    let best_bytes = fs::read(copy(&best, &p, Kind::Coded(Coding::Br))).unwrap();
+    let mut s = settings(&cache);
+    s.levels.brotli_quality = 9;
+    s.fast_levels = Some(gdn_core::publish::encode::Levels {
+        brotli_quality: 1,
+        ..fast()
+    });
+    let lines = Lines::default();
+    run_over(&s, vec![compress_job(&p, br)], &lines);
+    let made = copy(&s, &p, Kind::Coded(Coding::Br));
+    let first = fs::read(&made).unwrap();
+    assert!(first != best_bytes, "made fast first");
+    let inode = fs::metadata(&made).unwrap().ino();
+    // Not served in that run: nothing is made again at the next start.
+    let touch = record(&Job::Touch {
+        source: source(&p),
+        kind: Kind::Coded(Coding::Br),
+    });
+    run_over(&s, vec![touch.clone()], &lines);
+    assert!(
+        fs::read(&made).unwrap() == first,
+        "fast copies are known per run"
+    );
+    // Made and served in one run: made again at the best level, a new file.
+    fs::remove_file(&made).unwrap();
+    let events = Events::default();
+    std::thread::scope(|scope| {
+        let mut tx = running(scope, &s, &lines, &events);
+        tx.write_all(&compress_job(&p, br)).unwrap();
+        wait_until("the fast copy", || made.exists());
+        tx.write_all(&touch).unwrap();
+    });
+    assert!(
+        fs::read(&made).unwrap() == best_bytes,
+        "made again at the best level"
+    );
+    assert_ne!(fs::metadata(&made).unwrap().ino(), inode);
+    assert_eq!(lines.count(Level::Warn, ""), 0);
 }
