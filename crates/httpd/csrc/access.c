@@ -301,6 +301,7 @@ static const char *directive_refusal(apr_pool_t *p, const ap_directive_t *d)
 
 struct scan {
     apr_pool_t *p;
+    int edits_headers;      /* a RequestHeader, or an override that may add one */
     const char *global;     /* a refusal outside every <VirtualHost> */
     apr_hash_t *vhosts;     /* "file:line" of a <VirtualHost> -> refusal */
 };
@@ -319,6 +320,12 @@ static void scan_tree(struct scan *sc, const ap_directive_t *d,
         const char *why;
         if (!strcasecmp(d->directive, "<VirtualHost")) {
             key = apr_psprintf(sc->p, "%s:%d", d->filename, d->line_num);
+        }
+        if (!strcasecmp(d->directive, "RequestHeader")
+            || ((!strcasecmp(d->directive, "AllowOverride")
+                 || !strcasecmp(d->directive, "AllowOverrideList"))
+                && strcasecmp(first_word(sc->p, d->args), "None"))) {
+            sc->edits_headers = 1;
         }
         why = directive_refusal(sc->p, d);
         if (why) {
@@ -413,9 +420,10 @@ static const char *global_refusal = "the configuration not read yet";
 
 static apr_hash_t *server_refusal; /* server_rec* -> refusal */
 
-/* Whether a module that may edit a request's headers after they are read
- * (mod_headers' `RequestHeader`) is loaded: then the headers as read are
- * kept for every request, for its siblings' twins. */
+/* Whether a request's headers may be edited after they are read
+ * (mod_headers loaded, and a `RequestHeader` configured or an override
+ * that may add one): then the headers as read are kept for every
+ * request, for its siblings' twins. */
 static int headers_edited;
 
 static int module_loaded(const char *name)
@@ -431,7 +439,7 @@ static int module_loaded(const char *name)
 
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
 {
-    struct scan sc = {pconf, NULL, apr_hash_make(pconf)};
+    struct scan sc = {pconf, 0, NULL, apr_hash_make(pconf)};
     server_rec *s;
     unknown_handler = unknown_handler_module(pconf);
     scan_tree(&sc, ap_conftree, NULL);
@@ -452,7 +460,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
             apr_hash_set(server_refusal, k, sizeof(*k), why);
         }
     }
-    headers_edited = module_loaded("mod_headers.c");
+    headers_edited = sc.edits_headers && module_loaded("mod_headers.c");
     gdn_learn_literal_sections(pconf, main_server);
 }
 
@@ -713,11 +721,10 @@ static int is_sibling_check(const request_rec *r)
 }
 
 /* post_read_request, first of all: the headers as read, kept where a
- * module may edit them later and siblings may be asked of Apache. */
+ * module may edit them later. */
 static int keep_headers_as_read(request_rec *r)
 {
-    if (headers_edited && !r->main && !r->prev && !is_sibling_check(r)
-        && gdn_short_answer_refused(r)) {
+    if (headers_edited && !r->main && !r->prev && !is_sibling_check(r)) {
         apr_pool_userdata_setn(apr_table_copy(r->pool, r->headers_in),
                                HEADERS_NOTE, NULL, r->pool);
     }
