@@ -4,7 +4,14 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind)
+# What the tests use (scripts/test installs them); scripts/install
+# installs none of them: building needs only BUILD_NEEDS below.
+APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli python3-zstandard bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind debootstrap rpm cpio build-essential libssl-dev libbrotli-dev zlib1g-dev libnghttp2-dev)
+# The oldest Rust that builds the project (rust-version in Cargo.toml),
+# and what building the module needs besides, for each family of systems
+# (scripts/install names them, never installs them).
+RUST_MIN="$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$ROOT/Cargo.toml")"
+BUILD_NEEDS="apache2-dev libclang-dev (Debian, Ubuntu) or httpd-devel clang-devel (RHEL, AlmaLinux, Rocky), and Rust $RUST_MIN or newer"
 
 as_root() {
     if [ "$(id -u)" -eq 0 ]; then "$@"
@@ -35,13 +42,25 @@ ensure_packages() {
         [ -z "$guard" ] || as_root rm -f "$guard"
         [ "$rc" -eq 0 ] || return "$rc"
     fi
+    ensure_cargo
+}
+
+# Puts cargo on PATH (rustup's places) or says how to get it.
+ensure_cargo() {
     if ! command -v cargo >/dev/null 2>&1; then
         for d in "$HOME/.cargo/bin" /root/.cargo/bin /usr/local/cargo/bin; do
             [ -x "$d/cargo" ] && export PATH="$d:$PATH" && break
         done
     fi
-    command -v cargo >/dev/null 2>&1 || { echo "cargo (Rust) is required" >&2; exit 1; }
+    command -v cargo >/dev/null 2>&1 || {
+        echo "cargo (Rust $RUST_MIN or newer) is required: see README.md, \"Building from source\"" >&2
+        exit 1
+    }
 }
+
+# apxs, the one program that names the httpd to build for and install
+# into: APXS, else the first on PATH.
+APXS="${APXS:-apxs}"
 
 # Builds the module and the tools, and writes the publish tool's manual
 # pages and bash completion into DOCS (see src/bin/gzip-disk-ng-docs.rs).
@@ -255,4 +274,36 @@ apache_wait() {
 #   apache_stop WORK
 apache_stop() {
     if [ -f "$1/httpd.pid" ]; then kill "$(cat "$1/httpd.pid")" 2>/dev/null || true; fi
+}
+
+# Prints [package.metadata.deb] of Cargo.toml, with the package's version
+# and description, as shell assignments (NAME, VERSION, MAINTAINER,
+# SECTION, PRIORITY, DEPENDS, SUMMARY, EXTENDED, SCRIPTS, CHANGELOG, and
+# the arrays ASSETS, each "SRC DEST MODE", and CONFFILES). Cargo reads the
+# table (`cargo metadata`), so any python3 (RHEL 9 has 3.9) parses its JSON.
+package_table() {
+    ensure_cargo
+    (cd "$ROOT" && cargo metadata --format-version 1 --no-deps --locked) | python3 -c '
+import json, shlex, sys
+pkg = next(p for p in json.load(sys.stdin)["packages"] if p["name"] == "gzip-disk-ng")
+deb = pkg["metadata"]["deb"]
+def out(name, value):
+    print(name + "=" + shlex.quote(value))
+out("NAME", deb["name"]); out("VERSION", pkg["version"])
+out("MAINTAINER", deb["maintainer"]); out("SECTION", deb["section"])
+out("PRIORITY", deb["priority"]); out("DEPENDS", deb["depends"])
+out("SUMMARY", pkg["description"]); out("EXTENDED", deb["extended-description"])
+out("SCRIPTS", deb["maintainer-scripts"]); out("CHANGELOG", deb["changelog"])
+print("ASSETS=(" + " ".join(shlex.quote(" ".join(a)) for a in deb["assets"]) + ")")
+print("CONFFILES=(" + " ".join(shlex.quote(c) for c in deb["conf-files"]) + ")")
+'
+}
+
+# Where the platform tests keep what is safe to reuse between runs (a
+# Debian root's tarball, an httpd build): /var/cache/gzip-disk-ng-test as
+# root, else target/platform-cache. Prints the directory, made.
+test_cache() {
+    local d=/var/cache/gzip-disk-ng-test
+    [ "$(id -u)" -eq 0 ] || d="$ROOT/target/platform-cache"
+    mkdir -p "$d" && echo "$d"
 }

@@ -5,8 +5,6 @@
 mod common;
 
 use common::*;
-use gdn_core::coding::Coding;
-use gdn_core::decode::decode_all;
 use std::fs;
 use std::os::unix::fs::symlink;
 use std::path::Path;
@@ -147,7 +145,7 @@ fn directory_index_served_from_a_sibling() {
     assert_eq!(r.status, 200);
     assert_eq!(r.coding(), Some("gzip"));
     assert_eq!(r.header("Content-Type"), Some("text/html"));
-    assert_eq!(decode_all(Coding::Gzip, &r.body).unwrap(), page(9_000, 6));
+    assert_eq!(r.decoded(), page(9_000, 6));
     let r = a.get("/", None);
     assert_eq!(r.body, page(9_000, 6));
     let r = a.get("/b/", Some("br"));

@@ -220,11 +220,14 @@ fn a_decoded_sibling_carries_its_contents_digest_once_learned() {
         let r = seen.unwrap_or_else(|| panic!("no Repr-Digest in 40 decodes ({want:?})"));
         let head: Vec<&str> = ["-I"].into_iter().chain(args.iter().copied()).collect();
         let tag = format!("If-None-Match: {}", r.header("ETag").expect("ETag"));
+        // HEAD and 304 carry it too, from a child that has decoded once
+        // (another may not know it yet): present within 40 requests.
         for extra in [head, [args.clone(), vec!["-H", &tag]].concat()] {
-            let r = a.request("/only.html", &extra);
-            if let Some(d) = r.header("Repr-Digest") {
-                assert_eq!(d, expect, "{extra:?}");
-            }
+            let r = (0..40)
+                .map(|_| a.request("/only.html", &extra))
+                .find(|r| r.header("Repr-Digest").is_some())
+                .unwrap_or_else(|| panic!("no Repr-Digest in 40 requests ({extra:?})"));
+            assert_eq!(r.header("Repr-Digest"), Some(expect.as_str()), "{extra:?}");
         }
     }
     let r = (0..40)

@@ -1,20 +1,24 @@
 //! A fleet: two and three real Apaches with on-demand compression behind a real
-//! HAProxy balancing round-robin, sharing one cache root, with (i) one
-//! shared docroot and (ii) a docroot copied to each server (`cp -a`: new
-//! inodes and ctimes, the mtimes kept, as `rsync -t` deploys). A
-//! browser-like client (Accept-Encoding with dcz and dcb, the site
-//! dictionary the pages link fetched and announced) visits the pages
-//! through the balancer. Every body decodes to the page; every server's
-//! compressor made copies and every server served them (no standby);
-//! the share of pages that came as deltas is at least 95 % of what one
-//! server alone gives in the same test; all servers link and serve the
-//! same site dictionary, under a URL that names its content.
+//! HAProxy balancing round-robin, (i) sharing one cache root, with one
+//! shared docroot or a docroot copied to each server (`cp -a`: new
+//! inodes and ctimes, the mtimes kept, as `rsync -t` deploys), and (ii)
+//! each with a cache root of its own and a copied docroot, talking to no
+//! other. A browser-like client (Accept-Encoding with dcz and dcb, the
+//! site dictionary the pages link fetched and announced; a 404 for it is
+//! never held) visits the pages through the balancer. Every body decodes
+//! to the page; every server's compressor made copies and every server
+//! served them (no standby); the share of pages that came as deltas is
+//! at least 95 % of what one server alone gives in the same test; all
+//! servers link and serve the same site dictionary, under a URL that
+//! names its content. A deploy half done (one server's copy of a page
+//! changed) serves no wrong body, keeps the deltas of a client holding
+//! the dictionary from before, and recovers within a training period
+//! once every server has the same files.
 
 mod common;
 
 use base64::Engine as _;
 use common::*;
-use gdn_core::publish::delta_codec;
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -73,6 +77,18 @@ fn fill(docroot: &Path, pages: &[Page]) {
     }
 }
 
+/// The training period the servers judge and choose the pages in.
+const PERIOD: u64 = 2;
+
+/// How the servers keep their copies.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cache {
+    /// One cache root all write (a shared filesystem).
+    Shared,
+    /// A cache root each, on its own disk.
+    Own,
+}
+
 /// How the servers get their files.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Docroot {
@@ -82,20 +98,22 @@ enum Docroot {
     Copied,
 }
 
-/// The lines every server of the fleet has: the shared cache root, the
-/// site dictionary, the metrics.
+/// The lines every server of the fleet has: its cache root, the site
+/// dictionary and its training period, the metrics.
 fn server_lines(cache: &Path) -> String {
     format!(
         "GzipDiskNgCacheRoot {}\nGzipDiskNgSiteDictionary {DICTIONARY}\n\
+         <IfDirective GzipDiskNgSiteDictionaryPeriod>\nGzipDiskNgSiteDictionaryPeriod {PERIOD}\n</IfDirective>\n\
          <Location /metrics>\nSetHandler gzip-disk-ng-metrics\n</Location>\n",
         cache.display()
     )
 }
 
-/// A server of the fleet over `shared` (holding `docs` and `cache`).
-fn server(shared: &Path, docroot: Docroot) -> Apache {
+/// A server of the fleet over `shared` (holding `docs`), with the cache
+/// root `cache`.
+fn server(shared: &Path, docroot: Docroot, cache: &Path) -> Apache {
     let on_demand = "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On";
-    let mut server = server_lines(&shared.join("cache"));
+    let mut server = server_lines(cache);
     let docs = shared.join("docs");
     if docroot == Docroot::Shared {
         server += &format!(
@@ -257,9 +275,9 @@ fn visit(url_of: &dyn Fn(&str) -> String, pages: &[Page]) -> usize {
         let r = get(&url_of(&p.path), &hs);
         assert_eq!(r.status, 200, "{}: {r:?}", p.path);
         let body = match (r.coding(), &held) {
-            (Some("dcz" | "dcb"), Some((_, d))) => {
+            (Some(c @ ("dcz" | "dcb")), Some((_, d))) => {
                 deltas += 1;
-                delta_codec::decode(d, &r.body)
+                oracle_decode_delta(c, d, &r.body)
                     .unwrap_or_else(|e| panic!("{}: a delta that does not decode: {e}", p.path))
             }
             _ => r.decoded(),
@@ -267,12 +285,34 @@ fn visit(url_of: &dyn Fn(&str) -> String, pages: &[Page]) -> usize {
         assert!(body == p.html, "{}: decodes to something else", p.path);
         let link = linked_dictionary(&r);
         if let Some(url) = link.filter(|u| held.as_ref().is_none_or(|(h, _)| h != u)) {
-            let d = get(&url_of(&url), &[]);
-            assert_eq!(d.status, 200, "{url}: {d:?}");
-            held = Some((url, d.body));
+            if let Some(d) = fetch_dictionary(&url_of(&url)) {
+                held = Some((url, d));
+            }
         }
     }
     deltas
+}
+
+/// A linked dictionary as a browser fetches it: its bytes, or `None` for
+/// a 404 (another server's dictionary this one does not keep), which
+/// must tell no one to keep it.
+fn fetch_dictionary(url: &str) -> Option<Vec<u8>> {
+    let d = get(url, &[]);
+    if d.status == 404 {
+        assert!(
+            d.header("Use-As-Dictionary").is_none(),
+            "{url}: a 404 to keep"
+        );
+        let cc = d.header("Cache-Control").unwrap_or_default();
+        assert!(
+            cc.contains("no-store"),
+            "{url}: a 404 with Cache-Control {cc:?}"
+        );
+        return None;
+    }
+    assert_eq!(d.status, 200, "{url}: {d:?}");
+    assert!(d.header("Use-As-Dictionary").is_some(), "{url}");
+    Some(d.body)
 }
 
 /// The best of `rounds` visits (the compressor makes a delta on the
@@ -304,49 +344,81 @@ fn one_server(pages: &[Page]) -> (usize, u64) {
     let shared = world_readable_tempdir();
     fill(&shared.path().join("docs"), pages);
     make_cache_root(&shared.path().join("cache"));
-    let a = server(shared.path(), Docroot::Copied);
+    let a = server(shared.path(), Docroot::Copied, &shared.path().join("cache"));
     let url_of = |p: &str| a.url(p);
-    warm(&url_of, pages);
+    let linked = warm(&url_of, pages);
     let rate = delta_rate(&url_of, pages);
+    savings(&url_of, pages, &linked);
     a.assert_no_crash();
     (rate, made(&a))
 }
 
-/// `n` servers behind the balancer: the fleet's delta rate and the
-/// copies they made, after checking every server worked and all agree
-/// on the dictionary.
-fn fleet(pages: &[Page], docroot: Docroot, n: usize) -> (usize, u64) {
-    let shared = world_readable_tempdir();
-    fill(&shared.path().join("docs"), pages);
-    let cache: PathBuf = shared.path().join("cache");
-    make_cache_root(&cache);
-    let servers: Vec<Apache> = (0..n).map(|_| server(shared.path(), docroot)).collect();
-    let refs: Vec<&Apache> = servers.iter().collect();
-    let front = Balancer::start(&refs);
-    let url_of = |p: &str| front.url(p);
-    let linked = warm(&url_of, pages);
-    let rate = delta_rate(&url_of, pages);
-    for s in &servers {
+/// Prints what the site dictionary saves: the median page's dcz and dcb
+/// size over its br copy's, and the dictionary's size in br.
+fn savings(url_of: &dyn Fn(&str) -> String, pages: &[Page], linked: &str) {
+    let dictionary = get(&url_of(linked), &[]).body;
+    let dict_br = get(&url_of(linked), &["Accept-Encoding: br"]).body.len();
+    let mut ratios = [Vec::new(), Vec::new()];
+    for p in pages {
+        let br = get(&url_of(&p.path), &["Accept-Encoding: br"]);
+        assert_eq!(br.coding(), Some("br"), "{}", p.path);
+        for (i, d) in ["dcz", "dcb"].iter().enumerate() {
+            let hs = [format!("Accept-Encoding: {d}"), available(&dictionary)];
+            let hs: Vec<&str> = hs.iter().map(String::as_str).collect();
+            let r = get(&url_of(&p.path), &hs);
+            if r.coding() == Some(d) {
+                ratios[i].push(r.body.len() as f64 / br.body.len() as f64);
+            }
+        }
+    }
+    for r in &mut ratios {
+        r.sort_by(f64::total_cmp);
+    }
+    let median = |r: &[f64]| r.get(r.len() / 2).copied().unwrap_or(f64::NAN);
+    eprintln!(
+        "site dictionary of {} pages: {} bytes ({dict_br} in br); median page dcz/br {:.3} ({} pages), dcb/br {:.3} ({} pages)",
+        pages.len(),
+        dictionary.len(),
+        median(&ratios[0]),
+        ratios[0].len(),
+        median(&ratios[1]),
+        ratios[1].len()
+    );
+}
+
+/// `n` servers over `shared`, with the docroot and cache roots as said.
+fn servers(shared: &Path, docroot: Docroot, cache: Cache, n: usize) -> Vec<Apache> {
+    (0..n)
+        .map(|i| {
+            let root: PathBuf = match cache {
+                Cache::Shared => shared.join("cache"),
+                Cache::Own => shared.join(format!("cache{i}")),
+            };
+            if i == 0 || cache == Cache::Own {
+                make_cache_root(&root);
+            }
+            server(shared, docroot, &root)
+        })
+        .collect()
+}
+
+/// Checks that every server links `linked` and serves the same bytes for
+/// it; those bytes.
+fn one_dictionary(servers: &[Apache], pages: &[Page], linked: &str, what: &str) -> Vec<u8> {
+    for s in servers {
         let r = s.get(&pages[1].path, Some("zstd, br, gzip"));
         assert_eq!(
             linked_dictionary(&r).as_deref(),
-            Some(linked.as_str()),
-            "{docroot:?}: one URL"
+            Some(linked),
+            "{what}: one URL"
         );
-        assert!(
-            made(s) > 0,
-            "{docroot:?}: a compressor made nothing\n{}",
-            s.error_log()
-        );
-        assert!(served_cached(s) > 0, "{docroot:?}: a server served no copy");
-        s.assert_no_crash();
     }
-    let dictionaries: Vec<Response> = servers.iter().map(|s| s.get(&linked, None)).collect();
+    let dictionaries: Vec<Response> = servers.iter().map(|s| s.get(linked, None)).collect();
     for d in &dictionaries {
-        assert_eq!(d.status, 200, "{linked}");
+        assert_eq!(d.status, 200, "{what}: {linked}");
         assert!(
             d.body == dictionaries[0].body,
-            "{docroot:?}: two dictionaries at {linked}"
+            "{what}: two dictionaries at {linked}"
         );
         let cc = d.header("Cache-Control").unwrap_or_default();
         assert!(cc.contains("immutable"), "{linked}: Cache-Control: {cc:?}");
@@ -356,11 +428,37 @@ fn fleet(pages: &[Page], docroot: Docroot, n: usize) -> (usize, u64) {
         site_dictionary_url(DICTIONARY, &dictionaries[0].body),
         "the URL names the content"
     );
+    dictionaries[0].body.clone()
+}
+
+/// `n` servers behind the balancer: the fleet's delta rate and the
+/// copies they made, after checking every server worked and all agree
+/// on the dictionary.
+fn fleet(pages: &[Page], docroot: Docroot, cache: Cache, n: usize) -> (usize, u64) {
+    let shared = world_readable_tempdir();
+    fill(&shared.path().join("docs"), pages);
+    let servers = servers(shared.path(), docroot, cache, n);
+    let refs: Vec<&Apache> = servers.iter().collect();
+    let front = Balancer::start(&refs);
+    let url_of = |p: &str| front.url(p);
+    let linked = warm(&url_of, pages);
+    let rate = delta_rate(&url_of, pages);
+    let what = format!("{docroot:?} docroot, {cache:?} cache");
+    let dictionary = one_dictionary(&servers, pages, &linked, &what);
+    for s in &servers {
+        assert!(
+            made(s) > 0,
+            "{what}: a compressor made nothing\n{}",
+            s.error_log()
+        );
+        assert!(served_cached(s) > 0, "{what}: a server served no copy");
+        s.assert_no_crash();
+    }
     let made_each: Vec<u64> = servers.iter().map(made).collect();
     let served_each: Vec<usize> = servers.iter().map(served_cached).collect();
     eprintln!(
-        "fleet of {n} ({docroot:?}): {rate}/{PAGES} deltas; copies made {made_each:?}, served from the cache {served_each:?}; dictionary {linked} ({} bytes)",
-        dictionaries[0].body.len()
+        "fleet of {n} ({what}): {rate}/{PAGES} deltas; copies made {made_each:?}, served from the cache {served_each:?}; dictionary {linked} ({} bytes)",
+        dictionary.len()
     );
     (rate, made_each.iter().sum())
 }
@@ -380,7 +478,7 @@ fn servers_behind_a_balancer_get_one_servers_savings() {
         (2, Docroot::Copied),
         (3, Docroot::Copied),
     ] {
-        let (rate, made) = fleet(&pages, docroot, n);
+        let (rate, made) = fleet(&pages, docroot, Cache::Shared, n);
         assert!(
             rate * 100 >= one * 95,
             "{n} servers, {docroot:?}: {rate}/{PAGES} deltas through the balancer, {one}/{PAGES} from one server"
@@ -390,5 +488,153 @@ fn servers_behind_a_balancer_get_one_servers_savings() {
             made * 4 <= one_made * 5,
             "{n} servers, {docroot:?}: {made} copies made by the fleet, {one_made} by one server"
         );
+    }
+}
+
+/// Servers with a cache root each and copied docroots, which share
+/// nothing and never talk, train the same site dictionary from the same
+/// files: every one links and serves the same URL, and a client through
+/// the balancer gets deltas as from one server.
+#[test]
+fn servers_with_their_own_cache_roots_train_one_dictionary() {
+    assert!(
+        Path::new(HAPROXY).exists(),
+        "{HAPROXY} not installed: scripts/test installs it"
+    );
+    let pages = pages();
+    let (one, _) = one_server(&pages);
+    eprintln!("one server: {one}/{PAGES} deltas");
+    assert!(one > PAGES / 2, "one server: {one}/{PAGES} deltas");
+    for (n, docroot) in [
+        (2, Docroot::Copied),
+        (3, Docroot::Copied),
+        (2, Docroot::Shared),
+    ] {
+        let (rate, _) = fleet(&pages, docroot, Cache::Own, n);
+        assert!(
+            rate * 100 >= one * 95,
+            "{n} servers, {docroot:?} docroot, own cache roots: {rate}/{PAGES} deltas through the balancer, {one}/{PAGES} from one server"
+        );
+    }
+}
+
+/// The pages as server `i` has them in a deploy half done: `changed`'s
+/// page is new on server 0 only.
+fn page_on(pages: &[Page], changed: usize, server: usize, new: &[u8], path: &str) -> Vec<u8> {
+    match pages.iter().position(|p| p.path == path) {
+        Some(i) if i == changed && server == 0 => new.to_vec(),
+        Some(i) => pages[i].html.clone(),
+        None => Vec::new(),
+    }
+}
+
+/// A deploy half done: server 0's copy of one page changes. Its next
+/// training makes another dictionary, which server 1 does not have; no
+/// body is ever wrong, a client holding the dictionary from before keeps
+/// getting deltas of the pages that did not change from both servers
+/// (and is linked to what it holds), the other server answers the new
+/// dictionary's URL with a 404 no one keeps, and once server 1 has the
+/// same files both link and serve one dictionary again within a period.
+#[test]
+fn a_deploy_half_done_loses_deltas_only_for_what_changed() {
+    let pages = pages();
+    let shared = world_readable_tempdir();
+    fill(&shared.path().join("docs"), &pages);
+    let servers = servers(shared.path(), Docroot::Copied, Cache::Own, 2);
+    let refs: Vec<&Apache> = servers.iter().collect();
+    let front = Balancer::start(&refs);
+    let url_of = |p: &str| front.url(p);
+    let before = warm(&url_of, &pages);
+    let old = one_dictionary(&servers, &pages, &before, "before the deploy");
+    // Server 0 gets the new version of one page.
+    let changed = 5;
+    let mut new = pages[changed].html.clone();
+    new.extend_from_slice(b"<p>A paragraph the new release adds to this page only.</p>\n");
+    put(&servers[0].docroot, &pages[changed].path[1..], &new);
+    let after = poll("server 0's next dictionary", || {
+        let r = servers[0].get(&pages[1].path, Some("br"));
+        linked_dictionary(&r).filter(|l| *l != before)
+    });
+    assert_eq!(
+        servers[1].get(&after, None).status,
+        404,
+        "server 1 cannot have server 0's new dictionary"
+    );
+    assert!(fetch_dictionary(&servers[1].url(&after)).is_none());
+    // A client holding the dictionary from before, through the balancer:
+    // every body is a version some server has; every unchanged page
+    // comes as a delta (its first request on a server may be answered
+    // while the delta is made: the best of a few visits).
+    let mut best = 0;
+    let deadline = Instant::now() + WAIT;
+    while best < PAGES - 1 && Instant::now() < deadline {
+        let mut unchanged_deltas = 0;
+        for (i, p) in pages.iter().enumerate() {
+            let hs = [AE_BROWSER.to_string(), available(&old)];
+            let hs: Vec<&str> = hs.iter().map(String::as_str).collect();
+            let r = get(&url_of(&p.path), &hs);
+            assert_eq!(r.status, 200, "{}: {r:?}", p.path);
+            let body = match r.coding() {
+                Some("dcz" | "dcb") => {
+                    if i != changed {
+                        unchanged_deltas += 1;
+                    }
+                    r.decoded_delta(&old)
+                }
+                _ => r.decoded(),
+            };
+            let ok = (0..2).any(|s| body == page_on(&pages, changed, s, &new, &p.path));
+            assert!(ok, "{}: decodes to no version of the page", p.path);
+            // Linked to what it holds, on either server.
+            assert_eq!(
+                linked_dictionary(&r).as_deref(),
+                Some(before.as_str()),
+                "{}",
+                p.path
+            );
+        }
+        best = best.max(unchanged_deltas);
+    }
+    eprintln!(
+        "deploy half done: {best}/{} unchanged pages as deltas",
+        PAGES - 1
+    );
+    assert_eq!(best, PAGES - 1, "unchanged pages lost their deltas");
+    // The deploy completes: within a training period (and the time a
+    // training takes), both link and serve one dictionary again.
+    put(&servers[1].docroot, &pages[changed].path[1..], &new);
+    let mtime = fs::metadata(servers[0].docroot.join(&pages[changed].path[1..]))
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    fs::File::options()
+        .write(true)
+        .open(servers[1].docroot.join(&pages[changed].path[1..]))
+        .and_then(|f| f.set_modified(mtime))
+        .expect("set mtime");
+    let done = Instant::now();
+    poll("one dictionary again", || {
+        let links: Vec<_> = servers
+            .iter()
+            .map(|s| linked_dictionary(&s.get(&pages[1].path, Some("br"))))
+            .collect();
+        (links[0].is_some() && links.iter().all(|l| *l == links[0])).then_some(())
+    });
+    let took = done.elapsed();
+    eprintln!("deploy done: one dictionary again after {took:?}");
+    // Every process of both servers links it a second later at most.
+    std::thread::sleep(Duration::from_millis(1500));
+    assert!(
+        took <= Duration::from_secs(PERIOD * 3 + 5),
+        "{took:?} to agree again, with a training period of {PERIOD} s"
+    );
+    let linked = linked_dictionary(&servers[0].get(&pages[1].path, Some("br"))).unwrap_or_default();
+    let mut now_pages = pages;
+    now_pages[changed].html = new;
+    one_dictionary(&servers, &now_pages, &linked, "after the deploy");
+    let rate = delta_rate(&url_of, &now_pages);
+    eprintln!("after the deploy: {rate}/{PAGES} deltas");
+    assert!(rate >= PAGES - 2, "after the deploy: {rate}/{PAGES} deltas");
+    for s in &servers {
+        s.assert_no_crash();
     }
 }

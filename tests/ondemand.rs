@@ -8,16 +8,17 @@
 //! not compressed; the compressor killed and restarted; the channel
 //! without a name; `apache2 -t` on bad cache roots, and its warning when
 //! the server's user cannot use one; unwritable and full
-//! caches; two instances on one cache root; planted copies and roots
+//! caches; two instances on one cache root (copies named by the bytes
+//! they were made from); planted copies and roots
 //! others can write; the size limit after each job.
 
 mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use mod_gzip_disk_ng::ondemand::key::{copy_name, path_key, Kind, NameBuf, Version};
+use gdn_core::dictionary;
+use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf};
 use std::fs;
-use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -32,9 +33,39 @@ fn on_demand(mpm: Mpm) -> Options {
     Options {
         mpm,
         dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
-        server: "GzipDiskNgCacheRoot {docroot}/../cache".into(),
+        server: format!("GzipDiskNgCacheRoot {{docroot}}/../cache{METRICS}"),
         ..Options::default()
     }
+}
+
+/// The metrics handler, whose counters tell when the compressor is done.
+const METRICS: &str = "\n<Location /metrics>\n    SetHandler gzip-disk-ng-metrics\n</Location>";
+
+/// Waits until the compressor has settled every copy it was sent (made,
+/// not worth it, or failed), by the module's own counters: what those
+/// jobs would write or log has then been written (a failure is counted
+/// before its warning is logged: see `settled_then_warnings`).
+fn wait_jobs_settled(a: &Apache) {
+    let m = |s: &str| {
+        metric(
+            a,
+            &format!("gzip_disk_ng_ondemand_copies_total{{state=\"{s}\"}}"),
+        )
+    };
+    wait_for("every copy sent to the compressor settled", || {
+        let queued = m("queued");
+        queued > 0 && m("done") + m("not_worth") + m("failed") >= queued
+    });
+}
+
+/// The compressor's warnings once every job settled and the first
+/// warning was logged (its jobs count a failure, then log it).
+fn settled_then_warnings(a: &Apache) -> Vec<String> {
+    wait_jobs_settled(a);
+    wait_for("a compressor warning", || {
+        !compressor_warnings(a).is_empty()
+    });
+    compressor_warnings(a)
 }
 
 /// Fills the docroot with `files` and makes the cache root, writable by
@@ -209,7 +240,7 @@ fn incompressible_tiny_and_off_scope_files_are_never_cached() {
     wait_for("noise judged", || {
         copies(&cache_of(&a)).iter().any(|(_, n)| *n == 0)
     });
-    std::thread::sleep(Duration::from_millis(500));
+    wait_jobs_settled(&a);
     let all = copies(&cache_of(&a));
     assert!(all.iter().all(|(_, n)| *n == 0), "{all:?}");
     let r = a.get("/noise.bin", Some("zstd, br, gzip"));
@@ -473,7 +504,7 @@ fn an_unwritable_cache_warns_once_and_requests_go_on() {
     let mut opts = on_demand(Mpm::Event);
     // A cache root that is a directory no one can write below: its
     // fan-out directories are files.
-    opts.server = "GzipDiskNgCacheRoot {docroot}/../cache".into();
+    opts.server = format!("GzipDiskNgCacheRoot {{docroot}}/../cache{METRICS}");
     let a = Apache::start(opts, |d| {
         fill(d, &[("u.html", &data), ("v.html", &data[..30_000])]);
         for i in 0..256 {
@@ -485,9 +516,10 @@ fn an_unwritable_cache_warns_once_and_requests_go_on() {
             let r = a.get(p, Some("gzip"));
             assert_eq!((r.status, r.header("Content-Encoding")), (200, None));
         }
-        std::thread::sleep(Duration::from_millis(200));
+        // Each round's jobs done before the next asks again.
+        wait_jobs_settled(&a);
     }
-    let warn = compressor_warnings(&a);
+    let warn = settled_then_warnings(&a);
     assert_eq!(warn.len(), 1, "{warn:#?}");
     a.assert_no_crash();
 }
@@ -527,12 +559,12 @@ fn republished_in_place_while_clients_run_every_body_is_a_version_and_its_etag_i
                     let body = r.decoded();
                     let v = versions.iter().position(|v| *v == body);
                     let v = v.unwrap_or_else(|| panic!("{ae}: a body that was never published"));
-                    if let Some(tag) = r.header("ETag") {
-                        let key = format!("{tag} {}", r.coding().unwrap_or("identity"));
-                        let mut seen = seen.lock().unwrap();
-                        let was = *seen.entry(key.clone()).or_insert(v);
-                        assert_eq!(was, v, "{key} named two versions");
-                    }
+                    let tag = r.header("ETag").unwrap_or_else(|| panic!("{ae}: no ETag"));
+                    let key = format!("{tag} {}", r.coding().unwrap_or("identity"));
+                    let mut seen = seen.lock().unwrap();
+                    let was = *seen.entry(key.clone()).or_insert(v);
+                    assert_eq!(was, v, "{key} named two versions");
+                    drop(seen);
                     i += 1;
                 }
             });
@@ -584,9 +616,9 @@ fn a_full_cache_warns_once_and_requests_go_on() {
             assert_eq!(r.status, 200);
             assert!(r.decoded() == *d, "{n}");
         }
-        std::thread::sleep(Duration::from_millis(300));
+        wait_jobs_settled(&a);
     }
-    let warn = compressor_warnings(&a);
+    let warn = settled_then_warnings(&a);
     assert_eq!(warn.len(), 1, "{warn:#?}");
     assert!(warn[0].contains("No space left"), "{}", warn[0]);
     a.assert_no_crash();
@@ -600,21 +632,15 @@ fn noise_page(i: usize) -> Vec<u8> {
 }
 
 /// Names of the cache's copies made from the file `name` in the docroot
-/// `d` (its path key is the first field of a copy's name).
+/// `d` (the SHA-256 of its bytes begins a copy's name).
 fn copies_of(cache: &Path, d: &Path, name: &str) -> Vec<String> {
-    let p = d.join(name);
-    let key = path_key(
-        b"localhost",
-        d.as_os_str().as_bytes(),
-        p.as_os_str().as_bytes(),
-    );
-    let key = format!("{key:x}");
+    let key = dictionary::to_hex(&dictionary::hash(&fs::read(d.join(name)).expect("file")));
     copies(cache)
         .into_iter()
         .map(|(name, _)| name)
         .filter(|name| {
             let file = name.rsplit('/').next().unwrap_or_default();
-            file.split('-').next() == Some(key.as_str())
+            file.split('.').next() == Some(key.as_str())
         })
         .collect()
 }
@@ -648,12 +674,16 @@ fn two_instances_share_a_cache_root_and_both_make_copies() {
         a.get("/one.html", Some("zstd")).coding() == Some("zstd")
     });
     assert!(a.last_access_ends_with("zstd cached"), "{}", a.access_log());
+    // The second learns the digest of its own file once (its compressor
+    // reads it), then serves the copy the first made of those bytes.
+    let made = copy_at(&cache, &a.docroot, "one.html", Kind::Coded(Coding::Zstd));
+    let inode = |p: &Path| std::os::unix::fs::MetadataExt::ino(&fs::metadata(p).expect("copy"));
+    let first = inode(&made);
+    wait_for("the first's copy, served by the second", || {
+        b.get("/one.html", Some("zstd")).coding() == Some("zstd")
+    });
     let r = b.get("/one.html", Some("zstd"));
-    assert_eq!(
-        r.coding(),
-        Some("zstd"),
-        "the first's copy, served by the second"
-    );
+    assert_eq!(inode(&made), first, "the first's copy, not one of its own");
     assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"));
     assert!(r.decoded() == one);
     assert!(b.last_access_ends_with("zstd cached"), "{}", b.access_log());
@@ -662,11 +692,16 @@ fn two_instances_share_a_cache_root_and_both_make_copies() {
         b.get("/two.html", Some("br")).coding() == Some("br")
     });
     assert!(!copies_of(&cache, &b.docroot, "two.html").is_empty());
+    let made = copy_at(&cache, &b.docroot, "two.html", Kind::Coded(Coding::Br));
+    let second = inode(&made);
+    wait_for("the second's copy, served by the first", || {
+        a.get("/two.html", Some("br")).coding() == Some("br")
+    });
     let r = a.get("/two.html", Some("br"));
     assert_eq!(
-        r.coding(),
-        Some("br"),
-        "the second's copy, served by the first"
+        inode(&made),
+        second,
+        "the second's copy, not one of its own"
     );
     assert!(r.decoded() == two);
     for s in [&a, &b] {
@@ -733,16 +768,10 @@ fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag()
 }
 
 /// The copy name of `kind` for the file `name` in the docroot `d` (the
-/// harness's server, `ServerName localhost`), under the cache root.
+/// SHA-256 of its bytes), under the cache root.
 fn copy_at(cache: &Path, d: &Path, name: &str, kind: Kind) -> PathBuf {
-    let p = d.join(name);
-    let key = path_key(
-        b"localhost",
-        d.as_os_str().as_bytes(),
-        p.as_os_str().as_bytes(),
-    );
-    let v = Version::of(key, &fs::metadata(&p).expect("original"));
-    cache.join(copy_name(&v, kind, &mut NameBuf::new()))
+    let source = dictionary::hash(&fs::read(d.join(name)).expect("original"));
+    cache.join(copy_name(&source, kind, &mut NameBuf::new()))
 }
 
 /// What another local user could plant at a copy's name is never served:

@@ -4,7 +4,6 @@ mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use gdn_core::decode::decode_all;
 use gdn_core::jitter;
 use std::ffi::OsStr;
 use std::fs;
@@ -51,7 +50,7 @@ fn round_trip_each_coding() {
         let orig = fs::read(f).unwrap();
         for (c, s) in SUFFIX {
             let data = fs::read(sibling(f, s)).unwrap();
-            assert_eq!(decode_all(c, &data).unwrap(), orig, "{f:?}{s}");
+            assert_eq!(oracle_decoded(Some(c.token()), &data), orig, "{f:?}{s}");
             if c == Coding::Br {
                 // An empty last meta-block (at any bit), which the module
                 // pads before once it has proved the stream.
@@ -97,7 +96,7 @@ fn round_trip_each_coding() {
     let proof = jitter::prove_brotli(|o| &plain[o as usize..], plain.len() as u64, 1 << 26);
     assert_eq!(proof, Ok(()));
     assert_eq!(
-        decode_all(Coding::Br, &plain).unwrap(),
+        oracle_decoded(Some("br"), &plain),
         fs::read(&files[0]).unwrap()
     );
 }
@@ -109,7 +108,6 @@ fn incremental_rerun_does_no_work_and_force_redoes() {
     compress_quietly(root);
     let inode = |p: &Path| fs::metadata(p).unwrap().ino();
     let before: Vec<u64> = files.iter().map(|f| inode(&sibling(f, ".br"))).collect();
-    let t = Instant::now();
     let o = publish_tool([OsStr::new("compress"), root]);
     assert!(o.status.success());
     // Its own siblings are not counted as files, nor skipped.
@@ -117,7 +115,6 @@ fn incremental_rerun_does_no_work_and_force_redoes() {
         &o,
         "files seen: 4, compressed: 0, up to date: 4, skipped: 0,",
     );
-    assert!(t.elapsed() < Duration::from_secs(5));
     let after: Vec<u64> = files.iter().map(|f| inode(&sibling(f, ".br"))).collect();
     assert_eq!(before, after, "siblings were rewritten");
 
@@ -127,7 +124,7 @@ fn incremental_rerun_does_no_work_and_force_redoes() {
     let o = publish_tool([OsStr::new("compress"), OsStr::new("-q"), root]);
     assert_prints(&o, "compressed: 1, up to date: 3");
     assert_eq!(
-        decode_all(Coding::Gzip, &fs::read(sibling(&files[1], ".gz")).unwrap()).unwrap(),
+        oracle_decoded(Some("gzip"), &fs::read(sibling(&files[1], ".gz")).unwrap()),
         fs::read(&files[1]).unwrap()
     );
 
@@ -393,7 +390,11 @@ fn killed_run_leaves_no_partial_sibling() {
         let p = sibling(&big, s);
         if let Ok(data) = fs::read(&p) {
             // Only a complete sibling may carry the final name.
-            assert_eq!(decode_all(c, &data).unwrap().len(), 40 << 20, "{s}");
+            assert_eq!(
+                oracle_decoded(Some(c.token()), &data).len(),
+                40 << 20,
+                "{s}"
+            );
         }
     }
     // Leftovers are never compressed themselves.

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{decode_body, page, set_mtime, store_of, test_state_dir, zstd_cli_decode_with};
+use common::{oracle_decode, page, set_mtime, store_of, test_state_dir, zstd_cli_decode_with};
 use gdn_core::dictionary::{self, DeltaCoding, Hash, STORE_DIR};
 use gdn_core::publish::state::STATE_ENV;
 use std::fs;
@@ -443,7 +443,7 @@ fn holding_earlier_versions(tree: &Path, earlier: &[Vec<u8>]) -> Vec<PathBuf> {
         let raw = fs::read(e.path()).unwrap();
         let decoded = ["zstd", "gzip", "br"]
             .into_iter()
-            .filter_map(|c| decode_body(Some(c), &raw).ok());
+            .filter_map(|c| oracle_decode(Some(c), &raw).ok());
         if std::iter::once(raw.clone())
             .chain(decoded)
             .any(|c| earlier.contains(&c))

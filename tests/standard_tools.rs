@@ -274,7 +274,7 @@ fn wrong(r: &Response, s: &Sibling, want: Want) -> Option<String> {
             r.status == 200 && r.exit == 0 && r.coding().is_none() && body_ok && length_ok
         }
         Want::Sibling if s.browsers_refuse() => {
-            let decoded = decode_body(r.coding(), &r.body);
+            let decoded = oracle_decode(r.coding(), &r.body);
             r.coding() != Some(token)
                 && r.status == 200
                 && r.exit == 0

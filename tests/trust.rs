@@ -333,13 +333,13 @@ fn a_fifo_at_a_siblings_name_holds_no_worker() {
             assert!(made.success());
         },
     );
-    let started = std::time::Instant::now();
+    // curl's -m 5 is only a hang guard: a request that waited on the FIFO
+    // would end in curl's timeout, not in a 200 with the original.
     for _ in 0..20 {
         let r = a.request("/x.html", &["-m", "5", "-H", "Accept-Encoding: gzip"]);
         assert_eq!((r.status, r.coding()), (200, None));
         assert_eq!(r.body, b"the original page\n");
     }
-    assert!(started.elapsed() < std::time::Duration::from_secs(10));
     a.assert_no_crash();
 }
 
@@ -714,20 +714,6 @@ fn content_filters_keep_what_they_remove_out_of_every_copy() {
     });
 }
 
-/// A users file holding alice (password `secret`) for Basic auth, in a
-/// directory the server's user can read.
-fn users_file() -> (tempfile::TempDir, std::path::PathBuf) {
-    let dir = world_readable_tempdir();
-    let users = dir.path().join("users");
-    let out = std::process::Command::new("htpasswd")
-        .args(["-nbB", "alice", "secret"])
-        .output()
-        .expect("run htpasswd");
-    assert!(out.status.success(), "htpasswd: {}", stderr(&out));
-    fs::write(&users, &out.stdout).unwrap();
-    (dir, users)
-}
-
 fn basic_auth(users: &Path) -> String {
     format!(
         "AuthType Basic\nAuthName gdn\nAuthUserFile {}\nRequire valid-user",
@@ -966,8 +952,7 @@ fn a_sibling_exchanged_for_a_symlink_is_never_followed() {
                 n
             })
         };
-        // 500 a client (four clients), or as many as fit in the time.
-        let deadline = Instant::now() + Duration::from_millis(2500);
+        // 500 a client (four clients), however long they take.
         let secrets: &[&[u8]] = &[SECRET, &secret_gz];
         let leaks = std::thread::scope(|s| {
             let clients: Vec<_> = [("/only.html", "identity"), ("/x.html", "gzip")]
@@ -976,7 +961,7 @@ fn a_sibling_exchanged_for_a_symlink_is_never_followed() {
                 .map(|(path, ae)| {
                     s.spawn(move || {
                         let (mut sent, mut leaks) = (0, vec![]);
-                        while sent < 500 && Instant::now() < deadline {
+                        while sent < 500 {
                             if let Some(l) = raw_leak(a, path, ae, secrets) {
                                 leaks.push(format!("{path} ({ae}): {l}"));
                             }
@@ -1003,7 +988,7 @@ fn a_sibling_exchanged_for_a_symlink_is_never_followed() {
             leaks.len(),
             &leaks[..leaks.len().min(4)]
         );
-        assert!(sent >= 300 && swaps > 100, "{sent} requests, {swaps} swaps");
+        assert!(swaps > 100, "{sent} requests, {swaps} swaps");
         // Left as published: both served again.
         if fs::symlink_metadata(d.join("x.html.gz"))
             .unwrap()

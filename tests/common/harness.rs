@@ -1,4 +1,4 @@
-//! A real Debian Apache (`/usr/sbin/apache2`) with a generated
+//! A real Apache (Debian's `/usr/sbin/apache2`, or `GDN_HTTPD`) with a generated
 //! configuration in a temp dir, on a free 127.0.0.1 port, with the built
 //! module loaded; requests go through the real `curl` (HTTP/1.1 and h2c)
 //! or a raw socket. Also `apache2 -t` runs and the publish tool's binary.
@@ -12,10 +12,34 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use super::codec::decode_body;
+use super::oracle::{oracle_decoded, oracle_decoded_delta};
 
 pub const APACHE: &str = "/usr/sbin/apache2";
 pub const MODULES: &str = "/usr/lib/apache2/modules";
+
+/// The server binary the harness starts: `GDN_HTTPD` (another httpd 2.4,
+/// such as one built from its release source: tests/upstream-httpd.sh),
+/// else Debian's [`APACHE`].
+pub fn httpd_binary() -> String {
+    std::env::var("GDN_HTTPD").unwrap_or_else(|_| APACHE.to_owned())
+}
+
+/// Where that server's modules are: `GDN_HTTPD_MODULES`, else Debian's
+/// [`MODULES`].
+pub fn httpd_modules() -> String {
+    std::env::var("GDN_HTTPD_MODULES").unwrap_or_else(|_| MODULES.to_owned())
+}
+
+/// The LoadModule lines of the modules Debian's apache2 has compiled in
+/// (`apache2 -l`: `User`, `LogFormat`) and an httpd built with shared
+/// modules has as files in `modules`: none for Debian's.
+fn built_in_on_debian(modules: &str) -> String {
+    ["unixd", "log_config", "logio", "version"]
+        .iter()
+        .filter(|m| Path::new(&format!("{modules}/mod_{m}.so")).exists())
+        .map(|m| format!("LoadModule {m}_module {modules}/mod_{m}.so\n"))
+        .collect()
+}
 
 /// The module built alongside this test binary.
 pub fn module_path() -> PathBuf {
@@ -276,7 +300,7 @@ impl Apache {
         let ids = (meta.uid(), meta.gid());
         let launcher = move || match &dir {
             Some((dir, size)) if !as_root => in_namespace_with_tmpfs(dir, size, ids),
-            _ => Command::new(APACHE),
+            _ => Command::new(httpd_binary()),
         };
         (mounted, launcher)
     }
@@ -299,7 +323,9 @@ impl Apache {
         if is_root() {
             s += "User nobody\nGroup nogroup\n";
         }
-        s += &format!("LoadModule mpm_{mpm}_module {MODULES}/mod_mpm_{mpm}.so\n");
+        let modules = httpd_modules();
+        s += &format!("LoadModule mpm_{mpm}_module {modules}/mod_mpm_{mpm}.so\n");
+        s += &built_in_on_debian(&modules);
         match o.mpm {
             Mpm::Prefork => s += "StartServers 2\nMinSpareServers 2\nMaxSpareServers 4\n",
             _ => s += "StartServers 1\nServerLimit 2\nThreadsPerChild 16\nMaxRequestWorkers 32\n",
@@ -308,7 +334,7 @@ impl Apache {
             .iter()
             .chain(o.modules.iter())
         {
-            s += &format!("LoadModule {m}_module {MODULES}/mod_{m}.so\n");
+            s += &format!("LoadModule {m}_module {modules}/mod_{m}.so\n");
         }
         match &o.load {
             Some(l) => s += &format!("{l}\n"),
@@ -536,7 +562,7 @@ exec unshare --user --map-user="$uid" --map-group="$gid" "$@""#;
     .arg(size)
     .arg(uid.to_string())
     .arg(gid.to_string())
-    .arg(APACHE);
+    .arg(httpd_binary());
     c
 }
 
@@ -572,10 +598,17 @@ pub struct Response {
 }
 
 impl Response {
-    /// The body decoded by its Content-Encoding; panics if it does not
-    /// decode.
+    /// The body decoded by its Content-Encoding with an independent
+    /// decoder (tests/common/oracle.rs); panics if it does not decode.
     pub fn decoded(&self) -> Vec<u8> {
-        decode_body(self.header("Content-Encoding"), &self.body).unwrap_or_else(|e| panic!("{e}"))
+        oracle_decoded(self.header("Content-Encoding"), &self.body)
+    }
+
+    /// The body of a `dcb` or `dcz` response, decoded against
+    /// `dictionary` by an independent decoder.
+    pub fn decoded_delta(&self, dictionary: &[u8]) -> Vec<u8> {
+        let ce = self.header("Content-Encoding").expect("a Content-Encoding");
+        oracle_decoded_delta(ce, dictionary, &self.body)
     }
 
     pub fn header(&self, name: &str) -> Option<&str> {
@@ -779,22 +812,24 @@ pub fn configtest(lines: &str) -> (bool, String) {
 pub fn configtest_with(load: &str, lines: &str, files: &[(&str, &[u8])]) -> (bool, String) {
     let dir = world_readable_tempdir();
     let r = dir.path().display();
+    let modules = httpd_modules();
     let conf = dir.path().join("t.conf");
     fs::write(
         &conf,
         format!(
             "ServerRoot {r}\nDefaultRuntimeDir {r}\nPidFile {r}/pid\nErrorLog {r}/err\n\
              Listen 127.0.0.1:1\nServerName localhost\n\
-             LoadModule mpm_event_module {MODULES}/mod_mpm_event.so\n\
-             LoadModule authz_core_module {MODULES}/mod_authz_core.so\n\
-             {load}\n{lines}\n"
+             LoadModule mpm_event_module {modules}/mod_mpm_event.so\n\
+             LoadModule authz_core_module {modules}/mod_authz_core.so\n\
+             {}{load}\n{lines}\n",
+            built_in_on_debian(&modules)
         ),
     )
     .expect("conf");
     for (name, bytes) in files {
         fs::write(dir.path().join(name), bytes).expect("write");
     }
-    let out = Command::new(APACHE)
+    let out = Command::new(httpd_binary())
         .arg("-t")
         .arg("-d")
         .arg(dir.path())
@@ -900,13 +935,33 @@ pub fn compressors(ppid: i32) -> Vec<i32> {
 /// Copies in the cache (name, bytes), markers included.
 pub fn copies(root: &Path) -> Vec<(String, u64)> {
     let mut out = Vec::new();
+    let fan_out = |n: &str| n.len() == 2 && n.bytes().all(|b| b.is_ascii_hexdigit());
     for sub in fs::read_dir(root).into_iter().flatten().flatten() {
+        // The copies' fan-out directories, not the records, histories,
+        // kept versions or site dictionaries beside them.
+        if !fan_out(&sub.file_name().to_string_lossy()) {
+            continue;
+        }
         for f in fs::read_dir(sub.path()).into_iter().flatten().flatten() {
             let len = f.metadata().map(|m| m.len()).unwrap_or(0);
             out.push((f.file_name().to_string_lossy().into_owned(), len));
         }
     }
     out
+}
+
+/// A users file holding alice (password `secret`) for Basic auth, in a
+/// directory the server's user can read.
+pub fn users_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = world_readable_tempdir();
+    let users = dir.path().join("users");
+    let out = std::process::Command::new("htpasswd")
+        .args(["-nbB", "alice", "secret"])
+        .output()
+        .expect("run htpasswd");
+    assert!(out.status.success(), "htpasswd: {}", stderr(&out));
+    fs::write(&users, &out.stdout).expect("users file");
+    (dir, users)
 }
 
 /// Waits (up to 20 s) until `done` holds.

@@ -385,7 +385,9 @@ static const char *unknown_handler_module(apr_pool_t *p)
     return NULL;
 }
 
-static const char *hooks_refusal(apr_pool_t *p)
+/* A module outside `known_modules` hooking a request's translation,
+ * environment, access, authentication, types or fixups; NULL when none. */
+static const char *unknown_request_hooks(apr_pool_t *p)
 {
     const struct {
         const char *name;
@@ -411,12 +413,22 @@ static const char *hooks_refusal(apr_pool_t *p)
             return why;
         }
     }
-    return unknown_handler;
+    return NULL;
+}
+
+static const char *hooks_refusal(apr_pool_t *p)
+{
+    const char *why = unknown_request_hooks(p);
+    return why ? why : unknown_handler;
 }
 
 /* ---- Verdicts, per server ---- */
 
 static const char *global_refusal = "the configuration not read yet";
+
+/* Modules whose request hooks may tell clients apart beyond the rules
+ * `client_dependence` reads: a page is then public to none. */
+static const char *unknown_client_hooks = "the configuration not read yet";
 
 static apr_hash_t *server_refusal; /* server_rec* -> refusal */
 
@@ -447,6 +459,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
         sc.global = hooks_refusal(pconf);
     }
     global_refusal = sc.global;
+    unknown_client_hooks = unknown_request_hooks(pconf);
     server_refusal = apr_hash_make(pconf);
     for (s = main_server; s; s = s->next) {
         const char *key = s->defn_name
@@ -888,28 +901,141 @@ static int run_twin(request_rec *t)
     return status == DONE || status == DECLINED ? HTTP_FORBIDDEN : status;
 }
 
-/* The status of a GET for `path` (the request's file plus `suffix`)
- * under its own URI, asked of Apache as its twin: from this request's
- * client, or, with `anonymous`, from a client no rule knows. 200 only
- * when Apache would send that very file through its default handler (or
- * this module's) and no content filter. */
-static int ask(request_rec *r, const char *path, const char *suffix,
-               apr_finfo_t *found, int anonymous, const char **refusal,
-               int *options)
+/* ---- Whether a page's answer depends on who asks ---- */
+
+/* The per-directory records of the modules whose rules may tell clients
+ * apart, as httpd 2.4 lays them out (modules/aaa/mod_authz_core.c,
+ * mod_access_compat.c, modules/mappers/mod_rewrite.c): read, never
+ * written, and only their leading fields. */
+typedef struct authz_section authz_section;
+struct authz_section {
+    const char *provider_name;
+    const char *provider_args;
+    const void *provider_parsed_args;
+    const void *provider;
+    apr_int64_t limited;
+    int op;
+    int negate;
+    int is_merged;
+    authz_section *first;
+    authz_section *next;
+};
+
+typedef struct {
+    authz_section *section;
+} authz_core_dir;
+
+typedef struct {
+    int order[METHODS];
+    apr_array_header_t *allows;
+    apr_array_header_t *denys;
+} access_compat_dir;
+
+typedef struct {
+    int state;
+    int options;
+    apr_array_header_t *rewriteconds;
+    apr_array_header_t *rewriterules;
+} rewrite_dir;
+
+typedef struct {
+    int state;
+    int options;
+    apr_hash_t *rewritemaps;
+    apr_array_header_t *rewriteconds;
+    apr_array_header_t *rewriterules;
+} rewrite_server;
+
+#define REWRITE_ENGINE_ENABLED (1 << 1)
+
+/* Whether every leaf of `s` is a plain `Require all granted` for GET:
+ * then no client is told apart. Negation, any other provider (users,
+ * groups, addresses, hosts, environment, expressions) and rules limited
+ * to other methods are not. */
+static int grants_everyone(const authz_section *s)
+{
+    const authz_section *c;
+    if (!s || s->negate) {
+        return 0;
+    }
+    if (!s->first) {
+        const char *args = s->provider_args ? s->provider_args : "";
+        while (*args == ' ' || *args == '\t') {
+            args++;
+        }
+        return s->provider_name && !strcasecmp(s->provider_name, "all")
+            && !strncasecmp(args, "granted", 7)
+            && (args[7] == '\0' || args[7] == ' ' || args[7] == '\t')
+            && (s->limited & (AP_METHOD_BIT << M_GET));
+    }
+    for (c = s->first; c; c = c->next) {
+        if (!grants_everyone(c)) {
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int rules_enabled(int state, const apr_array_header_t *rules)
+{
+    return (state & REWRITE_ENGINE_ENABLED) && rules && rules->nelts > 0;
+}
+
+/* Why the answer to the looked-up request `rr` (made as a client no rule
+ * knows) might differ for another client: its authorization is not
+ * exactly `Require all granted` (or none), `Order`/`Allow`/`Deny` rules
+ * apply, `<If>` sections or rewrite rules apply, or a module this file
+ * does not know hooks the request. NULL when every client would get it.
+ * Whatever sets the environment from a request's headers or address
+ * only matters through those rules, each refused here. */
+static const char *client_dependence(request_rec *rr)
+{
+    module *m;
+    const core_dir_config *core = ap_get_core_module_config(rr->per_dir_config);
+    if (unknown_client_hooks) {
+        return unknown_client_hooks;
+    }
+    if (core && core->sec_if && core->sec_if->nelts > 0) {
+        return "an <If> section applies";
+    }
+    if ((m = ap_find_linked_module("mod_authz_core.c")) != NULL) {
+        const authz_core_dir *a = ap_get_module_config(rr->per_dir_config, m);
+        if (a && a->section && !grants_everyone(a->section)) {
+            return "authorization other than Require all granted";
+        }
+    }
+    if ((m = ap_find_linked_module("mod_access_compat.c")) != NULL) {
+        const access_compat_dir *a = ap_get_module_config(rr->per_dir_config, m);
+        if (a && ((a->allows && a->allows->nelts) || (a->denys && a->denys->nelts))) {
+            return "Allow or Deny rules";
+        }
+    }
+    if ((m = ap_find_linked_module("mod_rewrite.c")) != NULL) {
+        const rewrite_dir *d = ap_get_module_config(rr->per_dir_config, m);
+        const rewrite_server *s = ap_get_module_config(rr->server->module_config, m);
+        if ((d && rules_enabled(d->state, d->rewriterules))
+            || (s && rules_enabled(s->state, s->rewriterules))) {
+            return "rewrite rules";
+        }
+    }
+    return NULL;
+}
+
+/* The status of a GET for `uri` (escaped, as a request line carries it),
+ * which names `path`, asked of Apache as its twin: from this request's
+ * client, or, with `anonymous`, from a client no rule knows (and then
+ * only where no rule tells clients apart). 200 only when Apache would
+ * send that very file through its default handler (or this module's)
+ * and no content filter. */
+static int ask_at(request_rec *r, const char *uri, const char *path,
+                  apr_finfo_t *found, int anonymous, const char **refusal,
+                  int *options)
 {
     conn_rec *c = r->connection;
     ap_filter_t *out = c->output_filters, *in = c->input_filters;
-    const char *uri, *why = NULL;
+    const char *why = NULL;
     request_rec *t;
-    apr_size_t ul = 0;
     int status;
-    uri = file_uri(r, &ul);
-    if (!uri) {
-        return HTTP_FORBIDDEN;
-    }
-    uri = ap_escape_uri(r->pool,
-                        apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
-                                    suffix, NULL));
     t = make_twin(r, uri, anonymous);
     if (!t) {
         return HTTP_FORBIDDEN;
@@ -922,7 +1048,10 @@ static int ask(request_rec *r, const char *path, const char *suffix,
         /* The URI names another file (a rewrite, an alias of one name). */
         status = HTTP_FORBIDDEN;
     }
-    if (status == HTTP_OK && (why = answer_refusal(t)) != NULL) {
+    if (status == HTTP_OK && (why = answer_refusal(t)) == NULL && anonymous) {
+        why = client_dependence(t);
+    }
+    if (status == HTTP_OK && why) {
         *refusal = apr_pstrdup(r->pool, why);
         status = HTTP_FORBIDDEN;
     }
@@ -937,6 +1066,23 @@ static int ask(request_rec *r, const char *path, const char *suffix,
     c->input_filters = in;
     apr_pool_destroy(t->pool);
     return status;
+}
+
+/* `ask_at` for the request's own file plus `suffix`, under the URI a
+ * direct request for it would have. */
+static int ask(request_rec *r, const char *path, const char *suffix,
+               apr_finfo_t *found, int anonymous, const char **refusal,
+               int *options)
+{
+    apr_size_t ul = 0;
+    const char *uri = file_uri(r, &ul);
+    if (!uri) {
+        return HTTP_FORBIDDEN;
+    }
+    uri = ap_escape_uri(r->pool,
+                        apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
+                                    suffix, NULL));
+    return ask_at(r, uri, path, found, anonymous, refusal, options);
 }
 
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
@@ -955,6 +1101,19 @@ int gdn_public_ask(request_rec *r, const char **refusal)
         return HTTP_FORBIDDEN;
     }
     return ask(r, r->filename, "", &found, 1, refusal, &options);
+}
+
+int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,
+                      const char **refusal)
+{
+    apr_finfo_t found;
+    int options;
+    *refusal = NULL;
+    if (!uri || *uri != '/' || !path || *path != '/') {
+        return HTTP_FORBIDDEN;
+    }
+    return ask_at(r, ap_escape_uri(r->pool, uri), path, &found, 1, refusal,
+                  &options);
 }
 
 /* ---- Where URLs map into the filesystem besides DocumentRoot ---- */

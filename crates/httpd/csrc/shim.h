@@ -30,6 +30,8 @@ int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
                     apr_finfo_t *found, const char **refusal, int *options);
 int gdn_in_sibling_check(const request_rec *r);
 int gdn_public_ask(request_rec *r, const char **refusal);
+int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,
+                      const char **refusal);
 const char *gdn_content_filter(const request_rec *r);
 void gdn_skip_compressors(request_rec *r);
 void gdn_register_sibling_hooks(void);

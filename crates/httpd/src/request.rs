@@ -511,13 +511,31 @@ impl<'r> Request<'r> {
 
     /// Asks Apache whether a client no rule knows (no user, no headers
     /// but `Host`, no environment, an address of RFC 5737's TEST-NET-1)
-    /// would get this request's file as it is under its own URI.
+    /// would get this request's file as it is under its own URI, and
+    /// whether every other client would too (see `ask_public_at`).
     pub fn ask_public(&self) -> Result<(), Refusal<'r>> {
         let mut why = std::ptr::null();
         // SAFETY: live request, only read (the twin is a request of its
         // own, destroyed before the shim returns); `why` is NULL or a
         // pool string.
         let st = unsafe { ffi::gdn_public_ask(self.r, &mut why) };
+        if st == ffi::HTTP_OK as c_int {
+            Ok(())
+        } else {
+            Err(self.refusal(st, why))
+        }
+    }
+
+    /// `ask_public` for another file of the host: whether a client no
+    /// rule knows would get the file `path` as it is under the URI `uri`
+    /// (a decoded path), and every other client alike: no rule that
+    /// tells clients apart (anything but `Require all granted`, `Allow`
+    /// or `Deny`, `<If>`, rewrite rules, unknown modules' hooks) applies.
+    pub fn ask_public_at(&self, uri: &CStr, path: &CStr) -> Result<(), Refusal<'r>> {
+        let mut why = std::ptr::null();
+        // SAFETY: live request; the shim puts back every field it
+        // changes before it returns; `why` is NULL or a pool string.
+        let st = unsafe { ffi::gdn_public_ask_at(self.r, uri.as_ptr(), path.as_ptr(), &mut why) };
         if st == ffi::HTTP_OK as c_int {
             Ok(())
         } else {

@@ -60,6 +60,9 @@ pub struct ServerConfig {
     /// `GzipDiskNgSiteDictionary`: the URL path of the host's trained
     /// dictionary, for deltas of its pages on demand.
     pub site_dictionary: Option<String>,
+    /// `GzipDiskNgSiteDictionaryPeriod`: seconds between two judgements
+    /// of the pages the site dictionary learns.
+    pub site_dictionary_period: Option<u32>,
 }
 
 // A virtual host without its own settings uses the main server's.
@@ -69,12 +72,20 @@ gdn_httpd::config_by_field!(ServerConfig {
     cache_max_size,
     compressor_workers,
     site_dictionary,
+    site_dictionary_period,
 });
 
 impl ServerConfig {
     /// Total bytes of on-demand copies kept (default 1 GiB).
     pub fn cache_max_size(&self) -> u64 {
         self.cache_max_size.unwrap_or(DEFAULT_CACHE_MAX_SIZE)
+    }
+
+    /// Seconds between two judgements of the host's pages for its site
+    /// dictionary (default 300).
+    pub fn site_dictionary_period(&self) -> u32 {
+        self.site_dictionary_period
+            .unwrap_or(DEFAULT_SITE_DICTIONARY_PERIOD)
     }
 
     /// Compression threads of the compressor (default 1).
@@ -98,6 +109,24 @@ pub fn parse_site_dictionary(arg: &str) -> Result<String, String> {
         ));
     }
     Ok(arg.to_owned())
+}
+
+/// How often, by default, a host's pages are judged again for its site
+/// dictionary: a page restricted since leaves it within this many seconds.
+pub const DEFAULT_SITE_DICTIONARY_PERIOD: u32 = 300;
+
+/// Longest `GzipDiskNgSiteDictionaryPeriod`: a day, the dictionary's
+/// lifetime in a browser.
+pub const MAX_SITE_DICTIONARY_PERIOD: u32 = 86_400;
+
+/// `GzipDiskNgSiteDictionaryPeriod seconds`: 1 to a day.
+pub fn parse_site_dictionary_period(arg: &str) -> Result<u32, String> {
+    arg.parse()
+        .ok()
+        .filter(|n| (1..=MAX_SITE_DICTIONARY_PERIOD).contains(n))
+        .ok_or_else(|| {
+            format!("'{arg}' is not a number of seconds from 1 to {MAX_SITE_DICTIONARY_PERIOD}")
+        })
 }
 
 /// `GzipDiskNgDeltaVersions N`: 0 (no deltas on demand) to 16.
@@ -345,6 +374,8 @@ pub struct Settings<'r> {
     pub secret: Option<&'r Secret>,
     /// `GzipDiskNgSiteDictionary` of the request's virtual host.
     pub site_dictionary: Option<&'r str>,
+    /// `GzipDiskNgSiteDictionaryPeriod` of the request's virtual host.
+    pub site_period: u32,
 }
 
 /// One scope's settings, as written.

@@ -16,7 +16,7 @@ pub type DirectiveDoc = Directive<DirConfig, ServerConfig>;
 /// Every directive, in the manual's order. httpd's command table
 /// dispatches each to its own setter, whose error the dispatch prefixes
 /// with the directive's name.
-pub static DIRECTIVES: [DirectiveDoc; 12] = [
+pub static DIRECTIVES: [DirectiveDoc; 13] = [
     Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
@@ -133,6 +133,19 @@ pub static DIRECTIVES: [DirectiveDoc; 12] = [
         main_server: false,
         set: Set::Server(|s, a, _| {
             s.site_dictionary = Some(config::parse_site_dictionary(a.one()?)?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgSiteDictionaryPeriod",
+        takes: Takes::One,
+        scope: Scope::Server,
+        help: c"<seconds>: how often the pages the site dictionary learns are judged and chosen again (default 300)",
+        syntax: "GzipDiskNgSiteDictionaryPeriod seconds",
+        default: "`300`",
+        main_server: false,
+        set: Set::Server(|s, a, _| {
+            s.site_dictionary_period = Some(config::parse_site_dictionary_period(a.one()?)?);
             Ok(())
         }),
     },

@@ -12,7 +12,7 @@ use crate::metrics::tally::Outcome;
 use crate::ondemand::ask::Missing;
 use crate::ondemand::cache::{self, Active, CachedCopy};
 use crate::ondemand::job::CodingSet;
-use crate::ondemand::key::{Kind, Version};
+use crate::ondemand::key::{Kind, Source, Version};
 use crate::walk::{self, Held, Seen};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::negotiate::Ranked;
@@ -45,8 +45,9 @@ pub struct Disk<'a, 'r> {
     /// The sizes remembered for the original's version, checked against
     /// each representation looked up.
     memo: OnceCell<Sizes>,
-    /// Where the file is, as the cache's names key it.
-    path_key: OnceCell<u64>,
+    /// The digest of the original's bytes, as this host recorded it:
+    /// what names its copies and deltas.
+    source: OnceCell<Option<Source>>,
 }
 
 impl<'a, 'r> Disk<'a, 'r> {
@@ -65,14 +66,23 @@ impl<'a, 'r> Disk<'a, 'r> {
             decoded_copies: Default::default(),
             cached_deltas: Default::default(),
             memo: OnceCell::new(),
-            path_key: OnceCell::new(),
+            source: OnceCell::new(),
         }
     }
 
-    /// Version `f` of the resource as the cache's names key it (a
-    /// sibling's decoded copy is keyed where the original stands).
+    /// Version `f` of a file, as jobs name it.
     pub fn version(&self, f: &Finfo) -> Version {
-        cache::version_at(*self.path_key.get_or_init(|| cache::path_key(self.req)), f)
+        cache::version_of(f)
+    }
+
+    /// The digest of the original's bytes (the file the request resolved
+    /// to, as it is now), where this host knows it: looked up once per
+    /// request.
+    fn original_source(&self) -> Option<Source> {
+        *self.source.get_or_init(|| {
+            self.cache
+                .and_then(|cache| cache.source(self.req, &self.req.finfo()))
+        })
     }
 
     /// The facts with the original's stat, where it exists.
@@ -239,13 +249,14 @@ impl<'a, 'r> Disk<'a, 'r> {
 
     /// The cached copy an answer sent, for the cache's least-recently-used
     /// order.
-    pub fn copy_sent(&self, o: Outcome) -> Option<(Version, Kind)> {
-        let original = || self.version(&self.req.finfo());
+    pub fn copy_sent(&self, o: Outcome) -> Option<(Source, Kind)> {
         match o {
-            Outcome::Cached(c) => Some((original(), Kind::Coded(c))),
-            Outcome::CachedDelta(d) => Some((original(), Kind::Delta(d, self.dictionary?))),
+            Outcome::Cached(c) => Some((self.original_source()?, Kind::Coded(c))),
+            Outcome::CachedDelta(d) => {
+                Some((self.original_source()?, Kind::Delta(d, self.dictionary?)))
+            }
             Outcome::DecodedCopy(c) => match self.siblings.known(c) {
-                Found::Fresh(s) => Some((self.version(&s.info), Kind::Decoded)),
+                Found::Fresh(s) => Some((self.cache?.source(self.req, &s.info)?, Kind::Decoded(c))),
                 _ => None,
             },
             _ => None,
@@ -260,7 +271,10 @@ impl<'a, 'r> Disk<'a, 'r> {
         if cache.asked_lately(&v, c, self.req.request_time_us()) {
             return Held::Missing;
         }
-        held(cache.find(self.req, &v, Kind::Coded(c)))
+        match self.original_source() {
+            Some(source) => held(cache.find(self.req, &source, Kind::Coded(c))),
+            None => Held::Missing,
+        }
     }
 }
 
@@ -299,8 +313,11 @@ impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
             if !self.deltas_on_demand {
                 return Held::NotWorth;
             }
-            let v = self.version(&self.req.finfo());
-            match held(cache.find(self.req, &v, Kind::Delta(d, *h))) {
+            let found = match self.original_source() {
+                Some(source) => held(cache.find(self.req, &source, Kind::Delta(d, *h))),
+                None => Held::Missing,
+            };
+            match found {
                 Held::Missing if !cache.keeps(self.req, h) => Held::NotWorth,
                 held => held,
             }
@@ -319,7 +336,10 @@ impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
 
     fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<Copy<'r>> {
         *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
-            Some(cache) => held(cache.find(self.req, &self.version(&s.info), Kind::Decoded)),
+            Some(cache) => match cache.source(self.req, &s.info) {
+                Some(source) => held(cache.find(self.req, &source, Kind::Decoded(c))),
+                None => Held::Missing,
+            },
             None => Held::NotWorth,
         })
     }

@@ -143,6 +143,11 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
         dir,
         secret: dir.jitter().and_then(|_| jitter_secret(req)),
         site_dictionary: site_dictionary(req),
+        site_period: req
+            .server_config::<GzipDiskNg>()
+            .map_or(config::DEFAULT_SITE_DICTIONARY_PERIOD, |c| {
+                c.site_dictionary_period()
+            }),
     }
 }
 

@@ -1,14 +1,18 @@
 //! The site dictionary as requests see it: served at the virtual host's
 //! `GzipDiskNgSiteDictionary` path once the compressor trained one from
 //! the host's pages (`ondemand::compressor`), with what makes a browser
-//! keep it for the host's pages.
+//! keep it for the host's pages; and the judging of those pages, once a
+//! training period, that the compressor trains from (`judge`).
 //!
 //! Pages link it under a name that changes with its content
 //! (`<path>?h=<16 hex of its SHA-256>`), served as immutable: no cache in
 //! front of a fleet can hold one server's dictionary under a name another
 //! server links to other bytes, and a retrained dictionary is a new URL.
-//! That name answers only while it is the current dictionary (404
-//! after); the bare path answers with the current one, for a day.
+//! That name answers with those bytes while this server keeps them (the
+//! current dictionary, and the one before for its lifetime, unless it
+//! was withdrawn); else with a 404 no cache and no browser keeps
+//! (`Cache-Control: no-store`, no `Use-As-Dictionary`). The bare path
+//! answers with the current one, for a day.
 
 use crate::memo::version::VersionMemo;
 use crate::ondemand::cache;
@@ -18,6 +22,9 @@ use gdn_core::dictionary::{self, Hash};
 use gdn_core::negotiate::Accepted;
 use gdn_httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
 use std::ffi::CStr;
+
+mod judge;
+pub use judge::judge;
 use std::hash::BuildHasher;
 use std::sync::Mutex;
 
@@ -57,19 +64,19 @@ fn serve(req: &Request<'_>) -> Status {
     };
     req.vary(c"Accept-Encoding");
     let named = match req.query() {
-        None => false,
-        Some(q) => match current_name(req, cache) {
-            Some(n) if q == n.as_bytes() => true,
-            // Another dictionary's name (or a stray query): never the
-            // current bytes under it.
-            _ => return Status::NOT_FOUND,
+        None => None,
+        Some(q) => match named_hex(q) {
+            Some(hex) => Some(hex),
+            // A stray query: never the current bytes under it.
+            None => return not_kept(req),
         },
     };
-    let Some((file, coding)) = negotiated(req, cache) else {
-        req.log_with(Level::Debug, 0, || {
-            "no site dictionary trained yet".to_owned()
+    let Some((file, coding)) = negotiated(req, cache, named) else {
+        req.log_with(Level::Debug, 0, || match named {
+            Some(hex) => format!("site dictionary {hex} not kept here"),
+            None => "no site dictionary trained yet".to_owned(),
         });
-        return Status::NOT_FOUND;
+        return not_kept(req);
     };
     let Some(hash) = content_hash(req, &file) else {
         return Status::INTERNAL_SERVER_ERROR;
@@ -79,7 +86,7 @@ fn serve(req: &Request<'_>) -> Status {
         req.set_content_encoding(c.c_token());
     }
     req.set_header_static(c"Use-As-Dictionary", USE_AS_DICTIONARY);
-    let cc = if named {
+    let cc = if named.is_some() {
         CACHE_CONTROL_NAMED
     } else {
         CACHE_CONTROL
@@ -92,28 +99,43 @@ fn serve(req: &Request<'_>) -> Status {
     respond::send_static(req, &file, &etag)
 }
 
-/// The host's dictionary in the coding the client prefers among those it
-/// accepts (brotli's is the smallest, so it goes first among equals), or
-/// as it is.
+/// A 404 for a dictionary this server does not keep (another server's,
+/// a withdrawn or expired one, none yet): nothing may keep it, as a
+/// dictionary or otherwise.
+fn not_kept(req: &Request<'_>) -> Status {
+    req.set_error_header_value(c"Cache-Control", "no-store");
+    Status::NOT_FOUND
+}
+
+/// The hex a query `h=<16 lowercase hex>` names a dictionary by.
+fn named_hex(q: &[u8]) -> Option<&str> {
+    let hex = q.strip_prefix(NAME_QUERY.as_bytes())?;
+    let ok = hex.len() == NAME_HEX && hex.iter().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'));
+    ok.then(|| std::str::from_utf8(hex).ok()).flatten()
+}
+
+/// The host's dictionary (the current one, or the one `named` by its
+/// URL) in the coding the client prefers among those it accepts
+/// (brotli's is the smallest, so it goes first among equals), or as it
+/// is.
 fn negotiated<'r>(
     req: &Request<'r>,
     cache: &cache::Active,
+    named: Option<&str>,
 ) -> Option<(gdn_httpd::File<'r>, Option<Coding>)> {
     let host = req.host_key();
     let accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
     let ranked = accepted.ranked(&[Coding::Br, Coding::Zstd, Coding::Gzip]);
+    let open = |c| match named {
+        None => cache.site_dictionary(req, host, c),
+        Some(hex) => cache.named_site_dictionary(req, host, hex, c),
+    };
     for c in ranked.iter() {
-        if let Some(f) = cache.site_dictionary(req, host, Some(c)) {
+        if let Some(f) = open(Some(c)) {
             return Some((f, Some(c)));
         }
     }
-    Some((cache.site_dictionary(req, host, None)?, None))
-}
-
-/// The query naming the host's current dictionary, `h=<hex>`.
-fn current_name(req: &Request<'_>, cache: &cache::Active) -> Option<String> {
-    let file = cache.site_dictionary(req, req.host_key(), None)?;
-    Some(name(&content_hash(req, &file)?))
+    Some((open(None)?, None))
 }
 
 /// The query naming the dictionary whose SHA-256 is `hash`.
@@ -133,14 +155,24 @@ fn name_hex(hash: &Hash) -> [u8; NAME_HEX] {
 /// The `Link` a host's HTML page carries once its site dictionary is
 /// trained, so a browser fetches it and sends its hash with later
 /// navigations: `path` under the current dictionary's name, as this
-/// process looked it up in this second (`LINKED`).
-pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Option<&'r CStr> {
+/// process looked it up in this second (`LINKED`). A client that
+/// `announced` another dictionary of the host this server still serves
+/// under its name (the one before, within its lifetime, not withdrawn)
+/// is linked to that one: it keeps the dictionary it holds rather than
+/// fetch one that another server of a fleet, whose files are not the
+/// same yet (a deploy half done), may not have.
+pub fn page_link<'r>(
+    req: &Request<'r>,
+    cache: &cache::Active,
+    path: &str,
+    announced: Option<&Hash>,
+) -> Option<&'r CStr> {
     let now = req.request_time_secs();
     let host = req.host_key();
     if !cache.has_site_dictionary(req, host, now) {
         return None;
     }
-    let hash = LINKED.lately(host, now, || {
+    let current = LINKED.lately(host, now, || {
         let hash = cache
             .site_dictionary(req, host, None)
             .and_then(|file| content_hash(req, &file));
@@ -150,6 +182,10 @@ pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Op
         });
         hash
     })?;
+    let hash = match announced {
+        Some(h) if *h != current && held_here(req, cache, host, h) => *h,
+        _ => current,
+    };
     Some(req.pool_join(&[
         b"<",
         path.as_bytes(),
@@ -158,6 +194,15 @@ pub fn page_link<'r>(req: &Request<'r>, cache: &cache::Active, path: &str) -> Op
         &name_hex(&hash),
         b">; rel=\"compression-dictionary\"",
     ]))
+}
+
+/// Whether this server serves the host's dictionary `h` under its name.
+fn held_here(req: &Request<'_>, cache: &cache::Active, host: &[u8], h: &Hash) -> bool {
+    let hex = name_hex(h);
+    std::str::from_utf8(&hex)
+        .ok()
+        .and_then(|hex| cache.named_site_dictionary(req, host, hex, None))
+        .is_some()
 }
 
 /// The hash of the dictionary each host's pages link, as this process

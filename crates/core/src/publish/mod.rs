@@ -62,3 +62,39 @@ pub fn make_copy(
     };
     lifecycle::run(&job, &original, &opts)
 }
+
+/// Makes the `coding` copy of `content`, an original's bytes read while
+/// it had `meta`, at `target`: what `make_copy` writes (the same encoder,
+/// levels and min-saving rule, the original's mtime), from the bytes in
+/// hand, so the copy holds exactly the bytes its name was worked out from
+/// (the module names copies by their source's SHA-256).
+pub fn make_copy_of(
+    content: &[u8],
+    meta: &fs::Metadata,
+    coding: Coding,
+    levels: &Levels,
+    min_saving: f64,
+    target: &Path,
+) -> Outcome {
+    let failed = |e| Outcome::Failed(PublishError::Write(target.to_path_buf(), e));
+    let mut tmp = match atomic::TempFile::new(target) {
+        Ok(t) => t,
+        Err(e) => return failed(e),
+    };
+    let len = content.len() as u64;
+    let size = match encode::encode(coding, levels, len, content, &mut tmp) {
+        Ok((size, _)) => size,
+        Err(e) => return failed(e),
+    };
+    let sizes = Sizes { size, against: len };
+    if sibling::saves_too_little(len, size, min_saving) {
+        return Outcome::NotWorth {
+            sizes,
+            removed: false,
+        };
+    }
+    match tmp.commit(target, meta) {
+        Ok(()) => Outcome::Written(sizes),
+        Err(e) => failed(e),
+    }
+}

@@ -102,7 +102,7 @@ impl Job for SiblingJob<'_> {
 
 /// True when encoding `before` bytes into `after` saved less than
 /// `min_saving` percent (always for an empty original).
-fn saves_too_little(before: u64, after: u64, min_saving: f64) -> bool {
+pub(crate) fn saves_too_little(before: u64, after: u64, min_saving: f64) -> bool {
     let saved = before.saturating_sub(after) as f64;
     before == 0 || saved * 100.0 < min_saving * before as f64
 }

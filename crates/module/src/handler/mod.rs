@@ -110,7 +110,9 @@ fn serve<'r>(
         sizes,
     });
     let link = match (settings.site_dictionary, cache, made) {
-        (Some(path), Some(cache), Some(d)) if d.site => site::page_link(req, cache, path),
+        (Some(path), Some(cache), Some(d)) if d.site => {
+            site::page_link(req, cache, path, dictionary.as_ref())
+        }
         _ => None,
     };
     let send = Responder::new(req, filename, settings).with(dictionary, link);
@@ -125,7 +127,13 @@ fn serve<'r>(
         ondemand::ask::decoded_copies(req, c, &missing);
         (c, missing, made)
     });
-    settle(req, &disk, answer, asked)
+    let status = settle(req, &disk, answer, asked);
+    if let (Some(c), Some(d)) = (cache, made) {
+        if d.site {
+            site::judge(req, c, settings.site_period);
+        }
+    }
+    status
 }
 
 /// What follows an answer: the cache told of the copy it sent and asked

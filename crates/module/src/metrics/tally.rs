@@ -423,21 +423,23 @@ impl Totals {
 /// A layout word for the shared segment: changes when the slots do, so an
 /// upgraded module does not read an older one's counters.
 pub fn layout() -> u64 {
-    // FNV-1a over the slot count and every label.
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    // The SHA-256 of the slot count and every label (each ended by a
+    // NUL), cut to 64 bits: worked out once per start.
+    let mut all = slot::COUNT.to_le_bytes().to_vec();
     let mut eat = |b: &[u8]| {
-        for &x in b {
-            h = (h ^ u64::from(x)).wrapping_mul(0x0100_0000_01b3);
-        }
+        all.extend_from_slice(b);
+        all.push(0);
     };
-    eat(&slot::COUNT.to_le_bytes());
     for o in Outcome::ALL {
         eat(o.name().as_bytes());
         eat(o.coding().unwrap_or("").as_bytes());
     }
     Reason::ALL.iter().for_each(|r| eat(r.name().as_bytes()));
     Job::ALL.iter().for_each(|j| eat(j.name().as_bytes()));
-    h
+    let h = gdn_core::dictionary::hash(&all);
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&h[..8]);
+    u64::from_le_bytes(first)
 }
 
 #[cfg(test)]

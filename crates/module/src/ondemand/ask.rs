@@ -5,7 +5,7 @@
 
 use super::cache::Active;
 use super::job::{CodingSet, Deltas};
-use super::key::{Kind, Version};
+use super::key::{Kind, Source, Version};
 use gdn_httpd::{Level, Request};
 use std::ffi::CStr;
 
@@ -65,9 +65,9 @@ pub struct Missing<'r> {
 
 /// Marks the copy an answer sent as used, for least-recently-used
 /// eviction.
-pub fn sent(req: &Request<'_>, cache: &Active, copy: Option<(Version, Kind)>) {
-    if let Some((v, kind)) = copy {
-        cache.touch(v, kind, req.request_time_secs());
+pub fn sent(req: &Request<'_>, cache: &Active, copy: Option<(Source, Kind)>) {
+    if let Some((source, kind)) = copy {
+        cache.touch(source, kind, req.request_time_secs());
     }
 }
 

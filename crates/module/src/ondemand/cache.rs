@@ -6,6 +6,12 @@
 //! server's `GzipDiskNgCacheRoot`). Children send jobs on the compressor's
 //! channel without blocking; a full queue drops a job, which a later
 //! request sends again.
+//!
+//! A copy is found by the digest of the bytes of the very file the
+//! request resolved to (`source`): learned once per process and file
+//! version from the record this host's compressor wrote while it read
+//! that file, so what another file, host or folder holds never answers
+//! for it.
 
 use crate::config::ServerConfig;
 use gdn_core::coding::Coding;
@@ -14,13 +20,16 @@ use gdn_httpd::ServerLog;
 use gdn_httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
 use super::compressor::{self, Event, Settings};
+use super::host::Host;
 use super::job::{self, CodingSet, Deltas, Job};
-use super::key::{self, Kind, NameBuf, Version};
+use super::key::{self, Kind, NameBuf, Source, Version};
+use crate::memo;
 use crate::metrics::counters;
 use crate::metrics::tally;
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
+use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
@@ -29,6 +38,8 @@ use std::sync::{Mutex, PoisonError, RwLock};
 pub struct Active {
     /// The cache root, ending in `/`.
     root: CString,
+    /// This host's records of file versions' digests, ending in `/`.
+    records: CString,
     channel: Channel,
     /// The uid copies are made as (the compressor runs as `User`): a
     /// copy owned by anyone else was planted, not made.
@@ -67,8 +78,10 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         }
         return;
     }
+    let host = Host::this();
     let settings = Settings {
         root: root.clone(),
+        host: host.clone(),
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
         levels: gdn_core::publish::encode::Levels::default(),
@@ -79,10 +92,19 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
         return;
     };
+    let mut records = root.join(host.records_dir()).into_os_string().into_vec();
+    records.push(b'/');
     let mut r = root.into_os_string().into_vec();
     r.push(b'/');
-    let Ok(root) = CString::new(r) else { return };
-    let record: &'static Active = Box::leak(Box::new(Active { root, channel, uid }));
+    let (Ok(root), Ok(records)) = (CString::new(r), CString::new(records)) else {
+        return;
+    };
+    let record: &'static Active = Box::leak(Box::new(Active {
+        root,
+        records,
+        channel,
+        uid,
+    }));
     *ACTIVE.write().unwrap_or_else(PoisonError::into_inner) = Some(record);
 }
 
@@ -126,22 +148,10 @@ fn compressor_main(jobs: File, log: ServerLog) {
     compressor::run(&settings, jobs, &say, &tally);
 }
 
-/// Where the request's file is, as copy names key it: `key::path_key`
-/// of `r->filename` (so a sibling's decoded copy is keyed by the original
-/// it stands for), worked out once per request; `version_at` then names
-/// each version there. Nothing is allocated.
-pub fn path_key(r: &Request<'_>) -> u64 {
-    let (server, root) = r.server_name_and_root();
-    let path = r.filename().map_or(&b""[..], CStr::to_bytes);
-    key::path_key(server, root, path)
-}
-
-/// The version `f` of the file at `path` (a `path_key`): its size and
-/// mtime, and which file `f` is on this host (for the compressor's check
-/// only).
-pub fn version_at(path: u64, f: &Finfo) -> Version {
+/// The version `f` describes: its size and mtime, and which file it is
+/// on this host.
+pub fn version_of(f: &Finfo) -> Version {
     Version {
-        path,
         size: f.size(),
         mtime_us: f.mtime(),
         local: key::Local {
@@ -169,15 +179,38 @@ impl Active {
         f.kind() == FileKind::Regular && f.user() == self.uid
     }
 
-    /// The copy of `kind` of the file version `v`, as the cache holds it,
-    /// opened: one open finds it, where a stat and an open would cost two
-    /// calls per hit. Only a regular file the compressor's user owns,
-    /// opened without following a symlink, is a copy: anything else at
-    /// its name was planted, and counts as not worth compressing (the
-    /// original or a sibling is served, and no job asked for).
-    pub fn find<'r>(&self, req: &Request<'r>, v: &Version, kind: Kind) -> CachedCopy<'r> {
+    /// The digest of the bytes of the file `f` describes, as this host's
+    /// compressor recorded it when it read that very version: remembered
+    /// per process, else read from the record. `None` while the
+    /// compressor has not read it (the file is then served as if it had
+    /// no copy, and the compressor asked for them).
+    pub fn source(&self, req: &Request<'_>, f: &Finfo) -> Option<Source> {
+        let fv = f.version();
+        if let Some(s) = memo::source::get(&fv) {
+            return Some(s);
+        }
         let mut name = NameBuf::new();
-        let path = req.path_with_suffix(&self.root, key::write_copy_name(v, kind, &mut name));
+        let v = version_of(f);
+        let path = req.path_with_suffix(&self.records, key::write_record_name(&v, &mut name));
+        let file = req.open_nofollow(path).ok()?;
+        let mut text = [0u8; 65];
+        let whole = self.made_here(file.info()) && file.info().size() == text.len() as u64;
+        (whole && file.reader(0).read_exact(&mut text).is_ok()).then_some(())?;
+        let s = key::parse_record(&text)?;
+        memo::source::put(fv, s);
+        Some(s)
+    }
+
+    /// The `kind` copy of the bytes whose digest is `source`, as the
+    /// cache holds it, opened: one open finds it, where a stat and an
+    /// open would cost two calls per hit. Only a regular file the
+    /// compressor's user owns, opened without following a symlink, is a
+    /// copy: anything else at its name was planted, and counts as not
+    /// worth compressing (the original or a sibling is served, and no
+    /// job asked for).
+    pub fn find<'r>(&self, req: &Request<'r>, source: &Source, kind: Kind) -> CachedCopy<'r> {
+        let mut name = NameBuf::new();
+        let path = req.path_with_suffix(&self.root, key::write_copy_name(source, kind, &mut name));
         let st = match req.open_nofollow(path) {
             Ok(f) if !self.made_here(f.info()) => return CachedCopy::NotWorth,
             Ok(f) if f.info().size() == 0 => return CachedCopy::NotWorth,
@@ -201,10 +234,7 @@ impl Active {
     pub fn keeps(&self, req: &Request<'_>, h: &gdn_core::dictionary::Hash) -> bool {
         let mut name = NameBuf::new();
         let kind = Kind::Kept(*h);
-        let path = req.path_with_suffix(
-            &self.root,
-            key::write_copy_name(&Version::NONE, kind, &mut name),
-        );
+        let path = req.path_with_suffix(&self.root, key::write_copy_name(h, kind, &mut name));
         req.stat(path, true).is_ok_and(|f| self.made_here(&f))
     }
 
@@ -218,10 +248,50 @@ impl Active {
         host_key: &[u8],
         coding: Option<Coding>,
     ) -> Option<gdn_httpd::File<'r>> {
-        let path = req.path_with_suffix(&self.root, key::site_current_name(host_key, coding));
-        let f = req.open_nofollow(path).ok()?;
+        self.site_file(req, key::site_current_name(host_key, coding))
+    }
+
+    /// The site dictionary's file `name` under the cache root: only a
+    /// regular, non-empty file the compressor's user owns, opened
+    /// without following a symlink.
+    fn site_file<'r>(&self, req: &Request<'r>, name: String) -> Option<gdn_httpd::File<'r>> {
+        let f = req
+            .open_nofollow(req.path_with_suffix(&self.root, name))
+            .ok()?;
         let info = f.info();
         (self.made_here(info) && info.size() > 0).then_some(f)
+    }
+
+    /// The site dictionary of the host `host_key` whose URL carries
+    /// `hex` (`?h=`), as it is or in `coding`, if this server keeps it:
+    /// opened as `site_dictionary` opens the current one.
+    pub fn named_site_dictionary<'r>(
+        &self,
+        req: &Request<'r>,
+        host_key: &[u8],
+        hex: &str,
+        coding: Option<Coding>,
+    ) -> Option<gdn_httpd::File<'r>> {
+        self.site_file(req, key::site_named_name(host_key, hex, coding))
+    }
+
+    /// Asks the compressor to act on the host's pages judged
+    /// (`site::judge`); whether the job was sent.
+    pub fn queue_train(
+        &self,
+        root: &[u8],
+        site: &[u8],
+        digest: &gdn_core::dictionary::Hash,
+        bits: &[u8],
+        at: i64,
+    ) -> bool {
+        self.send(&Job::Train {
+            root,
+            site,
+            digest,
+            bits,
+            at,
+        })
     }
 
     /// Whether the host `host_key` has a site dictionary, looked at once
@@ -302,13 +372,13 @@ impl Active {
 
     /// Tells the compressor a copy was served, at most once a second per
     /// copy and process, for its least-recently-used eviction.
-    pub fn touch(&self, v: Version, kind: Kind, now: i64) {
+    pub fn touch(&self, source: Source, kind: Kind, now: i64) {
         static SENT: Lately = Lately::new();
-        if SENT.done(&(v, kind), 1, now) {
+        if SENT.done(&(source, kind), 1, now) {
             return;
         }
-        SENT.remember(&(v, kind), 1, now);
-        self.send(&Job::Touch { version: v, kind });
+        SENT.remember(&(source, kind), 1, now);
+        self.send(&Job::Touch { source, kind });
     }
 
     fn send(&self, j: &Job<'_>) -> bool {

@@ -50,6 +50,8 @@ pub struct Settings {
     pub min_saving: f64,
     /// Delta encoder settings: the publish tool's defaults.
     pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
+    /// The host this runs on: where it records file versions' digests.
+    pub host: crate::ondemand::host::Host,
 }
 
 /// How important a log line is.
@@ -90,6 +92,7 @@ pub const QUEUE: usize = 1024;
 enum Work {
     Compress(OwnedJob),
     Decode(OwnedJob),
+    Train(OwnedJob),
 }
 
 /// Runs until `jobs` reaches its end (the module closes the channel when
@@ -155,8 +158,8 @@ fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, queue: &SyncSender<Work>) {
 fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
     let lock = || ctx.state.lock().unwrap_or_else(PoisonError::into_inner);
     let work = match job {
-        OwnedJob::Touch { version, kind } => {
-            lock().touch(ctx.settings, &(version, kind));
+        OwnedJob::Touch { source, kind } => {
+            lock().touch(ctx.settings, &(source, kind));
             return;
         }
         OwnedJob::Compress {
@@ -183,13 +186,16 @@ fn take(ctx: &Ctx<'_>, job: OwnedJob, queue: &SyncSender<Work>) {
                 deltas,
             })
         }
-        OwnedJob::Decode { version, .. } => {
-            if !lock().claim(ctx.settings, (version, Kind::Decoded)) {
+        OwnedJob::Decode {
+            version, coding, ..
+        } => {
+            if !lock().claim(ctx.settings, (version, Kind::Decoded(coding))) {
                 merged(ctx, 1);
                 return;
             }
             Work::Decode(job)
         }
+        OwnedJob::Train { .. } => Work::Train(job),
     };
     if let Err(TrySendError::Full(w) | TrySendError::Disconnected(w)) = queue.try_send(work) {
         (ctx.log)(Level::Debug, "queue full: job dropped");
@@ -218,12 +224,14 @@ fn merged(ctx: &Ctx<'_>, n: usize) {
 }
 
 /// The copies a job makes.
-fn keys(w: &Work) -> Vec<index::Key> {
+fn keys(w: &Work) -> Vec<state::Task> {
     match w {
         Work::Compress(OwnedJob::Compress {
             version, codings, ..
         }) => codings.iter().map(|c| (*version, Kind::Coded(c))).collect(),
-        Work::Decode(OwnedJob::Decode { version, .. }) => vec![(*version, Kind::Decoded)],
+        Work::Decode(OwnedJob::Decode {
+            version, coding, ..
+        }) => vec![(*version, Kind::Decoded(*coding))],
         _ => Vec::new(),
     }
 }
@@ -247,6 +255,13 @@ fn work(ctx: &Ctx<'_>, waiting: &Mutex<Receiver<Work>>) {
                 coding,
                 version,
             })) => ctx.decode(&path, coding, version),
+            Ok(Work::Train(OwnedJob::Train {
+                root,
+                site,
+                digest,
+                bits,
+                at,
+            })) => ctx.train_site(&root, &site, &digest, &bits, at),
             Ok(_) => {}
             Err(_) => return,
         }

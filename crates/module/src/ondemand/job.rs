@@ -5,19 +5,25 @@
 //! fixed header and up to three byte strings:
 //!
 //! ```text
-//! tag | argument byte | device, inode, size u64 LE | mtime, ctime i64 LE (µs)
-//! | delta versions u8 | group length u16 LE | site length u16 LE
-//! | path (Compress, Decode; a Touch of a delta: the dictionary's SHA-256)
+//! tag | argument byte | size u64 LE | mtime i64 LE (µs) | device, inode u64 LE
+//! | ctime i64 LE (µs) | delta versions u8 | group length u16 LE
+//! | site length u16 LE
+//! | path (Compress, Decode; a Touch: the source's SHA-256, then a delta's
+//!   or a kept version's hash)
 //! | group | site (Compress with deltas)
 //! ```
 //!
 //! The tag is 1 Compress (argument: coding bits), 2 Decode (the coding),
-//! 3 Touch (the kind: a coding, 3 for decoded, 4 and 5 for a dcz and a
-//! dcb delta, 6 for a kept version). The reader drops a message it cannot read (unknown tag or
+//! 3 Touch (the kind: a coding, 3 plus the coding for a decoded copy, 6
+//! and 7 for a dcz and a dcb delta, 8 for a kept version; its version is
+//! zero), 4 Train (a host's pages judged: the path is its document root,
+//! the group the list's SHA-256 and a bit per page, the site its host,
+//! the mtime field when they were judged). The reader drops a message it
+//! cannot read (unknown tag or
 //! argument, a relative path, lengths that do not add up, too short or
 //! too long) and goes on with the next.
 
-use super::key::{Kind, Local, Version};
+use super::key::{Kind, Local, Source, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::Hash;
 use std::ffi::OsStr;
@@ -32,9 +38,10 @@ pub const MAX_JOB: usize = 4096;
 const TAG_COMPRESS: u8 = 1;
 const TAG_DECODE: u8 = 2;
 const TAG_TOUCH: u8 = 3;
+const TAG_TRAIN: u8 = 4;
 /// Bytes before the path: tag, argument, version, delta versions and the
 /// two lengths.
-const HEAD: usize = 2 + 48 + 5;
+const HEAD: usize = 2 + 40 + 5;
 /// Longest path a message carries.
 pub const MAX_PATH: usize = MAX_JOB - HEAD;
 
@@ -128,7 +135,19 @@ pub enum Job<'a> {
         version: Version,
     },
     /// A copy was served: for least-recently-used eviction.
-    Touch { version: Version, kind: Kind },
+    Touch { source: Source, kind: Kind },
+    /// The pages under `root` that a site dictionary of `site` may learn
+    /// (`ondemand::pages`): the list's digest, and a bit per page set
+    /// where Apache judged it public.
+    Train {
+        root: &'a [u8],
+        site: &'a [u8],
+        digest: &'a Hash,
+        bits: &'a [u8],
+        /// When they were judged, µs since the epoch: verdicts older than
+        /// those acted on are dropped.
+        at: i64,
+    },
 }
 
 /// A job as the compressor reads it.
@@ -146,8 +165,15 @@ pub enum OwnedJob {
         version: Version,
     },
     Touch {
-        version: Version,
+        source: Source,
         kind: Kind,
+    },
+    Train {
+        root: PathBuf,
+        site: Vec<u8>,
+        digest: Hash,
+        bits: Vec<u8>,
+        at: i64,
     },
 }
 
@@ -156,9 +182,9 @@ fn kind_byte(k: &Kind) -> (u8, &[u8]) {
     let n = Coding::ALL.len() as u8;
     match k {
         Kind::Coded(c) => (c.index() as u8, &[]),
-        Kind::Decoded => (n, &[]),
-        Kind::Delta(d, h) => (n + 1 + d.index() as u8, h),
-        Kind::Kept(h) => (n + 3, h),
+        Kind::Decoded(c) => (n + c.index() as u8, &[]),
+        Kind::Delta(d, h) => (2 * n + d.index() as u8, h),
+        Kind::Kept(h) => (2 * n + 2, h),
     }
 }
 
@@ -166,10 +192,10 @@ fn kind_of(b: u8, rest: &[u8]) -> Option<Kind> {
     let n = Coding::ALL.len();
     match usize::from(b) {
         i if i < n && rest.is_empty() => Some(Kind::Coded(Coding::ALL[i])),
-        i if i == n && rest.is_empty() => Some(Kind::Decoded),
-        i if i == n + 3 => Some(Kind::Kept(Hash::try_from(rest).ok()?)),
+        i if i < 2 * n && rest.is_empty() => Some(Kind::Decoded(Coding::ALL[i - n])),
+        i if i == 2 * n + 2 => Some(Kind::Kept(Hash::try_from(rest).ok()?)),
         i => {
-            let d = *DeltaCoding::ALL.get(i.checked_sub(n + 1)?)?;
+            let d = *DeltaCoding::ALL.get(i.checked_sub(2 * n)?)?;
             Some(Kind::Delta(d, Hash::try_from(rest).ok()?))
         }
     }
@@ -183,6 +209,9 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         group: &[],
         site: &[],
     };
+    let mut judged = Vec::new();
+    let mut when = Version::NONE;
+    let mut touched = [0u8; 64];
     let (tag, version, arg, path, deltas): (u8, &Version, u8, &[u8], Deltas<'_>) = match job {
         Job::Compress {
             path,
@@ -201,9 +230,29 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
             coding,
             version,
         } => (TAG_DECODE, version, coding.index() as u8, path, none),
-        Job::Touch { version, kind } => {
+        Job::Touch { source, kind } => {
             let (b, hash) = kind_byte(kind);
-            (TAG_TOUCH, version, b, hash, none)
+            touched[..32].copy_from_slice(source);
+            touched[32..32 + hash.len()].copy_from_slice(hash);
+            let n = 32 + hash.len();
+            (TAG_TOUCH, &Version::NONE, b, &touched[..n], none)
+        }
+        Job::Train {
+            root,
+            site,
+            digest,
+            bits,
+            at,
+        } => {
+            when.mtime_us = *at;
+            judged.extend_from_slice(&digest[..]);
+            judged.extend_from_slice(bits);
+            let d = Deltas {
+                versions: 0,
+                group: &judged,
+                site,
+            };
+            (TAG_TRAIN, &when, 0, root, d)
         }
     };
     let strings = [path, deltas.group, deltas.site];
@@ -211,7 +260,6 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
         return None;
     }
     let fields = [
-        version.path,
         version.size,
         version.mtime_us as u64,
         version.local.device,
@@ -223,9 +271,9 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
     for (i, f) in fields.into_iter().enumerate() {
         buf[2 + 8 * i..10 + 8 * i].copy_from_slice(&f.to_le_bytes());
     }
-    buf[50] = deltas.versions;
-    buf[51..53].copy_from_slice(&(deltas.group.len() as u16).to_le_bytes());
-    buf[53..55].copy_from_slice(&(deltas.site.len() as u16).to_le_bytes());
+    buf[42] = deltas.versions;
+    buf[43..45].copy_from_slice(&(deltas.group.len() as u16).to_le_bytes());
+    buf[45..47].copy_from_slice(&(deltas.site.len() as u16).to_le_bytes());
     let mut at = HEAD;
     for s in strings {
         buf[at..at + s.len()].copy_from_slice(s);
@@ -243,19 +291,18 @@ fn decode(msg: &[u8]) -> Option<OwnedJob> {
         u64::from_le_bytes(b)
     };
     let version = Version {
-        path: field(0),
-        size: field(1),
-        mtime_us: field(2) as i64,
+        size: field(0),
+        mtime_us: field(1) as i64,
         local: Local {
-            device: field(3),
-            inode: field(4),
-            ctime_us: field(5) as i64,
+            device: field(2),
+            inode: field(3),
+            ctime_us: field(4) as i64,
         },
     };
     let arg = head[1];
-    let versions = head[50];
-    let group_len = usize::from(u16::from_le_bytes([head[51], head[52]]));
-    let site_len = usize::from(u16::from_le_bytes([head[53], head[54]]));
+    let versions = head[42];
+    let group_len = usize::from(u16::from_le_bytes([head[43], head[44]]));
+    let site_len = usize::from(u16::from_le_bytes([head[45], head[46]]));
     let path_len = rest.len().checked_sub(group_len + site_len)?;
     let (path, tail) = rest.split_at(path_len);
     let (group, site) = tail.split_at(group_len);
@@ -279,10 +326,23 @@ fn decode(msg: &[u8]) -> Option<OwnedJob> {
             coding: *Coding::ALL.get(usize::from(arg))?,
             version,
         }),
-        TAG_TOUCH if plain => Some(OwnedJob::Touch {
-            version,
-            kind: kind_of(arg, path)?,
-        }),
+        TAG_TOUCH if plain && version == Version::NONE => {
+            let (source, hash) = path.split_at_checked(32)?;
+            Some(OwnedJob::Touch {
+                source: Source::try_from(source).ok()?,
+                kind: kind_of(arg, hash)?,
+            })
+        }
+        TAG_TRAIN if path_ok && versions == 0 && !site.is_empty() => {
+            let (digest, bits) = group.split_at_checked(32)?;
+            Some(OwnedJob::Train {
+                root: owned(),
+                site: site.to_vec(),
+                digest: digest.try_into().ok()?,
+                bits: bits.to_vec(),
+                at: version.mtime_us,
+            })
+        }
         _ => None,
     }
 }
@@ -334,7 +394,6 @@ mod tests {
 
     fn v(n: u64) -> Version {
         Version {
-            path: 0x803_0000_0000 + n,
             size: 4096 + n,
             mtime_us: -5,
             local: Local {
@@ -364,7 +423,7 @@ mod tests {
                 }),
             },
             OwnedJob::Touch {
-                version: v(6),
+                source: [6; 32],
                 kind: Kind::Delta(DeltaCoding::Dcb, [7; 32]),
             },
             OwnedJob::Decode {
@@ -373,12 +432,23 @@ mod tests {
                 version: v(2),
             },
             OwnedJob::Touch {
-                version: v(3),
-                kind: Kind::Decoded,
+                source: [3; 32],
+                kind: Kind::Decoded(Coding::Gzip),
             },
             OwnedJob::Touch {
-                version: v(4),
+                source: [4; 32],
                 kind: Kind::Coded(Coding::Br),
+            },
+            OwnedJob::Touch {
+                source: [5; 32],
+                kind: Kind::Kept([5; 32]),
+            },
+            OwnedJob::Train {
+                root: "/var/www/html".into(),
+                site: b"localhost:80@main".to_vec(),
+                digest: [9; 32],
+                bits: vec![0xff, 0x01],
+                at: 1_700_000_000_000_000,
             },
         ]
     }
@@ -409,9 +479,22 @@ mod tests {
                 coding: *coding,
                 version: *version,
             },
-            OwnedJob::Touch { version, kind } => Job::Touch {
-                version: *version,
+            OwnedJob::Touch { source, kind } => Job::Touch {
+                source: *source,
                 kind: *kind,
+            },
+            OwnedJob::Train {
+                root,
+                site,
+                digest,
+                bits,
+                at,
+            } => Job::Train {
+                root: root.as_os_str().as_bytes(),
+                site,
+                digest,
+                bits,
+                at: *at,
             },
         };
         let mut buf = [0u8; MAX_JOB];
@@ -451,7 +534,7 @@ mod tests {
         let mut too_long = message(&good[3]);
         too_long.resize(MAX_JOB + 1, b'a');
         let mut lengths_too_long = message(&good[1]);
-        lengths_too_long[52] = 0x10;
+        lengths_too_long[44] = 0x10;
         let mut short_hash = message(&good[2]);
         short_hash.pop();
         let stream = vec![

@@ -1,20 +1,28 @@
-//! What names a copy in the cache: the version of the file it was made
-//! from and what it holds, spelled as a file name written on the stack,
-//! and which files are compressed on demand at all.
+//! What names a copy in the cache: the SHA-256 of the bytes it was made
+//! from and what it holds, spelled as a file name written on the stack;
+//! what names a file version on this host (`Version`, and the record of
+//! its digest); and which files are compressed on demand at all.
 //!
-//! A copy's name is `<fan-out>/<path>-<size>-<mtime>.<ext>` in lower-case
-//! hex, `path` being a 64-bit hash of where the file is as every server of
-//! a fleet sees it (`path_key`) and the fan-out its low byte (two digits),
-//! so no directory holds more than a 256th of the cache. Nothing in a
-//! name is local to one host (no device, inode or ctime): servers that
-//! hold rsync'd copies of one docroot find each other's copies in a
-//! shared cache root. `ext` is `zst`,
-//! `br` or `gz` for a compressed copy of an original, `id` for the decoded
-//! (identity) content of a sibling, keyed by the sibling's version, and
-//! `<64 hex SHA-256 of a dictionary>.dcz` or `.dcb` for a delta of the
-//! version against that dictionary (deltas on demand). A zero-length file
-//! at a copy's name marks a version not worth compressing (or a delta not
-//! worth sending): no valid stream of any coding is empty.
+//! A copy's name is `<fan-out>/<source>.<ext>`, `source` being the 64
+//! lower-case hex digits of the SHA-256 of its source bytes and the
+//! fan-out their first two, so no directory holds more than a 256th of
+//! the cache. The source of a compressed copy (`ext` `zst`, `br` or
+//! `gz`) and of a delta (`<64 hex SHA-256 of the dictionary>.dcz` or
+//! `.dcb`) is the original's content; the source of a decoded copy
+//! (`zst.id`, `br.id`, `gz.id`: the coding it was decoded from) is the
+//! sibling's own bytes. A name thus says nothing of where a file is: a
+//! copy is served for a file only while that very file has the source's
+//! digest (`memo::source`), so no copy crosses from one file, virtual
+//! host or upload folder to another, and identical files share their
+//! copies, on one server or across a fleet sharing the cache root. A
+//! zero-length file at a copy's name marks a source not worth
+//! compressing (or a delta not worth sending): no valid stream of any
+//! coding is empty.
+//!
+//! What digest a file version has is recorded by the compressor, which
+//! learns it while it reads the file, in a directory of this host's own
+//! (`host`): `<fan-out>/<device>-<inode>-<size>-<mtime>-<ctime>` in hex,
+//! holding the digest's hex.
 
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, DeltaSuffix, Hash};
@@ -24,36 +32,29 @@ use gdn_core::publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
-/// One version of a file, as every server holding a copy of it sees it:
-/// where it is (`path_key`), its size and its mtime. `rsync -t` and
-/// `cp -a` keep all three, so a fleet's servers name one version alike;
-/// device, inode and ctime differ between hosts and are left out. A copy
-/// made from a version is served only while the file still has these.
-/// What this cannot tell apart, a rewrite keeping size and mtime, rsync
-/// itself skips too (without `--checksum`); on one host the compressor
-/// still reads only the very file a request judged (`local`).
-///
-/// Two versions are equal when their names are: `local` is left out of
-/// equality and hashing.
-#[derive(Clone, Copy, Debug)]
+/// The SHA-256 of a copy's source bytes: what names it.
+pub type Source = Hash;
+
+/// One version of a file on this host: its size, its mtime, and which
+/// file it is (device, inode, ctime). A job names it, the compressor
+/// reads only a file that still is it (`make::pin`), and the digest of
+/// its bytes is recorded under it. An in-place rewrite that keeps size
+/// and mtime moves the ctime: another version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Version {
-    /// `path_key` of the file (or, for a decoded copy, of the original
-    /// the sibling stands for).
-    pub path: u64,
     pub size: u64,
     /// Modification time, microseconds since the epoch (as APR keeps it).
     pub mtime_us: i64,
-    /// Which file this is on the host that judged it; not in the name.
+    /// Which file this is on this host.
     pub local: Local,
 }
 
 /// A file's identity on one host: device, inode and ctime (which moves
-/// even when an in-place rewrite keeps the old size and mtime). Carried
-/// by a job from the child that judged the file to the compressor on the
-/// same host, so a name swapped for a symlink, a hard link or another
-/// file after Apache's checks is never read (`make::pin`). Unknown
-/// (zero) for versions read back from names and records: they are then
-/// checked by size and mtime only.
+/// even when an in-place rewrite keeps the old size and mtime), so a name
+/// swapped for a symlink, a hard link or another file after Apache's
+/// checks is never read (`make::pin`). Unknown (zero) for versions read
+/// back from the site's page lists: they are then checked by size and
+/// mtime only, and what is read from them is named by its own digest.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Local {
     pub device: u64,
@@ -79,35 +80,18 @@ impl Local {
     }
 }
 
-impl PartialEq for Version {
-    fn eq(&self, o: &Version) -> bool {
-        (self.path, self.size, self.mtime_us) == (o.path, o.size, o.mtime_us)
-    }
-}
-
-impl Eq for Version {}
-
-impl std::hash::Hash for Version {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        (self.path, self.size, self.mtime_us).hash(h);
-    }
-}
-
 impl Version {
-    /// The version of what is named by content alone (`Kind::Kept`).
+    /// No version: what site page lists fill in before their fields.
     pub const NONE: Version = Version {
-        path: 0,
         size: 0,
         mtime_us: 0,
         local: Local::UNKNOWN,
     };
 
-    /// The version at `path` (its `path_key`) that `meta` describes, as
-    /// the request path's `apr_finfo_t` gives it (APR truncates
-    /// nanoseconds to microseconds).
-    pub fn of(path: u64, meta: &fs::Metadata) -> Version {
+    /// The version `meta` describes, as the request path's `apr_finfo_t`
+    /// gives it (APR truncates nanoseconds to microseconds).
+    pub fn of(meta: &fs::Metadata) -> Version {
         Version {
-            path,
             size: meta.size(),
             mtime_us: mtime_us(meta),
             local: Local::of(meta),
@@ -130,74 +114,42 @@ fn mtime_us(meta: &fs::Metadata) -> i64 {
     s.saturating_mul(1_000_000).saturating_add(ns / 1000)
 }
 
-/// Where a file is, as every server of a fleet names it, hashed (FNV-1a,
-/// 64 bits: no allocation, a few ns per request): the virtual host's
-/// `ServerName`, then the path below its `DocumentRoot` when the file is
-/// there (else the whole path). Servers whose docroots lie at different
-/// places still agree; two virtual hosts never share a key, so one
-/// site's file can never be served for another's.
-pub fn path_key(server: &[u8], docroot: &[u8], path: &[u8]) -> u64 {
-    let docroot = docroot.strip_suffix(b"/").unwrap_or(docroot);
-    let below = (!docroot.is_empty())
-        .then(|| path.strip_prefix(docroot))
-        .flatten()
-        .filter(|rest| rest.first() == Some(&b'/'));
-    let (tag, rest): (&[u8], &[u8]) = match below {
-        Some(rest) => (b"\0r", rest),
-        None => (b"\0a", path),
-    };
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in server.iter().chain(tag).chain(rest) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    h
-}
-
 /// What a copy holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     /// The original in this coding.
     Coded(Coding),
-    /// A sibling's decoded content.
-    Decoded,
+    /// A sibling's decoded content; the sibling is in this coding.
+    Decoded(Coding),
     /// A delta of the original against the dictionary with this SHA-256.
     Delta(DeltaCoding, Hash),
     /// An earlier version's content, by its SHA-256, zstd-compressed: a
     /// dictionary for deltas on demand. Named by its hash alone
-    /// (`kept/<2 hex>/<64 hex>.zst`); its version is `Version::NONE`.
+    /// (`kept/<2 hex>/<64 hex>.zst`), which is its source too.
     Kept(Hash),
 }
 
-impl Kind {
-    /// The copy name's extension.
-    pub const fn ext(self) -> &'static str {
-        match self {
-            Kind::Coded(Coding::Zstd) | Kind::Kept(_) => "zst",
-            Kind::Coded(Coding::Br) => "br",
-            Kind::Coded(Coding::Gzip) => "gz",
-            Kind::Decoded => "id",
-            Kind::Delta(DeltaCoding::Dcz, _) => "dcz",
-            Kind::Delta(DeltaCoding::Dcb, _) => "dcb",
-        }
-    }
-
-    /// The kind whose extension is `ext`.
-    pub fn from_ext(ext: &str) -> Option<Kind> {
-        [
-            Kind::Coded(Coding::Zstd),
-            Kind::Coded(Coding::Br),
-            Kind::Coded(Coding::Gzip),
-            Kind::Decoded,
-        ]
-        .into_iter()
-        .find(|k| k.ext() == ext)
+/// A coding's extension in copy names.
+const fn coding_ext(c: Coding) -> &'static str {
+    match c {
+        Coding::Zstd => "zst",
+        Coding::Br => "br",
+        Coding::Gzip => "gz",
     }
 }
 
-/// Longest name: two fan-out digits, a slash, three 16-digit numbers, two
-/// dashes, a dot and a three-letter extension make 57 bytes; a delta's
-/// 64 hex digits and their dot 65 more.
+/// The coding whose extension is `ext`.
+fn coding_of_ext(ext: &str) -> Option<Coding> {
+    Coding::ALL.into_iter().find(|&c| coding_ext(c) == ext)
+}
+
+/// A decoded copy's last extension.
+const DECODED_EXT: &str = "id";
+
+/// Longest name: a kept version's `kept/`, fan-out, slash, 64 digits and
+/// `.zst` make 76 bytes; a delta's two fan-out digits, slash, 64 digits,
+/// dot, 64 digits and `.dcz` 136; a record's fan-out, slash, five
+/// 16-digit numbers and four dashes 87.
 const NAME_MAX: usize = 160;
 
 /// A copy's name, written on the stack.
@@ -231,7 +183,7 @@ impl NameBuf {
         &self.bytes[..self.len]
     }
 
-    /// Appends a byte; at most 122 are ever written (see `NAME_MAX`).
+    /// Appends a byte; at most `NAME_MAX` are ever written.
     fn push(&mut self, b: u8) {
         if let Some(slot) = self.bytes.get_mut(self.len) {
             *slot = b;
@@ -242,9 +194,14 @@ impl NameBuf {
     /// Appends `h` in 64 lower-case hex digits.
     fn push_hash(&mut self, h: &Hash) {
         for &b in h {
-            self.push(b"0123456789abcdef"[usize::from(b >> 4)]);
-            self.push(b"0123456789abcdef"[usize::from(b & 0xf)]);
+            self.push_byte(b);
         }
+    }
+
+    /// Appends `b` in two lower-case hex digits.
+    fn push_byte(&mut self, b: u8) {
+        self.push(b"0123456789abcdef"[usize::from(b >> 4)]);
+        self.push(b"0123456789abcdef"[usize::from(b & 0xf)]);
     }
 
     /// Appends an ASCII string (cut at `NAME_MAX`, which no name reaches).
@@ -256,11 +213,19 @@ impl NameBuf {
 
     /// Appends `v` as `version_stem` spells it.
     fn push_version(&mut self, v: &Version) {
-        self.push_hex(v.path);
-        self.push(b'-');
-        self.push_hex(v.size);
-        self.push(b'-');
-        self.push_hex(v.mtime_us as u64);
+        let parts = [
+            v.size,
+            v.mtime_us as u64,
+            v.local.device,
+            v.local.inode,
+            v.local.ctime_us as u64,
+        ];
+        for (i, n) in parts.into_iter().enumerate() {
+            if i > 0 {
+                self.push(b'-');
+            }
+            self.push_hex(n);
+        }
     }
 
     /// Appends `n` in lower-case hex, without leading zeros.
@@ -309,58 +274,158 @@ pub fn site_current_coded(c: Coding) -> String {
     format!("{SITE_CURRENT}{}", c.suffixes()[0])
 }
 
+/// Hex digits of a dictionary's SHA-256 its URL carries (`?h=`): 64
+/// bits, so no two dictionaries of a site meet.
+pub const SITE_NAME_HEX: usize = 16;
+
+/// A site dictionary's file under the name its URL gives it, in a site's
+/// directory: `v-<16 hex>.dat`, then `.<ext>` (a coding's suffix without
+/// its dot, or `pages`: the pages it learned).
+pub fn site_named(h: &Hash, ext: Option<&str>) -> String {
+    site_named_hex(&dictionary::to_hex(h)[..SITE_NAME_HEX], ext)
+}
+
+/// `site_named` of the hex its URL carries.
+pub fn site_named_hex(hex: &str, ext: Option<&str>) -> String {
+    match ext {
+        None => format!("v-{hex}.dat"),
+        Some(e) => format!("v-{hex}.dat.{e}"),
+    }
+}
+
+/// The site dictionary of the host `host_key` whose URL carries `hex`,
+/// under the cache root: as it is (`None`), or in a coding.
+pub fn site_named_name(host_key: &[u8], hex: &str, coding: Option<Coding>) -> String {
+    let ext = coding.map(|c| &c.suffixes()[0][1..]);
+    format!("{}/{}", site_dir_name(host_key), site_named_hex(hex, ext))
+}
+
 /// The kept version a file name in `kept/<2 hex>/` stands for.
 pub fn parse_kept_name(name: &str) -> Option<Hash> {
-    let hex = name.strip_suffix(".zst")?;
-    dictionary::from_hex(hex).filter(|h| dictionary::to_hex(h) == hex)
+    parse_source(name.strip_suffix(".zst")?)
 }
 
-/// The fan-out directory of a copy of the file with this `path_key`.
-pub fn fan_out(path: u64) -> u8 {
-    (path & 0xff) as u8
+/// The fan-out directory of the copies of `source`: its first byte.
+pub fn fan_out(source: &Source) -> u8 {
+    source[0]
 }
 
-/// Writes the name of the `kind` copy of version `v` (relative to the
-/// cache root) into `buf` and returns it. Times are written as their
-/// 64-bit two's complement, so a time before 1970 still has one name.
-pub fn copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
-    write_copy_name(v, kind, buf);
+/// Writes the name of the `kind` copy of the bytes whose SHA-256 is
+/// `source` (relative to the cache root) into `buf` and returns it. A
+/// kept version is named by its own hash (`source` is not read).
+pub fn copy_name<'b>(source: &Source, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
+    write_copy_name(source, kind, buf);
     buf.as_str()
 }
 
 /// `copy_name` as bytes.
-pub fn write_copy_name<'b>(v: &Version, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
+pub fn write_copy_name<'b>(source: &Source, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
     // Digits by hand, not `write!`: formatting cost over 1 % of an
     // on-demand hit (bench/ondemand_callgrind.sh).
     buf.len = 0;
-    if let Kind::Kept(h) = &kind {
-        buf.push_str(KEPT_DIR);
-        buf.push(b'/');
-        buf.push_hex(u64::from(h[0] >> 4));
-        buf.push_hex(u64::from(h[0] & 0xf));
-        buf.push(b'/');
-        buf.push_hash(h);
-        buf.push_str(".zst");
-        return buf.as_bytes();
-    }
-    let fan = fan_out(v.path);
-    buf.push_hex(u64::from(fan >> 4));
-    buf.push_hex(u64::from(fan & 0xf));
+    let source = match &kind {
+        Kind::Kept(h) => {
+            buf.push_str(KEPT_DIR);
+            buf.push(b'/');
+            h
+        }
+        _ => source,
+    };
+    buf.push_byte(fan_out(source));
     buf.push(b'/');
-    buf.push_version(v);
+    buf.push_hash(source);
     match kind {
+        Kind::Coded(c) => {
+            buf.push(b'.');
+            buf.push_str(coding_ext(c));
+        }
+        Kind::Decoded(c) => {
+            buf.push(b'.');
+            buf.push_str(coding_ext(c));
+            buf.push(b'.');
+            buf.push_str(DECODED_EXT);
+        }
         // A delta's name ends as a published delta's does.
         Kind::Delta(d, h) => buf.push_str(DeltaSuffix::new(&h, d).as_str()),
-        _ => {
-            buf.push(b'.');
-            buf.push_str(kind.ext());
-        }
+        Kind::Kept(_) => buf.push_str(".zst"),
     }
     buf.as_bytes()
 }
 
-/// A version as copy names spell it, `<path>-<size>-<mtime>`
-/// in lower-case hex: how the compressor's histories name versions too.
+/// The source 64 lower-case hex digits spell; `None` for anything else.
+fn parse_source(hex: &str) -> Option<Source> {
+    (hex.len() == 64).then(|| dictionary::from_hex(hex))?
+}
+
+/// The source and kind a copy's file name (without its fan-out
+/// directory) stands for; `None` for any other name.
+pub fn parse_copy_name(name: &str) -> Option<(Source, Kind)> {
+    if let Some((stem, h, d)) = dictionary::parse_delta_name(name) {
+        return Some((parse_source(stem)?, Kind::Delta(d, h)));
+    }
+    let (stem, kind) = match name
+        .strip_suffix(DECODED_EXT)
+        .and_then(|n| n.strip_suffix('.'))
+    {
+        Some(rest) => {
+            let (stem, ext) = rest.rsplit_once('.')?;
+            (stem, Kind::Decoded(coding_of_ext(ext)?))
+        }
+        None => {
+            let (stem, ext) = name.rsplit_once('.')?;
+            (stem, Kind::Coded(coding_of_ext(ext)?))
+        }
+    };
+    Some((parse_source(stem)?, kind))
+}
+
+/// Whether `name` is a copy as the cache named them by where a file was
+/// (`<path>-<size>-<mtime>`) or by device and inode
+/// (`<device>-<inode>-<size>-<mtime>-<ctime>`), in hex, with the
+/// extensions of the time: never served under the current names, removed
+/// at start.
+pub fn is_old_copy_name(name: &str) -> bool {
+    let stem = match dictionary::parse_delta_name(name) {
+        Some((stem, ..)) => Some(stem),
+        None => name
+            .rsplit_once('.')
+            .filter(|(_, ext)| coding_of_ext(ext).is_some() || *ext == DECODED_EXT)
+            .map(|(stem, _)| stem),
+    };
+    stem.is_some_and(|stem| {
+        let parts: Vec<&str> = stem.split('-').collect();
+        matches!(parts.len(), 3 | 5)
+            && parts
+                .iter()
+                .all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| b.is_ascii_hexdigit()))
+    })
+}
+
+/// Writes the name of the record of `v`'s digest, relative to this
+/// host's records directory (`host`), into `buf` and returns it:
+/// `<fan-out>/<size>-<mtime>-<device>-<inode>-<ctime>`, the fan-out the
+/// inode's low byte.
+pub fn write_record_name<'b>(v: &Version, buf: &'b mut NameBuf) -> &'b [u8] {
+    buf.len = 0;
+    buf.push_byte(v.local.inode as u8);
+    buf.push(b'/');
+    buf.push_version(v);
+    buf.as_bytes()
+}
+
+/// What a record holds: the digest's hex and a newline.
+pub fn record_text(source: &Source) -> String {
+    format!("{}\n", dictionary::to_hex(source))
+}
+
+/// The digest a record's `text` holds; `None` for anything else.
+pub fn parse_record(text: &[u8]) -> Option<Source> {
+    let hex = text.strip_suffix(b"\n")?;
+    parse_source(std::str::from_utf8(hex).ok()?)
+}
+
+/// A version as records and histories spell it,
+/// `<size>-<mtime>-<device>-<inode>-<ctime>` in lower-case hex.
 pub fn version_stem<'b>(v: &Version, buf: &'b mut NameBuf) -> &'b str {
     buf.len = 0;
     buf.push_version(v);
@@ -379,45 +444,15 @@ pub fn parse_version_stem(stem: &str) -> Option<Version> {
         canonical.then(|| u64::from_str_radix(p, 16).ok())?
     };
     let v = Version {
-        path: next()?,
         size: next()?,
         mtime_us: next()? as i64,
-        local: Local::UNKNOWN,
+        local: Local {
+            device: next()?,
+            inode: next()?,
+            ctime_us: next()? as i64,
+        },
     };
     parts.next().is_none().then_some(v)
-}
-
-/// Whether `name` is a copy as the cache named them before names left
-/// out device, inode and ctime (`<device>-<inode>-<size>-<mtime>-<ctime>`):
-/// never served under the current names, removed at start.
-pub fn is_old_copy_name(name: &str) -> bool {
-    let stem = match dictionary::parse_delta_name(name) {
-        Some((stem, ..)) => Some(stem),
-        None => name
-            .rsplit_once('.')
-            .filter(|(_, ext)| Kind::from_ext(ext).is_some())
-            .map(|(stem, _)| stem),
-    };
-    stem.is_some_and(|stem| {
-        let parts: Vec<&str> = stem.split('-').collect();
-        parts.len() == 5
-            && parts
-                .iter()
-                .all(|p| !p.is_empty() && p.len() <= 16 && p.bytes().all(|b| b.is_ascii_hexdigit()))
-    })
-}
-
-/// The version and kind a copy's file name (without its fan-out
-/// directory) stands for; `None` for any other name.
-pub fn parse_copy_name(name: &str) -> Option<(Version, Kind)> {
-    let (stem, kind) = match dictionary::parse_delta_name(name) {
-        Some((stem, h, d)) => (stem, Kind::Delta(d, h)),
-        None => {
-            let (stem, ext) = name.rsplit_once('.')?;
-            (stem, Kind::from_ext(ext)?)
-        }
-    };
-    Some((parse_version_stem(stem)?, kind))
 }
 
 /// Largest original compressed on demand: 64 MiB. Brotli at quality 11
@@ -449,10 +484,13 @@ mod tests {
 
     fn v() -> Version {
         Version {
-            path: 0x803_0001_2345,
             size: 5000,
             mtime_us: 1_700_000_000_123_456,
-            local: Local::UNKNOWN,
+            local: Local {
+                device: 0x803,
+                inode: 0x1_2345,
+                ctime_us: 1_700_000_001_000_000,
+            },
         }
     }
 
@@ -460,78 +498,128 @@ mod tests {
     fn names_round_trip() {
         let mut buf = NameBuf::new();
         assert_eq!(buf.as_str(), "");
-        let kinds = [
-            Kind::Coded(Coding::Zstd),
-            Kind::Coded(Coding::Br),
-            Kind::Coded(Coding::Gzip),
-            Kind::Decoded,
-        ];
-        for k in kinds {
-            let name = copy_name(&v(), k, &mut buf).to_owned();
-            assert!(name.starts_with("45/80300012345-1388-"), "{name}");
-            assert!(name.ends_with(&format!(".{}", k.ext())));
-            let (dir, file) = name.split_once('/').unwrap();
-            assert_eq!(dir, "45");
-            assert_eq!(parse_copy_name(file), Some((v(), k)));
+        let src: Source = dictionary::hash(b"page");
+        let hex = dictionary::to_hex(&src);
+        let mut kinds = vec![];
+        for c in Coding::ALL {
+            kinds.push((Kind::Coded(c), format!(".{}", coding_ext(c))));
+            kinds.push((Kind::Decoded(c), format!(".{}.id", coding_ext(c))));
         }
-        let extreme = Version {
-            path: u64::MAX,
-            size: u64::MAX,
-            mtime_us: i64::MIN,
-            local: Local::UNKNOWN,
-        };
-        let name = copy_name(&extreme, Kind::Decoded, &mut buf).to_owned();
-        assert_eq!(name.len(), 56);
-        assert!(name.starts_with("ff/ffffffffffffffff-"));
-        let file = name.split_once('/').unwrap().1;
-        assert_eq!(parse_copy_name(file), Some((extreme, Kind::Decoded)));
-        assert_eq!(
-            copy_name(&Version::NONE, Kind::Decoded, &mut buf),
-            "00/0-0-0.id"
-        );
-        let delta = Kind::Delta(DeltaCoding::Dcb, [0xab; 32]);
-        let name = copy_name(&extreme, delta, &mut buf).to_owned();
-        assert_eq!(name.len(), 122);
-        assert!(
-            name.ends_with(&format!(".{}.dcb", "ab".repeat(32))),
-            "{name}"
-        );
-        let file = name.split_once('/').unwrap().1;
-        assert_eq!(parse_copy_name(file), Some((extreme, delta)));
-        let kept = copy_name(&Version::NONE, Kind::Kept([0xc3; 32]), &mut buf).to_owned();
+        let h = [0xab; 32];
+        for d in DeltaCoding::ALL {
+            kinds.push((
+                Kind::Delta(d, h),
+                format!(".{}.{}", "ab".repeat(32), d.token()),
+            ));
+        }
+        for (k, ext) in kinds {
+            let name = copy_name(&src, k, &mut buf).to_owned();
+            assert_eq!(name, format!("{}/{hex}{ext}", &hex[..2]));
+            let file = name.split_once('/').unwrap().1;
+            assert_eq!(parse_copy_name(file), Some((src, k)), "{name}");
+            assert!(!is_old_copy_name(file), "{name}");
+        }
+        let kept = copy_name(&[0; 32], Kind::Kept([0xc3; 32]), &mut buf).to_owned();
         assert_eq!(kept, format!("kept/c3/{}.zst", "c3".repeat(32)));
         let file = kept.rsplit_once('/').unwrap().1;
         assert_eq!(parse_kept_name(file), Some([0xc3; 32]));
         assert_eq!(parse_kept_name(&file.to_uppercase()), None);
-        let dcz = format!("1-2-3.{}.dcz", "0f".repeat(32));
-        let want = Kind::Delta(DeltaCoding::Dcz, [0x0f; 32]);
-        assert_eq!(parse_copy_name(&dcz).map(|p| p.1), Some(want));
+        let longest = copy_name(&[0xff; 32], Kind::Delta(DeltaCoding::Dcb, h), &mut buf);
+        assert_eq!(longest.len(), 136);
+    }
+
+    #[test]
+    fn a_decoded_copy_names_the_coding_it_was_decoded_from() {
+        let src = dictionary::hash(b"sibling bytes");
+        let mut names = std::collections::HashSet::new();
+        for c in Coding::ALL {
+            let mut buf = NameBuf::new();
+            names.insert(copy_name(&src, Kind::Decoded(c), &mut buf).to_owned());
+            names.insert(copy_name(&src, Kind::Coded(c), &mut buf).to_owned());
+        }
+        assert_eq!(names.len(), 2 * Coding::ALL.len());
     }
 
     #[test]
     fn other_names_are_not_copies() {
+        let hex = "0f".repeat(32);
         for bad in [
-            "12345-1388-1",
-            "12345-1388.zst",
-            "803-12345-1388-1-2.zst",
-            "12345-1388-1.txt",
-            "012345-1388-1.zst",
-            "12345-1388-1X.zst",
-            "12345--1.zst",
-            ".12345-1388-1.zst.tmp1a2b",
-            "10000000000000000-1-1.gz",
-            "1-2-3.dcz",
-            "1-2-3.abcd.dcz",
-            "1-2-3.id.dcz",
+            "12345-1388-1".to_owned(),
+            hex.clone(),
+            format!("{hex}.txt"),
+            format!("{hex}.id"),
+            format!("{hex}.zstd.id"),
+            format!("{}.gz", &hex[1..]),
+            format!("{}.gz", hex.to_uppercase()),
+            format!("{hex}0.gz"),
+            format!(".{hex}.gz.tmp1a2b"),
+            format!("{hex}.dcz"),
+            format!("{hex}.abcd.dcz"),
+            format!("{hex}.id.dcz"),
+            format!("1-2-3.{hex}.dcz"),
         ] {
-            assert_eq!(parse_copy_name(bad), None, "{bad}");
+            assert_eq!(parse_copy_name(&bad), None, "{bad}");
         }
-        let old_delta = format!("1-2-3-4-5.{}.dcb", "0f".repeat(32));
-        for old in ["803-12345-1388-1-2.zst", "1-2-3-4-5.id", &old_delta] {
+        let old_delta = format!("1-2-3-4-5.{hex}.dcb");
+        let path_delta = format!("803-1388-1.{hex}.dcz");
+        for old in [
+            "803-12345-1388-1-2.zst",
+            "1-2-3-4-5.id",
+            "80300012345-1388-5f.gz",
+            "ff-0-0.id",
+            &old_delta,
+            &path_delta,
+        ] {
             assert!(is_old_copy_name(old), "{old}");
         }
-        for new in ["12345-1388-1.zst", "803-12345-1388-1-2.txt", "kept"] {
+        for new in [
+            "12345-1388.zst",
+            "803-12345-1388-1.zst",
+            "803-12345-1388-1-2.txt",
+            "kept",
+            &format!("{hex}.gz"),
+        ] {
             assert!(!is_old_copy_name(new), "{new}");
+        }
+    }
+
+    #[test]
+    fn records_are_named_by_the_whole_local_version() {
+        let mut buf = NameBuf::new();
+        let name = std::str::from_utf8(write_record_name(&v(), &mut buf))
+            .unwrap()
+            .to_owned();
+        assert_eq!(name, "45/1388-60a2418202240-803-12345-60a24182d8240");
+        let stem = name.split_once('/').unwrap().1;
+        assert_eq!(parse_version_stem(stem), Some(v()));
+        // A rewrite in place keeping inode, size and mtime: another record.
+        let mut rewritten = v();
+        rewritten.local.ctime_us += 1;
+        let other = std::str::from_utf8(write_record_name(&rewritten, &mut buf))
+            .unwrap()
+            .to_owned();
+        assert_ne!(name, other);
+        let extreme = Version {
+            size: u64::MAX,
+            mtime_us: i64::MIN,
+            local: Local {
+                device: u64::MAX,
+                inode: u64::MAX,
+                ctime_us: -1,
+            },
+        };
+        let name = std::str::from_utf8(write_record_name(&extreme, &mut buf))
+            .unwrap()
+            .to_owned();
+        assert_eq!(name.len(), 87);
+        assert_eq!(parse_version_stem(&name[3..]), Some(extreme));
+        let src = dictionary::hash(b"x");
+        assert_eq!(parse_record(record_text(&src).as_bytes()), Some(src));
+        for bad in [&b""[..], b"00\n", &record_text(&src).as_bytes()[1..]] {
+            assert_eq!(parse_record(bad), None);
+        }
+        for bad in ["1-2-3", "1-2-3-4-5-6", "01-2-3-4-5", "1-2-3-4-X"] {
+            assert_eq!(parse_version_stem(bad), None, "{bad}");
         }
     }
 
@@ -549,8 +637,8 @@ mod tests {
         fs::write(&p, b"12345").unwrap();
         set_mtime(&p);
         let m = fs::metadata(&p).unwrap();
-        let v = Version::of(7, &m);
-        assert_eq!((v.path, v.size), (7, 5));
+        let v = Version::of(&m);
+        assert_eq!(v.size, 5);
         assert_eq!(v.mtime_us, 1_000_000_123_456);
         assert!(v.matches(&m));
         assert_eq!((v.local.inode, v.local.device), (m.ino(), m.dev()));
@@ -563,41 +651,13 @@ mod tests {
         fs::write(&q, b"12345").unwrap();
         set_mtime(&q);
         let other = fs::metadata(&q).unwrap();
-        let judged = Version::of(7, &m);
+        let judged = Version::of(&m);
         assert!(!judged.matches(&other));
-        let named = Version {
+        let listed = Version {
             local: Local::UNKNOWN,
             ..judged
         };
-        assert!(named.matches(&other) && named == judged);
-    }
-
-    #[test]
-    fn path_keys_are_where_the_file_is_below_its_docroot() {
-        let a = path_key(b"www.example", b"/srv/a/", b"/srv/a/x/page.html");
-        assert_eq!(
-            a,
-            path_key(b"www.example", b"/var/www", b"/var/www/x/page.html")
-        );
-        assert_ne!(
-            a,
-            path_key(b"other.example", b"/srv/a", b"/srv/a/x/page.html")
-        );
-        assert_ne!(
-            a,
-            path_key(b"www.example", b"/srv/a", b"/srv/a/x/other.html")
-        );
-        // Outside the docroot (an Alias): the whole path.
-        let out = path_key(b"www.example", b"/srv/a", b"/srv/ab/x/page.html");
-        assert_eq!(
-            out,
-            path_key(b"www.example", b"/srv/b", b"/srv/ab/x/page.html")
-        );
-        assert_ne!(
-            out,
-            path_key(b"www.example", b"/srv", b"/srv/ab/x/page.html")
-        );
-        assert_ne!(a, path_key(b"www.example", b"", b"/x/page.html"));
+        assert!(listed.matches(&other) && listed != judged);
     }
 
     #[test]
@@ -637,32 +697,6 @@ mod tests {
                 });
                 assert_eq!(compressible(n, size), rule, "{n:?} {size}");
             }
-        }
-    }
-
-    #[test]
-    fn names_of_every_length() {
-        for digits in 0..=16 {
-            let n = if digits == 0 {
-                0
-            } else {
-                u64::MAX >> (64 - 4 * digits)
-            };
-            let v = Version {
-                path: n ^ 0x5a,
-                size: n / 3,
-                mtime_us: n as i64,
-                local: Local::UNKNOWN,
-            };
-            let mut buf = NameBuf::new();
-            let want = format!(
-                "{:02x}/{:x}-{:x}-{:x}.gz",
-                v.path & 0xff,
-                v.path,
-                v.size,
-                v.mtime_us as u64
-            );
-            assert_eq!(copy_name(&v, Kind::Coded(Coding::Gzip), &mut buf), want);
         }
     }
 

@@ -14,15 +14,19 @@
 //!   missing ones asked for;
 //! - `cache`: the request's side: where a copy would be, the jobs that
 //!   ask for one, and the compressor started with the configuration;
-//! - `key`: what names a copy (version and kind), without allocating,
-//!   and which files are compressed on demand;
+//! - `key`: what names a copy (the digest of its source bytes and its
+//!   kind), without allocating, and which files are compressed on demand;
+//! - `host`: which host and boot this is, for the records only it trusts;
 //! - `job`: the jobs children send and their wire format;
+//! - `pages`: the pages a site dictionary may learn, chosen by the files;
 //! - `compressor`: the process that makes the copies;
 //! - `root`: whether a cache root only the server's user can write.
 
 pub(crate) mod ask;
 pub(crate) mod cache;
 pub(crate) mod compressor;
+pub(crate) mod host;
 pub(crate) mod job;
 pub mod key;
+pub(crate) mod pages;
 pub(crate) mod root;

@@ -3,10 +3,15 @@
 //! serves, with no publish step.
 //!
 //! Each scope (a file's own path, or a versioned group: a virtual host
-//! and a `GzipDiskNgUseAsDictionary` pattern) has a history in the cache
-//! root, `history/<2 hex>/<64 hex SHA-256 of the scope>`: the versions
-//! the server served in it, newest last, each with its content's
-//! SHA-256. When a new version arrives, the earlier ones' content is
+//! and a `GzipDiskNgUseAsDictionary` pattern), on each host, has a
+//! history in the cache root, `histories/<2 hex>/<64 hex SHA-256 of the
+//! host and the scope>`: the versions the server served in it, newest
+//! last, each with its content's SHA-256. A history says where a file
+//! was; what is served is bound to bytes: a delta is named by the digest
+//! of the content it encodes and of its dictionary, and is served only
+//! for a file that has that digest now, to a client that offers the
+//! dictionary's hash. Keyed by host too, so servers sharing a root never
+//! make deltas against each other's versions of a path. When a new version arrives, the earlier ones' content is
 //! kept (`Kind::Kept`), recovered from their copies (or, in a group,
 //! from the member's file while it is unchanged) and checked against
 //! their hash, so keeping costs nothing while a file is unchanged; the
@@ -14,25 +19,26 @@
 //! publish tool's codec. Only content this server served in that scope
 //! is ever a dictionary, and only after its hash is checked.
 
+use super::index::Key;
 use super::make::{
-    current, decode_into, dirs_for, make_dir, pin, read_pinned, write_record, Ctx, Problem,
+    current, decode_into, dirs_for, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
 };
-use super::state::copy_path;
+use super::state::{copy_path, kept_key};
 use super::Level;
 use crate::metrics::tally::Job;
 use crate::ondemand::job::OwnedDeltas;
-use crate::ondemand::key::{parse_version_stem, version_stem, Kind, NameBuf, Version};
+use crate::ondemand::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::publish::atomic::TempFile;
 use gdn_core::publish::{delta_codec, store};
-use std::fs::{self, File};
+use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 /// The directory of histories under the cache root.
-pub const HISTORY_DIR: &str = "history";
+pub const HISTORY_DIR: &str = "histories";
 
 /// zstd level of kept versions: one is written on the way from a change
 /// to its first delta, so it is fast; the store's level would cost that
@@ -54,11 +60,13 @@ struct History {
     entries: Vec<Entry>,
 }
 
-/// The history's file for a scope: same path, or a group's key.
-fn history_path(root: &Path, path: &Path, d: &OwnedDeltas) -> PathBuf {
+/// The history's file for a scope on the host `machine`: same path, or
+/// a group's key.
+fn history_path(root: &Path, machine: &str, path: &Path, d: &OwnedDeltas) -> PathBuf {
+    let host = machine.as_bytes();
     let scope = match d.group.is_empty() {
-        true => [b"path\0", path.as_os_str().as_bytes()].concat(),
-        false => [b"group\0", &d.group[..]].concat(),
+        true => [b"path\0", host, b"\0", path.as_os_str().as_bytes()].concat(),
+        false => [b"group\0", host, b"\0", &d.group[..]].concat(),
     };
     let hex = dictionary::to_hex(&dictionary::hash(&scope));
     root.join(HISTORY_DIR).join(&hex[..2]).join(hex)
@@ -125,23 +133,22 @@ impl History {
 
 impl Ctx<'_> {
     /// Records the version at `path` in its scope's history and makes its
-    /// deltas against the earlier versions kept; `content` is the file's
-    /// content, read while it had `version`.
+    /// deltas against the earlier versions kept; `read` is the file,
+    /// read while it had `version`.
     pub(super) fn deltas(
         &self,
         path: &Path,
-        meta: &fs::Metadata,
         version: Version,
-        content: &[u8],
+        read: &Loaded,
         d: &OwnedDeltas,
     ) -> Result<(), Problem> {
         if path.as_os_str().as_bytes().contains(&b'\n') {
             return Ok(());
         }
-        let hash = dictionary::hash(content);
-        let file = history_path(&self.settings.root, path, d);
+        let machine = &self.settings.host.machine;
+        let file = history_path(&self.settings.root, machine, path, d);
         let entry = Entry {
-            hash,
+            hash: read.source,
             version,
             path: path.to_path_buf(),
         };
@@ -162,12 +169,14 @@ impl Ctx<'_> {
                 dictionaries.push((e.hash, dict));
             }
         }
-        self.deltas_against(path, meta, version, content, &dictionaries);
+        let (meta, content) = (&read.meta, &read.content[..]);
+        self.deltas_of(path, meta, (version, read.source), content, &dictionaries);
         Ok(())
     }
 
-    /// Makes the `dcz`, then the `dcb`, of `content` against each of
-    /// `dictionaries` that the cache does not hold yet.
+    /// Makes the `dcz`, then the `dcb`, of `content` (read from the file
+    /// at `path` while it had `version`) against each of `dictionaries`
+    /// that the cache does not hold yet.
     pub(super) fn deltas_against(
         &self,
         path: &Path,
@@ -176,19 +185,34 @@ impl Ctx<'_> {
         content: &[u8],
         dictionaries: &[(Hash, Vec<u8>)],
     ) {
+        let source = dictionary::hash(content);
+        self.deltas_of(path, meta, (version, source), content, dictionaries);
+    }
+
+    /// `deltas_against`, the digest of `content` worked out: each delta
+    /// is named by it.
+    fn deltas_of(
+        &self,
+        path: &Path,
+        meta: &fs::Metadata,
+        (version, source): (Version, Source),
+        content: &[u8],
+        dictionaries: &[(Hash, Vec<u8>)],
+    ) {
         for d in DeltaCoding::ALL {
             for (h, dict) in dictionaries {
-                let key = (version, Kind::Delta(d, *h));
-                if !self.state().claim(self.settings, key) {
+                let task = (version, Kind::Delta(d, *h));
+                let key = (source, Kind::Delta(d, *h));
+                if !self.state().claim(self.settings, task) {
                     continue;
                 }
                 let Some(_claim) = self.claim_copy(&key) else {
-                    self.state().release(&key);
+                    self.state().release(&task);
                     continue;
                 };
                 let made = self.delta(meta, key, d, dict, content);
                 let mut state = self.state();
-                state.release(&key);
+                state.release(&task);
                 match made {
                     Ok(size) => {
                         let kept = state.made(self.settings, key, size, self.log);
@@ -214,7 +238,7 @@ impl Ctx<'_> {
                     Err(e) => {
                         drop(state);
                         self.copies(Job::Failed, 1);
-                        self.report(std::iter::once(key), e);
+                        self.report(std::iter::once(task), e);
                     }
                 }
             }
@@ -227,7 +251,7 @@ impl Ctx<'_> {
     fn delta(
         &self,
         meta: &fs::Metadata,
-        key: (Version, Kind),
+        key: Key,
         d: DeltaCoding,
         dict: &[u8],
         content: &[u8],
@@ -254,7 +278,7 @@ impl Ctx<'_> {
     /// back, or recovered and kept now. `None` when it cannot be had (its
     /// copies are gone) or the cache cannot be written.
     fn kept(&self, e: &Entry) -> Option<Vec<u8>> {
-        let key = (Version::NONE, Kind::Kept(e.hash));
+        let key = kept_key(e.hash);
         let target = copy_path(&self.settings.root, &key);
         if let Some(content) = read_kept(&target).filter(|c| dictionary::hash(c) == e.hash) {
             self.state().touch(self.settings, &key);
@@ -274,8 +298,8 @@ impl Ctx<'_> {
     }
 
     /// The content of `e` from the file it was served from, while that
-    /// still has its version, else from one of its copies; only content
-    /// whose hash is `e`'s.
+    /// still has its version, else from one of its copies (named by that
+    /// content's hash); only content whose hash is `e`'s.
     fn recover(&self, e: &Entry) -> Option<Vec<u8>> {
         let fits = |c: &Vec<u8>| dictionary::hash(c) == e.hash;
         if let Ok(pinned) = pin(&e.path, &e.version) {
@@ -285,13 +309,12 @@ impl Ctx<'_> {
             }
         }
         for c in [Coding::Zstd, Coding::Gzip, Coding::Br] {
-            let copy = copy_path(&self.settings.root, &(e.version, Kind::Coded(c)));
-            let Ok(file) = File::open(&copy) else {
+            let copy = copy_path(&self.settings.root, &(e.hash, Kind::Coded(c)));
+            let Ok(coded) = fs::read(&copy) else {
                 continue;
             };
-            let len = file.metadata().map_or(0, |m| m.len());
             let mut out = Vec::new();
-            if len > 0 && decode_into(c, &file, len, &mut out).is_ok() && fits(&out) {
+            if !coded.is_empty() && decode_into(c, &coded, &mut out).is_ok() && fits(&out) {
                 return Some(out);
             }
         }
@@ -330,7 +353,6 @@ mod tests {
         Entry {
             hash: [n; 32],
             version: Version {
-                path: 2,
                 size: u64::from(n),
                 mtime_us: -1,
                 ..Version::NONE
@@ -353,7 +375,7 @@ mod tests {
         let file = d.path().join("history/ab/abcd");
         h.save(&file).unwrap();
         assert_eq!(History::load(&file), h);
-        fs::write(&file, b"junk\nzz 1-2-3-4-5 /x\n").unwrap();
+        fs::write(&file, b"junk\nzz 1-2-3-4-5 /x\n1-2-3 /y\n").unwrap();
         assert_eq!(History::load(&file), History::default());
     }
 
@@ -366,13 +388,21 @@ mod tests {
                 group: g.to_vec(),
                 site: Vec::new(),
             };
-            history_path(root, Path::new(p), &d)
+            history_path(root, "m", Path::new(p), &d)
         };
         assert_eq!(same("/a.js", b""), same("/a.js", b""));
         assert_ne!(same("/a.js", b""), same("/b.js", b""));
         assert_eq!(same("/a.js", b"h /x*"), same("/b.js", b"h /x*"));
         assert_ne!(same("/a.js", b"h /x*"), same("/a.js", b"g /x*"));
-        assert!(same("/a.js", b"").starts_with("/cache/history/"));
+        assert!(same("/a.js", b"").starts_with("/cache/histories/"));
+        // Another host sharing the root: histories of its own.
+        let d = OwnedDeltas {
+            versions: 3,
+            group: Vec::new(),
+            site: Vec::new(),
+        };
+        let other = history_path(root, "n", Path::new("/a.js"), &d);
+        assert_ne!(same("/a.js", b""), other);
     }
 
     #[test]

@@ -7,11 +7,11 @@
 //! when eviction sweeps past them, and `MAX_ENTRIES` bounds the memory
 //! the index needs however many of them there are.
 
-use crate::ondemand::key::{Kind, Version};
+use crate::ondemand::key::{Kind, Source};
 use std::collections::{BTreeMap, HashMap};
 
-/// A copy's identity.
-pub(super) type Key = (Version, Kind);
+/// A copy's identity: the digest of its source bytes and what it holds.
+pub(super) type Key = (Source, Kind);
 
 /// Most entries kept (about 40 MB of index at most): beyond it the least
 /// recently used go, whatever the bytes.
@@ -110,13 +110,9 @@ mod tests {
     use gdn_core::coding::Coding;
 
     fn key(n: u64) -> Key {
-        let v = Version {
-            path: n,
-            size: n,
-            mtime_us: 0,
-            ..Version::NONE
-        };
-        (v, Kind::Coded(Coding::Br))
+        let mut source = [0; 32];
+        source[..8].copy_from_slice(&n.to_le_bytes());
+        (source, Kind::Coded(Coding::Br))
     }
 
     #[test]

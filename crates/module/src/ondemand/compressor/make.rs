@@ -1,25 +1,29 @@
-//! Making one job's copies: each coding of an original through the
-//! publish tool's own lifecycle (`publish::make_copy`), or a sibling's
-//! decoded content, each only while its file keeps the version the
-//! request saw, before and after the work.
+//! Making one job's copies: each coding of an original with the publish
+//! tool's encoders and rules (`publish::make_copy_of`), or a sibling's
+//! decoded content. The file is read once, only while it keeps the
+//! version the request saw (before and after the read); the copies are
+//! made from the bytes read and named by their SHA-256, which is recorded
+//! for this host as that version's digest.
 
 use super::claim::Claim;
 use super::index::Key;
-use super::state::{copy_path, State};
+use super::state::{copy_path, State, Task};
 use super::{Event, Level, Log, Settings, Tally};
 use crate::metrics::tally::Job;
 use crate::ondemand::job::{CodingSet, OwnedDeltas};
-use crate::ondemand::key::{compressible, Kind, Version, MAX_SIZE};
+use crate::ondemand::key::{
+    compressible, parse_record, record_text, Kind, Source, Version, MAX_SIZE,
+};
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder};
+use gdn_core::dictionary;
 use gdn_core::publish::atomic::TempFile;
 use gdn_core::publish::{self, Outcome, PublishError};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What a worker needs for any job.
@@ -64,9 +68,9 @@ impl Ctx<'_> {
         });
     }
 
-    /// Tells `problem` and keeps the jobs of `keys` from being retried
+    /// Tells `problem` and keeps the tasks `tasks` from being retried
     /// when a retry would do the same.
-    pub(super) fn report(&self, keys: impl Iterator<Item = (Version, Kind)>, problem: Problem) {
+    pub(super) fn report(&self, tasks: impl Iterator<Item = Task>, problem: Problem) {
         let (level, why) = match problem {
             Problem::Cache(e) => return self.state().cache_failed(self.settings, &e, self.log),
             Problem::Gone(why) => (Level::Debug, why),
@@ -76,7 +80,7 @@ impl Ctx<'_> {
         (self.log)(level, &why);
         if level != Level::Debug {
             let mut state = self.state();
-            keys.for_each(|k| state.failed(k));
+            tasks.for_each(|k| state.failed(k));
         }
     }
 
@@ -90,9 +94,45 @@ impl Ctx<'_> {
         fs::symlink_metadata(&target).is_err().then_some(claim)
     }
 
+    /// Reads the file at `path` while it has `version`, once: its bytes,
+    /// what it was when read, and their SHA-256, recorded for this host
+    /// (`learn`) once the file is seen unchanged after the read.
+    pub(super) fn read_source(&self, path: &Path, version: Version) -> Result<Loaded, Problem> {
+        let pinned = pin(path, &version)?;
+        if pinned.meta.len() > MAX_SIZE {
+            return Err(Problem::Declined(format!(
+                "{} is over {MAX_SIZE} bytes: not read",
+                path.display()
+            )));
+        }
+        let content = read_pinned(path, &pinned)?;
+        current(path, &version)?;
+        let source = dictionary::hash(&content);
+        self.learn(Version::of(&pinned.meta), source);
+        Ok(Loaded {
+            meta: pinned.meta,
+            content,
+            source,
+        })
+    }
+
+    /// Records that the file version `v` has the digest `source`, where
+    /// this host's requests look for it.
+    fn learn(&self, v: Version, source: Source) {
+        let target = self.state().record_path(self.settings, &v);
+        let known = fs::read(&target).ok().and_then(|t| parse_record(&t));
+        if known != Some(source) {
+            if let Err(e) = write_record(&target, record_text(&source).as_bytes()) {
+                self.state().cache_failed(self.settings, &e, self.log);
+                return;
+            }
+        }
+        self.state().learned(v, source);
+    }
+
     /// Makes the deltas the job asks for, then the copies of `codings` of
-    /// the original at `path`: a browser holding an earlier version gains
-    /// most from a delta, so it comes first.
+    /// the original at `path`, all from one read of it: a browser holding
+    /// an earlier version gains most from a delta, so it comes first.
     pub(super) fn compress(
         &self,
         path: &Path,
@@ -100,66 +140,49 @@ impl Ctx<'_> {
         codings: CodingSet,
         deltas: Option<&OwnedDeltas>,
     ) {
-        if let Some(d) = deltas {
-            if let Err(problem) = self.read_for_deltas(path, version, d) {
-                self.report(std::iter::empty(), problem);
-            }
-        }
-        let keys = move || codings.iter().map(move |c| (version, Kind::Coded(c)));
-        let mut finished = 0;
-        if let Err(problem) = self.compress_codings(path, version, codings, &mut finished) {
-            self.copies(Job::Failed, codings.len() - finished);
-            self.report(keys(), problem);
+        let tasks = move || codings.iter().map(move |c| (version, Kind::Coded(c)));
+        let made = self
+            .read_source(path, version)
+            .and_then(|read| self.compress_read(path, version, &read, codings, deltas));
+        if let Err(problem) = made {
+            self.copies(Job::Failed, codings.len());
+            self.report(tasks(), problem);
         }
         {
             let mut state = self.state();
-            keys().for_each(|k| state.release(&k));
+            tasks().for_each(|k| state.release(&k));
         }
         self.holding();
     }
 
-    /// Reads the original at `path` while it has `version`, for its deltas.
-    fn read_for_deltas(
+    /// `compress`, once the original is read.
+    fn compress_read(
         &self,
         path: &Path,
         version: Version,
-        d: &OwnedDeltas,
-    ) -> Result<(), Problem> {
-        let pinned = pin(path, &version)?;
-        let meta = pinned.meta.clone();
-        if !compressible(path.as_os_str().as_bytes(), meta.len()) {
-            return Ok(());
-        }
-        let content = read_pinned(path, &pinned)?;
-        current(path, &version)?;
-        if d.versions > 0 {
-            self.deltas(path, &meta, version, &content, d)?;
-        }
-        if !d.site.is_empty() {
-            self.site_page(path, &meta, version, &content, &d.site);
-        }
-        Ok(())
-    }
-
-    fn compress_codings(
-        &self,
-        path: &Path,
-        version: Version,
+        read: &Loaded,
         codings: CodingSet,
-        finished: &mut usize,
+        deltas: Option<&OwnedDeltas>,
     ) -> Result<(), Problem> {
-        let pinned = pin(path, &version)?;
-        if !compressible(path.as_os_str().as_bytes(), pinned.meta.len()) {
+        if !compressible(path.as_os_str().as_bytes(), read.meta.len()) {
             return Err(Problem::Gone(format!(
                 "{} is not compressed on demand",
                 path.display()
             )));
         }
+        if let Some(d) = deltas {
+            if d.versions > 0 {
+                if let Err(problem) = self.deltas(path, version, read, d) {
+                    self.report(std::iter::empty(), problem);
+                }
+            }
+            if !d.site.is_empty() {
+                self.site_page(path, &read.meta, version, &read.content, &d.site);
+            }
+        }
         for c in codings.iter() {
-            let key = (version, Kind::Coded(c));
-            let made = self.compress_one(path, &pinned, &version, c)?;
-            *finished += 1;
-            let Some(size) = made else {
+            let key = (read.source, Kind::Coded(c));
+            let Some(size) = self.compress_one(path, read, c)? else {
                 self.copies(Job::Merged, 1);
                 continue;
             };
@@ -174,18 +197,13 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Makes the `c` copy (or the marker that it does not pay); its size,
-    /// or `None` when it was there already or another compressor sharing
-    /// the root is making it (a later request finds it).
-    fn compress_one(
-        &self,
-        path: &Path,
-        pinned: &Pinned,
-        version: &Version,
-        c: Coding,
-    ) -> Result<Option<u64>, Problem> {
+    /// Makes the `c` copy of the bytes read (or the marker that it does
+    /// not pay); its size, or `None` when it was there already or another
+    /// compressor sharing the root is making it (a later request finds
+    /// it).
+    fn compress_one(&self, path: &Path, read: &Loaded, c: Coding) -> Result<Option<u64>, Problem> {
         let s = self.settings;
-        let target = copy_path(&s.root, &(*version, Kind::Coded(c)));
+        let target = copy_path(&s.root, &(read.source, Kind::Coded(c)));
         if fs::symlink_metadata(&target).is_ok() {
             return Ok(None);
         }
@@ -196,44 +214,44 @@ impl Ctx<'_> {
         if fs::symlink_metadata(&target).is_ok() {
             return Ok(None);
         }
-        let (from, meta) = (&pinned.proc, &pinned.meta);
-        let outcome = publish::make_copy(from, meta, c, &s.levels, s.min_saving, &target);
-        let size = match outcome {
-            Outcome::Written(sizes) => sizes.size,
+        let outcome = publish::make_copy_of(
+            &read.content,
+            &read.meta,
+            c,
+            &s.levels,
+            s.min_saving,
+            &target,
+        );
+        match outcome {
+            Outcome::Written(sizes) => Ok(Some(sizes.size)),
             Outcome::NotWorth { .. } => {
                 File::create(&target).map_err(Problem::Cache)?;
-                0
+                Ok(Some(0))
             }
-            Outcome::Failed(e) => return Err(publish_problem(path, c, e)),
+            Outcome::Failed(e) => Err(publish_problem(path, c, e)),
             other => {
                 let why = format!("{}: {}: unexpected {other:?}", path.display(), c.token());
-                return Err(Problem::Failed(why));
+                Err(Problem::Failed(why))
             }
-        };
-        // The lifecycle saw no change in size and mtime; a new inode or
-        // ctime would still make the copy another version's.
-        if let Err(p) = current(path, version) {
-            let _ = fs::remove_file(&target);
-            return Err(p);
         }
-        Ok(Some(size))
     }
 
-    /// Keeps the decoded content of the `coding` sibling at `path`.
+    /// Keeps the decoded content of the `coding` sibling at `path`, named
+    /// by the digest of the sibling's own bytes and its coding.
     pub(super) fn decode(&self, path: &Path, coding: Coding, version: Version) {
-        let key = (version, Kind::Decoded);
-        match self.decode_sibling(path, coding, &version) {
-            Ok(Some(size)) => {
+        let task = (version, Kind::Decoded(coding));
+        match self.decode_sibling(path, coding, version) {
+            Ok(Some((key, size))) => {
                 let kept = self.state().made(self.settings, key, size, self.log);
                 self.copies(if kept { Job::Done } else { Job::NotWorth }, 1);
             }
             Ok(None) => self.copies(Job::Merged, 1),
             Err(problem) => {
                 self.copies(Job::Failed, 1);
-                self.report(std::iter::once(key), problem);
+                self.report(std::iter::once(task), problem);
             }
         }
-        self.state().release(&key);
+        self.state().release(&task);
         self.holding();
     }
 
@@ -241,19 +259,17 @@ impl Ctx<'_> {
         &self,
         path: &Path,
         coding: Coding,
-        version: &Version,
-    ) -> Result<Option<u64>, Problem> {
-        let Pinned { file, meta, .. } = pin(path, version)?;
-        let target = copy_path(&self.settings.root, &(*version, Kind::Decoded));
+        version: Version,
+    ) -> Result<Option<(Key, u64)>, Problem> {
+        let read = self.read_source(path, version)?;
+        let key = (read.source, Kind::Decoded(coding));
+        let target = copy_path(&self.settings.root, &key);
         if fs::symlink_metadata(&target).is_ok() {
             return Ok(None);
         }
         make_dir(&target)?;
         let mut tmp = TempFile::new(&target).map_err(Problem::Cache)?;
-        let decoded = decode_into(coding, &file, meta.len(), &mut tmp);
-        // A change explains a decoding error, and voids a good decode.
-        current(path, version)?;
-        let size = decoded.map_err(|e| match e {
+        let size = decode_into(coding, &read.content, &mut tmp).map_err(|e| match e {
             DecodeFailed::Sink(e) => Problem::Cache(e),
             DecodeFailed::TooLarge => Problem::Declined(format!(
                 "{} decodes to over {} bytes: not kept",
@@ -264,9 +280,17 @@ impl Ctx<'_> {
                 Problem::Failed(format!("cannot decode {}: {e}", path.display()))
             }
         })?;
-        tmp.commit(&target, &meta).map_err(Problem::Cache)?;
-        Ok(Some(size))
+        tmp.commit(&target, &read.meta).map_err(Problem::Cache)?;
+        Ok(Some((key, size)))
     }
+}
+
+/// A file read whole as one version: what it was, its bytes and their
+/// SHA-256.
+pub(super) struct Loaded {
+    pub meta: fs::Metadata,
+    pub content: Vec<u8>,
+    pub source: Source,
 }
 
 /// Why decoding into the cache stopped.
@@ -276,17 +300,16 @@ pub(super) enum DecodeFailed {
     TooLarge,
 }
 
-/// Decodes the `coding` stream in `file` (`len` bytes) into `sink`, with
-/// the memory bound the module's decompress path has; the decoded length.
+/// Decodes the `coding` stream `src`, with the memory bound the module's
+/// decompress path has, into `sink`; the decoded length.
 pub(super) fn decode_into(
     coding: Coding,
-    file: &File,
-    len: u64,
+    src: &[u8],
     sink: &mut impl Write,
 ) -> Result<u64, DecodeFailed> {
-    let facts = decode::inspect(coding, file, len).map_err(DecodeFailed::Decode)?;
+    let facts = decode::inspect(coding, src, src.len() as u64).map_err(DecodeFailed::Decode)?;
     let mut decoder =
-        Decoder::with_facts(coding, file, Some(&facts)).map_err(DecodeFailed::Decode)?;
+        Decoder::with_facts(coding, src, Some(&facts)).map_err(DecodeFailed::Decode)?;
     let mut buf = vec![0u8; 64 * 1024];
     let mut total = 0u64;
     loop {
@@ -302,19 +325,14 @@ pub(super) fn decode_into(
     }
 }
 
-/// The file at `path` while it still has `version`.
 /// A file opened as the version a request judged: the job's name is
 /// opened (without blocking on a FIFO) and what was opened must have the
-/// size and mtime Apache saw (the fields a copy's name carries; device,
-/// inode and ctime differ between the servers sharing a cache), so a
-/// name swapped for another file after Apache's checks is not read. Later
-/// reads go through the descriptor, or through `proc`, its name in
-/// `/proc/self/fd`, which reopens that same file whatever the name now
-/// holds.
+/// size, mtime, device, inode and ctime Apache saw (where known), so a
+/// name swapped for another file after Apache's checks is not read.
+/// Later reads go through the descriptor.
 pub(super) struct Pinned {
     pub file: File,
     pub meta: fs::Metadata,
-    pub proc: PathBuf,
 }
 
 pub(super) fn pin(path: &Path, version: &Version) -> Result<Pinned, Problem> {
@@ -330,8 +348,7 @@ pub(super) fn pin(path: &Path, version: &Version) -> Result<Pinned, Problem> {
             path.display()
         )));
     }
-    let proc = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-    Ok(Pinned { file, meta, proc })
+    Ok(Pinned { file, meta })
 }
 
 /// The content of the pinned file, checked to be whole.

@@ -2,27 +2,35 @@
 //! `compress --dictionary` do, done by the compressor for a virtual host
 //! with `GzipDiskNgSiteDictionary`.
 //!
-//! The host's HTML pages the server serves on demand are listed in
-//! `site/<64 hex SHA-256 of the host>/pages`. Once `MIN_PAGES` are, the
-//! compressor trains a dictionary from their content with the publish
-//! tool's trainer, keeps it like an earlier version (`Kind::Kept`, so it
-//! counts toward the cache's limit) and writes it as `current.dat` there
-//! (which the module serves), then makes every listed page's
-//! deltas against it. When the pages have doubled since, it trains
-//! again: the new dictionary is current, and the deltas against the one
-//! before stay for as long as a browser may hold it (`LIFETIME` after it
-//! stopped being served), then go. The record of a host's dictionaries
-//! is `site/<…>/dictionaries`: one line each, the hash, when it was
-//! trained, from how many pages, and when it stopped being current.
+//! The pages a dictionary learns are a function of the host's files, not
+//! of its traffic (`ondemand::pages`): once a training period, a child
+//! lists them under the document root, asks Apache of each whether every
+//! client may GET it, and sends the verdicts (`Job::Train`). The
+//! compressor lists them again, and when its list is the one judged,
+//! trains from the public pages (at least `MIN_PAGES`) with zstd's
+//! trainer at a size chosen from their bytes; the same files give the
+//! same dictionary on every server. It is kept like an earlier version
+//! (`Kind::Kept`, so it counts toward the cache's limit), written as
+//! `current.dat` (the bare path) and `v-<16 hex>.dat` (the URL that
+//! names it) in `sites/<64 hex SHA-256 of the host>/`, with the pages it
+//! learned in `v-<16 hex>.pages`; then every page learned gets its
+//! deltas against it. When the judged pages change (a file, a verdict),
+//! it trains again: the new dictionary is current, and the one before
+//! stays, served under its name and with the deltas against it, for as
+//! long as a browser may hold it (`LIFETIME` after it stopped being
+//! current). A dictionary that learned a page judged not public since is
+//! withdrawn at once: its files go, and pages stop linking it. The record
+//! of a host's dictionaries is `sites/<…>/dictionaries`: one line each,
+//! the hash, when it was trained, from how many pages, and when it
+//! stopped being current.
 
 use super::claim::Claim;
 use super::deltas::{keep, read_kept};
-use super::make::{pin, read_pinned, write_record, Ctx};
-use super::state::{copy_path, State};
+use super::make::{dirs_for, pin, read_pinned, write_record, Ctx};
+use super::state::{copy_path, kept_key, State};
 use super::Level;
-use crate::ondemand::key::{
-    compressible, site_current_coded, site_dir_name, Kind, Version, SITE_CURRENT,
-};
+use crate::ondemand::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CURRENT};
+use crate::ondemand::pages::{self, Candidate};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::publish::delta_codec;
@@ -36,8 +44,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The file the module serves at `GzipDiskNgSiteDictionary`.
 const CURRENT: &str = SITE_CURRENT;
 
-/// Pages a host needs before its first dictionary: zstd's trainer picks
-/// what pages share, which a handful cannot show.
+/// Public pages a host needs for a dictionary: zstd's trainer picks what
+/// pages share, which a handful cannot show.
 pub const MIN_PAGES: usize = 16;
 
 /// Largest dictionary: a download once a day per browser, against the
@@ -45,17 +53,19 @@ pub const MIN_PAGES: usize = 16;
 /// on Debian's Apache manual).
 pub const DICTIONARY_SIZE: usize = 192 << 10;
 
-/// Pages listed per host at most (the newest kept): training reads them
-/// all.
-const MAX_PAGES: usize = 1024;
-
-/// Bytes of pages trained on at most.
-const MAX_SAMPLE_BYTES: usize = 32 << 20;
+/// The dictionary asked of the trainer is the pages' bytes over this,
+/// within 1 KiB and `DICTIONARY_SIZE`: over the first 24 pages of
+/// Debian's Apache manual, a quarter gives a median page of 0.59× its br
+/// size against 0.71× for an eighth (docs/performance.md).
+const SIZE_DIVISOR: usize = 4;
 
 /// How long a browser may keep a dictionary: the `max-age` the module
 /// serves it with. Deltas against a retrained one go this long after it
 /// stopped being served.
 pub const LIFETIME: u64 = 86_400;
+
+/// The record of the judged list last acted on.
+const SELECTION: &str = "selection";
 
 /// One dictionary of a host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -69,50 +79,6 @@ struct Trained {
     retired: u64,
 }
 
-/// A listed page: its path and the version Apache judged public. Only
-/// that very file is ever read for training: a page changed since is
-/// listed again by its next job, judged again.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct Page {
-    version: Version,
-    path: PathBuf,
-}
-
-impl Page {
-    /// Its line in `pages`: the version's numbers, then the path.
-    fn line(&self) -> Vec<u8> {
-        let v = &self.version;
-        let mut l = format!("{} {} {} ", v.path, v.size, v.mtime_us).into_bytes();
-        l.extend_from_slice(self.path.as_os_str().as_bytes());
-        l
-    }
-
-    fn parse(l: &[u8]) -> Option<Page> {
-        // A line of the older format (five numbers) has no path after
-        // three: it is left out.
-        let mut f = l.splitn(4, |&b| b == b' ');
-        let mut n = || std::str::from_utf8(f.next()?).ok();
-        let (p, s, m) = (n()?, n()?, n()?);
-        let version = Version {
-            path: p.parse().ok()?,
-            size: s.parse().ok()?,
-            mtime_us: m.parse().ok()?,
-            ..Version::NONE
-        };
-        let path = f.next().filter(|p| p.first() == Some(&b'/'))?;
-        Some(Page {
-            version,
-            path: PathBuf::from(std::ffi::OsStr::from_bytes(path)),
-        })
-    }
-
-    /// The content of that very version, if the file still is it.
-    fn content(&self) -> Option<Vec<u8>> {
-        let pinned = pin(&self.path, &self.version).ok()?;
-        read_pinned(&self.path, &pinned).ok()
-    }
-}
-
 /// A host's files in the cache root.
 struct Site {
     dir: PathBuf,
@@ -123,13 +89,6 @@ impl Site {
         Site {
             dir: root.join(site_dir_name(key)),
         }
-    }
-
-    fn pages(&self) -> Vec<Page> {
-        let text = fs::read(self.dir.join("pages")).unwrap_or_default();
-        text.split(|&b| b == b'\n')
-            .filter_map(Page::parse)
-            .collect()
     }
 
     fn dictionaries(&self) -> Vec<Trained> {
@@ -154,15 +113,6 @@ impl Site {
         write_record(&self.dir.join(name), text)
     }
 
-    fn save_pages(&self, pages: &[Page]) -> io::Result<()> {
-        let mut text = Vec::new();
-        for p in pages {
-            text.extend_from_slice(&p.line());
-            text.push(b'\n');
-        }
-        self.write("pages", &text)
-    }
-
     fn save_dictionaries(&self, d: &[Trained]) -> io::Result<()> {
         let text: String = d
             .iter()
@@ -173,6 +123,36 @@ impl Site {
             .collect();
         self.write("dictionaries", text.as_bytes())
     }
+
+    /// The pages the dictionary `h` learned, below the document root.
+    fn learned(&self, h: &Hash) -> Vec<PathBuf> {
+        let text = fs::read(self.dir.join(site_named(h, Some("pages")))).unwrap_or_default();
+        text.split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty())
+            .map(pages::rel_of)
+            .collect()
+    }
+
+    /// The files serving the dictionary `h` under its name, in each
+    /// coding and as it is.
+    fn named_files(&self, h: &Hash) -> Vec<PathBuf> {
+        let mut v: Vec<_> = Coding::ALL
+            .iter()
+            .map(|c| self.dir.join(site_named(h, Some(&c.suffixes()[0][1..]))))
+            .collect();
+        v.push(self.dir.join(site_named(h, None)));
+        v
+    }
+
+    /// The files serving the current dictionary at the bare path.
+    fn current_files(&self) -> Vec<PathBuf> {
+        let mut v: Vec<_> = Coding::ALL
+            .iter()
+            .map(|&c| self.dir.join(site_current_coded(c)))
+            .collect();
+        v.push(self.dir.join(CURRENT));
+        v
+    }
 }
 
 /// Seconds since the epoch.
@@ -182,49 +162,40 @@ fn now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// Lists `page` (newest last, once per path); whether the list changed.
-fn list(pages: &mut Vec<Page>, page: &Page) -> bool {
-    if pages.last().is_some_and(|p| p == page) {
-        return false;
-    }
-    pages.retain(|p| p.path != page.path);
-    pages.push(page.clone());
-    let excess = pages.len().saturating_sub(MAX_PAGES);
-    pages.drain(..excess);
-    true
-}
-
-/// The content of the listed pages still there and compressed on demand,
-/// newest first, up to `MAX_SAMPLE_BYTES`; and their bytes.
-fn samples(pages: &[Page]) -> (Vec<Vec<u8>>, usize) {
-    let mut samples = Vec::new();
-    let mut bytes = 0;
-    for p in pages.iter().rev() {
-        let Some(page) = p.content() else { continue };
-        if !compressible(p.path.as_os_str().as_bytes(), page.len() as u64)
-            || bytes + page.len() > MAX_SAMPLE_BYTES
-        {
-            continue;
+/// Removes `files`; a file already gone is no failure.
+fn remove_all(files: &[PathBuf]) -> io::Result<()> {
+    for f in files {
+        match fs::remove_file(f) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
         }
-        bytes += page.len();
-        samples.push(page);
     }
-    (samples, bytes)
+    Ok(())
 }
 
-/// Whether a host with `pages` listed trains now: a first dictionary at
-/// `MIN_PAGES`, another once the pages doubled since the last.
-fn due(pages: usize, trained: &[Trained]) -> bool {
-    match trained.iter().find(|t| t.retired == 0) {
-        None => pages >= MIN_PAGES,
-        Some(t) => pages >= 2 * t.pages.max(MIN_PAGES),
-    }
+/// The public pages of a judged list: those whose bit is set.
+fn public(list: &[Candidate], bits: &[u8]) -> Vec<Candidate> {
+    list.iter()
+        .enumerate()
+        .filter(|(i, _)| pages::bit(bits, *i))
+        .map(|(_, c)| c.clone())
+        .collect()
+}
+
+/// The pages of `list` judged not public now.
+fn private(list: &[Candidate], bits: &[u8]) -> Vec<PathBuf> {
+    list.iter()
+        .enumerate()
+        .filter(|(i, _)| !pages::bit(bits, *i))
+        .map(|(_, c)| c.rel.clone())
+        .collect()
 }
 
 impl Ctx<'_> {
-    /// Lists the HTML page at `path` for the site dictionary of `key`
-    /// (its host), trains one when it is due, and makes the page's deltas
-    /// against the dictionaries a browser may hold.
+    /// Makes the deltas of the HTML page at `path` against the site
+    /// dictionaries of `key` (its host) a browser may hold: the current
+    /// one and the one before (a browser keeps one per URL, the one it
+    /// fetched last; deltas against older ones stay until they expire).
     pub(super) fn site_page(
         &self,
         path: &Path,
@@ -233,49 +204,11 @@ impl Ctx<'_> {
         content: &[u8],
         key: &[u8],
     ) {
-        if path.as_os_str().as_bytes().contains(&b'\n') {
-            return;
-        }
         let site = Site::of(&self.settings.root, key);
-        let (pages, trained, may_train) = {
-            // Held while the records are read and written, so two workers
-            // never lose each other's pages.
+        let trained = {
             let mut state = self.state();
-            let mut pages = site.pages();
-            let page = Page {
-                version,
-                path: path.to_path_buf(),
-            };
-            if list(&mut pages, &page) {
-                if let Err(e) = site.save_pages(&pages) {
-                    state.cache_failed(self.settings, &e, self.log);
-                }
-            }
-            let trained = self.expire(&site, &mut state);
-            let may = due(pages.len(), &trained) && state.take_training(&site.dir, pages.len());
-            (pages, trained, may)
+            self.expire(&site, &mut state)
         };
-        // One compressor of those sharing the root trains at a time; the
-        // others make deltas against what is trained already.
-        let claim = may_train
-            .then(|| Claim::take(&site.dir.join(SITE_CURRENT)).ok().flatten())
-            .flatten();
-        if claim.is_some() {
-            if let Some(dict) = self.train(&site, &pages, trained.clone()) {
-                // Listed again now that the new dictionary is recorded: a
-                // page another worker listed meanwhile is here, or that
-                // worker saw the new dictionary and made its own deltas.
-                let pages = {
-                    let _state = self.state();
-                    site.pages()
-                };
-                self.deltas_of_pages(&pages, &dict);
-                return;
-            }
-        }
-        // The current dictionary and the one before: a browser keeps one
-        // per URL, the one it fetched last; deltas against older ones
-        // made earlier stay until they expire.
         let dictionaries: Vec<_> = trained
             .iter()
             .take(2)
@@ -284,8 +217,101 @@ impl Ctx<'_> {
         self.deltas_against(path, meta, version, content, &dictionaries);
     }
 
-    /// The host's dictionaries a browser may still hold; those retired
-    /// longer than `LIFETIME` ago are forgotten, with their deltas.
+    /// Acts on a host's judged pages (`Job::Train`): withdraws every
+    /// dictionary that learned a page judged not public now, and trains
+    /// a new one when the public pages are not those of the last
+    /// training.
+    pub(super) fn train_site(&self, root: &Path, key: &[u8], digest: &Hash, bits: &[u8], at: i64) {
+        let list = pages::candidates(root);
+        if pages::digest(&list) != *digest {
+            // The tree changed between the judging and now: the next
+            // period judges it again.
+            (self.log)(
+                Level::Debug,
+                &format!("the pages under {} changed since judged", root.display()),
+            );
+            return;
+        }
+        let site = Site::of(&self.settings.root, key);
+        // One compressor of those sharing the root acts on a host at a time.
+        let record = site.dir.join(SELECTION);
+        if let Err(e) = dirs_for(&record) {
+            self.state().cache_failed(self.settings, &e, self.log);
+            return;
+        }
+        let Ok(Some(_claim)) = Claim::take(&record) else {
+            return;
+        };
+        // Verdicts older than those acted on (another child's, judged
+        // before a change the newer ones saw) are not acted on.
+        let last = fs::read_to_string(record.as_path()).unwrap_or_default();
+        let mut fields = last.split_whitespace();
+        let (last_selection, last_at) = (fields.next(), fields.next().and_then(|a| a.parse().ok()));
+        if last_at.is_some_and(|t: i64| t > at) {
+            return;
+        }
+        let public = public(&list, bits);
+        let selection = dictionary::to_hex(&pages::digest(&public));
+        let mut trained = {
+            let mut state = self.state();
+            self.expire(&site, &mut state)
+        };
+        let withdrawn = self.withdraw(&site, &mut trained, &private(&list, bits));
+        let changed = withdrawn || last_selection != Some(selection.as_str());
+        if changed && public.len() >= MIN_PAGES {
+            let Some(dict) = self.train(&site, root, &public, trained) else {
+                return;
+            };
+            self.deltas_of_pages(root, &public, &dict);
+        }
+        if let Err(e) = site.write(SELECTION, format!("{selection} {at}").as_bytes()) {
+            self.state().cache_failed(self.settings, &e, self.log);
+        }
+    }
+
+    /// Withdraws the dictionaries that learned one of `private`: their
+    /// named files go at once (and the bare path's, for the current
+    /// one), and the current one is retired, so no page links it;
+    /// whether the current one was.
+    fn withdraw(&self, site: &Site, trained: &mut [Trained], private: &[PathBuf]) -> bool {
+        if private.is_empty() {
+            return false;
+        }
+        let mut changed = false;
+        for t in trained.iter_mut() {
+            let learned = site.learned(&t.hash);
+            let Some(p) = learned.iter().find(|p| private.contains(p)) else {
+                continue;
+            };
+            let mut files = site.named_files(&t.hash);
+            if t.retired == 0 {
+                files.extend(site.current_files());
+                t.retired = now();
+                changed = true;
+            }
+            if let Err(e) = remove_all(&files) {
+                self.state().cache_failed(self.settings, &e, self.log);
+            }
+            (self.log)(
+                Level::Notice,
+                &format!(
+                    "site dictionary {} withdrawn: it learned {}, which not every client may read now",
+                    dictionary::to_hex(&t.hash),
+                    p.display()
+                ),
+            );
+        }
+        if changed {
+            if let Err(e) = site.save_dictionaries(trained) {
+                self.state().cache_failed(self.settings, &e, self.log);
+            }
+        }
+        changed
+    }
+
+    /// The host's dictionaries a browser may still hold, newest first;
+    /// those retired longer than `LIFETIME` ago are forgotten, with their
+    /// files and deltas.
     fn expire(&self, site: &Site, state: &mut State) -> Vec<Trained> {
         let (mut live, gone): (Vec<_>, Vec<_>) = site
             .dictionaries()
@@ -297,6 +323,11 @@ impl Ctx<'_> {
         }
         for t in &gone {
             state.forget_kept(self.settings, t.hash, self.log);
+            let mut files = site.named_files(&t.hash);
+            files.push(site.dir.join(site_named(&t.hash, Some("pages"))));
+            if let Err(e) = remove_all(&files) {
+                state.cache_failed(self.settings, &e, self.log);
+            }
         }
         if let Err(e) = site.save_dictionaries(&live) {
             state.cache_failed(self.settings, &e, self.log);
@@ -304,64 +335,91 @@ impl Ctx<'_> {
         live
     }
 
-    /// A dictionary's content: kept, else (the current one) recovered
-    /// from `current.dat`, checked against its hash.
+    /// A dictionary's content: kept, else recovered from the file that
+    /// serves it under its name, checked against its hash.
     fn dictionary(&self, site: &Site, t: &Trained) -> Option<Vec<u8>> {
-        let key = (Version::NONE, Kind::Kept(t.hash));
+        let key = kept_key(t.hash);
         let kept = copy_path(&self.settings.root, &key);
         if let Some(d) = read_kept(&kept).filter(|d| dictionary::hash(d) == t.hash) {
             return Some(d);
         }
-        let raw = fs::read(site.dir.join(CURRENT));
+        let raw = fs::read(site.dir.join(site_named(&t.hash, None)));
         let d = raw.ok().filter(|d| dictionary::hash(d) == t.hash)?;
         let size = keep(&kept, &d).ok()?;
         self.state().made(self.settings, key, size, self.log);
         Some(d)
     }
 
-    /// Trains a dictionary from the listed pages and makes it the
-    /// current one; its content.
-    fn train(&self, site: &Site, pages: &[Page], trained: Vec<Trained>) -> Option<Vec<u8>> {
-        let (samples, bytes) = samples(pages);
-        // zstd's trainer wants many times the dictionary's size in samples.
-        let size = DICTIONARY_SIZE.min(bytes / 8).max(1024);
+    /// The content of each of `public` under `root`, in order, while each
+    /// is the version judged; `None` when one changed since.
+    fn read_pages(root: &Path, public: &[Candidate]) -> Option<Vec<Vec<u8>>> {
+        public
+            .iter()
+            .map(|c| {
+                let v = Version {
+                    size: c.size,
+                    mtime_us: c.mtime_us,
+                    ..Version::NONE
+                };
+                let path = c.path(root);
+                let pinned = pin(&path, &v).ok()?;
+                read_pinned(&path, &pinned).ok()
+            })
+            .collect()
+    }
+
+    /// Trains a dictionary from the pages `public` under `root` and makes
+    /// it the current one; its content. The same pages give the same
+    /// bytes: the trainer (zstd's, single-threaded) has fixed parameters
+    /// and the pages come in path order.
+    fn train(
+        &self,
+        site: &Site,
+        root: &Path,
+        public: &[Candidate],
+        trained: Vec<Trained>,
+    ) -> Option<Vec<u8>> {
+        let samples = Self::read_pages(root, public)?;
+        let bytes: usize = samples.iter().map(Vec::len).sum();
+        let size = (bytes / SIZE_DIVISOR).clamp(1024, DICTIONARY_SIZE);
         let Some(dict) = delta_codec::train(&samples, size)
             .ok()
             .filter(|d| !d.is_empty())
         else {
             let why = format!(
-                "the site dictionary of {} cannot be trained from {} pages ({bytes} bytes) yet",
-                site.dir.display(),
+                "the site dictionary of {} cannot be trained from {} pages ({bytes} bytes)",
+                root.display(),
                 samples.len()
             );
-            // Tried again once the pages doubled (`take_training`).
             (self.log)(Level::Info, &why);
             return None;
         };
-        self.install(site, &dict, trained, pages.len())?;
+        self.install(site, &dict, trained, public)?;
         (self.log)(
             Level::Notice,
             &format!(
-                "site dictionary {} trained: {} bytes from {} pages ({bytes} bytes), served from {}",
+                "site dictionary {} trained: {} bytes from {} pages ({bytes} bytes) under {}, served from {}",
                 dictionary::to_hex(&dictionary::hash(&dict)),
                 dict.len(),
                 samples.len(),
+                root.display(),
                 site.dir.join(CURRENT).display()
             ),
         );
         Some(dict)
     }
 
-    /// Makes `dict`, trained from `pages` pages, the current dictionary:
-    /// served from `current.dat`, kept (so it counts toward the cache's
-    /// limit and the deltas against it go with it), and recorded, the one
-    /// before retired now.
+    /// Makes `dict`, trained from `public`, the current dictionary:
+    /// served from `current.dat` and under its name, kept (so it counts
+    /// toward the cache's limit and the deltas against it go with it),
+    /// and recorded with the pages it learned, the one before retired
+    /// now.
     fn install(
         &self,
         site: &Site,
         dict: &[u8],
         mut trained: Vec<Trained>,
-        pages: usize,
+        public: &[Candidate],
     ) -> Option<()> {
         let hash = dictionary::hash(dict);
         let t = now();
@@ -369,17 +427,26 @@ impl Ctx<'_> {
             old.retired = t;
         }
         trained.retain(|o| o.hash != hash);
-        trained.push(Trained {
-            hash,
-            at: t,
-            pages,
-            retired: 0,
-        });
-        let key = (Version::NONE, Kind::Kept(hash));
+        trained.insert(
+            0,
+            Trained {
+                hash,
+                at: t,
+                pages: public.len(),
+                retired: 0,
+            },
+        );
+        let mut learned = Vec::new();
+        for p in public {
+            learned.extend_from_slice(p.rel.as_os_str().as_bytes());
+            learned.push(b'\n');
+        }
+        let key = kept_key(hash);
         let kept = copy_path(&self.settings.root, &key);
         let stored = keep(&kept, dict).and_then(|size| {
             self.state().made(self.settings, key, size, self.log);
-            self.write_current(site, dict)?;
+            site.write(&site_named(&hash, Some("pages")), &learned)?;
+            self.write_served(site, &hash, dict)?;
             site.save_dictionaries(&trained)
         });
         if let Err(e) = stored {
@@ -389,34 +456,41 @@ impl Ctx<'_> {
         Some(())
     }
 
-    /// Writes the dictionary the module serves: as it is, and in each
-    /// coding, with the encoders and levels of its copies (a browser
-    /// fetches it like any resource). The codings first, so a request in
-    /// between gets the old dictionary or the new one whole, in whatever
-    /// coding it takes.
-    fn write_current(&self, site: &Site, dict: &[u8]) -> io::Result<()> {
+    /// Writes the dictionary the module serves, under its name and at the
+    /// bare path: as it is, and in each coding, with the encoders and
+    /// levels of its copies (a browser fetches it like any resource). The
+    /// codings first, so a request in between gets the old dictionary or
+    /// the new one whole, in whatever coding it takes.
+    fn write_served(&self, site: &Site, hash: &Hash, dict: &[u8]) -> io::Result<()> {
         for c in Coding::ALL {
             let coded = encode_vec(c, &self.settings.levels, dict)?;
+            site.write(&site_named(hash, Some(&c.suffixes()[0][1..])), &coded)?;
             site.write(&site_current_coded(c), &coded)?;
         }
+        site.write(&site_named(hash, None), dict)?;
         site.write(CURRENT, dict)
     }
 
-    /// Makes every listed page's deltas against a new dictionary, for the
-    /// version each has now.
-    fn deltas_of_pages(&self, pages: &[Page], dict: &[u8]) {
+    /// Makes every learned page's deltas against a new dictionary, for
+    /// the version judged (named, as every copy is, by its content's
+    /// digest: `deltas_against` learns it from the bytes read).
+    fn deltas_of_pages(&self, root: &Path, public: &[Candidate], dict: &[u8]) {
         let dictionaries = [(dictionary::hash(dict), dict.to_vec())];
-        for p in pages {
-            let Ok(pinned) = pin(&p.path, &p.version) else {
+        for c in public {
+            let path = c.path(root);
+            let v = Version {
+                size: c.size,
+                mtime_us: c.mtime_us,
+                ..Version::NONE
+            };
+            let Ok(pinned) = pin(&path, &v) else {
                 continue;
             };
-            if !compressible(p.path.as_os_str().as_bytes(), pinned.meta.len()) {
-                continue;
-            }
-            let Ok(content) = read_pinned(&p.path, &pinned) else {
+            let version = Version::of(&pinned.meta);
+            let Ok(content) = read_pinned(&path, &pinned) else {
                 continue;
             };
-            self.deltas_against(&p.path, &pinned.meta, p.version, &content, &dictionaries);
+            self.deltas_against(&path, &pinned.meta, version, &content, &dictionaries);
         }
     }
 }
@@ -435,60 +509,6 @@ mod tests {
     }
 
     #[test]
-    fn training_is_due_at_the_threshold_then_when_pages_double() {
-        assert!(!due(MIN_PAGES - 1, &[]));
-        assert!(due(MIN_PAGES, &[]));
-        let t = [trained(20, 0), trained(16, 5)];
-        assert!(!due(39, &t));
-        assert!(due(40, &t));
-    }
-
-    fn page(path: &str, size: u64) -> Page {
-        Page {
-            version: Version {
-                size,
-                ..Version::NONE
-            },
-            path: PathBuf::from(path),
-        }
-    }
-
-    #[test]
-    fn pages_are_listed_once_newest_last_and_bounded() {
-        let mut pages = Vec::new();
-        assert!(list(&mut pages, &page("/a.html", 1)));
-        assert!(!list(&mut pages, &page("/a.html", 1)));
-        assert!(list(&mut pages, &page("/b.html", 1)));
-        assert!(list(&mut pages, &page("/a.html", 2)));
-        assert_eq!(pages, [page("/b.html", 1), page("/a.html", 2)]);
-        for i in 0..MAX_PAGES + 5 {
-            list(&mut pages, &page(&format!("/p{i}.html"), 1));
-        }
-        assert_eq!(pages.len(), MAX_PAGES);
-        assert_eq!(
-            pages.last().unwrap().path,
-            Path::new(&format!("/p{}.html", MAX_PAGES + 4))
-        );
-    }
-
-    #[test]
-    fn a_listed_page_is_read_only_while_it_is_the_version_listed() {
-        let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("a.html");
-        fs::write(&p, b"public page").unwrap();
-        let listed = Page {
-            version: Version::of(1, &fs::metadata(&p).unwrap()),
-            path: p.clone(),
-        };
-        assert_eq!(listed.content().as_deref(), Some(&b"public page"[..]));
-        let secret = d.path().join("secret");
-        fs::write(&secret, b"private bytes").unwrap();
-        fs::remove_file(&p).unwrap();
-        std::os::unix::fs::symlink(&secret, &p).unwrap();
-        assert_eq!(listed.content(), None);
-    }
-
-    #[test]
     fn records_round_trip() {
         let d = tempfile::tempdir().unwrap();
         let site = Site::of(d.path(), b"localhost:80");
@@ -496,8 +516,28 @@ mod tests {
         let t = vec![trained(16, 7), trained(32, 0)];
         site.save_dictionaries(&t).unwrap();
         assert_eq!(site.dictionaries(), t);
-        let pages = vec![page("/x y.html", 3), page("/z.html", 4)];
-        site.save_pages(&pages).unwrap();
-        assert_eq!(site.pages(), pages);
+    }
+
+    #[test]
+    fn the_same_pages_train_the_same_bytes() {
+        let pages: Vec<Vec<u8>> = (0..24u64)
+            .map(|i| {
+                let words = ["the ", "module ", "serves ", "pages ", "of ", "a ", "site "];
+                let mut x = 100 + i;
+                let text: String = (0..600)
+                    .map(|_| {
+                        x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                        words[(x >> 33) as usize % words.len()]
+                    })
+                    .collect();
+                format!("<html><head><title>Page {i}</title></head><body><nav>Home Docs About</nav><p>{text}</p></body></html>").into_bytes()
+            })
+            .collect();
+        let bytes: usize = pages.iter().map(Vec::len).sum();
+        let size = (bytes / SIZE_DIVISOR).clamp(1024, DICTIONARY_SIZE);
+        let a = delta_codec::train(&pages, size).unwrap();
+        let b = delta_codec::train(&pages, size).unwrap();
+        assert!(!a.is_empty());
+        assert_eq!(dictionary::hash(&a), dictionary::hash(&b));
     }
 }

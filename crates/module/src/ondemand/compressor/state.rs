@@ -1,6 +1,8 @@
 //! The compressor's shared state and the cache directory it keeps: the
-//! index read back at start (stale leftovers of a killed run and copies
-//! named the older way removed), which jobs are pending, done or failed,
+//! index read back at start (stale leftovers of a killed run, copies
+//! named the older ways, path-keyed histories and the records of this
+//! host's earlier boots removed), the digests this host learned of file
+//! versions, which jobs are pending, done or failed,
 //! eviction after each new copy, and the one warning while the cache
 //! cannot be written. Other compressors may write the same root at the
 //! same time (a fleet sharing it): a copy one of them made is taken as
@@ -9,9 +11,10 @@
 
 use super::index::{Index, Key};
 use super::{Level, Log, Settings};
+use crate::ondemand::host::Host;
 use crate::ondemand::key::{
-    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf, Version,
-    KEPT_DIR, RETIRED_SITE_DIR,
+    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, parse_record,
+    write_record_name, Kind, NameBuf, Source, Version, KEPT_DIR, RETIRED_SITE_DIR,
 };
 use gdn_core::dictionary::Hash;
 use gdn_core::publish::atomic::TMP_MARK;
@@ -32,17 +35,25 @@ pub(super) const STALE_TEMP: Duration = Duration::from_secs(3600);
 /// failed; then the record starts over.
 const FAILED_MAX: usize = 4096;
 
+/// Where the histories of deltas on demand were kept while they were
+/// keyed by a file's path alone, whatever host shared the root: removed
+/// at start.
+const RETIRED_HISTORY_DIR: &str = "history";
+
+/// A copy a job asks for, before the file is read: the file's version
+/// on this host and the kind.
+pub(super) type Task = (Version, Kind);
+
 /// Everything the reader and the workers share, behind one lock.
 pub(super) struct State {
     pub(super) index: Index,
-    pending: HashSet<Key>,
-    failed: HashSet<Key>,
+    pending: HashSet<Task>,
+    failed: HashSet<Task>,
     /// Versions whose deltas are being made or were made: a repeated job
     /// does not read and hash the file again.
     deltas: HashSet<Version>,
-    /// Site dictionaries trained or being trained, by the site's
-    /// directory: the pages listed then.
-    site_tries: HashMap<PathBuf, usize>,
+    /// The digests of the file versions this host read lately.
+    sources: HashMap<Version, Source>,
     /// The cache could not be written last time it was tried.
     failing: bool,
     /// Copies evicted since `holding` last said.
@@ -53,6 +64,11 @@ pub(super) struct State {
 pub(super) fn copy_path(root: &Path, key: &Key) -> PathBuf {
     let mut name = NameBuf::new();
     root.join(copy_name(&key.0, key.1, &mut name))
+}
+
+/// The index key of the kept version `h` (its own source).
+pub(super) fn kept_key(h: Hash) -> Key {
+    (h, Kind::Kept(h))
 }
 
 /// A copy found at start, and when it was last used.
@@ -70,7 +86,7 @@ impl State {
         let mut state = State::empty();
         let mut found = Vec::new();
         let mut leftovers = 0;
-        if let Err(e) = scan(&settings.root, &mut found, &mut leftovers) {
+        if let Err(e) = scan(&settings.root, &settings.host, &mut found, &mut leftovers) {
             state.cache_failed(settings, &e, log);
         }
         found.sort_by_key(|f| f.used);
@@ -97,33 +113,71 @@ impl State {
             pending: HashSet::new(),
             failed: HashSet::new(),
             deltas: HashSet::new(),
-            site_tries: HashMap::new(),
+            sources: HashMap::new(),
             failing: false,
             evicted: 0,
         }
     }
 
-    /// Takes `key` on: false when it is pending, failed before, or done
-    /// (a copy or marker is there, whoever made it: another compressor
-    /// sharing the root counts it too, and it is indexed here so this
-    /// one's eviction sees it).
-    pub(super) fn claim(&mut self, settings: &Settings, key: Key) -> bool {
-        if self.pending.contains(&key) || self.failed.contains(&key) {
+    /// Takes `task` on: false when it is pending, failed before, or done
+    /// (this host knows the version's digest and a copy or marker is
+    /// there, whoever made it: another compressor sharing the root counts
+    /// it too, and it is indexed here so this one's eviction sees it).
+    pub(super) fn claim(&mut self, settings: &Settings, task: Task) -> bool {
+        if self.pending.contains(&task) || self.failed.contains(&task) {
             return false;
         }
-        match fs::symlink_metadata(copy_path(&settings.root, &key)) {
-            Ok(meta) => {
-                if !self.index.contains(&key) && meta.is_file() {
-                    self.index.insert(key, meta.len());
+        if let Some(source) = self.source_of(settings, &task.0) {
+            let key = (source, task.1);
+            match fs::symlink_metadata(copy_path(&settings.root, &key)) {
+                Ok(meta) => {
+                    if !self.index.contains(&key) && meta.is_file() {
+                        self.index.insert(key, meta.len());
+                    }
+                    return false;
                 }
-                return false;
-            }
-            // Removed behind the compressor's back: made again.
-            Err(_) => {
-                self.index.remove(&key);
+                // Removed behind the compressor's back: made again.
+                Err(_) => {
+                    self.index.remove(&key);
+                }
             }
         }
-        self.pending.insert(key)
+        self.pending.insert(task)
+    }
+
+    /// Where this host records the digest of the file version `v`.
+    pub(super) fn record_path(&self, settings: &Settings, v: &Version) -> PathBuf {
+        let mut name = NameBuf::new();
+        let rel = write_record_name(v, &mut name);
+        let rel = std::str::from_utf8(rel).unwrap_or_default();
+        settings.root.join(settings.host.records_dir()).join(rel)
+    }
+
+    /// The digest of the file version `v`, as this host recorded it.
+    fn source_of(&mut self, settings: &Settings, v: &Version) -> Option<Source> {
+        if let Some(s) = self.sources.get(v) {
+            return Some(*s);
+        }
+        let text = fs::read(self.record_path(settings, v)).ok()?;
+        let s = parse_record(&text)?;
+        self.learned(*v, s);
+        Some(s)
+    }
+
+    /// Remembers that the file version `v` has the digest `source`.
+    pub(super) fn learned(&mut self, v: Version, source: Source) {
+        if self.sources.len() >= FAILED_MAX {
+            self.sources.clear();
+        }
+        self.sources.insert(v, source);
+    }
+
+    /// Lets the deltas of every version whose digest is among `gone` be
+    /// asked for again: one of them was removed.
+    fn forget_deltas_of(&mut self, gone: &HashSet<Source>) {
+        let sources = &self.sources;
+        self.deltas
+            .retain(|v| !sources.get(v).is_some_and(|s| gone.contains(s)));
     }
 
     /// Takes on the deltas of `v`: false when they are being made, or
@@ -141,25 +195,15 @@ impl State {
         self.deltas.remove(v);
     }
 
-    /// Takes on training the site at `dir` with `pages` listed: false
-    /// when another worker trains it, or a training tried with half as
-    /// many or more (a failed one is tried again once they doubled).
-    pub(super) fn take_training(&mut self, dir: &Path, pages: usize) -> bool {
-        let free = self.site_tries.get(dir).is_none_or(|&n| pages >= 2 * n);
-        if free {
-            self.site_tries.insert(dir.to_path_buf(), pages);
-        }
-        free
-    }
-
     /// Forgets the kept version `h` and the deltas against it, files and
     /// all: a dictionary no browser may hold any more.
     pub(super) fn forget_kept(&mut self, settings: &Settings, h: Hash, log: Log<'_>) {
         let mut gone = self.index.deltas_against(&[h]);
-        gone.push((Version::NONE, Kind::Kept(h)));
+        gone.push(kept_key(h));
+        let sources = gone.iter().map(|k| k.0).collect();
+        self.forget_deltas_of(&sources);
         for key in &gone {
             self.index.remove(key);
-            self.deltas.remove(&key.0);
             let path = copy_path(&settings.root, key);
             if let Err(e) = fs::remove_file(&path) {
                 if e.kind() != io::ErrorKind::NotFound {
@@ -169,17 +213,17 @@ impl State {
         }
     }
 
-    /// `key`'s job is over, whatever became of it.
-    pub(super) fn release(&mut self, key: &Key) {
-        self.pending.remove(key);
+    /// `task` is over, whatever became of it.
+    pub(super) fn release(&mut self, task: &Task) {
+        self.pending.remove(task);
     }
 
-    /// `key`'s job failed in a way a retry would repeat.
-    pub(super) fn failed(&mut self, key: Key) {
+    /// `task` failed in a way a retry would repeat.
+    pub(super) fn failed(&mut self, task: Task) {
         if self.failed.len() >= FAILED_MAX {
             self.failed.clear();
         }
-        self.failed.insert(key);
+        self.failed.insert(task);
     }
 
     /// A copy (or marker) of `size` bytes was made at `key`'s name:
@@ -219,7 +263,7 @@ impl State {
     /// evicting that version would take the delta with it.
     pub(super) fn touch(&mut self, settings: &Settings, key: &Key) {
         if let Kind::Delta(_, h) = key.1 {
-            self.touch(settings, &(Version::NONE, Kind::Kept(h)));
+            self.touch(settings, &kept_key(h));
         }
         if self.index.touch(key) {
             // The children send a copy's touch at most once a second each.
@@ -256,11 +300,12 @@ impl State {
             gone.extend(against);
         }
         self.evicted += gone.len() as u64;
-        for key in &gone {
-            if let Kind::Delta(..) = key.1 {
-                self.deltas.remove(&key.0);
-            }
-        }
+        let sources = gone
+            .iter()
+            .filter(|k| matches!(k.1, Kind::Delta(..)))
+            .map(|k| k.0)
+            .collect();
+        self.forget_deltas_of(&sources);
         for key in &gone {
             let path = copy_path(&settings.root, key);
             match fs::remove_file(&path) {
@@ -304,7 +349,8 @@ impl State {
 /// `root`, and copies named the older way. Anything else (files an admin
 /// put there, another compressor's temporaries being written) is left
 /// alone and not counted.
-fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
+fn scan(root: &Path, host: &Host, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
+    retire_earlier_boots(root, host);
     for entry in fs::read_dir(root)? {
         let entry = entry?;
         let name = entry.file_name();
@@ -313,7 +359,8 @@ fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Resul
             *leftovers += remove_stale(&entry);
             continue;
         }
-        if name == RETIRED_SITE_DIR && entry.file_type()?.is_dir() {
+        let retired = name == RETIRED_SITE_DIR || name == RETIRED_HISTORY_DIR;
+        if retired && entry.file_type()?.is_dir() {
             fs::remove_dir_all(entry.path())?;
             continue;
         }
@@ -336,12 +383,26 @@ fn scan(root: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Resul
             } else if let Some(f) = indexed(name, dir, &copy) {
                 found.push(f);
             } else if is_old_copy_name(name) {
-                // Keyed by device and inode: never served any more.
+                // Keyed by place, or by device and inode: never served
+                // any more.
                 let _ = fs::remove_file(copy.path());
             }
         }
     }
     Ok(())
+}
+
+/// Removes the records of this host's earlier boots: their device and
+/// inode numbers may name other files now.
+fn retire_earlier_boots(root: &Path, host: &Host) {
+    let Ok(boots) = fs::read_dir(root.join(host.machine_dir())) else {
+        return;
+    };
+    for boot in boots.flatten() {
+        if boot.file_name() != host.boot.as_str() && boot.file_type().is_ok_and(|t| t.is_dir()) {
+            let _ = fs::remove_dir_all(boot.path());
+        }
+    }
 }
 
 /// Indexes the kept versions under `kept/<2 hex>/`, removing leftover
@@ -367,7 +428,7 @@ fn scan_kept(dir: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::R
             let Some(h) = parse_kept_name(name).filter(|h| h[0] == fan) else {
                 continue;
             };
-            if let Some(f) = found_at(&kept, (Version::NONE, Kind::Kept(h))) {
+            if let Some(f) = found_at(&kept, kept_key(h)) {
                 found.push(f);
             }
         }
@@ -384,11 +445,11 @@ fn parse_fan_out(name: &str) -> Option<u8> {
 /// The entry for the copy `name` in fan-out directory `dir`, if it is one
 /// and in its right place; last used at its atime or mtime, the later.
 fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<Found> {
-    let (version, kind): (Version, Kind) = parse_copy_name(name)?;
-    if fan_out(version.path) != dir {
+    let (source, kind) = parse_copy_name(name)?;
+    if fan_out(&source) != dir {
         return None;
     }
-    found_at(entry, (version, kind))
+    found_at(entry, (source, kind))
 }
 
 /// The entry for the regular file `entry` at `key`; last used at its

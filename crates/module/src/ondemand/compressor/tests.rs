@@ -2,7 +2,7 @@
 //! list of messages or a socket, its copies compared with what the publish
 //! tool writes.
 
-use super::state::{copy_path, State};
+use super::state::{copy_path, kept_key, State};
 use super::{run, Level, Settings};
 use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::ondemand::key::{Kind, Version};
@@ -31,6 +31,7 @@ fn settings(root: &Path) -> Settings {
             zstd: 3,
             brotli_quality: 5,
         },
+        host: crate::ondemand::host::Host::this(),
     }
 }
 
@@ -52,8 +53,12 @@ impl Lines {
 }
 
 fn version(p: &Path) -> Version {
-    let path = crate::ondemand::key::path_key(b"test", b"", p.as_os_str().as_bytes());
-    Version::of(path, &fs::metadata(p).unwrap())
+    Version::of(&fs::metadata(p).unwrap())
+}
+
+/// The digest of the bytes at `p`: what names the copies made of them.
+fn source(p: &Path) -> gdn_core::dictionary::Hash {
+    gdn_core::dictionary::hash(&fs::read(p).unwrap())
 }
 
 fn record(job: &Job<'_>) -> Vec<u8> {
@@ -81,7 +86,7 @@ fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
 }
 
 fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
-    copy_path(&s.root, &(version(p), kind))
+    copy_path(&s.root, &(source(p), kind))
 }
 
 /// A page of `n` bytes at `dir/name`.
@@ -174,7 +179,7 @@ fn another_version_is_refused() {
     let mut stream = vec![record(&job)];
     let missing = docs.join("gone.html");
     let other = Version {
-        path: v.path + 1,
+        mtime_us: v.mtime_us + 1,
         ..v
     };
     stream.push(record(&Job::Compress {
@@ -188,7 +193,7 @@ fn another_version_is_refused() {
     assert_eq!(lines.count(Level::Debug, "gone.html"), 1);
     assert_eq!(lines.count(Level::Warn, ""), 0);
     for c in Coding::ALL {
-        assert!(!copy_path(&s.root, &(v, Kind::Coded(c))).exists());
+        assert!(!copy(&s, &p, Kind::Coded(c)).exists());
     }
 }
 
@@ -237,13 +242,13 @@ fn decoded_copies_equal_the_original() {
         version: version(&corrupt),
     }));
     run_over(&s, stream, &lines);
-    for sib in &siblings {
-        let made = copy(&s, sib, Kind::Decoded);
+    for (sib, c) in siblings.iter().zip(Coding::ALL) {
+        let made = copy(&s, sib, Kind::Decoded(c));
         assert_eq!(fs::read(&made).unwrap(), content, "{}", sib.display());
         let (m, sm) = (fs::metadata(&made).unwrap(), fs::metadata(sib).unwrap());
         assert_eq!(m.modified().unwrap(), sm.modified().unwrap());
     }
-    assert!(!copy(&s, &corrupt, Kind::Decoded).exists());
+    assert!(!copy(&s, &corrupt, Kind::Decoded(Coding::Gzip)).exists());
     assert_eq!(lines.count(Level::Warn, "cannot decode"), 1);
 }
 
@@ -268,7 +273,7 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     run_over(&s, stream, &lines);
     // The first copy is served, then two more are made.
     let mut stream = vec![record(&Job::Touch {
-        version: version(&files[0]),
+        source: source(&files[0]),
         kind: Kind::Coded(Coding::Gzip),
     })];
     stream.push(compress_job(&files[2], gzip));
@@ -334,6 +339,58 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
 }
 
+/// The record of `p`'s version, as this host keeps it.
+fn record_of(s: &Settings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
+    let mut name = crate::ondemand::key::NameBuf::new();
+    let rel = crate::ondemand::key::write_record_name(&version(p), &mut name);
+    let file = s
+        .root
+        .join(s.host.records_dir())
+        .join(std::str::from_utf8(rel).unwrap());
+    crate::ondemand::key::parse_record(&fs::read(file).ok()?)
+}
+
+#[test]
+fn each_version_read_is_recorded_with_its_digest_for_this_host() {
+    let (_d, docs, cache) = tree();
+    let p = page_file(&docs, "r.html", 9000, 3);
+    let s = settings(&cache);
+    let lines = Lines::default();
+    assert_eq!(record_of(&s, &p), None);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(record_of(&s, &p), Some(source(&p)));
+    // Rewritten in place, keeping inode, size and mtime: another version,
+    // not known until read, then with the new bytes' digest and copies.
+    let before = fs::metadata(&p).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    let mut new = fs::read(&p).unwrap();
+    new[0] ^= 1;
+    fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .write_all(&new)
+        .unwrap();
+    fs::File::options()
+        .write(true)
+        .open(&p)
+        .unwrap()
+        .set_modified(before.modified().unwrap())
+        .unwrap();
+    let after = fs::metadata(&p).unwrap();
+    assert_eq!((before.ino(), before.len()), (after.ino(), after.len()));
+    assert_eq!(record_of(&s, &p), None);
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(record_of(&s, &p), Some(source(&p)));
+    assert!(copy(&s, &p, Kind::Coded(Coding::Gzip)).exists());
+    // An earlier boot's records are removed at start; this boot's stay.
+    let earlier = s.root.join(s.host.machine_dir()).join("0123");
+    fs::create_dir_all(earlier.join("ab")).unwrap();
+    run_over(&s, Vec::new(), &lines);
+    assert!(!earlier.exists());
+    assert_eq!(record_of(&s, &p), Some(source(&p)));
+}
+
 #[test]
 fn leftovers_are_removed_at_start() {
     let (_d, docs, cache) = tree();
@@ -358,14 +415,21 @@ fn leftovers_are_removed_at_start() {
     // Another server's, being written: left alone.
     let fresh = dir.join(format!(".{name}.tmp77"));
     fs::write(&fresh, b"partial").unwrap();
-    // Named the older way (device, inode, ctime): removed.
+    // Named the older ways (device, inode, ctime; place, size, mtime):
+    // removed.
     let old = dir.join("803-12345-1388-1-2.br");
     fs::write(&old, b"old").unwrap();
+    let by_place = dir.join("80300012345-1388-5f.gz");
+    fs::write(&by_place, b"old").unwrap();
+    let old_history = cache.join("history/ab/abcd");
+    fs::create_dir_all(old_history.parent().unwrap()).unwrap();
+    fs::write(&old_history, b"old").unwrap();
     let foreign = dir.join("notes.txt");
     fs::write(&foreign, b"not ours").unwrap();
     run_over(&s, Vec::new(), &lines);
     assert!(left.iter().all(|l| !l.exists()));
-    assert!(fresh.exists() && !old.exists());
+    assert!(fresh.exists() && !old.exists() && !by_place.exists());
+    assert!(!old_history.exists());
     assert!(foreign.exists() && made.exists());
     assert_eq!(lines.count(Level::Info, "3 entries"), 1);
     assert_eq!(
@@ -424,13 +488,7 @@ fn the_warning_comes_again_after_a_recovery() {
     state.cache_failed(&s, &e, &log);
     state.cache_failed(&s, &e, &log);
     assert_eq!(lines.count(Level::Warn, ""), 1);
-    let v = Version {
-        path: 2,
-        size: 3,
-        mtime_us: 4,
-        ..Version::NONE
-    };
-    state.made(&s, (v, Kind::Decoded), 0, &log);
+    state.made(&s, ([2; 32], Kind::Decoded(Coding::Br)), 0, &log);
     assert_eq!(lines.count(Level::Notice, "written again"), 1);
     state.cache_failed(&s, &e, &log);
     assert_eq!(lines.count(Level::Warn, ""), 2);
@@ -581,10 +639,7 @@ fn a_file_rewritten_in_place_gets_deltas_against_its_earlier_versions() {
         assert_eq!(decode(&v1, &delta).unwrap(), v2);
     }
     // v1 is kept, by its hash, from the copy it had.
-    let kept = copy_path(
-        &s.root,
-        &(Version::NONE, Kind::Kept(gdn_core::dictionary::hash(&v1))),
-    );
+    let kept = copy_path(&s.root, &kept_key(gdn_core::dictionary::hash(&v1)));
     assert!(kept.is_file());
     // A third version gets deltas against both; a fourth drops v1 (2 kept).
     let mut v3 = v2.clone();
@@ -612,7 +667,9 @@ fn a_group_member_gets_deltas_against_earlier_members() {
     v2.truncate(39_000);
     fs::write(&a, &v1).unwrap();
     fs::write(&b, &v2).unwrap();
-    fs::write(&c, &v2).unwrap();
+    // Of other content than app.2: deltas are named by content, and the
+    // same bytes elsewhere share them.
+    fs::write(&c, [&v2[..], b"\n// x\n"].concat()).unwrap();
     let s = settings(&cache);
     let lines = Lines::default();
     let group = b"localhost:80 /app.*.js";
@@ -637,10 +694,7 @@ fn evicting_a_kept_version_takes_its_deltas_along() {
     s.max_size = 30_000;
     let other = page_file(&docs, "other.html", 50_000, 12);
     run_over(&s, vec![compress_job(&other, all())], &lines);
-    let kept = copy_path(
-        &s.root,
-        &(Version::NONE, Kind::Kept(gdn_core::dictionary::hash(&v1))),
-    );
+    let kept = copy_path(&s.root, &kept_key(gdn_core::dictionary::hash(&v1)));
     assert!(!kept.exists());
     for d in DeltaCoding::ALL {
         assert!(delta_of(&s, &p, d, &v1).is_none(), "{d:?}");
@@ -661,73 +715,114 @@ fn site_page_file(docs: &Path, i: usize) -> PathBuf {
     p
 }
 
-/// A compress job for an HTML page of the host `localhost:80`.
-fn site_job(p: &Path) -> Vec<u8> {
-    record(&Job::Compress {
-        path: p.as_os_str().as_bytes(),
-        version: version(p),
-        codings: CodingSet::empty().with(Coding::Gzip),
-        deltas: Some(crate::ondemand::job::Deltas {
-            versions: 0,
-            group: &[],
-            site: b"localhost:80",
-        }),
+/// The host of the site dictionary tests, as `Request::host_key` makes it.
+const SITE: &[u8] = b"test:80@main";
+
+/// When the test's verdicts were judged: each later than the one before.
+static JUDGED: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(1);
+
+/// The verdicts of a child that judged the pages under `docs`: public
+/// all but `private`.
+fn train_job(docs: &Path, private: &[usize]) -> Vec<u8> {
+    train_job_at(
+        docs,
+        private,
+        JUDGED.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+    )
+}
+
+/// `train_job`, judged at `at`.
+fn train_job_at(docs: &Path, private: &[usize], at: i64) -> Vec<u8> {
+    let list = crate::ondemand::pages::candidates(docs);
+    let mut bits = Vec::new();
+    for i in (0..list.len()).filter(|i| !private.contains(i)) {
+        crate::ondemand::pages::set_bit(&mut bits, i);
+    }
+    record(&Job::Train {
+        root: docs.as_os_str().as_bytes(),
+        site: SITE,
+        digest: &crate::ondemand::pages::digest(&list),
+        bits: &bits,
+        at,
     })
 }
 
+/// The delta of the page `p` against `dict`, named as every copy is by
+/// the page's content.
+fn site_delta(s: &Settings, p: &Path, dict: &[u8]) -> Option<Vec<u8>> {
+    delta_of(s, p, DeltaCoding::Dcz, dict)
+}
+
 #[test]
-fn a_site_dictionary_is_trained_from_the_pages_and_every_page_gets_deltas() {
+fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_not() {
     let (_d, docs, cache) = tree();
     let s = settings(&cache);
     let lines = Lines::default();
     let pages: Vec<PathBuf> = (0..20).map(|i| site_page_file(&docs, i)).collect();
-    let current = cache.join(crate::ondemand::key::site_current_name(
-        b"localhost:80",
+    let current = cache.join(crate::ondemand::key::site_current_name(SITE, None));
+    run_over(&s, vec![train_job(&docs, &[0, 1, 2, 3, 4])], &lines);
+    assert!(!current.exists(), "not from 15 public pages");
+    run_over(&s, vec![train_job(&docs, &[])], &lines);
+    let dict = fs::read(&current).expect("trained from 20 pages");
+    let h = gdn_core::dictionary::hash(&dict);
+    let named = cache.join(crate::ondemand::key::site_named_name(
+        SITE,
+        &gdn_core::dictionary::to_hex(&h)[..16],
         None,
     ));
-    run_over(
-        &s,
-        pages[..15].iter().map(|p| site_job(p)).collect(),
-        &lines,
-    );
-    assert!(!current.exists(), "not before 16 pages");
-    run_over(
-        &s,
-        pages[15..].iter().map(|p| site_job(p)).collect(),
-        &lines,
-    );
-    let dict = fs::read(&current).expect("trained at 16 pages");
-    let h = gdn_core::dictionary::hash(&dict);
-    assert!(copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).is_file());
+    assert_eq!(fs::read(&named).unwrap(), dict, "served under its name");
+    assert!(copy_path(&s.root, &kept_key(h)).is_file());
     for p in &pages {
-        let delta = delta_of(&s, p, DeltaCoding::Dcz, &dict).expect("every page");
+        let delta = site_delta(&s, p, &dict).expect("every page");
         assert_eq!(decode(&dict, &delta).unwrap(), fs::read(p).unwrap());
     }
-    assert_eq!(lines.count(Level::Notice, "site dictionary"), 1);
-    // Twice the pages: trained again; the first stays for its lifetime.
-    let more: Vec<PathBuf> = (20..32).map(|i| site_page_file(&docs, i)).collect();
-    run_over(&s, more.iter().map(|p| site_job(p)).collect(), &lines);
-    assert_eq!(lines.count(Level::Notice, "site dictionary"), 2);
+    // The same verdicts again: nothing to do.
+    run_over(
+        &s,
+        vec![train_job(&docs, &[]), train_job(&docs, &[])],
+        &lines,
+    );
+    assert_eq!(lines.count(Level::Notice, "trained"), 1);
+    // The same files elsewhere train the same bytes.
+    let (_e, docs2, cache2) = tree();
+    for p in &pages {
+        let to = docs2.join(p.file_name().unwrap());
+        fs::copy(p, &to).unwrap();
+        let m = fs::metadata(p).unwrap();
+        let t = SystemTime::UNIX_EPOCH
+            + Duration::from_nanos(m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64);
+        fs::File::options()
+            .write(true)
+            .open(&to)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+    run_over(&settings(&cache2), vec![train_job(&docs2, &[])], &lines);
+    let current2 = cache2.join(crate::ondemand::key::site_current_name(SITE, None));
+    assert_eq!(fs::read(&current2).unwrap(), dict, "a copy of the tree");
+    // A page changed: trained again; the first stays under its name.
+    site_page_file(&docs, 40);
+    run_over(&s, vec![train_job(&docs, &[])], &lines);
     let second = fs::read(&current).unwrap();
     assert_ne!(gdn_core::dictionary::hash(&second), h);
-    assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_some());
-    assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
-    // A day after it stopped being served, the first dictionary and the
-    // deltas against it go.
-    let record = current.with_file_name("dictionaries");
-    let text = fs::read_to_string(&record).unwrap();
-    let aged: String = text
-        .lines()
-        .map(|l| match l.rsplit_once(' ') {
-            Some((head, retired)) if retired != "0" => format!("{head} 1\n"),
-            _ => format!("{l}\n"),
-        })
-        .collect();
-    fs::write(&record, aged).unwrap();
-    run_over(&s, vec![site_job(&site_page_file(&docs, 40))], &lines);
-    assert!(!copy_path(&s.root, &(Version::NONE, Kind::Kept(h))).exists());
-    assert!(delta_of(&s, &pages[0], DeltaCoding::Dcz, &dict).is_none());
-    assert!(delta_of(&s, &more[0], DeltaCoding::Dcz, &second).is_some());
+    assert_eq!(fs::read(&named).unwrap(), dict, "the one before");
+    // A page judged not public now: every dictionary that learned it is
+    // withdrawn at once, and one without it trained.
+    run_over(&s, vec![train_job(&docs, &[3])], &lines);
+    assert!(!named.exists(), "withdrawn");
+    let third = fs::read(&current).expect("trained without it");
+    assert_ne!(third, second);
+    assert_eq!(lines.count(Level::Notice, "withdrawn"), 2);
+    // Another child's verdicts, judged before the page was restricted,
+    // come late: not acted on.
+    run_over(&s, vec![train_job_at(&docs, &[], 0)], &lines);
+    assert_eq!(fs::read(&current).unwrap(), third, "older verdicts");
+    // Verdicts on another list (the tree changed since): ignored.
+    let stale = train_job(&docs, &[]);
+    site_page_file(&docs, 41);
+    run_over(&s, vec![stale], &lines);
+    assert_eq!(fs::read(&current).unwrap(), third);
 }
 
 #[test]
@@ -738,7 +833,7 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     let (p, v1, v2) =
         served_then_edited(&docs, &s, &lines, 21, |v| v.extend_from_slice(b"\n// v2\n"));
     let h1 = gdn_core::dictionary::hash(&v1);
-    let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
+    let kept = copy_path(&s.root, &kept_key(h1));
     let dcz = copy(&s, &p, Kind::Delta(DeltaCoding::Dcz, h1));
     // A kept version that no longer holds its content is recovered again
     // from v1's copy; one that cannot be is not used.
@@ -768,7 +863,7 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     assert_eq!(gdn_core::publish::store::load_version(&kept).unwrap(), v1);
     // A history that is not one is read as empty: v3 then has nothing
     // earlier, and no delta is made against anything.
-    for f in walkdir::WalkDir::new(cache.join("history")) {
+    for f in walkdir::WalkDir::new(cache.join("histories")) {
         let f = f.unwrap();
         if f.file_type().is_file() {
             fs::write(f.path(), b"\xff\xfe not a history\n").unwrap();
@@ -794,11 +889,11 @@ fn a_delta_served_keeps_its_kept_version_from_eviction() {
     let kind = Kind::Delta(DeltaCoding::Dcz, h1);
     std::thread::sleep(std::time::Duration::from_millis(20));
     let touch = record(&Job::Touch {
-        version: version(&p),
+        source: source(&p),
         kind,
     });
     run_over(&s, vec![touch], &lines);
-    let kept = copy_path(&s.root, &(Version::NONE, Kind::Kept(h1)));
+    let kept = copy_path(&s.root, &kept_key(h1));
     let dcz = copy(&s, &p, kind);
     let size = |f: &Path| fs::metadata(f).unwrap().len();
     // Room for those two only: the copies, made after the kept version
