@@ -604,3 +604,51 @@ fn location_wildcards_htaccess_and_authentication_apply_to_siblings() {
     assert_eq!(r.status, 404);
     a.assert_no_crash();
 }
+
+/// What httpd skips for a subrequest applies to a sibling's check, which
+/// is its own request: mod_rewrite's `[R]` and `[NS]` rules, the client's
+/// protocol (a subrequest's is `INCLUDED`), and an environment the page's
+/// own rules set (here without mod_setenvif) does not reach the sibling.
+#[test]
+fn rules_subrequests_skip_apply_to_siblings() {
+    let data = page(5_000, 11);
+    let server = [
+        subdir("redir", "RewriteEngine On\nRewriteRule \\.gz$ /x [R,L]"),
+        subdir("ns", "RewriteEngine On\nRewriteRule \\.gz$ - [F,NS]"),
+        subdir(
+            "proto",
+            "<Files \"*.gz\">\nRequire expr \"%{SERVER_PROTOCOL} != 'HTTP/1.0'\"\n</Files>",
+        ),
+        "RewriteEngine On\nRewriteRule \\.html$ - [E=ok:1]\n".into(),
+        subdir("env", "<Files \"*.gz\">\nRequire env ok\n</Files>"),
+    ]
+    .concat();
+    let a = start_with(server, vec!["rewrite", "authz_host"], |d| {
+        for dir in ["redir", "ns", "proto", "env"] {
+            publish(d, &format!("{dir}/p.html"), &data, true, &[".gz"]);
+        }
+    });
+    for dir in ["redir", "ns", "env"] {
+        let direct = a.get(&format!("/{dir}/p.html.gz"), None).status;
+        assert_ne!(direct, 200, "{dir}: the direct GET is refused");
+        let r = a.get(&format!("/{dir}/p.html"), Some("gzip"));
+        assert_eq!((r.status, r.coding()), (200, None), "{dir}");
+        assert_eq!(r.body, data, "{dir}");
+    }
+    let r = a.request(
+        "/proto/p.html",
+        &["--http1.0", "-H", "Accept-Encoding: gzip"],
+    );
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, None),
+        "HTTP/1.0 refused the .gz"
+    );
+    let r = a.request("/proto/p.html", &["-H", "Accept-Encoding: gzip"]);
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "HTTP/1.1 may get it"
+    );
+    a.assert_no_crash();
+}

@@ -1,21 +1,24 @@
 /* Whether Apache would serve another file name of a request's directory
  * (a sibling: page.html.gz beside page.html) to this request's client.
  *
- * The exact answer is Apache's own: a GET subrequest for the sibling's
- * URI, built as httpd builds a URI (escaped, slashes merged as
- * configured, path info left out), which runs translate_name, the
- * directory walk (symlink options as <Directory> and .htaccess set them),
- * the location walk, <If>, access, authentication and fixups. A sibling
- * is served only when that subrequest ends in 200 on that very file.
+ * The exact answer is Apache's own: the sibling's twin, a GET request of
+ * its own for the sibling's URI, built as httpd builds a URI (escaped,
+ * slashes merged as configured, path info left out), from this client
+ * (its request line's protocol, its headers as read, its address), run as
+ * httpd runs a request it has read: post_read_request, translate_name,
+ * the directory and location walks, <If>, header_parser, access,
+ * authentication and fixups, with nothing of the page's request reused.
+ * A sibling is served only when the twin would reach its handler on that
+ * very file, and that handler is core's (or this module's).
  *
- * The subrequest costs a request walk, so a configuration is checked once,
+ * The twin costs a request walk, so a configuration is checked once,
  * when it is read, against a list of what it may contain for a shorter
  * answer to be provably the same: then only the <Files>, <FilesMatch>,
  * <Location> and <LocationMatch> sections are compared for the two names
  * (and <If> or .htaccess still send the request to Apache). Anything not
  * on the list (a directive, an override, a module hooking the request's
  * translation, access or fixups) makes every sibling of that server a
- * subrequest: the list fails closed. */
+ * twin: the list fails closed. */
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
@@ -298,6 +301,7 @@ static const char *directive_refusal(apr_pool_t *p, const ap_directive_t *d)
 
 struct scan {
     apr_pool_t *p;
+    int edits_headers;      /* a RequestHeader, or an override that may add one */
     const char *global;     /* a refusal outside every <VirtualHost> */
     apr_hash_t *vhosts;     /* "file:line" of a <VirtualHost> -> refusal */
 };
@@ -316,6 +320,12 @@ static void scan_tree(struct scan *sc, const ap_directive_t *d,
         const char *why;
         if (!strcasecmp(d->directive, "<VirtualHost")) {
             key = apr_psprintf(sc->p, "%s:%d", d->filename, d->line_num);
+        }
+        if (!strcasecmp(d->directive, "RequestHeader")
+            || ((!strcasecmp(d->directive, "AllowOverride")
+                 || !strcasecmp(d->directive, "AllowOverrideList"))
+                && strcasecmp(first_word(sc->p, d->args), "None"))) {
+            sc->edits_headers = 1;
         }
         why = directive_refusal(sc->p, d);
         if (why) {
@@ -422,27 +432,26 @@ static const char *unknown_client_hooks = "the configuration not read yet";
 
 static apr_hash_t *server_refusal; /* server_rec* -> refusal */
 
-/* mod_setenvif's environment rules (its header_parser hook), run for a
- * sibling's subrequest, which httpd gives the parent's environment. */
-typedef int (*request_fn)(request_rec *r);
-static request_fn setenvif_rules;
+/* Whether a request's headers may be edited after they are read
+ * (mod_headers loaded, and a `RequestHeader` configured or an override
+ * that may add one): then the headers as read are kept for every
+ * request, for its siblings' twins. */
+static int headers_edited;
 
-static request_fn header_parser_of(const char *module)
+static int module_loaded(const char *name)
 {
-    apr_array_header_t *links = ap_hook_get_header_parser();
-    int i;
-    for (i = 0; links && i < links->nelts; i++) {
-        ap_LINK_header_parser_t *l = &((ap_LINK_header_parser_t *)links->elts)[i];
-        if (l->szName && !strcmp(l->szName, module)) {
-            return l->pFunc;
+    module *m;
+    for (m = ap_top_module; m; m = m->next) {
+        if (m->name && !strcmp(m->name, name)) {
+            return 1;
         }
     }
-    return NULL;
+    return 0;
 }
 
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
 {
-    struct scan sc = {pconf, NULL, apr_hash_make(pconf)};
+    struct scan sc = {pconf, 0, NULL, apr_hash_make(pconf)};
     server_rec *s;
     unknown_handler = unknown_handler_module(pconf);
     scan_tree(&sc, ap_conftree, NULL);
@@ -464,7 +473,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
             apr_hash_set(server_refusal, k, sizeof(*k), why);
         }
     }
-    setenvif_rules = header_parser_of("mod_setenvif.c");
+    headers_edited = sc.edits_headers && module_loaded("mod_headers.c");
     gdn_learn_literal_sections(pconf, main_server);
 }
 
@@ -689,81 +698,56 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     return locations_differ(s->sec_url, r->pool, uri, ul, suffix, sl);
 }
 
-/* ---- The exact answer: a subrequest for the sibling's URI ---- */
+/* ---- The exact answer: the sibling's twin request ---- */
 
-/* The request whose sibling is being asked for, on this thread: its
- * subrequest gets the environment a request of its own would have. */
-static __thread request_rec *asking;
-/* Whether that subrequest stands for a client no rule knows. */
-static __thread int asking_anonymously;
+/* A sibling's check is the direct request for its URI, made as Apache
+ * makes one from a request line it has read: a request of its own on the
+ * client's connection (ap_create_request), with the client's request
+ * line, protocol, headers as read and address, nothing of the page's
+ * request (its environment, notes, directory walk, user), and run through
+ * post_read_request and every step of ap_process_request_internal as a
+ * main request: mod_setenvif's server and directory rules, other
+ * header_parser hooks, translate_name, mod_rewrite's rules that skip
+ * subrequests ([R], [NS]), authentication and authorization. Only the
+ * handler is not run (what it would be is read: answer_refusal). */
 
-#define ENV_NOTE "gdn-env-before-rules"
+/* The twin being run on this thread, if any. */
+static __thread request_rec *twin;
 
-/* post_read_request, first of all: the environment before any rule set
- * anything from this request's URI. Kept only where siblings are asked
- * of Apache and mod_setenvif may set variables from the name. */
-static int keep_first_env(request_rec *r)
+#define HEADERS_NOTE "gdn-headers-as-read"
+
+/* The request `r` was made from: the one read off the connection. */
+static const request_rec *initial_of(const request_rec *r)
 {
-    if (setenvif_rules && gdn_short_answer_refused(r)) {
-        apr_pool_userdata_setn(apr_table_copy(r->pool, r->subprocess_env),
-                               ENV_NOTE, NULL, r->pool);
+    while (r->main || r->prev) {
+        r = r->main ? r->main : r->prev;
     }
-    return DECLINED;
+    return r;
 }
 
 static int is_sibling_check(const request_rec *r)
 {
-    return asking && r->main == asking;
+    while (r->main) {
+        r = r->main;
+    }
+    return twin && r == twin;
 }
 
-/* pre_translate_name of a sibling's subrequest: the environment a direct
- * request for it would have, with mod_setenvif's server-wide rules
- * (post_read_request, which subrequests never run) applied to its URI. */
-static int sibling_env_server(request_rec *r)
+/* post_read_request, first of all: the headers as read, kept where a
+ * module may edit them later. */
+static int keep_headers_as_read(request_rec *r)
 {
-    const request_rec *top = r->main;
-    void *env = NULL;
-    if (!is_sibling_check(r)) {
-        return DECLINED;
+    if (headers_edited && !r->main && !r->prev && !is_sibling_check(r)) {
+        apr_pool_userdata_setn(apr_table_copy(r->pool, r->headers_in),
+                               HEADERS_NOTE, NULL, r->pool);
     }
-    if (asking_anonymously) {
-        /* No reverse lookup of the test address: a failed one. */
-        r->useragent_host = apr_pstrdup(r->pool, "");
-    }
-    if (!setenvif_rules) {
-        return DECLINED;
-    }
-    while (top->main) {
-        top = top->main;
-    }
-    for (; top && !env && !asking_anonymously; top = top->prev) {
-        apr_pool_userdata_get(&env, ENV_NOTE, top->pool);
-    }
-    /* Without a kept environment (a server whose rules set nothing from
-     * the name, asking because sections differ), the parent's, which
-     * httpd copied, is the one a direct request would have. */
-    if (env) {
-        r->subprocess_env = apr_table_copy(r->pool, env);
-    }
-    setenvif_rules(r);
     return DECLINED;
-}
-
-/* post_perdir_config of a sibling's subrequest: mod_setenvif's
- * per-directory rules (header_parser, main requests only) for its name. */
-static int sibling_env_dir(request_rec *r)
-{
-    if (is_sibling_check(r) && setenvif_rules) {
-        setenvif_rules(r);
-    }
-    return OK;
 }
 
 void gdn_register_sibling_hooks(void)
 {
-    ap_hook_post_read_request(keep_first_env, NULL, NULL, APR_HOOK_REALLY_FIRST);
-    ap_hook_pre_translate_name(sibling_env_server, NULL, NULL, APR_HOOK_REALLY_FIRST);
-    ap_hook_post_perdir_config(sibling_env_dir, NULL, NULL, APR_HOOK_REALLY_FIRST);
+    ap_hook_post_read_request(keep_headers_as_read, NULL, NULL,
+                              APR_HOOK_REALLY_FIRST);
 }
 
 int gdn_in_sibling_check(const request_rec *r)
@@ -850,76 +834,71 @@ static const char *answer_refusal(request_rec *rr)
 /* TEST-NET-1 (RFC 5737): an address no rule of a real site names. */
 #define ANONYMOUS_IP "192.0.2.1"
 
-/* The fields of a request its subrequest copies that an ask replaces
- * for the while of the lookup (`swap_fields` in, then out). */
-struct fields {
-    apr_table_t *headers_in, *subprocess_env;
-    apr_sockaddr_t *useragent_addr;
-    char *useragent_ip, *user, *ap_auth_type, *the_request;
-};
-
-#define SWAP(field)                                                        \
-    do {                                                                   \
-        __typeof__(r->field) t = r->field;                                 \
-        r->field = f->field;                                               \
-        f->field = t;                                                      \
-    } while (0)
-
-static void swap_fields(request_rec *r, struct fields *f)
-{
-    SWAP(headers_in);
-    SWAP(subprocess_env);
-    SWAP(useragent_addr);
-    SWAP(useragent_ip);
-    SWAP(user);
-    SWAP(ap_auth_type);
-    SWAP(the_request);
-}
-
-/* Sets `f` to a client no rule knows: no user, no headers but Host, no
- * environment, a test address. 0 when no such address can be made. */
-static int anonymous_fields(request_rec *r, struct fields *f)
+/* Makes `t` a client no rule knows: no headers but Host, the test
+ * address, a failed reverse lookup. 0 when no such address can be made. */
+static int anonymous_client(request_rec *t, const request_rec *first)
 {
     apr_sockaddr_t *sa = NULL;
-    const char *host = apr_table_get(r->headers_in, "Host");
-    if (apr_sockaddr_info_get(&sa, ANONYMOUS_IP, APR_INET, 0, 0, r->pool)
+    const char *host = apr_table_get(first->headers_in, "Host");
+    if (apr_sockaddr_info_get(&sa, ANONYMOUS_IP, APR_INET, 0, 0, t->pool)
         != APR_SUCCESS) {
         return 0;
     }
-    f->headers_in = apr_table_make(r->pool, 1);
     if (host) {
-        apr_table_setn(f->headers_in, "Host", host);
+        apr_table_setn(t->headers_in, "Host", apr_pstrdup(t->pool, host));
     }
-    f->subprocess_env = apr_table_make(r->pool, 1);
-    f->useragent_addr = sa;
-    f->useragent_ip = apr_pstrdup(r->pool, ANONYMOUS_IP);
-    f->user = NULL;
-    f->ap_auth_type = NULL;
+    t->useragent_addr = sa;
+    t->useragent_ip = apr_pstrdup(t->pool, ANONYMOUS_IP);
+    t->useragent_host = apr_pstrdup(t->pool, "");
     return 1;
 }
 
-/* The status of a GET for `path` (the request's file plus `suffix`)
- * under its own URI, asked of Apache: from this request's client, or,
- * with `anonymous`, from a client no rule knows. 200 only when Apache
- * would send that very file through its default handler (or this
- * module's) and no content filter. */
-/* Whether a <DirectoryMatch> or <Directory ~> section is configured for
- * the request's host: httpd's directory walk then reuses a parent's
- * result for a subrequest in the same directory without matching those
- * sections against the subrequest's own file name. */
-static int has_regex_directories(const request_rec *r)
+/* The direct request for `uri` (escaped, as a request line carries it)
+ * from the client of `r`, or of a client no rule knows (`anonymous`), not
+ * yet run. NULL when it cannot be made. */
+static request_rec *make_twin(request_rec *r, const char *uri, int anonymous)
 {
-    const core_server_config *s =
-        ap_get_core_module_config(r->server->module_config);
-    int i;
-    for (i = 0; s->sec_dir && i < s->sec_dir->nelts; i++) {
-        const core_dir_config *e = ap_get_core_module_config(
-            ((ap_conf_vector_t **)s->sec_dir->elts)[i]);
-        if (e->r) {
-            return 1;
+    const request_rec *first = initial_of(r);
+    request_rec *t = ap_create_request(r->connection);
+    void *kept = NULL;
+    t->server = first->server;
+    t->hostname = first->hostname;
+    t->request_time = first->request_time;
+    t->method = "GET";
+    t->method_number = M_GET;
+    t->protocol = apr_pstrdup(t->pool, first->protocol);
+    t->proto_num = first->proto_num;
+    t->the_request = apr_pstrcat(t->pool, "GET ", uri, " ", first->protocol, NULL);
+    ap_parse_uri(t, uri);
+    if (anonymous) {
+        if (!anonymous_client(t, first)) {
+            apr_pool_destroy(t->pool);
+            return NULL;
         }
+        return t;
     }
-    return 0;
+    apr_pool_userdata_get(&kept, HEADERS_NOTE, first->pool);
+    t->headers_in = apr_table_copy(t->pool, kept ? kept : first->headers_in);
+    return t;
+}
+
+/* Runs the twin `t` as httpd runs a request it has read, up to (not
+ * including) its handler: the status it would be answered with, 200
+ * when its handler would be run. */
+static int run_twin(request_rec *t)
+{
+    request_rec *was = twin;
+    int status;
+    twin = t;
+    status = ap_run_post_read_request(t);
+    if (status == OK || status == DECLINED) {
+        status = ap_process_request_internal(t);
+    }
+    twin = was;
+    if (status == OK) {
+        return HTTP_OK;
+    }
+    return status == DONE || status == DECLINED ? HTTP_FORBIDDEN : status;
 }
 
 /* ---- Whether a page's answer depends on who asks ---- */
@@ -1042,69 +1021,50 @@ static const char *client_dependence(request_rec *rr)
     return NULL;
 }
 
+/* The status of a GET for `uri` (escaped, as a request line carries it),
+ * which names `path`, asked of Apache as its twin: from this request's
+ * client, or, with `anonymous`, from a client no rule knows (and then
+ * only where no rule tells clients apart). 200 only when Apache would
+ * send that very file through its default handler (or this module's)
+ * and no content filter. */
 static int ask_at(request_rec *r, const char *uri, const char *path,
                   apr_finfo_t *found, int anonymous, const char **refusal,
                   int *options)
 {
-    void **walk = NULL, *walked = NULL;
-    ap_conf_vector_t *own = r->per_dir_config;
-    request_rec *rr, *was = asking;
-    int was_anonymous = asking_anonymously;
-    struct fields fields;
+    conn_rec *c = r->connection;
+    ap_filter_t *out = c->output_filters, *in = c->input_filters;
     const char *why = NULL;
+    request_rec *t;
     int status;
-    fields = (struct fields){r->headers_in, r->subprocess_env, r->useragent_addr,
-                             r->useragent_ip, r->user, r->ap_auth_type, NULL};
-    if (anonymous && !anonymous_fields(r, &fields)) {
+    t = make_twin(r, uri, anonymous);
+    if (!t) {
         return HTTP_FORBIDDEN;
     }
-    /* The subrequest copies its request line from here: the direct
-     * request's own, for <If> and rules that read it. */
-    fields.the_request = apr_pstrcat(r->pool, "GET ", uri, " ", r->protocol, NULL);
-    swap_fields(r, &fields);
-    /* httpd skips authorization for a subrequest whose configuration is
-     * its parent's (same pointer), but the sibling's own rules must run:
-     * an equal copy under another pointer makes them. */
-    r->per_dir_config =
-        ap_merge_per_dir_configs(r->pool, own, ap_create_request_config(r->pool));
-    if (has_regex_directories(r)) {
-        /* The sibling's own directory walk, not the page's reused. */
-        walk = ap_get_request_note(r, AP_NOTE_DIRECTORY_WALK);
-        walked = walk ? *walk : NULL;
-        if (walk) {
-            *walk = NULL;
-        }
-    }
-    asking = r;
-    asking_anonymously = anonymous;
-    rr = ap_sub_req_lookup_uri(uri, r, NULL);
-    asking = was;
-    asking_anonymously = was_anonymous;
-    if (walk) {
-        *walk = walked;
-    }
-    r->per_dir_config = own;
-    swap_fields(r, &fields);
-    status = rr->status;
+    status = run_twin(t);
     if (status == HTTP_OK
-        && (!rr->filename || strcmp(rr->filename, path)
-            || rr->finfo.filetype != APR_REG
-            || (rr->path_info && *rr->path_info))) {
+        && (!t->filename || strcmp(t->filename, path)
+            || t->finfo.filetype != APR_REG
+            || (t->path_info && *t->path_info))) {
         /* The URI names another file (a rewrite, an alias of one name). */
         status = HTTP_FORBIDDEN;
     }
-    if (status == HTTP_OK && (why = answer_refusal(rr)) == NULL && anonymous) {
-        why = client_dependence(rr);
+    if (status == HTTP_OK && (why = answer_refusal(t)) == NULL && anonymous) {
+        why = client_dependence(t);
     }
     if (status == HTTP_OK && why) {
         *refusal = apr_pstrdup(r->pool, why);
         status = HTTP_FORBIDDEN;
     }
     if (status == HTTP_OK) {
-        *found = rr->finfo;
-        *options = ap_allow_options(rr);
+        *found = t->finfo;
+        *options = ap_allow_options(t);
     }
-    ap_destroy_sub_req(rr);
+    /* Hooks may have put filters of the twin's on the connection's
+     * chains (as a request of its own they were theirs): back as they
+     * were, then the twin goes with its pool. */
+    c->output_filters = out;
+    c->input_filters = in;
+    apr_pool_destroy(t->pool);
     return status;
 }
 

@@ -338,7 +338,9 @@ impl PostConfig<'_> {
                 let why = unsafe { CStr::from_ptr(why) }.to_string_lossy();
                 super::log::ServerLog::new(s).log(
                     Level::Info,
-                    &format!("siblings' names are asked of Apache (a subrequest each): {why}"),
+                    &format!(
+                        "siblings' names are asked of Apache (a request of their own each): {why}"
+                    ),
                 );
             }
             // SAFETY: as above.

@@ -472,8 +472,10 @@ impl<'r> Request<'r> {
         unsafe { ffi::gdn_sibling_rules_may_differ(self.r, suffix.as_ptr()) != 0 }
     }
 
-    /// Asks Apache (a GET subrequest for the sibling's URI, built as httpd
-    /// builds one) whether it would serve `path`, the request's file plus
+    /// Asks Apache (the sibling's twin: a GET request of its own for the
+    /// sibling's URI from this client, run as httpd runs a request it has
+    /// read, up to its handler) whether it would serve `path`, the
+    /// request's file plus
     /// `suffix`: the file it found there, or the status it refused with.
     /// A found file is refused (with why) where the direct request would
     /// run another handler or a content filter.
@@ -487,8 +489,8 @@ impl<'r> Request<'r> {
         let mut raw = ffi::apr_finfo_t::default();
         let mut why = std::ptr::null();
         let mut opts: c_int = 0;
-        // SAFETY: live request; the subrequest is destroyed by the shim
-        // before it returns, and `raw` is copied out of it; `why` is
+        // SAFETY: live request; the twin is destroyed by the shim before
+        // it returns, and `raw` is copied out of it; `why` is
         // NULL or a request-pool string.
         let st = unsafe {
             ffi::gdn_sibling_ask(
@@ -513,8 +515,9 @@ impl<'r> Request<'r> {
     /// whether every other client would too (see `ask_public_at`).
     pub fn ask_public(&self) -> Result<(), Refusal<'r>> {
         let mut why = std::ptr::null();
-        // SAFETY: live request; the shim puts back every field it
-        // changes before it returns; `why` is NULL or a pool string.
+        // SAFETY: live request, only read (the twin is a request of its
+        // own, destroyed before the shim returns); `why` is NULL or a
+        // pool string.
         let st = unsafe { ffi::gdn_public_ask(self.r, &mut why) };
         if st == ffi::HTTP_OK as c_int {
             Ok(())
@@ -568,7 +571,8 @@ impl<'r> Request<'r> {
         unsafe { ffi::gdn_skip_compressors(self.r) }
     }
 
-    /// Whether this is the subrequest that asks Apache about a sibling.
+    /// Whether this is a sibling's twin (or a subrequest of one), which
+    /// asks Apache about a sibling.
     pub fn is_sibling_check(&self) -> bool {
         // SAFETY: live request.
         unsafe { ffi::gdn_in_sibling_check(self.r) != 0 }

@@ -105,7 +105,7 @@ enum NotServed {
 /// `suffix`), as Apache would serve it under its own URI: a regular file
 /// (or a symlink to one that `Options` allow) that its rules permit.
 /// Judged by sections alone where the configuration allows it (one stat),
-/// else asked of Apache once the name exists (a subrequest).
+/// else asked of Apache once the name exists (its twin request).
 fn stat_sibling<'r>(
     req: &Request<'r>,
     path: &'r CStr,

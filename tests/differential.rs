@@ -1,0 +1,1000 @@
+//! The differential tester: random configurations against a real Apache,
+//! with Apache's own answer as the oracle.
+//!
+//! Each seed makes a configuration from a grammar (sections of every
+//! shape in the main server, a virtual host and `.htaccess`; `Require` of
+//! several providers, `not`, `RequireAll`/`RequireAny`, Order/Allow/Deny;
+//! `SetEnvIf` on request attributes; mod_rewrite rules and flags;
+//! Alias/Redirect; handlers, filters and `Options`; a second virtual
+//! host with the same ServerName, another, or none; on-demand copies) and
+//! a site of pages with published siblings, every file's bytes naming the
+//! file they are (so a body tells which file it came from). Two servers
+//! run that configuration: one with the module, and the oracle, the same
+//! configuration without it (its handler name read as core's). Clients
+//! differ in address (127.0.0.1-3), protocol (HTTP/1.0, 1.1, h2c),
+//! credentials and User-Agent.
+//!
+//! The invariant: every body the module sends for a URI decodes (with the
+//! gzip, brotli and zstd command-line tools) to bytes the same client gets
+//! from the oracle for a direct GET of that URI or of one of its
+//! siblings' URIs (`.gz`, `.br`, `.zst`). Nothing else, and so nothing of
+//! the cache root or another host's files, may be sent.
+//!
+//! `DIFF_SEED=n` runs one seed; `DIFF_CONFIGS=n` runs n seeds from
+//! `DIFF_FIRST` (default 0); `DIFF_MINUTES=m` runs random seeds for m
+//! minutes (the long mode). Without them a bounded set runs (scripts/test).
+
+mod common;
+
+use common::*;
+use std::collections::{BTreeSet, HashMap};
+use std::fmt::Write as _;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, Instant, SystemTime};
+
+/// Seeds run by default: bounded to a few minutes under scripts/test.
+const BOUNDED_CONFIGS: u64 = 24;
+
+/// splitmix64: small, reproducible.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next() % 100 < percent
+    }
+    fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+    fn word(&mut self, xs: &[&'static str]) -> &'static str {
+        xs[self.below(xs.len())]
+    }
+}
+
+// ---- The site ----
+
+/// Directories of the site (under each document root).
+const DIRS: &[&str] = &["a", "b", "b/deep", "c"];
+/// Every file's length before coding: equal across hosts, so on-demand
+/// copies of one path in two roots differ only in their bytes.
+const LEN: usize = 3000;
+/// One moment for every file of every root.
+fn stamp() -> SystemTime {
+    SystemTime::now() - Duration::from_secs(3600)
+}
+
+/// The bytes of `name` in root `root`: a tag naming them, repeated.
+fn content(root: &str, name: &str) -> Vec<u8> {
+    let tag = format!("[{root}:{name}]\n");
+    tag.bytes().cycle().take(LEN).collect()
+}
+
+/// The tag of bytes made by `content`, for reports.
+fn tag(bytes: &[u8]) -> String {
+    let end = bytes
+        .iter()
+        .position(|&b| b == b'\n')
+        .unwrap_or(bytes.len());
+    String::from_utf8_lossy(&bytes[..end.min(120)]).into_owned()
+}
+
+fn coding_of(suffix: &str) -> gdn_core::coding::Coding {
+    use gdn_core::coding::Coding;
+    match suffix {
+        ".gz" => Coding::Gzip,
+        ".br" => Coding::Br,
+        _ => Coding::Zstd,
+    }
+}
+
+fn write(p: &Path, bytes: &[u8]) {
+    fs::create_dir_all(p.parent().expect("parent")).expect("mkdir");
+    fs::write(p, bytes).expect("write");
+    set_mtime(p, stamp());
+}
+
+/// A page `name` in `dir`: its original (if `original`) and siblings,
+/// each sibling holding its own tagged bytes, coded.
+fn page_files(docroot: &Path, root: &str, name: &str, original: bool, sibs: &[&str]) {
+    if original {
+        write(&docroot.join(name), &content(root, name));
+    }
+    for s in sibs {
+        let own = format!("{name}{s}");
+        write(
+            &docroot.join(&own),
+            &encoded(coding_of(s), &content(root, &own)),
+        );
+    }
+}
+
+/// Fills one document root: in each directory a page with three
+/// siblings, one with only siblings, a text file with a `.gz`; an index
+/// in `a`; in `c`, siblings that are symlinks into `b` (one owned by
+/// another user where the tests run as root).
+fn fill_root(docroot: &Path, root: &str) {
+    for d in DIRS {
+        page_files(
+            docroot,
+            root,
+            &format!("{d}/page.html"),
+            true,
+            &[".gz", ".br", ".zst"],
+        );
+        page_files(
+            docroot,
+            root,
+            &format!("{d}/only.html"),
+            false,
+            &[".gz", ".br"],
+        );
+        page_files(docroot, root, &format!("{d}/text.txt"), true, &[".gz"]);
+        page_files(docroot, root, &format!("{d}/plain.html"), true, &[]);
+    }
+    page_files(docroot, root, "a/index.html", true, &[".gz", ".br"]);
+    page_files(docroot, root, "c/link.html", true, &[]);
+    std::os::unix::fs::symlink("../b/page.html.gz", docroot.join("c/link.html.gz")).expect("ln");
+    std::os::unix::fs::symlink("../b/page.html.br", docroot.join("c/link.html.br")).expect("ln");
+    if is_root() {
+        std::os::unix::fs::lchown(docroot.join("c/link.html.br"), Some(server_uid()), None)
+            .expect("lchown");
+    }
+    for d in walkdir::WalkDir::new(docroot).into_iter().flatten() {
+        if d.file_type().is_dir() {
+            use std::os::unix::fs::PermissionsExt;
+            fs::set_permissions(d.path(), fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+    }
+}
+
+/// The URIs asked of the module (each also the base of siblings' URIs).
+fn uris(cfg: &Config) -> Vec<String> {
+    let mut u = vec![];
+    for d in DIRS {
+        for f in ["page.html", "only.html", "text.txt", "plain.html"] {
+            u.push(format!("/{d}/{f}"));
+        }
+    }
+    u.push("/a/".into());
+    u.push("/a/page.html.gz".into());
+    u.push("/c/link.html".into());
+    if cfg.alias {
+        u.push("/al/page.html".into());
+        u.push("/al/only.html".into());
+    }
+    u
+}
+
+// ---- The configuration grammar ----
+
+struct Config {
+    /// Lines at server level (`{docroot}`, `{root}`, `{port2}` to fill).
+    server: String,
+    /// Lines inside `<Directory docroot>` after `Require all granted`.
+    dir: String,
+    /// `.htaccess` files: directory (below a root) and text.
+    htaccess: Vec<(String, String)>,
+    modules: Vec<&'static str>,
+    /// Only what the module may judge by sections alone (no rewrites,
+    /// redirects, expressions, overrides): its short answer is tested.
+    short: bool,
+    /// Whether the second port has a virtual host of its own root.
+    vhost: bool,
+    alias: bool,
+    ondemand: bool,
+}
+
+const AUTH: &str = "AuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n";
+
+/// Access rules of every kind a direct request meets.
+fn access(rng: &mut Rng, short: bool) -> String {
+    let plain = [
+        "Require all denied",
+        "Require all granted",
+        "Require ip 127.0.0.1",
+        "Require ip 127.0.0.2 127.0.0.3",
+        "<RequireAll>\nRequire all granted\nRequire not ip 127.0.0.2\n</RequireAll>",
+        "Require env ok",
+        "<RequireAll>\nRequire all granted\nRequire not env bad\n</RequireAll>",
+        "<RequireAny>\nRequire env ok\nRequire ip 127.0.0.3\n</RequireAny>",
+        "Require expr \"%{HTTP_USER_AGENT} !~ /Bot/\"",
+        "Require expr \"%{REQUEST_URI} !~ /\\.br$/\"",
+        "Require expr \"%{THE_REQUEST} !~ m#HTTP/1\\.0#\"",
+        "Require expr \"%{SERVER_PROTOCOL} != 'HTTP/2.0'\"",
+        "Require expr \"-z %{ENV:bad}\"",
+        "Order deny,allow\nDeny from 127.0.0.2",
+        "Order allow,deny\nAllow from all\nDeny from env=bad",
+        "Order deny,allow\nDeny from all\nAllow from 127.0.0.3",
+        "Order deny,allow\nDeny from all\nAllow from env=ok",
+    ];
+    let authed = [
+        "Require user alice",
+        "Require valid-user",
+        "<RequireAny>\nRequire ip 127.0.0.3\nRequire user bob\n</RequireAny>",
+        "<RequireAll>\nRequire valid-user\nRequire not env bad\n</RequireAll>",
+    ];
+    if rng.chance(25) {
+        return format!("{AUTH}{}", rng.pick(&authed));
+    }
+    loop {
+        let a = rng.pick(&plain);
+        if !short || !a.contains("expr") {
+            return a.to_string();
+        }
+    }
+}
+
+/// Environment set from the request, per directory or server.
+fn env(rng: &mut Rng, short: bool) -> String {
+    let all = [
+        "SetEnvIf User-Agent Bot bad",
+        "SetEnvIf Remote_Addr ^127\\.0\\.0\\.2$ bad",
+        "SetEnvIf Request_URI \\.gz$ bad",
+        "SetEnvIf Request_URI \\.html$ ok",
+        "SetEnvIf Request_URI \\.(br|zst)$ ok",
+        "SetEnvIf Remote_Addr . ok",
+        "SetEnvIfNoCase User-Agent mozilla ok",
+        "BrowserMatch Bot bad",
+        "SetEnvIfExpr \"%{REQUEST_URI} =~ /zst$/\" bad",
+        "SetEnvIf Request_Protocol ^HTTP/1\\.0$ bad",
+        "SetEnvIf Remote_Addr ^127\\.0\\.0\\.[13]$ ok",
+    ];
+    loop {
+        let e = rng.pick(&all);
+        if !short || !(e.contains("Request_URI") || e.contains("Expr")) {
+            return e.to_string();
+        }
+    }
+}
+
+/// A mod_rewrite rule set, for directory (`server` false) or server context.
+fn rewrite(rng: &mut Rng, server: bool) -> String {
+    let common = [
+        "RewriteRule \\.gz$ - [F]",
+        "RewriteCond %{HTTP_USER_AGENT} Bot\nRewriteRule \\.br$ - [F]",
+        "RewriteCond %{REMOTE_ADDR} =127.0.0.2\nRewriteRule \\.zst$ - [F]",
+        "RewriteRule \\.html$ - [E=ok:1]",
+        "RewriteRule \\.(gz|br)$ - [E=bad:1]",
+        "RewriteRule \\.gz$ /a/text.txt [R,L]",
+        "RewriteCond %{THE_REQUEST} HTTP/1\\.0\nRewriteRule \\.br$ - [F]",
+        "RewriteRule \\.html$ - [H=gzip-disk-ng]",
+        "RewriteRule \\.zst$ - [H=default-handler]",
+        "RewriteRule \\.gz$ - [F,NS]",
+        "RewriteRule \\.(br|zst)$ /a/ [R=301]",
+    ];
+    let only_server = [
+        "RewriteRule ^/b/(.*)\\.br$ /a/$1.br [PT]",
+        "RewriteRule ^/c/link\\.html\\.gz$ - [F]",
+        "RewriteRule ^/a/(page|only)\\.html\\.zst$ /c/text.txt.gz [PT]",
+    ];
+    let rule = if server && rng.chance(30) {
+        rng.pick(&only_server)
+    } else {
+        rng.pick(&common)
+    };
+    format!("RewriteEngine On\n{rule}")
+}
+
+fn handler_or_filter(rng: &mut Rng, cfg: &mut Config) -> String {
+    let opts = [
+        "AddHandler cgi-script .br",
+        "RemoveHandler .gz",
+        "SetHandler none",
+        "AddType application/x-httpd-php .zst",
+        "ForceType text/plain",
+        "AddOutputFilter INCLUDES .gz",
+        "SetOutputFilter DEFLATE",
+        "AddOutputFilterByType DEFLATE text/html",
+        "<FilesMatch \"\\.gz$\">\nSetHandler server-status\n</FilesMatch>",
+        "AddEncoding x-gzip .gz",
+        "Header set X-Diff 1",
+    ];
+    let o = rng.pick(&opts).to_string();
+    if o.contains("INCLUDES") && !cfg.modules.contains(&"include") {
+        cfg.modules.push("include");
+    }
+    o
+}
+
+fn options(rng: &mut Rng, cfg: &mut Config) -> String {
+    let o = rng
+        .pick(&[
+            "Options -FollowSymLinks",
+            "Options +SymLinksIfOwnerMatch -FollowSymLinks",
+            "Options FollowSymLinks",
+            "Options -Indexes",
+            "Options +MultiViews",
+            "Options +Includes",
+        ])
+        .to_string();
+    if o.contains("MultiViews") && !cfg.modules.contains(&"negotiation") {
+        cfg.modules.push("negotiation");
+    }
+    o
+}
+
+/// One group of directives for a directory-like context.
+fn group(rng: &mut Rng, cfg: &mut Config, server: bool, in_files: bool) -> String {
+    let short = cfg.short;
+    match rng.below(11) {
+        0..=3 => access(rng, short),
+        4 => format!("{}\n{}", env(rng, short), access(rng, short)),
+        5 | 10 => env(rng, short),
+        6 if !in_files && !short => rewrite(rng, server),
+        6 | 9 if short => access(rng, short),
+        7 => handler_or_filter(rng, cfg),
+        8 if !in_files => options(rng, cfg),
+        _ if short => access(rng, short),
+        _ => rng
+            .pick(&[
+                "Redirect /a/page.html.gz /a/text.txt",
+                "RedirectMatch \\.zst$ /a/text.txt",
+                "RedirectMatch ^/b/.*\\.br$ /a/",
+            ])
+            .to_string(),
+    }
+}
+
+/// A file-name or request section around `body`.
+fn file_section(rng: &mut Rng, body: &str) -> String {
+    let heads = [
+        ("<Files \"page.html.gz\">", "</Files>"),
+        ("<Files \"*.br\">", "</Files>"),
+        ("<Files \"page.html\">", "</Files>"),
+        ("<Files \"*.html\">", "</Files>"),
+        ("<FilesMatch \"\\.(gz|zst)$\">", "</FilesMatch>"),
+        ("<FilesMatch \"^only\">", "</FilesMatch>"),
+        ("<FilesMatch \"\\.html$\">", "</FilesMatch>"),
+        ("<If \"%{REQUEST_URI} =~ /\\.zst$/\">", "</If>"),
+        ("<If \"%{HTTP_USER_AGENT} =~ /Mozilla/\">", "</If>"),
+        ("<If \"%{REQUEST_URI} =~ /\\.html$/\">", "</If>"),
+    ];
+    let (h, t) = rng.pick(&heads);
+    format!("{h}\n{body}\n{t}")
+}
+
+fn location_section(rng: &mut Rng, body: &str) -> String {
+    // httpd allows no <FilesMatch> inside <Location>: the handler there.
+    let body = body.replace(
+        "<FilesMatch \"\\.gz$\">\nSetHandler server-status\n</FilesMatch>",
+        "SetHandler server-status",
+    );
+    let heads = [
+        ("<Location \"/b/\">", "</Location>"),
+        ("<Location \"/a/page.html.br\">", "</Location>"),
+        ("<Location \"/a/page.html\">", "</Location>"),
+        ("<LocationMatch \"\\.gz$\">", "</LocationMatch>"),
+        ("<LocationMatch \"^/c/.*\\.br$\">", "</LocationMatch>"),
+        ("<Location \"/*/only.html.*\">", "</Location>"),
+        ("<LocationMatch \"\\.html$\">", "</LocationMatch>"),
+    ];
+    let (h, t) = rng.pick(&heads);
+    format!("{h}\n{body}\n{t}")
+}
+
+fn directory_section(rng: &mut Rng, body: &str) -> String {
+    match rng.below(4) {
+        0 => format!("<DirectoryMatch \"^{{docroot}}/b\">\n{body}\n</DirectoryMatch>"),
+        1 => format!("<Directory \"{{docroot}}/*/deep\">\n{body}\n</Directory>"),
+        2 => format!("<DirectoryMatch \"/(a|c)$\">\n{body}\n</DirectoryMatch>"),
+        _ => format!(
+            "<Directory {{docroot}}/{}>\n{body}\n</Directory>",
+            rng.pick(DIRS)
+        ),
+    }
+}
+
+/// `block` where it may stand at server or virtual host level: access
+/// rules, which httpd allows only in directory context, in `<Location />`.
+fn at_server_level(block: String) -> String {
+    let access = ["Require", "Order", "Allow", "Deny", "Auth", "<Require"];
+    let sectioned = block.starts_with("<Files") || block.starts_with("<If");
+    if !sectioned
+        && block
+            .lines()
+            .any(|l| access.iter().any(|a| l.starts_with(a)))
+    {
+        format!("<Location \"/\">\n{block}\n</Location>")
+    } else {
+        block
+    }
+}
+
+/// A directory-context block: a group, maybe in a file section.
+fn dir_block(rng: &mut Rng, cfg: &mut Config, server: bool) -> String {
+    if rng.chance(50) {
+        let g = group(rng, cfg, server, true);
+        file_section(rng, &g)
+    } else {
+        group(rng, cfg, server, false)
+    }
+}
+
+fn generate(seed: u64) -> Config {
+    let mut rng = Rng(seed);
+    let mut cfg = Config {
+        server: String::new(),
+        dir: String::new(),
+        htaccess: vec![],
+        modules: vec![
+            "authz_host",
+            "authz_user",
+            "authn_core",
+            "authn_file",
+            "auth_basic",
+            "access_compat",
+            "setenvif",
+            "rewrite",
+            "alias",
+            "dir",
+            "status",
+            "deflate",
+            "filter",
+            "headers",
+        ],
+        short: rng.chance(40),
+        vhost: rng.chance(60),
+        alias: rng.chance(30),
+        ondemand: rng.chance(30),
+    };
+    let mut server = String::from("DirectoryIndex index.html\n");
+    if cfg.ondemand {
+        server += "<IfModule gzip_disk_ng_module>\nGzipDiskNgCacheRoot {root}/cache\n\
+                   GzipDiskNgOnDemand On\n</IfModule>\n";
+    }
+    if cfg.alias {
+        server += "Alias /al/ {docroot}/b/\n";
+    }
+    if rng.chance(15) {
+        server += "Alias /a/only.html.br {docroot}/b/page.html.br\n";
+    }
+    for _ in 0..2 + rng.below(5) {
+        let body = dir_block(&mut rng, &mut cfg, false);
+        server += &match rng.below(4) {
+            0 => at_server_level(body),
+            1 | 2 => directory_section(&mut rng, &body),
+            _ => {
+                let g = group(&mut rng, &mut cfg, false, true);
+                location_section(&mut rng, &g)
+            }
+        };
+        server += "\n";
+    }
+    if !cfg.short && rng.chance(40) {
+        server += &format!("{}\n", rewrite(&mut rng, true));
+    }
+    if rng.chance(30) {
+        server += &format!("{}\n", env(&mut rng, cfg.short));
+    }
+    if !cfg.short && rng.chance(35) {
+        cfg.dir += "AllowOverride All\n";
+        for _ in 0..1 + rng.below(2) {
+            let d = rng.pick(DIRS).to_string();
+            let text = dir_block(&mut rng, &mut cfg, false);
+            cfg.htaccess.push((d, text));
+        }
+    }
+    if cfg.vhost {
+        let name = rng.pick(&["ServerName localhost\n", "", "ServerName other.test\n"]);
+        let mut v = format!("<VirtualHost *:{{port2}}>\n{name}DocumentRoot {{root}}/docs2\n");
+        v += "<Directory {root}/docs2>\nRequire all granted\n{sethandler}\n";
+        if !cfg.htaccess.is_empty() {
+            v += "AllowOverride All\n";
+        }
+        v += "</Directory>\n";
+        for _ in 0..rng.below(3) {
+            let body = dir_block(&mut rng, &mut cfg, true);
+            v += &if rng.chance(50) {
+                at_server_level(body)
+            } else {
+                let g = group(&mut rng, &mut cfg, true, true);
+                location_section(&mut rng, &g)
+            };
+            v += "\n";
+        }
+        if cfg.alias {
+            v += "Alias /al/ {root}/docs2/b/\n";
+        }
+        v += "</VirtualHost>\n";
+        server += &v;
+    }
+    let all = format!(
+        "{server}{}",
+        cfg.htaccess
+            .iter()
+            .map(|h| h.1.as_str())
+            .collect::<String>()
+    );
+    if !all.contains("SetEnvIf") && !all.contains("BrowserMatch") && rng.chance(60) {
+        // mod_setenvif absent: the environment comes from other modules.
+        cfg.modules.retain(|m| *m != "setenvif");
+    }
+    cfg.server = server;
+    cfg
+}
+
+// ---- Clients ----
+
+#[derive(Clone, Debug)]
+struct Client {
+    addr: &'static str,
+    proto: &'static str,
+    user: Option<&'static str>,
+    agent: &'static str,
+    /// The second port (its virtual host) rather than the first.
+    second: bool,
+}
+
+fn clients(rng: &mut Rng, vhost: bool) -> Vec<Client> {
+    let mut out = vec![];
+    for _ in 0..6 {
+        out.push(Client {
+            addr: rng.word(&["127.0.0.1", "127.0.0.2", "127.0.0.3"]),
+            proto: rng.word(&["--http1.0", "--http1.1", "--http2-prior-knowledge"]),
+            user: *rng.pick(&[
+                None,
+                None,
+                Some("alice:apw"),
+                Some("bob:bpw"),
+                Some("alice:bad"),
+            ]),
+            agent: rng.word(&["curl/diff", "EvilBot/1.0", "Mozilla/5.0"]),
+            second: vhost && rng.chance(40),
+        });
+    }
+    out
+}
+
+/// What a response showed: status, Content-Encoding, body.
+#[derive(Clone, Debug)]
+struct Got {
+    status: u16,
+    coding: Option<String>,
+    body: Vec<u8>,
+}
+
+/// The client's requests for `asks` (URI, Accept-Encoding), in order: one
+/// curl run (`--next` between them), or one per request over h2c (curl
+/// 7.88 fails a second stream on a prior-knowledge connection it reuses).
+fn fetch_all(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Got> {
+    if c.proto.starts_with("--http2") {
+        asks.chunks(1)
+            .flat_map(|a| fetch_batch(port, c, a))
+            .collect()
+    } else {
+        fetch_batch(port, c, asks)
+    }
+}
+
+fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Got> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut args: Vec<String> = vec![];
+    for (i, (uri, ae)) in asks.iter().enumerate() {
+        if i > 0 {
+            args.push("--next".into());
+        }
+        args.extend(
+            [
+                "-sS",
+                "--max-time",
+                "20",
+                "--path-as-is",
+                "--interface",
+                c.addr,
+                c.proto,
+            ]
+            .map(String::from),
+        );
+        args.extend(["-A".into(), c.agent.into()]);
+        if let Some(u) = c.user {
+            args.extend(["-u".into(), u.into()]);
+        }
+        if let Some(ae) = ae {
+            args.extend(["-H".into(), format!("Accept-Encoding: {ae}")]);
+        }
+        let d = dir.path();
+        args.extend(["-D".into(), d.join(format!("h{i}")).display().to_string()]);
+        args.extend(["-o".into(), d.join(format!("b{i}")).display().to_string()]);
+        args.push(format!("http://127.0.0.1:{port}{uri}"));
+    }
+    let out = std::process::Command::new("curl")
+        .args(&args)
+        .output()
+        .expect("curl");
+    if std::env::var_os("DIFF_DEBUG").is_some() {
+        eprintln!(
+            "curl {:?}: {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    (0..asks.len())
+        .map(|i| {
+            let head = fs::read_to_string(dir.path().join(format!("h{i}"))).unwrap_or_default();
+            let body = fs::read(dir.path().join(format!("b{i}"))).unwrap_or_default();
+            let mut lines = head.lines();
+            let status = lines
+                .next()
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(0);
+            let coding = lines.find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("content-encoding")
+                    .then(|| v.trim().to_owned())
+            });
+            Got {
+                status,
+                coding,
+                body,
+            }
+        })
+        .collect()
+}
+
+/// Decodes `body` by a coding token with the command-line tools, never
+/// the module's own decoders.
+fn cli_decode(coding: &str, body: &[u8]) -> Option<Vec<u8>> {
+    let (prog, args): (&str, &[&str]) = match coding {
+        "gzip" | "x-gzip" => ("gzip", &["-dc"]),
+        "br" => ("brotli", &["-dc"]),
+        "zstd" => ("zstd", &["-dcq"]),
+        _ => return None,
+    };
+    let out = pipe(prog, args, body)?;
+    out.status.success().then_some(out.stdout)
+}
+
+/// The names whose direct GET may give what the module sends for `uri`:
+/// itself and its siblings' (of the index, for a directory).
+fn candidates(uri: &str) -> Vec<String> {
+    let base = if uri.ends_with('/') {
+        format!("{uri}index.html")
+    } else {
+        uri.to_owned()
+    };
+    let mut names = vec![uri.to_owned()];
+    for s in ["", ".gz", ".br", ".zst"] {
+        names.push(format!("{base}{s}"));
+    }
+    names.dedup();
+    names
+}
+
+/// Bytes a client may GET for `uri`: the oracle's 200 answers for the
+/// candidates, each as sent and, for a sibling, decoded by its suffix.
+fn allowed(uri: &str, oracle: &Memo) -> Vec<Vec<u8>> {
+    let mut out = vec![];
+    for n in candidates(uri) {
+        let Some(r) = oracle.get(&n) else { continue };
+        if r.status != 200 {
+            continue;
+        }
+        let body = match &r.coding {
+            Some(ce) => cli_decode(ce, &r.body).unwrap_or_else(|| r.body.clone()),
+            None => r.body.clone(),
+        };
+        for (s, coding) in [(".gz", "gzip"), (".br", "br"), (".zst", "zstd")] {
+            if n.ends_with(s) {
+                if let Some(d) = cli_decode(coding, &body) {
+                    out.push(d);
+                }
+            }
+        }
+        out.push(body);
+    }
+    out
+}
+
+/// The oracle answers to one client, by URI.
+type Memo = HashMap<String, Got>;
+
+/// A body the module sent that the client could not GET.
+struct Violation {
+    client: Client,
+    uri: String,
+    ae: Option<&'static str>,
+    coding: Option<String>,
+    sent: String,
+    oracle: String,
+}
+
+// ---- Running one configuration ----
+
+struct Servers {
+    module: Apache,
+    _oracle: Apache,
+    ports: [u16; 2],
+    oracle_ports: [u16; 2],
+}
+
+fn start_one(cfg: &Config, with_module: bool) -> Result<(Apache, u16), String> {
+    let port2 = free_port();
+    let sethandler = if with_module {
+        "SetHandler gzip-disk-ng"
+    } else {
+        "SetHandler default-handler"
+    };
+    let mut server = cfg.server.clone();
+    if !with_module {
+        server = server.replace("gzip-disk-ng", "default-handler");
+    }
+    server = format!("Listen 127.0.0.1:{port2}\n{server}")
+        .replace("{port2}", &port2.to_string())
+        .replace("{sethandler}", sethandler);
+    let opts = Options {
+        dir: format!("{sethandler}\n{}", cfg.dir),
+        server,
+        modules: cfg.modules.clone(),
+        log_level: if with_module {
+            "warn gzip_disk_ng:debug"
+        } else {
+            "warn"
+        },
+        load: (!with_module).then(String::new),
+        ..Default::default()
+    };
+    let htaccess = cfg.htaccess.clone();
+    let ondemand = cfg.ondemand;
+    let fill = move |docroot: &Path| {
+        let root = docroot.parent().expect("root").to_owned();
+        // Labels of one length: files of one path have one size in both.
+        fill_root(docroot, "d1");
+        fill_root(&root.join("docs2"), "d2");
+        for (d, text) in &htaccess {
+            for r in ["docs", "docs2"] {
+                let t = text
+                    .replace("{docroot}", &root.join(r).display().to_string())
+                    .replace("{root}", &root.display().to_string());
+                fs::write(root.join(r).join(d).join(".htaccess"), t).expect(".htaccess");
+            }
+        }
+        let pw = root.join("htpasswd");
+        for (i, (u, p)) in [("alice", "apw"), ("bob", "bpw")].iter().enumerate() {
+            let flag = if i == 0 { "-bcm" } else { "-bm" };
+            let st = std::process::Command::new("htpasswd")
+                .args([flag, pw.to_str().expect("utf-8"), u, p])
+                .stderr(std::process::Stdio::null())
+                .status()
+                .expect("htpasswd");
+            assert!(st.success());
+        }
+        if ondemand {
+            make_cache_root(&root.join("cache"));
+        }
+    };
+    let opts = fill_root_placeholder(opts);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| Apache::start(opts, fill)))
+        .map(|a| (a, port2))
+        .map_err(|e| {
+            e.downcast_ref::<String>()
+                .cloned()
+                .unwrap_or_else(|| "apache did not start".into())
+        })
+}
+
+/// `{root}` is the docroot's parent: written as `{docroot}/..`.
+fn fill_root_placeholder(mut o: Options) -> Options {
+    o.server = o.server.replace("{root}", "{docroot}/..");
+    o.dir = o.dir.replace("{root}", "{docroot}/..");
+    o
+}
+
+fn start(cfg: &Config) -> Result<Servers, String> {
+    let (oracle, op2) = start_one(cfg, false).map_err(|e| format!("oracle: {e}"))?;
+    let (module, mp2) = start_one(cfg, true).map_err(|e| format!("MODULE ONLY: {e}"))?;
+    Ok(Servers {
+        ports: [module.port, mp2],
+        oracle_ports: [oracle.port, op2],
+        module,
+        _oracle: oracle,
+    })
+}
+
+const ENCODINGS: &[Option<&str>] = &[
+    Some("gzip, deflate, br, zstd"),
+    Some("gzip"),
+    Some("br"),
+    Some("zstd"),
+    None,
+];
+
+/// The violations of one seed; `None` where Apache itself refuses the
+/// configuration (the grammar made something httpd does not accept).
+fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
+    let cfg = generate(seed);
+    let s = match start(&cfg) {
+        Ok(s) => s,
+        Err(e) if e.starts_with("oracle") => {
+            eprintln!("seed {seed}: Apache refuses the configuration; not counted\n{e}");
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let mut rng = Rng(seed ^ 0x5eed);
+    let mut cs = clients(&mut rng, cfg.vhost);
+    if cfg.vhost {
+        // Both hosts asked, so what one host made can meet the other.
+        cs[0].second = false;
+        cs[1].second = true;
+    }
+    let all = uris(&cfg);
+    let found = std::sync::Mutex::new(vec![]);
+    let rounds = if cfg.ondemand { 2 } else { 1 };
+    let asks: Vec<Vec<(String, Option<&str>)>> = (0..cs.len() * rounds)
+        .map(|_| {
+            all.iter()
+                .map(|u| (u.clone(), *rng.pick(ENCODINGS)))
+                .collect()
+        })
+        .collect();
+    std::thread::scope(|scope| {
+        for (ci, c) in cs.iter().enumerate() {
+            let (s, found, asks, all) = (&s, &found, &asks, &all);
+            scope.spawn(move || {
+                let i = usize::from(c.second);
+                let names: BTreeSet<String> = all.iter().flat_map(|u| candidates(u)).collect();
+                let names: Vec<_> = names.into_iter().map(|n| (n, None)).collect();
+                let got = fetch_all(s.oracle_ports[i], c, &names);
+                let oracle: Memo = names.into_iter().map(|(n, _)| n).zip(got).collect();
+                for round in 0..rounds {
+                    if round > 0 {
+                        std::thread::sleep(Duration::from_millis(1500));
+                    }
+                    let ask = &asks[ci * rounds + round];
+                    for ((uri, ae), r) in ask.iter().zip(fetch_all(s.ports[i], c, ask)) {
+                        if let Some(v) = check(c, uri, *ae, &r, &oracle) {
+                            found.lock().expect("lock").push(v);
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let found = found.into_inner().expect("lock");
+    if std::env::var_os("DIFF_DEBUG").is_some() {
+        eprintln!("oracle log:\n{}", s._oracle.error_log());
+        eprintln!("module log:\n{}", s.module.error_log());
+        eprintln!(
+            "oracle conf:\n{}",
+            fs::read_to_string(s._oracle.root.path().join("httpd.conf")).unwrap_or_default()
+        );
+    }
+    s.module.assert_no_crash();
+    Ok(Some(found))
+}
+
+/// A violation, if the module's answer `r` to `uri` is not allowed.
+fn check(
+    c: &Client,
+    uri: &str,
+    ae: Option<&'static str>,
+    r: &Got,
+    oracle: &Memo,
+) -> Option<Violation> {
+    if r.status != 200 {
+        return None;
+    }
+    let body = match &r.coding {
+        None => Some(r.body.clone()),
+        Some(ce) => cli_decode(ce, &r.body),
+    };
+    if body
+        .as_ref()
+        .is_some_and(|b| allowed(uri, oracle).contains(b))
+    {
+        return None;
+    }
+    let mut said = String::new();
+    for n in candidates(uri) {
+        if let Some(g) = oracle.get(&n) {
+            let _ = write!(said, "{n}={} ", g.status);
+        }
+    }
+    Some(Violation {
+        client: c.clone(),
+        uri: uri.to_owned(),
+        ae,
+        coding: r.coding.clone(),
+        sent: body
+            .as_deref()
+            .map_or("a body that does not decode".into(), tag),
+        oracle: said,
+    })
+}
+
+fn describe(seed: u64, v: &[Violation]) -> String {
+    let cfg = generate(seed);
+    let mut out = format!("seed {seed}: {} bodies the client may not GET\n", v.len());
+    let _ = writeln!(out, "--- server config ---\n{}", cfg.server);
+    let _ = writeln!(out, "--- <Directory docroot> ---\n{}", cfg.dir);
+    for (d, t) in &cfg.htaccess {
+        let _ = writeln!(out, "--- {d}/.htaccess ---\n{t}");
+    }
+    for x in v.iter().take(8) {
+        let _ = writeln!(
+            out,
+            "  {:?} GET {} AE {:?}: sent {:?} {} ; oracle: {}",
+            x.client, x.uri, x.ae, x.coding, x.sent, x.oracle
+        );
+    }
+    out
+}
+
+fn seeds() -> Vec<u64> {
+    let var = |n: &str| std::env::var(n).ok().and_then(|v| v.parse::<u64>().ok());
+    if let Some(s) = var("DIFF_SEED") {
+        return vec![s];
+    }
+    let first = var("DIFF_FIRST").unwrap_or(0);
+    let n = var("DIFF_CONFIGS").unwrap_or(BOUNDED_CONFIGS);
+    (first..first + n).collect()
+}
+
+#[test]
+fn module_sends_only_what_the_client_may_get() {
+    for tool in ["gzip", "brotli", "zstd", "htpasswd"] {
+        if !have(tool) && tool != "htpasswd" {
+            return skip(&format!("{tool} not installed"));
+        }
+    }
+    let minutes = std::env::var("DIFF_MINUTES")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    let until = minutes.map(|m| Instant::now() + Duration::from_secs(m * 60));
+    let mut list = seeds().into_iter();
+    let mut clock_seed = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64);
+    let mut failed = vec![];
+    let mut ran = 0;
+    let mut refused = 0;
+    loop {
+        let seed = match until {
+            Some(t) if Instant::now() < t => {
+                clock_seed = Rng(clock_seed).next();
+                clock_seed % 1_000_000_000
+            }
+            Some(_) => break,
+            None => match list.next() {
+                Some(s) => s,
+                None => break,
+            },
+        };
+        eprintln!("differential: seed {seed} (DIFF_SEED={seed} reproduces it)");
+        ran += 1;
+        match run_seed(seed) {
+            Ok(None) => refused += 1,
+            Ok(Some(v)) if v.is_empty() => {}
+            Ok(Some(v)) => {
+                let d = describe(seed, &v);
+                eprintln!("{d}");
+                failed.push(seed);
+            }
+            Err(e) => {
+                eprintln!("seed {seed}: {e}\n{}", describe(seed, &[]));
+                failed.push(seed);
+            }
+        }
+    }
+    assert!(
+        ran < 8 || refused * 4 <= ran,
+        "Apache refused {refused} of {ran} generated configurations: the grammar is broken"
+    );
+    assert!(
+        failed.is_empty(),
+        "{} of {ran} configurations let the module send what Apache refuses; \
+         reproduce with DIFF_SEED=n: {failed:?}",
+        failed.len()
+    );
+}
