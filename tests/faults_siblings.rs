@@ -151,7 +151,11 @@ fn check_every_body(a: &Apache, pages: &[(String, Vec<u8>, PathBuf)], rounds: us
             }
             for ae in CLIENTS {
                 let r = a.get(&format!("/{name}"), ae);
-                let what = format!("round {round} /{name} {ae:?}: {} {:?}", r.status, r.coding());
+                let what = format!(
+                    "round {round} /{name} {ae:?}: {} {:?}",
+                    r.status,
+                    r.coding()
+                );
                 if r.status != 200 || r.exit != 0 {
                     wrong.push(format!("{what}: status or transfer (curl {})", r.exit));
                     continue;
@@ -164,7 +168,12 @@ fn check_every_body(a: &Apache, pages: &[(String, Vec<u8>, PathBuf)], rounds: us
             }
         }
     }
-    assert!(wrong.is_empty(), "{} wrong bodies:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(
+        wrong.is_empty(),
+        "{} wrong bodies:\n{}",
+        wrong.len(),
+        wrong.join("\n")
+    );
 }
 
 /// Broken siblings, the on-demand cache off: no client ever gets a body
@@ -211,7 +220,11 @@ fn broken_siblings_never_reach_clients() {
             )
         })
         .sum();
-    assert_eq!(broken, pages.len() as u64, "each broken sibling counted once");
+    assert_eq!(
+        broken,
+        pages.len() as u64,
+        "each broken sibling counted once"
+    );
     a.assert_no_crash();
 }
 
@@ -300,7 +313,7 @@ fn leftovers(root: &Path) -> Vec<String> {
 /// A page whose br copy takes the compressor a while (brotli at the
 /// publish tool's quality), but well under 5 s.
 fn slow_page() -> Vec<u8> {
-    page(3 << 20, 21)
+    page(384 << 10, 21)
 }
 
 fn on_demand_apache(page_bytes: &[u8]) -> Apache {
@@ -328,6 +341,10 @@ fn claim_taken(a: &Apache) {
     wait_for("the copy's claim", || {
         leftovers(&root).iter().any(|n| n.ends_with(".tmp0"))
     });
+    let made = copies(&root)
+        .into_iter()
+        .any(|(n, _)| !n.starts_with('.') && n.ends_with(".br"));
+    assert!(!made, "the job ended before it could be cut short");
 }
 
 /// After the compressor's job was cut short: the next request's copy is
@@ -441,7 +458,10 @@ fn slow_readers_on_decoded_pages_hold_no_worker() {
         let took = start.elapsed();
         assert_eq!(r.status, 200, "{path}");
         assert_eq!(independently_decoded(r.coding(), &r.body).unwrap(), small);
-        assert!(took < Duration::from_secs(1), "{path} answered after {took:?}");
+        assert!(
+            took < Duration::from_secs(1),
+            "{path} answered after {took:?}"
+        );
     }
     // The slow readers: each a 200 or a 503 with Retry-After.
     let mut statuses = vec![];
