@@ -52,6 +52,8 @@ pub enum Skip<'r> {
     WantsCopy,
     /// The sibling could not be decoded (an error line says why).
     Undecodable(Coding),
+    /// The sibling version was judged broken (a warning said so once).
+    Broken(Coding),
     /// The sibling's window is over the decoding limit.
     TooLarge {
         coding: Coding,

@@ -109,6 +109,13 @@ impl<'r> Tried<'r> {
                 self.undecodable[c.index()] = true;
                 self.logged = true;
             }
+            // Neither sent nor decoded again; a warning said why.
+            Skip::Broken(c) => {
+                self.gone[c.index()] = true;
+                self.decoded[c.index()] = true;
+                self.undecodable[c.index()] = true;
+                self.logged = true;
+            }
             Skip::TooLarge {
                 coding,
                 path,

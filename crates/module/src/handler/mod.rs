@@ -113,7 +113,9 @@ fn serve<'r>(
         (Some(path), Some(cache), Some(d)) if d.site => site::page_link(req, cache, path),
         _ => None,
     };
-    let send = Responder::new(req, filename, settings).with(dictionary, link);
+    let send = Responder::new(req, filename, settings)
+        .with(dictionary, link)
+        .with_original((kind == FileKind::Regular).then(|| req.finfo().version()));
     let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
     answered::passed_over(&PassedOver {
         stale: disk.stale(),

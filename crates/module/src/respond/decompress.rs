@@ -2,12 +2,14 @@
 //! that accepts none, streamed through a fixed buffer, or its decoded
 //! copy from the on-demand cache; and the 500 when none can be decoded.
 
+use super::judge;
 use super::Responder;
 use super::{integrity_fields_of, offer_as_dictionary, pass_status, send_file, set_marker};
 use super::{Representation, Tag};
 use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
 use crate::memo;
+use crate::memo::verdict::Judged;
 use crate::metrics::counters;
 use crate::metrics::tally::Outcome;
 use gdn_core::coding::Coding;
@@ -55,37 +57,35 @@ fn sibling_facts(
     Ok((f, key))
 }
 
-/// Whether browsers can decode a zstd or brotli sibling (RFC 9659 window,
-/// no large-window brotli). One that cannot be inspected is sent as it is,
-/// as core would send it, and is not inspected again.
-pub(super) fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
-    match memo::facts::get(&(file.info().version(), c)) {
-        Some(Some(f)) => f.browser_refusal(c).is_none(),
-        Some(None) => true,
-        None => {
-            sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
-        }
-    }
+/// Says once per file version why browsers cannot decode a sibling
+/// judged so (`judge`), which is then decoded for clients, never sent.
+pub(super) fn refused_by_browsers(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) {
+    let _ = sibling_facts(req, c, file, path);
 }
 
-/// Logs a sibling that failed to decode before anything was sent; one
-/// that needs more memory than the cap is remembered as such.
+/// A sibling that failed to decode before anything was sent: judged
+/// broken in its version (never sent nor decoded again, one warning);
+/// one that needs more memory than the cap is remembered as such.
 fn undecodable<'r>(
-    req: &Request<'_>,
+    a: &Responder<'_, '_>,
     c: Coding,
+    file: &File<'_>,
     path: &'r CStr,
     e: &DecodeError,
     key: Option<&memo::facts::Key>,
 ) -> Skip<'r> {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
         memo::facts::learn_needed(key, *w);
-        return too_large(req, c, path, *w);
+        return too_large(a.req, c, path, *w);
     }
-    req.log(
-        Level::Err,
-        0,
-        &format!("cannot decode {}: {e}", path.to_string_lossy()),
-    );
+    match e {
+        DecodeError::Io(_) => a.req.log(
+            Level::Err,
+            0,
+            &format!("cannot decode {}: {e}", path.to_string_lossy()),
+        ),
+        _ => judge::found_broken(a, c, path, file.info().version(), e),
+    }
     Skip::Undecodable(c)
 }
 
@@ -144,13 +144,17 @@ pub(super) fn none_decodable(
 /// The facts of a sibling the decompress path will decode: its window must
 /// fit the memory cap.
 fn decodable_facts<'r>(
-    req: &Request<'_>,
+    a: &Responder<'_, '_>,
     c: Coding,
     file: &File<'_>,
     path: &'r CStr,
 ) -> Result<(Facts, memo::facts::Key), Skip<'r>> {
+    let req = a.req;
+    if let Judged::Broken { .. } = judge::judged(a, c, file, path) {
+        return Err(Skip::Broken(c));
+    }
     let (facts, key) =
-        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, c, path, &e, None))?;
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(a, c, file, path, &e, None))?;
     if facts.needed > decode::MAX_WINDOW {
         return Err(too_large(req, c, path, facts.window));
     }
@@ -226,7 +230,7 @@ pub(super) fn decompress<'r>(
 ) -> Result<Answer, Skip<'r>> {
     let req = a.req;
     let file = a.open(Some(c), s)?;
-    let checked = decodable_facts(req, c, &file, s.path);
+    let checked = decodable_facts(a, c, &file, s.path);
     if let Ok((facts, _)) = &checked {
         if waits(req, c, w, facts, s.path) {
             return Err(Skip::Later);
@@ -236,7 +240,7 @@ pub(super) fn decompress<'r>(
     let (facts, key) = checked?;
     let src = Readable(file);
     let (mut dec, first) =
-        start(c, &src, &facts).map_err(|e| undecodable(req, c, s.path, &e, Some(&key)))?;
+        start(c, &src, &facts).map_err(|e| undecodable(a, c, &file, s.path, &e, Some(&key)))?;
     let declared = if first.eof {
         Some(first.filled as u64)
     } else {
@@ -256,11 +260,19 @@ pub(super) fn decompress<'r>(
         let status = finish_without_body(req, &bb, cond, declared);
         return Ok(Answer { status, ..unknown });
     }
+    let broken = |e: &DecodeError| match e {
+        DecodeError::Io(_) | DecodeError::TooLarge(_) => req.log(
+            Level::Err,
+            0,
+            &format!("decoding {} failed: {e}", s.path.to_string_lossy()),
+        ),
+        _ => judge::found_broken(a, c, s.path, version, e),
+    };
     let decoding = Decoding {
-        path: s.path,
         declared,
         key: &key,
         version,
+        broken: &broken,
     };
     let (status, complete) = stream_and_learn(req, &bb, &mut dec, first, &decoding, learn);
     let answer = match complete {
@@ -337,13 +349,9 @@ fn finish_without_body(
 
 /// Ends a response whose body failed mid-stream: the error bucket makes
 /// Apache cut the connection (or reset the stream), so the client sees a
-/// failed transfer rather than a short body.
-fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeError) -> Status {
-    req.log(
-        Level::Err,
-        0,
-        &format!("decoding {} failed: {what}", path.to_string_lossy()),
-    );
+/// failed transfer rather than a short body; the sibling is judged broken.
+fn abort(bb: &Brigade<'_, '_>, d: &Decoding<'_>, what: &DecodeError) -> Status {
+    (d.broken)(what);
     bb.cleanup();
     bb.error(Status::BAD_GATEWAY);
     bb.eos();
@@ -352,13 +360,14 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
     Status::DONE
 }
 
-/// What a decode streams: the sibling's path, the length its headers
-/// declare, its facts' key and its version.
+/// What a decode streams: the length its headers declare, its facts'
+/// key and its version, and what tells a failed decode.
 struct Decoding<'a> {
-    path: &'a CStr,
     declared: Option<u64>,
     key: &'a memo::facts::Key,
     version: FileVersion,
+    /// Says a decode failed, judging the sibling broken where it is.
+    broken: &'a dyn Fn(&DecodeError),
 }
 
 /// Streams the body and remembers what a decode to its end taught: its
@@ -396,7 +405,7 @@ fn stream(
     d: &Decoding<'_>,
     digest: &mut Option<(Algorithm, Hasher)>,
 ) -> (Status, Option<u64>) {
-    let (path, declared, key) = (d.path, d.declared, d.key);
+    let (declared, key) = (d.declared, d.key);
     let mut chunk = first;
     let mut total: u64 = 0;
     loop {
@@ -417,11 +426,11 @@ fn stream(
                 if let DecodeError::TooLarge(w) = e {
                     memo::facts::learn_needed(key, w);
                 }
-                return (abort(req, bb, path, &e), None);
+                return (abort(bb, d, &e), None);
             }
         };
         if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
-            return (abort(req, bb, path, &e), None);
+            return (abort(bb, d, &e), None);
         }
     }
 }
