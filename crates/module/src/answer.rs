@@ -62,6 +62,8 @@ pub enum Skip<'r> {
     },
     /// A large zstd window waits for its later turn, after gzip.
     Later,
+    /// Too many decodes stream in this process now (`decompress`).
+    Busy,
     /// A decode of this sibling was already attempted.
     Tried,
     /// Not to be sent: not a regular file, a stream browsers cannot

@@ -18,6 +18,7 @@ use gdn_core::digest::{Algorithm, Hasher};
 use gdn_core::variant::Window;
 use gdn_httpd::{Brigade, File, FileVersion, Level, Request, Status};
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Decoded bytes per pass down the filter chain.
 const OUT_CHUNK: usize = 64 * 1024;
@@ -217,11 +218,67 @@ fn start<'s, 'r>(
     }
 }
 
-/// Decodes a sibling on the fly for a client that accepts none. The first
-/// chunk is decoded before any header is set, so a sibling that fails
-/// early gives way to the next candidate, and a body that ends within it
-/// gets its exact Content-Length; a longer one gets the length its headers
-/// make certain or an earlier complete decode established, else none.
+/// Largest decoded body held whole in memory and handed to the filters
+/// with EOS, as core hands over a file: the event MPM then finishes
+/// writing it to a slow client without a worker. 1 MiB per request at
+/// most, for as long as the write takes.
+const WHOLE_MAX: usize = 1 << 20;
+
+/// Decodes streamed past `WHOLE_MAX` at once in a process at most: each
+/// holds a worker until its client has read it all, so clients that read
+/// slowly (or never) could otherwise take every worker. Over it, the
+/// page's next representation answers, else a 503 with `Retry-After`.
+const STREAMS_MAX: usize = 4;
+
+/// Decodes streaming in this process now.
+static STREAMS: AtomicUsize = AtomicUsize::new(0);
+
+/// A streaming decode's place under `STREAMS_MAX`, given back when dropped.
+struct Stream;
+
+impl Stream {
+    fn take() -> Option<Stream> {
+        let taken = STREAMS.fetch_add(1, Ordering::AcqRel) < STREAMS_MAX;
+        if !taken {
+            STREAMS.fetch_sub(1, Ordering::AcqRel);
+        }
+        taken.then_some(Stream)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        STREAMS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// Decodes up to `WHOLE_MAX` bytes after the first chunk: the body so far
+/// and whether it ended there.
+fn gather(
+    dec: &mut Body<'_, Readable<'_>>,
+    first: Chunk,
+    declared: Option<u64>,
+) -> Result<(Vec<u8>, bool), DecodeError> {
+    let mut body = dec.chunk().to_vec();
+    let mut eof = first.eof;
+    while !eof && body.len() < WHOLE_MAX {
+        let c = fill(dec)?;
+        body.extend_from_slice(dec.chunk());
+        if let Some(e) = mismatch(body.len() as u64, c.eof, declared) {
+            return Err(e);
+        }
+        eof = c.eof;
+    }
+    Ok((body, eof))
+}
+
+/// Decodes a sibling on the fly for a client that accepts none. Up to
+/// `WHOLE_MAX` bytes are decoded before any header is set, so a sibling
+/// that fails early gives way to the next candidate, and a body that ends
+/// within them goes out whole with its exact Content-Length (and leaves
+/// the handler as a file does); a longer one streams, `STREAMS_MAX` at a
+/// time, with the length its headers make certain or an earlier complete
+/// decode established, else none.
 pub(super) fn decompress<'r>(
     a: &Responder<'_, 'r>,
     c: Coding,
@@ -239,10 +296,15 @@ pub(super) fn decompress<'r>(
     let cpu = counters::cpu_now();
     let (facts, key) = checked?;
     let src = Readable(file);
-    let (mut dec, first) =
-        start(c, &src, &facts).map_err(|e| undecodable(a, c, &file, s.path, &e, Some(&key)))?;
-    let declared = if first.eof {
-        Some(first.filled as u64)
+    let fail = |e: DecodeError| undecodable(a, c, &file, s.path, &e, Some(&key));
+    let (mut dec, first) = start(c, &src, &facts).map_err(fail)?;
+    let (body, whole) = gather(&mut dec, first, facts.declared_len).map_err(fail)?;
+    let stream = match whole {
+        true => None,
+        false => Some(Stream::take().ok_or(Skip::Busy)?),
+    };
+    let declared = if whole {
+        Some(body.len() as u64)
     } else {
         facts.declared_len
     };
@@ -274,7 +336,11 @@ pub(super) fn decompress<'r>(
         version,
         broken: &broken,
     };
-    let (status, complete) = stream_and_learn(req, &bb, &mut dec, first, &decoding, learn);
+    let (status, complete) = match whole {
+        true => send_whole(req, &bb, &body, &decoding, learn),
+        false => stream_and_learn(req, &bb, &mut dec, &body, &decoding, learn),
+    };
+    drop(stream);
     let answer = match complete {
         _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
         Some(len) => Answer::new(status, Outcome::Decoded(c), len),
@@ -285,6 +351,29 @@ pub(super) fn decompress<'r>(
         decode_cpu: Some((c, micros)),
         ..answer
     })
+}
+
+/// Hands a body decoded whole to the filters with EOS, in a bucket of its
+/// own (as core hands over a file), and remembers its digest.
+fn send_whole(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    body: &[u8],
+    d: &Decoding<'_>,
+    learn: Option<Algorithm>,
+) -> (Status, Option<u64>) {
+    if let Some(al) = learn {
+        let mut h = Hasher::new(al);
+        h.update(body);
+        memo::digest::learn_decoded(d.version, h.finish(), al);
+    }
+    if !body.is_empty() {
+        bb.heap(body);
+    }
+    bb.eos();
+    let st = bb.pass();
+    bb.cleanup();
+    (pass_status(req, st), Some(body.len() as u64))
 }
 
 /// On demand, a decoded copy of the sibling `s` answers as the decoding
@@ -377,12 +466,12 @@ fn stream_and_learn(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
     dec: &mut Body<'_, Readable<'_>>,
-    first: Chunk,
+    head: &[u8],
     d: &Decoding<'_>,
     learn: Option<Algorithm>,
 ) -> (Status, Option<u64>) {
     let mut digest = learn.map(|al| (al, Hasher::new(al)));
-    let (status, complete) = stream(req, bb, dec, first, d, &mut digest);
+    let (status, complete) = stream(req, bb, dec, head, d, &mut digest);
     if let (Some(len), None) = (complete, d.declared) {
         memo::facts::learn_len(d.key, len);
     }
@@ -392,35 +481,30 @@ fn stream_and_learn(
     (status, complete)
 }
 
-/// Streams the decoded body in fixed chunks, starting with the one already
-/// decoded; memory stays bounded by the decoder's window plus one chunk,
-/// or by the size `decode::Body` decodes whole. Each chunk goes through
-/// `digest`, where the content's digest is still to be learned. Returns
-/// the status and, when the stream was decoded to its end, its length.
+/// Streams the decoded body in fixed chunks, after `head`, the part
+/// already decoded; memory stays bounded by the decoder's window plus one
+/// chunk and `head`. Each chunk goes through `digest`, where the
+/// content's digest is still to be learned. Returns the status and, when
+/// the stream was decoded to its end, its length.
 fn stream(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
     dec: &mut Body<'_, Readable<'_>>,
-    first: Chunk,
+    head: &[u8],
     d: &Decoding<'_>,
     digest: &mut Option<(Algorithm, Hasher)>,
 ) -> (Status, Option<u64>) {
     let (declared, key) = (d.declared, d.key);
-    let mut chunk = first;
-    let mut total: u64 = 0;
+    if let Some((_, h)) = digest {
+        h.update(head);
+    }
+    let mut total = head.len() as u64;
+    let st = bb.pass_borrowed(head, false);
+    if st != 0 || req.aborted() {
+        return (pass_status(req, st), None);
+    }
     loop {
-        total += chunk.filled as u64;
-        if let Some((_, h)) = digest {
-            h.update(dec.chunk());
-        }
-        let st = bb.pass_borrowed(dec.chunk(), chunk.eof);
-        if chunk.eof {
-            return (pass_status(req, st), Some(total));
-        }
-        if st != 0 || req.aborted() {
-            return (pass_status(req, st), None);
-        }
-        chunk = match fill(dec) {
+        let chunk = match fill(dec) {
             Ok(c) => c,
             Err(e) => {
                 if let DecodeError::TooLarge(w) = e {
@@ -431,6 +515,17 @@ fn stream(
         };
         if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
             return (abort(bb, d, &e), None);
+        }
+        total += chunk.filled as u64;
+        if let Some((_, h)) = digest {
+            h.update(dec.chunk());
+        }
+        let st = bb.pass_borrowed(dec.chunk(), chunk.eof);
+        if chunk.eof {
+            return (pass_status(req, st), Some(total));
+        }
+        if st != 0 || req.aborted() {
+            return (pass_status(req, st), None);
         }
     }
 }

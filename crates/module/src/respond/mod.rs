@@ -115,6 +115,10 @@ impl<'a, 'r> Responder<'a, 'r> {
             Resolved::NoneDecodable { too_large, logged } => {
                 Ok(none_decodable(self, too_large, logged))
             }
+            Resolved::Busy => {
+                self.vary(true);
+                Ok(busy(self))
+            }
             Resolved::NotFound => Ok(not_found(self, false)),
             Resolved::PathInfo => Ok(not_found(self, true)),
             Resolved::Options => Ok(Answer::other(req.send_options())),
@@ -167,6 +171,19 @@ fn send_delta<'r>(
         return Err(Skip::Refused);
     }
     send_checked(a, d, &file, s.path, Outcome::Delta(d))
+}
+
+/// 503 with `Retry-After` when every decode that could answer gave way
+/// to the bound on streamed decodes (`decompress::STREAMS_MAX`).
+fn busy(a: &Responder<'_, '_>) -> Answer {
+    a.req.set_error_header_value(c"Retry-After", "1");
+    a.req.log_with(Level::Info, 0, || {
+        format!(
+            "too many decodes streaming in this process: 503 for {}",
+            a.filename.to_string_lossy()
+        )
+    });
+    Answer::new(Status::SERVICE_UNAVAILABLE, Outcome::Error, 0)
 }
 
 /// 404 for a file that does not exist (or path info after one).
