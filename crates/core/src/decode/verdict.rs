@@ -155,7 +155,9 @@ mod tests {
 
     #[test]
     fn each_kind_of_broken_sibling_is_found() {
-        let data: Vec<u8> = (0..200_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let data: Vec<u8> = (0..200_000u32)
+            .flat_map(|i| (i % 251).to_le_bytes())
+            .collect();
         let other: Vec<u8> = data.iter().map(|b| b ^ 1).collect();
         for c in Coding::ALL {
             let good = encode(c, &data);
@@ -184,7 +186,12 @@ mod tests {
         // the cheap checks alone.
         let short = encode(Coding::Gzip, &data[..1000]);
         assert!(matches!(
-            cheap(Coding::Gzip, &short[..], short.len() as u64, Some(data.len() as u64)),
+            cheap(
+                Coding::Gzip,
+                &short[..],
+                short.len() as u64,
+                Some(data.len() as u64)
+            ),
             Err(Broken::Size { .. })
         ));
     }

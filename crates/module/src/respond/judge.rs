@@ -75,7 +75,10 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
             let j = broken(&b);
             verdict::put(key, a.original, j);
             tell(a.req, c, path, &key, &b.to_string());
-            return Judged::Broken { why: Why::of(&b), told: true };
+            return Judged::Broken {
+                why: Why::of(&b),
+                told: true,
+            };
         }
     };
     if facts.browser_refusal(c).is_some() {
@@ -109,7 +112,12 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
 
 /// Decodes `file` to its end in this request and compares it with the
 /// original, where there is one.
-fn full_check(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, facts: &Facts) -> Result<(), Broken> {
+fn full_check(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    facts: &Facts,
+) -> Result<(), Broken> {
     let original = match a.original {
         None => None,
         Some(_) => {
@@ -237,7 +245,12 @@ fn run_check(ch: Check) {
             }
         }
     };
-    let j = match full(ch.coding, BufReader::new(sib), Some(&ch.facts), original.as_ref()) {
+    let j = match full(
+        ch.coding,
+        BufReader::new(sib),
+        Some(&ch.facts),
+        original.as_ref(),
+    ) {
         Ok(_) => Judged::Whole,
         Err(Broken::Undecodable(decode::DecodeError::Io(_)))
         | Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))) => return,

@@ -276,6 +276,18 @@ impl State {
     /// The cache could not be written: one warning until it can again.
     pub(super) fn cache_failed(&mut self, settings: &Settings, e: &io::Error, log: Log<'_>) {
         let root = settings.root.display();
+        // A root deleted under a running server: making a fan-out
+        // directory then fails in the root's parent (often "Permission
+        // denied"), which is not what is wrong.
+        let gone = fs::symlink_metadata(&settings.root)
+            .is_err_and(|e| e.kind() == io::ErrorKind::NotFound);
+        let e = &match gone {
+            true => io::Error::new(
+                io::ErrorKind::NotFound,
+                "the cache root is missing (deleted?)",
+            ),
+            false => io::Error::new(e.kind(), e.to_string()),
+        };
         if self.failing {
             log(
                 Level::Debug,
