@@ -126,10 +126,7 @@ fn full_check(
                 // its decode alone.
                 return full(c, file.reader(0), Some(facts), None).map(|_| ());
             };
-            match Original::of(o.reader(0)) {
-                Ok(o) => Some(o),
-                Err(_) => None,
-            }
+            Original::of(o.reader(0)).ok()
         }
     };
     full(c, file.reader(0), Some(facts), original.as_ref()).map(|_| ())
