@@ -38,7 +38,8 @@ impl fmt::Display for Broken {
             Broken::Header(e) => write!(f, "its header does not decode: {e}"),
             Broken::Size { stated, original } => write!(
                 f,
-                "it states a decoded size of {stated} bytes, the original has {original}"
+                "decodes to different content than the original (it states {stated} bytes, \
+                 the original has {original})"
             ),
             Broken::Undecodable(e) => write!(f, "does not decode: {e}"),
             Broken::Differs { decoded, original } if decoded != original => write!(

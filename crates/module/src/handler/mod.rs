@@ -115,7 +115,7 @@ fn serve<'r>(
     };
     let send = Responder::new(req, filename, settings)
         .with(dictionary, link)
-        .with_original((kind == FileKind::Regular).then(|| req.finfo().version()));
+        .with_original(kind == FileKind::Regular);
     let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
     answered::passed_over(&PassedOver {
         stale: disk.stale(),

@@ -252,15 +252,36 @@ impl Drop for Stream {
     }
 }
 
-/// Decodes up to `WHOLE_MAX` bytes after the first chunk: the body so far
-/// and whether it ended there.
+/// What was decoded before the headers: the first chunk, where the body
+/// ended within it (still in the decoder's buffer: sent without a copy);
+/// else up to `WHOLE_MAX` bytes, and whether the body ended there.
+enum Gathered {
+    First(usize),
+    More(Vec<u8>, bool),
+}
+
+impl Gathered {
+    /// The decoded length, where the body ended.
+    fn whole(&self) -> Option<u64> {
+        match self {
+            Gathered::First(n) => Some(*n as u64),
+            Gathered::More(body, true) => Some(body.len() as u64),
+            Gathered::More(_, false) => None,
+        }
+    }
+}
+
+/// Decodes up to `WHOLE_MAX` bytes after the first chunk.
 fn gather(
     dec: &mut Body<'_, Readable<'_>>,
     first: Chunk,
     declared: Option<u64>,
-) -> Result<(Vec<u8>, bool), DecodeError> {
+) -> Result<Gathered, DecodeError> {
+    if first.eof {
+        return Ok(Gathered::First(first.filled));
+    }
     let mut body = dec.chunk().to_vec();
-    let mut eof = first.eof;
+    let mut eof = false;
     while !eof && body.len() < WHOLE_MAX {
         let c = fill(dec)?;
         body.extend_from_slice(dec.chunk());
@@ -269,7 +290,7 @@ fn gather(
         }
         eof = c.eof;
     }
-    Ok((body, eof))
+    Ok(Gathered::More(body, eof))
 }
 
 /// Decodes a sibling on the fly for a client that accepts none. Up to
@@ -298,16 +319,13 @@ pub(super) fn decompress<'r>(
     let src = Readable(file);
     let fail = |e: DecodeError| undecodable(a, c, &file, s.path, &e, Some(&key));
     let (mut dec, first) = start(c, &src, &facts).map_err(fail)?;
-    let (body, whole) = gather(&mut dec, first, facts.declared_len).map_err(fail)?;
+    let gathered = gather(&mut dec, first, facts.declared_len).map_err(fail)?;
+    let whole = gathered.whole();
     let stream = match whole {
-        true => None,
-        false => Some(Stream::take().ok_or(Skip::Busy)?),
+        Some(_) => None,
+        None => Some(Stream::take().ok_or(Skip::Busy)?),
     };
-    let declared = if whole {
-        Some(body.len() as u64)
-    } else {
-        facts.declared_len
-    };
+    let declared = whole.or(facts.declared_len);
     set_decoded_headers(a, &file, s.path, declared);
     let version = file.info().version();
     let learn = integrity_fields_of(req, |al| memo::digest::of_decoded(version, al));
@@ -336,9 +354,10 @@ pub(super) fn decompress<'r>(
         version,
         broken: &broken,
     };
-    let (status, complete) = match whole {
-        true => send_whole(req, &bb, &body, &decoding, learn),
-        false => stream_and_learn(req, &bb, &mut dec, &body, &decoding, learn),
+    let (status, complete) = match &gathered {
+        Gathered::First(_) => send_whole(req, &bb, dec.chunk(), &decoding, learn, false),
+        Gathered::More(body, true) => send_whole(req, &bb, body, &decoding, learn, true),
+        Gathered::More(body, false) => stream_and_learn(req, &bb, &mut dec, body, &decoding, learn),
     };
     drop(stream);
     let answer = match complete {
@@ -353,26 +372,32 @@ pub(super) fn decompress<'r>(
     })
 }
 
-/// Hands a body decoded whole to the filters with EOS, in a bucket of its
-/// own (as core hands over a file), and remembers its digest.
+/// Hands a body decoded whole to the filters with EOS, as core hands over
+/// a file, and remembers its digest: one chunk without a copy (a filter
+/// that keeps it copies it), or a longer body in a bucket of its own.
 fn send_whole(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
     body: &[u8],
     d: &Decoding<'_>,
     learn: Option<Algorithm>,
+    copy: bool,
 ) -> (Status, Option<u64>) {
     if let Some(al) = learn {
         let mut h = Hasher::new(al);
         h.update(body);
         memo::digest::learn_decoded(d.version, h.finish(), al);
     }
-    if !body.is_empty() {
-        bb.heap(body);
-    }
-    bb.eos();
-    let st = bb.pass();
-    bb.cleanup();
+    let st = match copy {
+        false => bb.pass_borrowed(body, true),
+        true => {
+            bb.heap(body);
+            bb.eos();
+            let st = bb.pass();
+            bb.cleanup();
+            st
+        }
+    };
     (pass_status(req, st), Some(body.len() as u64))
 }
 

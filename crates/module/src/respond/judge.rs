@@ -51,7 +51,7 @@ const QUEUE: usize = 64;
 /// the checker thread is told here, once.
 pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr) -> Judged {
     let key = (file.info().version(), c);
-    let j = match verdict::get(&key, a.original) {
+    let j = match verdict::get(&key, a.original()) {
         Some(j) => j,
         None => judge(a, c, file, path, key),
     };
@@ -69,11 +69,11 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
         why: Why::of(b),
         told: false,
     };
-    let facts = match cheap(c, &src, size, a.original.map(|o| o.size)) {
+    let facts = match cheap(c, &src, size, a.original().map(|o| o.size)) {
         Ok(f) => f,
         Err(b) => {
             let j = broken(&b);
-            verdict::put(key, a.original, j);
+            verdict::put(key, a.original(), j);
             tell(a.req, c, path, &key, &b.to_string());
             return Judged::Broken {
                 why: Why::of(&b),
@@ -82,10 +82,10 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
         }
     };
     if facts.browser_refusal(c).is_some() {
-        verdict::put(key, a.original, Judged::Refused);
+        verdict::put(key, a.original(), Judged::Refused);
         return Judged::Refused;
     }
-    let small = size <= IN_REQUEST_MAX && a.original.is_none_or(|o| o.size <= ORIGINAL_MAX);
+    let small = size <= IN_REQUEST_MAX && a.original().is_none_or(|o| o.size <= ORIGINAL_MAX);
     let j = match small.then(|| full_check(a, c, file, &facts)) {
         None => {
             if size <= BACKGROUND_MAX {
@@ -98,7 +98,7 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
         Some(Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))))
         | Some(Err(Broken::Undecodable(decode::DecodeError::Io(_)))) => Judged::Cheap,
         Some(Err(b)) => {
-            verdict::put(key, a.original, broken(&b));
+            verdict::put(key, a.original(), broken(&b));
             tell(a.req, c, path, &key, &b.to_string());
             return Judged::Broken {
                 why: Why::of(&b),
@@ -106,7 +106,7 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
             };
         }
     };
-    verdict::put(key, a.original, j);
+    verdict::put(key, a.original(), j);
     j
 }
 
@@ -118,7 +118,7 @@ fn full_check(
     file: &File<'_>,
     facts: &Facts,
 ) -> Result<(), Broken> {
-    let original = match a.original {
+    let original = match a.original() {
         None => None,
         Some(_) => {
             let Ok(o) = crate::lookup::open_as_allowed(a.req, a.filename) else {
@@ -166,7 +166,7 @@ pub(super) fn found_broken(
     let key = (version, c);
     verdict::put(
         key,
-        a.original,
+        a.original(),
         Judged::Broken {
             why: Why::Undecodable,
             told: false,
@@ -190,7 +190,7 @@ static CHECKER: Mutex<Option<SyncSender<Check>>> = Mutex::new(None);
 /// Asks the checker thread for the full check of a sibling too large to
 /// decode in the request.
 fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: Key, facts: Facts) {
-    if a.original.is_some_and(|o| o.size > BACKGROUND_MAX) {
+    if a.original().is_some_and(|o| o.size > BACKGROUND_MAX) {
         return;
     }
     let os = |p: &CStr| PathBuf::from(std::ffi::OsStr::from_bytes(p.to_bytes()));
@@ -199,7 +199,7 @@ fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: Key, facts: F
         coding: c,
         key,
         facts,
-        original: a.original.map(|v| (os(a.filename), v)),
+        original: a.original().map(|v| (os(a.filename), v)),
     };
     let Ok(mut guard) = CHECKER.lock() else {
         return;

@@ -40,9 +40,9 @@ pub struct Responder<'a, 'r> {
     /// The `Link` to the host's site dictionary, on a page that joins it
     /// once it is trained.
     link: Option<&'r CStr>,
-    /// The original's version, where it exists: what siblings are judged
-    /// against (`judge`).
-    original: Option<FileVersion>,
+    /// Whether the original exists: siblings are judged against its
+    /// version (`judge`), read only where one is.
+    has_original: bool,
 }
 
 /// A representation the walk resolved, as the request's facts found it.
@@ -57,13 +57,21 @@ impl<'a, 'r> Responder<'a, 'r> {
             settings,
             dictionary: None,
             link: None,
-            original: None,
+            has_original: false,
         }
     }
 
-    /// The responder with the original's version, where it exists.
-    pub fn with_original(self, original: Option<FileVersion>) -> Self {
-        Responder { original, ..self }
+    /// The responder for a resource whose original exists, or not.
+    pub fn with_original(self, has_original: bool) -> Self {
+        Responder {
+            has_original,
+            ..self
+        }
+    }
+
+    /// The original's version, where it exists.
+    fn original(&self) -> Option<FileVersion> {
+        self.has_original.then(|| self.req.finfo().version())
     }
 
     /// The responder with the dictionary the client announced and the
