@@ -17,6 +17,7 @@ use std::fmt;
 
 mod body;
 pub mod bounded;
+pub mod verdict;
 pub use body::Body;
 use bounded::{Rewrite, WindowRewrite};
 use std::io::{self, BufReader, Read};

@@ -52,6 +52,8 @@ pub enum Skip<'r> {
     WantsCopy,
     /// The sibling could not be decoded (an error line says why).
     Undecodable(Coding),
+    /// The sibling version was judged broken (a warning said so once).
+    Broken(Coding),
     /// The sibling's window is over the decoding limit.
     TooLarge {
         coding: Coding,
@@ -60,6 +62,8 @@ pub enum Skip<'r> {
     },
     /// A large zstd window waits for its later turn, after gzip.
     Later,
+    /// Too many decodes stream in this process now (`decompress`).
+    Busy,
     /// A decode of this sibling was already attempted.
     Tried,
     /// Not to be sent: not a regular file, a stream browsers cannot

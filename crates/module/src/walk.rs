@@ -72,6 +72,9 @@ pub enum Resolved<'r, S, C> {
         too_large: Option<(&'r CStr, u64)>,
         logged: bool,
     },
+    /// 503 with `Retry-After`: the decodes that could answer are too
+    /// many in this process now.
+    Busy,
     NotFound,
     PathInfo,
     Options,
@@ -97,6 +100,8 @@ pub struct Tried<'r> {
     pub logged: bool,
     /// The first sibling passed over for its window, and that window.
     pub too_large: Option<(&'r CStr, u64)>,
+    /// A decode gave way: too many stream in this process now.
+    pub busy: bool,
 }
 
 impl<'r> Tried<'r> {
@@ -109,6 +114,14 @@ impl<'r> Tried<'r> {
                 self.undecodable[c.index()] = true;
                 self.logged = true;
             }
+            // Neither sent nor decoded again; a warning said why.
+            Skip::Broken(c) => {
+                self.gone[c.index()] = true;
+                self.decoded[c.index()] = true;
+                self.undecodable[c.index()] = true;
+                self.logged = true;
+            }
+            Skip::Busy => self.busy = true,
             Skip::TooLarge {
                 coding,
                 path,
@@ -178,6 +191,7 @@ fn resolve<'r, F: Facts>(f: &F, c: Candidate, tried: &Tried<'r>) -> Resolution<'
             }
             Resolved::NotAcceptable(avail)
         }
+        Candidate::NotFound if tried.busy => Resolved::Busy,
         Candidate::NotFound if tried.any_undecodable() => Resolved::NoneDecodable {
             too_large: tried.too_large,
             logged: tried.logged,

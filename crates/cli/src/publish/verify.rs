@@ -182,12 +182,12 @@ fn verify_sibling(coding: Coding, sib: &Path, orig: &Path) -> Verdict {
                     Err(e) => Verdict::Bad(format!("stale, and {e}")),
                 };
             }
-            match check::matches(coding, sib, orig) {
-                Ok(()) => Verdict::Ok,
+            match check::judge(coding, sib, Some(orig)) {
+                Ok(_) => Verdict::Ok,
                 Err(e) => Verdict::Bad(e),
             }
         }
-        _ => match check::decodes(coding, sib) {
+        _ => match check::judge(coding, sib, None) {
             Ok(_) => Verdict::Ok,
             Err(e) => Verdict::Bad(e),
         },

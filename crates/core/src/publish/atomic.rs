@@ -86,10 +86,14 @@ impl TempFile {
                 .open(&path)
             {
                 Ok(f) => {
+                    // Held while written: a start's cleanup of orphaned
+                    // temporaries (the on-demand cache's) leaves it alone,
+                    // and the kernel drops the lock if the writer dies.
+                    let _ = f.try_lock();
                     return Ok(TempFile {
                         path,
                         file: Some(BufWriter::with_capacity(64 * 1024, f)),
-                    })
+                    });
                 }
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
                 Err(e) => return Err(e),

@@ -2,7 +2,7 @@
 //! the same streaming decoders the module uses.
 
 use crate::coding::Coding;
-use crate::decode::{inspect, DecodeError, Decoder};
+use crate::decode::{inspect, verdict, DecodeError, Decoder};
 use crate::dictionary::Hash;
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -93,6 +93,27 @@ pub fn browsers_accept(coding: Coding, sibling: &Path) -> Result<(), String> {
         Ok(Some(why)) => Err(format!("{why}: browsers refuse it")),
         _ => Ok(()),
     }
+}
+
+/// Whether the sibling at `sibling` is broken, as the module judges it
+/// (`decode::verdict`): the cheap checks, then a decode to its end
+/// compared with `original`'s length and SHA-256 where it exists. The
+/// decoded length, or why it is broken.
+pub fn judge(coding: Coding, sibling: &Path, original: Option<&Path>) -> Result<u64, String> {
+    let f = File::open(sibling).map_err(|e| format!("cannot open: {e}"))?;
+    let len = f.metadata().map_err(|e| format!("cannot stat: {e}"))?.len();
+    let expected = match original {
+        Some(o) => {
+            let of = File::open(o).map_err(|e| format!("cannot open original: {e}"))?;
+            let o = verdict::Original::of(BufReader::with_capacity(64 * 1024, of))
+                .map_err(|e| format!("cannot read original: {e}"))?;
+            Some(o)
+        }
+        None => None,
+    };
+    let facts =
+        verdict::cheap(coding, &f, len, expected.map(|o| o.len)).map_err(|b| b.to_string())?;
+    verdict::full(coding, &f, Some(&facts), expected.as_ref()).map_err(|b| b.to_string())
 }
 
 /// Decodes a sibling to the end; returns the decoded length.

@@ -121,7 +121,9 @@ fn serve<'r>(
         }
         _ => None,
     };
-    let send = Responder::new(req, filename, settings).with(dictionary, link);
+    let send = Responder::new(req, filename, settings)
+        .with(dictionary, link)
+        .with_original(kind == FileKind::Regular);
     let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
     answered::passed_over(&PassedOver {
         stale: disk.stale(),

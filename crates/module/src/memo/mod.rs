@@ -9,4 +9,5 @@ pub(crate) mod digest;
 pub(crate) mod facts;
 pub(crate) mod size;
 pub(crate) mod source;
+pub(crate) mod verdict;
 pub(crate) mod version;

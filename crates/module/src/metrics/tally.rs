@@ -210,14 +210,18 @@ pub enum Reason {
     Window,
     /// It could not be decoded.
     Undecodable,
+    /// Found broken (empty, undecodable, or other content than its
+    /// original): counted once per version and process, when found.
+    Broken,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 4] = [
+    pub const ALL: [Reason; 5] = [
         Reason::Stale,
         Reason::Refused,
         Reason::Window,
         Reason::Undecodable,
+        Reason::Broken,
     ];
 
     fn index(self) -> usize {
@@ -226,6 +230,7 @@ impl Reason {
             Reason::Refused => 1,
             Reason::Window => 2,
             Reason::Undecodable => 3,
+            Reason::Broken => 4,
         }
     }
 
@@ -235,6 +240,7 @@ impl Reason {
             Reason::Refused => "refused",
             Reason::Window => "window",
             Reason::Undecodable => "undecodable",
+            Reason::Broken => "broken",
         }
     }
 }
@@ -315,7 +321,10 @@ pub mod slot {
         4 * OUTCOMES + c.index()
     }
     pub fn passed_over(r: Reason, c: Coding) -> usize {
-        4 * OUTCOMES + 3 + r.index() * 3 + c.index()
+        match r {
+            Reason::Broken => BASE + 14 + c.index(),
+            _ => 4 * OUTCOMES + 3 + r.index() * 3 + c.index(),
+        }
     }
     pub fn job(j: Job) -> usize {
         4 * OUTCOMES + 15 + j.index()
@@ -349,7 +358,7 @@ pub mod slot {
     /// epoch; 0 when none is.
     pub const WANTED_OLDEST: usize = BASE + 13;
     /// Every slot.
-    pub const COUNT: usize = BASE + 14;
+    pub const COUNT: usize = BASE + 17;
 }
 
 /// The counters, read at one moment.

@@ -2,12 +2,14 @@
 //! that accepts none, streamed through a fixed buffer, or its decoded
 //! copy from the on-demand cache; and the 500 when none can be decoded.
 
+use super::judge;
 use super::Responder;
 use super::{integrity_fields_of, offer_as_dictionary, pass_status, send_file, set_marker};
 use super::{Representation, Tag};
 use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
 use crate::memo;
+use crate::memo::verdict::Judged;
 use crate::metrics::counters;
 use crate::metrics::tally::Outcome;
 use gdn_core::coding::Coding;
@@ -16,6 +18,7 @@ use gdn_core::digest::{Algorithm, Hasher};
 use gdn_core::variant::Window;
 use gdn_httpd::{Brigade, File, FileVersion, Level, Request, Status};
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Decoded bytes per pass down the filter chain.
 const OUT_CHUNK: usize = 64 * 1024;
@@ -55,37 +58,35 @@ fn sibling_facts(
     Ok((f, key))
 }
 
-/// Whether browsers can decode a zstd or brotli sibling (RFC 9659 window,
-/// no large-window brotli). One that cannot be inspected is sent as it is,
-/// as core would send it, and is not inspected again.
-pub(super) fn browsers_decode(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) -> bool {
-    match memo::facts::get(&(file.info().version(), c)) {
-        Some(Some(f)) => f.browser_refusal(c).is_none(),
-        Some(None) => true,
-        None => {
-            sibling_facts(req, c, file, path).map_or(true, |(f, _)| f.browser_refusal(c).is_none())
-        }
-    }
+/// Says once per file version why browsers cannot decode a sibling
+/// judged so (`judge`), which is then decoded for clients, never sent.
+pub(super) fn refused_by_browsers(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) {
+    let _ = sibling_facts(req, c, file, path);
 }
 
-/// Logs a sibling that failed to decode before anything was sent; one
-/// that needs more memory than the cap is remembered as such.
+/// A sibling that failed to decode before anything was sent: judged
+/// broken in its version (never sent nor decoded again, one warning);
+/// one that needs more memory than the cap is remembered as such.
 fn undecodable<'r>(
-    req: &Request<'_>,
+    a: &Responder<'_, '_>,
     c: Coding,
+    file: &File<'_>,
     path: &'r CStr,
     e: &DecodeError,
     key: Option<&memo::facts::Key>,
 ) -> Skip<'r> {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
         memo::facts::learn_needed(key, *w);
-        return too_large(req, c, path, *w);
+        return too_large(a.req, c, path, *w);
     }
-    req.log(
-        Level::Err,
-        0,
-        &format!("cannot decode {}: {e}", path.to_string_lossy()),
-    );
+    match e {
+        DecodeError::Io(_) => a.req.log(
+            Level::Err,
+            0,
+            &format!("cannot decode {}: {e}", path.to_string_lossy()),
+        ),
+        _ => judge::found_broken(a, c, path, file.info().version(), e),
+    }
     Skip::Undecodable(c)
 }
 
@@ -144,13 +145,17 @@ pub(super) fn none_decodable(
 /// The facts of a sibling the decompress path will decode: its window must
 /// fit the memory cap.
 fn decodable_facts<'r>(
-    req: &Request<'_>,
+    a: &Responder<'_, '_>,
     c: Coding,
     file: &File<'_>,
     path: &'r CStr,
 ) -> Result<(Facts, memo::facts::Key), Skip<'r>> {
+    let req = a.req;
+    if let Judged::Broken { .. } = judge::judged(a, c, file, path) {
+        return Err(Skip::Broken(c));
+    }
     let (facts, key) =
-        sibling_facts(req, c, file, path).map_err(|e| undecodable(req, c, path, &e, None))?;
+        sibling_facts(req, c, file, path).map_err(|e| undecodable(a, c, file, path, &e, None))?;
     if facts.needed > decode::MAX_WINDOW {
         return Err(too_large(req, c, path, facts.window));
     }
@@ -213,11 +218,88 @@ fn start<'s, 'r>(
     }
 }
 
-/// Decodes a sibling on the fly for a client that accepts none. The first
-/// chunk is decoded before any header is set, so a sibling that fails
-/// early gives way to the next candidate, and a body that ends within it
-/// gets its exact Content-Length; a longer one gets the length its headers
-/// make certain or an earlier complete decode established, else none.
+/// Largest decoded body held whole in memory and handed to the filters
+/// with EOS, as core hands over a file: the event MPM then finishes
+/// writing it to a slow client without a worker. 1 MiB per request at
+/// most, for as long as the write takes.
+const WHOLE_MAX: usize = 1 << 20;
+
+/// Decodes streamed past `WHOLE_MAX` at once in a process at most: each
+/// holds a worker until its client has read it all, so clients that read
+/// slowly (or never) could otherwise take every worker. Over it, the
+/// page's next representation answers, else a 503 with `Retry-After`.
+const STREAMS_MAX: usize = 4;
+
+/// Decodes streaming in this process now.
+static STREAMS: AtomicUsize = AtomicUsize::new(0);
+
+/// A streaming decode's place under `STREAMS_MAX`, given back when dropped.
+struct Stream;
+
+impl Stream {
+    fn take() -> Option<Stream> {
+        let taken = STREAMS.fetch_add(1, Ordering::AcqRel) < STREAMS_MAX;
+        if !taken {
+            STREAMS.fetch_sub(1, Ordering::AcqRel);
+        }
+        taken.then_some(Stream)
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        STREAMS.fetch_sub(1, Ordering::AcqRel);
+    }
+}
+
+/// What was decoded before the headers: the first chunk, where the body
+/// ended within it (still in the decoder's buffer: sent without a copy);
+/// else up to `WHOLE_MAX` bytes, and whether the body ended there.
+enum Gathered {
+    First(usize),
+    More(Vec<u8>, bool),
+}
+
+impl Gathered {
+    /// The decoded length, where the body ended.
+    fn whole(&self) -> Option<u64> {
+        match self {
+            Gathered::First(n) => Some(*n as u64),
+            Gathered::More(body, true) => Some(body.len() as u64),
+            Gathered::More(_, false) => None,
+        }
+    }
+}
+
+/// Decodes up to `WHOLE_MAX` bytes after the first chunk.
+fn gather(
+    dec: &mut Body<'_, Readable<'_>>,
+    first: Chunk,
+    declared: Option<u64>,
+) -> Result<Gathered, DecodeError> {
+    if first.eof {
+        return Ok(Gathered::First(first.filled));
+    }
+    let mut body = dec.chunk().to_vec();
+    let mut eof = false;
+    while !eof && body.len() < WHOLE_MAX {
+        let c = fill(dec)?;
+        body.extend_from_slice(dec.chunk());
+        if let Some(e) = mismatch(body.len() as u64, c.eof, declared) {
+            return Err(e);
+        }
+        eof = c.eof;
+    }
+    Ok(Gathered::More(body, eof))
+}
+
+/// Decodes a sibling on the fly for a client that accepts none. Up to
+/// `WHOLE_MAX` bytes are decoded before any header is set, so a sibling
+/// that fails early gives way to the next candidate, and a body that ends
+/// within them goes out whole with its exact Content-Length (and leaves
+/// the handler as a file does); a longer one streams, `STREAMS_MAX` at a
+/// time, with the length its headers make certain or an earlier complete
+/// decode established, else none.
 pub(super) fn decompress<'r>(
     a: &Responder<'_, 'r>,
     c: Coding,
@@ -226,7 +308,7 @@ pub(super) fn decompress<'r>(
 ) -> Result<Answer, Skip<'r>> {
     let req = a.req;
     let file = a.open(Some(c), s)?;
-    let checked = decodable_facts(req, c, &file, s.path);
+    let checked = decodable_facts(a, c, &file, s.path);
     if let Ok((facts, _)) = &checked {
         if waits(req, c, w, facts, s.path) {
             return Err(Skip::Later);
@@ -235,13 +317,15 @@ pub(super) fn decompress<'r>(
     let cpu = counters::cpu_now();
     let (facts, key) = checked?;
     let src = Readable(file);
-    let (mut dec, first) =
-        start(c, &src, &facts).map_err(|e| undecodable(req, c, s.path, &e, Some(&key)))?;
-    let declared = if first.eof {
-        Some(first.filled as u64)
-    } else {
-        facts.declared_len
+    let fail = |e: DecodeError| undecodable(a, c, &file, s.path, &e, Some(&key));
+    let (mut dec, first) = start(c, &src, &facts).map_err(fail)?;
+    let gathered = gather(&mut dec, first, facts.declared_len).map_err(fail)?;
+    let whole = gathered.whole();
+    let stream = match whole {
+        Some(_) => None,
+        None => Some(Stream::take().ok_or(Skip::Busy)?),
     };
+    let declared = whole.or(facts.declared_len);
     set_decoded_headers(a, &file, s.path, declared);
     let version = file.info().version();
     let learn = integrity_fields_of(req, |al| memo::digest::of_decoded(version, al));
@@ -256,13 +340,26 @@ pub(super) fn decompress<'r>(
         let status = finish_without_body(req, &bb, cond, declared);
         return Ok(Answer { status, ..unknown });
     }
+    let broken = |e: &DecodeError| match e {
+        DecodeError::Io(_) | DecodeError::TooLarge(_) => req.log(
+            Level::Err,
+            0,
+            &format!("decoding {} failed: {e}", s.path.to_string_lossy()),
+        ),
+        _ => judge::found_broken(a, c, s.path, version, e),
+    };
     let decoding = Decoding {
-        path: s.path,
         declared,
         key: &key,
         version,
+        broken: &broken,
     };
-    let (status, complete) = stream_and_learn(req, &bb, &mut dec, first, &decoding, learn);
+    let (status, complete) = match &gathered {
+        Gathered::First(_) => send_whole(req, &bb, dec.chunk(), &decoding, learn, false),
+        Gathered::More(body, true) => send_whole(req, &bb, body, &decoding, learn, true),
+        Gathered::More(body, false) => stream_and_learn(req, &bb, &mut dec, body, &decoding, learn),
+    };
+    drop(stream);
     let answer = match complete {
         _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
         Some(len) => Answer::new(status, Outcome::Decoded(c), len),
@@ -273,6 +370,35 @@ pub(super) fn decompress<'r>(
         decode_cpu: Some((c, micros)),
         ..answer
     })
+}
+
+/// Hands a body decoded whole to the filters with EOS, as core hands over
+/// a file, and remembers its digest: one chunk without a copy (a filter
+/// that keeps it copies it), or a longer body in a bucket of its own.
+fn send_whole(
+    req: &Request<'_>,
+    bb: &Brigade<'_, '_>,
+    body: &[u8],
+    d: &Decoding<'_>,
+    learn: Option<Algorithm>,
+    copy: bool,
+) -> (Status, Option<u64>) {
+    if let Some(al) = learn {
+        let mut h = Hasher::new(al);
+        h.update(body);
+        memo::digest::learn_decoded(d.version, h.finish(), al);
+    }
+    let st = match copy {
+        false => bb.pass_borrowed(body, true),
+        true => {
+            bb.heap(body);
+            bb.eos();
+            let st = bb.pass();
+            bb.cleanup();
+            st
+        }
+    };
+    (pass_status(req, st), Some(body.len() as u64))
 }
 
 /// On demand, a decoded copy of the sibling `s` answers as the decoding
@@ -337,13 +463,9 @@ fn finish_without_body(
 
 /// Ends a response whose body failed mid-stream: the error bucket makes
 /// Apache cut the connection (or reset the stream), so the client sees a
-/// failed transfer rather than a short body.
-fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeError) -> Status {
-    req.log(
-        Level::Err,
-        0,
-        &format!("decoding {} failed: {what}", path.to_string_lossy()),
-    );
+/// failed transfer rather than a short body; the sibling is judged broken.
+fn abort(bb: &Brigade<'_, '_>, d: &Decoding<'_>, what: &DecodeError) -> Status {
+    (d.broken)(what);
     bb.cleanup();
     bb.error(Status::BAD_GATEWAY);
     bb.eos();
@@ -352,13 +474,14 @@ fn abort(req: &Request<'_>, bb: &Brigade<'_, '_>, path: &CStr, what: &DecodeErro
     Status::DONE
 }
 
-/// What a decode streams: the sibling's path, the length its headers
-/// declare, its facts' key and its version.
+/// What a decode streams: the length its headers declare, its facts'
+/// key and its version, and what tells a failed decode.
 struct Decoding<'a> {
-    path: &'a CStr,
     declared: Option<u64>,
     key: &'a memo::facts::Key,
     version: FileVersion,
+    /// Says a decode failed, judging the sibling broken where it is.
+    broken: &'a dyn Fn(&DecodeError),
 }
 
 /// Streams the body and remembers what a decode to its end taught: its
@@ -368,12 +491,12 @@ fn stream_and_learn(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
     dec: &mut Body<'_, Readable<'_>>,
-    first: Chunk,
+    head: &[u8],
     d: &Decoding<'_>,
     learn: Option<Algorithm>,
 ) -> (Status, Option<u64>) {
     let mut digest = learn.map(|al| (al, Hasher::new(al)));
-    let (status, complete) = stream(req, bb, dec, first, d, &mut digest);
+    let (status, complete) = stream(req, bb, dec, head, d, &mut digest);
     if let (Some(len), None) = (complete, d.declared) {
         memo::facts::learn_len(d.key, len);
     }
@@ -383,23 +506,41 @@ fn stream_and_learn(
     (status, complete)
 }
 
-/// Streams the decoded body in fixed chunks, starting with the one already
-/// decoded; memory stays bounded by the decoder's window plus one chunk,
-/// or by the size `decode::Body` decodes whole. Each chunk goes through
-/// `digest`, where the content's digest is still to be learned. Returns
-/// the status and, when the stream was decoded to its end, its length.
+/// Streams the decoded body in fixed chunks, after `head`, the part
+/// already decoded; memory stays bounded by the decoder's window plus one
+/// chunk and `head`. Each chunk goes through `digest`, where the
+/// content's digest is still to be learned. Returns the status and, when
+/// the stream was decoded to its end, its length.
 fn stream(
     req: &Request<'_>,
     bb: &Brigade<'_, '_>,
     dec: &mut Body<'_, Readable<'_>>,
-    first: Chunk,
+    head: &[u8],
     d: &Decoding<'_>,
     digest: &mut Option<(Algorithm, Hasher)>,
 ) -> (Status, Option<u64>) {
-    let (path, declared, key) = (d.path, d.declared, d.key);
-    let mut chunk = first;
-    let mut total: u64 = 0;
+    let (declared, key) = (d.declared, d.key);
+    if let Some((_, h)) = digest {
+        h.update(head);
+    }
+    let mut total = head.len() as u64;
+    let st = bb.pass_borrowed(head, false);
+    if st != 0 || req.aborted() {
+        return (pass_status(req, st), None);
+    }
     loop {
+        let chunk = match fill(dec) {
+            Ok(c) => c,
+            Err(e) => {
+                if let DecodeError::TooLarge(w) = e {
+                    memo::facts::learn_needed(key, w);
+                }
+                return (abort(bb, d, &e), None);
+            }
+        };
+        if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
+            return (abort(bb, d, &e), None);
+        }
         total += chunk.filled as u64;
         if let Some((_, h)) = digest {
             h.update(dec.chunk());
@@ -410,18 +551,6 @@ fn stream(
         }
         if st != 0 || req.aborted() {
             return (pass_status(req, st), None);
-        }
-        chunk = match fill(dec) {
-            Ok(c) => c,
-            Err(e) => {
-                if let DecodeError::TooLarge(w) = e {
-                    memo::facts::learn_needed(key, w);
-                }
-                return (abort(req, bb, path, &e), None);
-            }
-        };
-        if let Some(e) = mismatch(total + chunk.filled as u64, chunk.eof, declared) {
-            return (abort(req, bb, path, &e), None);
         }
     }
 }

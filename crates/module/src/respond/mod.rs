@@ -7,6 +7,7 @@
 
 mod decompress;
 mod delta;
+mod judge;
 mod padding;
 
 use crate::answer::{Answer, Skip};
@@ -17,13 +18,13 @@ use crate::memo;
 use crate::memo::digest::Written;
 use crate::metrics::tally::Outcome;
 use crate::walk::Resolved;
-use decompress::{browsers_decode, decompress, none_decodable, send_decoded_copy};
+use decompress::{decompress, none_decodable, send_decoded_copy};
 use delta::send_checked;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::digest::{self, Algorithm, FieldValue};
 use gdn_core::jitter;
 use gdn_core::range::CodedRange;
-use gdn_httpd::{self, File, FileKind, Finfo, Level, Request, Status};
+use gdn_httpd::{self, File, FileKind, FileVersion, Finfo, Level, Request, Status};
 use padding::plan_jitter;
 use std::borrow::Cow;
 use std::ffi::CStr;
@@ -39,6 +40,9 @@ pub struct Responder<'a, 'r> {
     /// The `Link` to the host's site dictionary, on a page that joins it
     /// once it is trained.
     link: Option<&'r CStr>,
+    /// Whether the original exists: siblings are judged against its
+    /// version (`judge`), read only where one is.
+    has_original: bool,
 }
 
 /// A representation the walk resolved, as the request's facts found it.
@@ -53,7 +57,21 @@ impl<'a, 'r> Responder<'a, 'r> {
             settings,
             dictionary: None,
             link: None,
+            has_original: false,
         }
+    }
+
+    /// The responder for a resource whose original exists, or not.
+    pub fn with_original(self, has_original: bool) -> Self {
+        Responder {
+            has_original,
+            ..self
+        }
+    }
+
+    /// The original's version, where it exists.
+    fn original(&self) -> Option<FileVersion> {
+        self.has_original.then(|| self.req.finfo().version())
     }
 
     /// The responder with the dictionary the client announced and the
@@ -104,6 +122,10 @@ impl<'a, 'r> Responder<'a, 'r> {
             }
             Resolved::NoneDecodable { too_large, logged } => {
                 Ok(none_decodable(self, too_large, logged))
+            }
+            Resolved::Busy => {
+                self.vary(true);
+                Ok(busy(self))
             }
             Resolved::NotFound => Ok(not_found(self, false)),
             Resolved::PathInfo => Ok(not_found(self, true)),
@@ -159,6 +181,19 @@ fn send_delta<'r>(
     send_checked(a, d, &file, s.path, Outcome::Delta(d))
 }
 
+/// 503 with `Retry-After` when every decode that could answer gave way
+/// to the bound on streamed decodes (`decompress::STREAMS_MAX`).
+fn busy(a: &Responder<'_, '_>) -> Answer {
+    a.req.set_error_header_value(c"Retry-After", "1");
+    a.req.log_with(Level::Info, 0, || {
+        format!(
+            "too many decodes streaming in this process: 503 for {}",
+            a.filename.to_string_lossy()
+        )
+    });
+    Answer::new(Status::SERVICE_UNAVAILABLE, Outcome::Error, 0)
+}
+
 /// 404 for a file that does not exist (or path info after one).
 fn not_found(a: &Responder<'_, '_>, with_path_info: bool) -> Answer {
     a.req.log_with(Level::Info, 0, || {
@@ -193,14 +228,21 @@ fn set_marker(a: &Responder<'_, '_>, sent_as_is: bool) {
 
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
-/// With jitter on, the padding is spliced in around the file bucket.
+/// With jitter on, the padding is spliced in around the file bucket. A
+/// sibling version judged broken, or one browsers cannot decode, gives way
+/// (`judge`: one memo lookup once judged).
 fn send_sibling<'r>(a: &Responder<'_, 'r>, c: Coding, s: &Sibling<'r>) -> Result<Answer, Skip<'r>> {
     let file = a.open(Some(c), s)?;
     if file.info().kind() != FileKind::Regular {
         return Err(Skip::Refused);
     }
-    if c != Coding::Gzip && !browsers_decode(a.req, c, &file, s.path) {
-        return Err(Skip::Refused);
+    match judge::judged(a, c, &file, s.path) {
+        memo::verdict::Judged::Cheap | memo::verdict::Judged::Whole => {}
+        memo::verdict::Judged::Refused => {
+            decompress::refused_by_browsers(a.req, c, &file, s.path);
+            return Err(Skip::Refused);
+        }
+        memo::verdict::Judged::Broken { .. } => return Err(Skip::Broken(c)),
     }
     Ok(send_coded(a, c, &file, s.path, Outcome::Precompressed(c)))
 }

@@ -214,6 +214,7 @@ fn passed_over_table(s: &Snapshot, out: &mut String) {
         (Reason::Refused, "refused by access rules"),
         (Reason::Window, "window over the decoding limit"),
         (Reason::Undecodable, "undecodable"),
+        (Reason::Broken, "broken (found once per version)"),
     ];
     let mut rows = String::new();
     for (r, label) in what {

@@ -29,7 +29,7 @@ const FAMILIES: [Family; 19] = [
     ("gzip_disk_ng_original_bytes_total", "Body bytes the same responses would have had uncompressed, where known; less the sent_bytes of those, what compression saved.", "counter", Source::PerOutcome(slot::original_bytes)),
     ("gzip_disk_ng_unknown_size_sent_bytes_total", "Body bytes sent of responses whose uncompressed size is not known (a sibling without its original), left out of original_bytes.", "counter", Source::PerOutcome(slot::unknown_size_bytes)),
     ("gzip_disk_ng_decode_cpu_seconds_total", "CPU time spent decoding siblings for clients that accept none of their codings.", "counter", Source::DecodeCpu),
-    ("gzip_disk_ng_siblings_passed_over_total", "Siblings not used for a response, by reason: stale, refused by access rules, window over the decoding limit, undecodable.", "counter", Source::PassedOver),
+    ("gzip_disk_ng_siblings_passed_over_total", "Siblings not used for a response, by reason: stale, refused by access rules, window over the decoding limit, undecodable; broken siblings are counted once per version and process, when found.", "counter", Source::PassedOver),
     ("gzip_disk_ng_delta_saved_vs_br_bytes_total", "Bytes dictionary deltas (published and on demand) saved against the br representation of the same version, by coding, where its size was known.", "counter", Source::DeltaSaved),
     ("gzip_disk_ng_ondemand_copies_total", "On-demand copies asked for, by what became of them.", "counter", Source::Jobs),
     ("gzip_disk_ng_compressor_cpu_seconds_total", "CPU time of the on-demand compressor processes.", "counter", Source::OneMicros(slot::COMPRESSOR_CPU_US)),

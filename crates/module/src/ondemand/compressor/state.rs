@@ -24,10 +24,10 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
-/// How old a temporary must be before a start removes it: another
-/// compressor sharing the root may be writing it (brotli at quality 11
-/// over `key::MAX_SIZE` takes minutes, not an hour), and a killed run's
-/// leftovers are never served, only kept a while.
+/// Where the filesystem refuses locks, how old a temporary must be before
+/// a start removes it: another compressor sharing the root may be writing
+/// it (brotli at quality 11 over `key::MAX_SIZE` takes minutes, not an
+/// hour). Elsewhere its writer's lock tells, and a killed run's go at once.
 pub(super) const STALE_TEMP: Duration = Duration::from_secs(3600);
 
 /// Versions whose job failed for a reason that would recur (an unreadable
@@ -393,6 +393,18 @@ impl State {
     /// The cache could not be written: one warning until it can again.
     pub(super) fn cache_failed(&mut self, settings: &Settings, e: &io::Error, log: Log<'_>) {
         let root = settings.root.display();
+        // A root deleted under a running server: making a fan-out
+        // directory then fails in the root's parent (often "Permission
+        // denied"), which is not what is wrong.
+        let gone = fs::symlink_metadata(&settings.root)
+            .is_err_and(|e| e.kind() == io::ErrorKind::NotFound);
+        let e = &match gone {
+            true => io::Error::new(
+                io::ErrorKind::NotFound,
+                "the cache root is missing (deleted?)",
+            ),
+            false => io::Error::new(e.kind(), e.to_string()),
+        };
         if self.failing {
             log(
                 Level::Debug,
@@ -544,16 +556,13 @@ pub(super) fn allocated(meta: &fs::Metadata) -> u64 {
     meta.blocks() * 512
 }
 
-/// Removes the temporary `entry` if it was last written `STALE_TEMP` ago
-/// or more (not another compressor's, at work); 1 if it went.
+/// Removes the temporary (or claim) `entry` if no live process holds it
+/// (`claim::orphaned`: a killed run's, gone at once), or, where the
+/// filesystem refuses locks, once it was last written `STALE_TEMP` ago;
+/// 1 if it went.
 fn remove_stale(entry: &fs::DirEntry) -> usize {
-    let age = entry
-        .metadata()
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| SystemTime::now().duration_since(t).ok());
-    let stale = age.is_some_and(|a| a >= STALE_TEMP);
-    usize::from(stale && fs::remove_file(entry.path()).is_ok())
+    let path = entry.path();
+    usize::from(super::claim::orphaned(&path, STALE_TEMP) && fs::remove_file(&path).is_ok())
 }
 
 /// A temporary the lifecycle or the decoder left: `.<copy name>.tmp<hex>`

@@ -422,15 +422,20 @@ fn leftovers_are_removed_at_start() {
         cache.join(format!(".{name}.tmpff")),
         dir.join(".803-12345-1388-1-2.gz.tmp3c"),
     ];
-    let stale = SystemTime::now() - super::state::STALE_TEMP - Duration::from_secs(5);
-    for l in &left {
+    // A killed run's: no one holds them, whatever their age.
+    for (i, l) in left.iter().enumerate() {
         fs::write(l, b"partial").unwrap();
-        let f = fs::File::options().write(true).open(l).unwrap();
-        f.set_modified(stale).unwrap();
+        if i == 0 {
+            let stale = SystemTime::now() - super::state::STALE_TEMP - Duration::from_secs(5);
+            let f = fs::File::options().write(true).open(l).unwrap();
+            f.set_modified(stale).unwrap();
+        }
     }
-    // Another server's, being written: left alone.
+    // Another compressor's, being written (it holds its lock): left alone.
     let fresh = dir.join(format!(".{name}.tmp77"));
     fs::write(&fresh, b"partial").unwrap();
+    let writer = fs::File::options().write(true).open(&fresh).unwrap();
+    writer.try_lock().unwrap();
     // Named the older ways (device, inode, ctime; place, size, mtime):
     // removed.
     let old = dir.join("803-12345-1388-1-2.br");
@@ -446,6 +451,7 @@ fn leftovers_are_removed_at_start() {
     assert!(left.iter().all(|l| !l.exists()));
     assert!(fresh.exists() && !old.exists() && !by_place.exists());
     assert!(!old_history.exists());
+    drop(writer);
     assert!(foreign.exists() && made.exists());
     assert_eq!(lines.count(Level::Info, "3 entries"), 1);
     assert_eq!(

@@ -1,0 +1,269 @@
+//! Whether a sibling may be sent (or decoded): judged once per sibling
+//! version (`memo::verdict`), by the core's one judgement of what is
+//! broken (`gdn_core::decode::verdict`).
+//!
+//! The first request that meets a sibling version runs the checks that
+//! cost nothing (not empty, its header decodes, the size it states is the
+//! original's). A sibling of at most `IN_REQUEST_MAX` bytes, whose
+//! original is at most `ORIGINAL_MAX`, is then decoded to its end in that
+//! request and compared with the original's SHA-256: a few milliseconds,
+//! once per version and process, so no client ever gets a small broken
+//! sibling. A larger one (up to `BACKGROUND_MAX`) is checked the same way
+//! by this process's checker thread, off the request path, and sent on
+//! the cheap checks' word until its check ends. One found broken, by
+//! either check or by a decode that failed, is never sent nor decoded
+//! again in its version: the next representation answers, and one
+//! warning names the file and the fix.
+
+use super::Responder;
+use crate::memo::verdict::{self, Judged, Key, Why};
+use crate::metrics::counters;
+use crate::metrics::tally::Reason;
+use gdn_core::coding::Coding;
+use gdn_core::decode::verdict::{cheap, full, Broken, Original};
+use gdn_core::decode::{self as decode, Facts};
+use gdn_httpd::{File, FileVersion, Level, Request};
+use std::ffi::CStr;
+use std::fs;
+use std::io::BufReader;
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, SyncSender};
+use std::sync::Mutex;
+
+/// Largest sibling decoded to its end in the request that first meets it.
+const IN_REQUEST_MAX: u64 = 512 << 10;
+
+/// Largest original whose digest that request works out.
+const ORIGINAL_MAX: u64 = 16 << 20;
+
+/// Largest sibling (and original) the checker thread decodes; larger ones
+/// are judged by the cheap checks and by the decodes that read them whole.
+const BACKGROUND_MAX: u64 = 64 << 20;
+
+/// Checks waiting for the checker thread at most; one that finds it full
+/// is asked again by a later request.
+const QUEUE: usize = 64;
+
+/// The judgement of coding `c`'s sibling `file` (at `path`): from the
+/// memo, or made now. A broken sibling found by another request or by
+/// the checker thread is told here, once.
+pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr) -> Judged {
+    let key = (file.info().version(), c);
+    let j = match verdict::get(&key, a.original()) {
+        Some(j) => j,
+        None => judge(a, c, file, path, key),
+    };
+    if let Judged::Broken { why, told: false } = j {
+        tell(a.req, c, path, &key, why.text());
+    }
+    j
+}
+
+/// Judges a sibling version met for the first time.
+fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Key) -> Judged {
+    let src = Readable(file);
+    let size = file.info().size();
+    let broken = |b: &Broken| Judged::Broken {
+        why: Why::of(b),
+        told: false,
+    };
+    let facts = match cheap(c, &src, size, a.original().map(|o| o.size)) {
+        Ok(f) => f,
+        Err(b) => {
+            let j = broken(&b);
+            verdict::put(key, a.original(), j);
+            tell(a.req, c, path, &key, &b.to_string());
+            return Judged::Broken {
+                why: Why::of(&b),
+                told: true,
+            };
+        }
+    };
+    if facts.browser_refusal(c).is_some() {
+        verdict::put(key, a.original(), Judged::Refused);
+        return Judged::Refused;
+    }
+    let small = size <= IN_REQUEST_MAX && a.original().is_none_or(|o| o.size <= ORIGINAL_MAX);
+    let j = match small.then(|| full_check(a, c, file, &facts)) {
+        None => {
+            if size <= BACKGROUND_MAX {
+                queue_check(a, c, path, key, facts);
+            }
+            Judged::Cheap
+        }
+        Some(Ok(())) => Judged::Whole,
+        // Over the decoding limit, or a read that failed: not judged.
+        Some(Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))))
+        | Some(Err(Broken::Undecodable(decode::DecodeError::Io(_)))) => Judged::Cheap,
+        Some(Err(b)) => {
+            verdict::put(key, a.original(), broken(&b));
+            tell(a.req, c, path, &key, &b.to_string());
+            return Judged::Broken {
+                why: Why::of(&b),
+                told: true,
+            };
+        }
+    };
+    verdict::put(key, a.original(), j);
+    j
+}
+
+/// Decodes `file` to its end in this request and compares it with the
+/// original, where there is one.
+fn full_check(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    facts: &Facts,
+) -> Result<(), Broken> {
+    let original = match a.original() {
+        None => None,
+        Some(_) => {
+            let Ok(o) = crate::lookup::open_as_allowed(a.req, a.filename) else {
+                // The original unreadable now: the sibling is judged by
+                // its decode alone.
+                return full(c, file.reader(0), Some(facts), None).map(|_| ());
+            };
+            Original::of(o.reader(0)).ok()
+        }
+    };
+    full(c, file.reader(0), Some(facts), original.as_ref()).map(|_| ())
+}
+
+/// Says once, per process and version, that a sibling is broken, and
+/// counts it.
+pub(super) fn tell(req: &Request<'_>, c: Coding, path: &CStr, key: &Key, why: &str) {
+    if !verdict::tell(key) {
+        return;
+    }
+    counters::passed_over(Reason::Broken, c);
+    let shown = path.to_string_lossy();
+    let dir = Path::new(&*shown)
+        .parent()
+        .map_or_else(|| ".".into(), |p| p.display().to_string());
+    req.log(
+        Level::Warn,
+        0,
+        &format!(
+            "broken sibling {shown}: {why}; not sent in this version, another representation \
+             is; `gzip-disk-ng compress {dir}` makes it again from its original \
+             (`gzip-disk-ng verify` lists such siblings)"
+        ),
+    );
+}
+
+/// A sibling found broken while it was decoded for a client: remembered
+/// and told like one the checks found.
+pub(super) fn found_broken(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    path: &CStr,
+    version: FileVersion,
+    e: &decode::DecodeError,
+) {
+    let key = (version, c);
+    verdict::put(
+        key,
+        a.original(),
+        Judged::Broken {
+            why: Why::Undecodable,
+            told: false,
+        },
+    );
+    tell(a.req, c, path, &key, &format!("it does not decode: {e}"));
+}
+
+/// A full check for the checker thread.
+struct Check {
+    sibling: PathBuf,
+    coding: Coding,
+    key: Key,
+    facts: Facts,
+    original: Option<(PathBuf, FileVersion)>,
+}
+
+/// The checker thread's queue, started by the first check asked for.
+static CHECKER: Mutex<Option<SyncSender<Check>>> = Mutex::new(None);
+
+/// Asks the checker thread for the full check of a sibling too large to
+/// decode in the request.
+fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: Key, facts: Facts) {
+    if a.original().is_some_and(|o| o.size > BACKGROUND_MAX) {
+        return;
+    }
+    let os = |p: &CStr| PathBuf::from(std::ffi::OsStr::from_bytes(p.to_bytes()));
+    let check = Check {
+        sibling: os(path),
+        coding: c,
+        key,
+        facts,
+        original: a.original().map(|v| (os(a.filename), v)),
+    };
+    let Ok(mut guard) = CHECKER.lock() else {
+        return;
+    };
+    if guard.is_none() {
+        let (tx, rx) = mpsc::sync_channel::<Check>(QUEUE);
+        let spawned = std::thread::Builder::new()
+            .name("gdn-check".into())
+            .spawn(move || rx.into_iter().for_each(run_check));
+        if spawned.is_err() {
+            return;
+        }
+        *guard = Some(tx);
+    }
+    if let Some(tx) = guard.as_ref() {
+        let _ = tx.try_send(check);
+    }
+}
+
+/// Opens `path` if it is still the file of `v` (device, inode, size).
+fn open_version(path: &Path, v: &FileVersion) -> Option<fs::File> {
+    let f = fs::File::open(path).ok()?;
+    let m = f.metadata().ok()?;
+    (m.is_file() && m.dev() == v.device && m.ino() == v.inode && m.size() == v.size).then_some(f)
+}
+
+/// Runs one full check and records its verdict; a file changed since is
+/// another version, judged when a request meets it.
+fn run_check(ch: Check) {
+    let Some(sib) = open_version(&ch.sibling, &ch.key.0) else {
+        return;
+    };
+    let original = match &ch.original {
+        None => None,
+        Some((p, v)) => {
+            let Some(f) = open_version(p, v) else { return };
+            match Original::of(BufReader::with_capacity(64 << 10, f)) {
+                Ok(o) => Some(o),
+                Err(_) => return,
+            }
+        }
+    };
+    let j = match full(
+        ch.coding,
+        BufReader::new(sib),
+        Some(&ch.facts),
+        original.as_ref(),
+    ) {
+        Ok(_) => Judged::Whole,
+        Err(Broken::Undecodable(decode::DecodeError::Io(_)))
+        | Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))) => return,
+        Err(b) => Judged::Broken {
+            why: Why::of(&b),
+            told: false,
+        },
+    };
+    verdict::checked(ch.key, ch.original.map(|(_, v)| v), j);
+}
+
+/// An open sibling as the core's checks read it: positional reads.
+struct Readable<'f, 'r>(&'f File<'r>);
+
+impl decode::ReadAt for Readable<'_, '_> {
+    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.0.read_at(offset, buf)
+    }
+}
