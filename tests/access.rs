@@ -334,8 +334,9 @@ fn details_server() -> (Apache, Vec<u8>) {
     let data = page(30_000, 9);
     let a = Apache::start(one_child(), |d| {
         publish(d, "br.html", &data, false, &[".br"]);
-        // Past the first decoded chunk (64 KiB): length unknown until decoded.
-        publish(d, "bigbr.html", &page(200_000, 9), false, &[".br"]);
+        // Past what is decoded whole before the headers (1 MiB): length
+        // unknown until decoded.
+        publish(d, "bigbr.html", &page(1_200_000, 9), false, &[".br"]);
         publish(d, "p.html", &data, true, &[".gz", ".br"]);
         publish(d, "stale.html", &data, true, &[".gz"]);
         set_mtime(

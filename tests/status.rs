@@ -468,10 +468,18 @@ fn on_demand_counters_match_the_cache_and_the_compressor() {
     // counters match the cache once that is done.
     let on_disk = || {
         let mut files = Vec::new();
+        // The copies' fan-out directories (two hex digits), not this
+        // host's digest records beside them.
+        let fan_out = |p: &std::path::Path| {
+            let top = p.strip_prefix(&cache).ok().and_then(|r| r.iter().next());
+            top.is_some_and(|t| {
+                t.len() == 2 && t.as_encoded_bytes().iter().all(u8::is_ascii_hexdigit)
+            })
+        };
         for f in walkdir::WalkDir::new(&cache).min_depth(2) {
             let f = f.unwrap();
             let name = f.file_name().to_string_lossy().into_owned();
-            if f.file_type().is_file() && !name.starts_with('.') {
+            if f.file_type().is_file() && !name.starts_with('.') && fan_out(f.path()) {
                 let m = f.metadata().unwrap();
                 files.push((m.len(), m.blocks() * 512));
             }
