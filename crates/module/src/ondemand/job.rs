@@ -304,6 +304,18 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
             (TAG_TRAIN, &when, 0, root, d)
         }
     };
+    write_message(buf, (tag, arg), version, path, &deltas)
+}
+
+/// Writes a message's head (tag, argument, version, delta lengths) and
+/// strings into `buf`; `None` when the strings do not fit.
+fn write_message<'b>(
+    buf: &'b mut [u8; MAX_JOB],
+    (tag, arg): (u8, u8),
+    version: &Version,
+    path: &[u8],
+    deltas: &Deltas<'_>,
+) -> Option<&'b [u8]> {
     let strings = [path, deltas.group, deltas.site];
     if strings.iter().map(|s| s.len()).sum::<usize>() > MAX_PATH {
         return None;
