@@ -323,7 +323,7 @@ fn leftovers(root: &Path) -> Vec<String> {
 }
 
 /// A page whose br copy takes the compressor a while, even at the fast
-/// level a first copy is made at, but well under 5 s: 40 MiB.
+/// level a first copy is made at, but well under `COPY_FOLLOWS`: 40 MiB.
 fn slow_page() -> Vec<u8> {
     page(40 << 20, 21)
 }
@@ -359,9 +359,15 @@ fn claim_taken(a: &Apache) {
     assert!(!made, "the job ended before it could be cut short");
 }
 
+/// A claim left by a job cut short would hold its copy back for 600 s
+/// (the claim's age-out); the copy must follow well before that. 60 s
+/// leaves room for a 40 MiB brotli copy on a loaded machine and is still
+/// a tenth of the age-out.
+const COPY_FOLLOWS: Duration = Duration::from_secs(60);
+
 /// After the compressor's job was cut short: the next request's copy is
-/// made within 5 s, and served.
-fn copy_follows_within_5s(a: &Apache, data: &[u8]) {
+/// made within `COPY_FOLLOWS`, and served.
+fn copy_follows_soon(a: &Apache, data: &[u8]) {
     let start = Instant::now();
     let r = a.get("/slow.html", Some("br"));
     assert_eq!(independently_decoded(r.coding(), &r.body).unwrap(), data);
@@ -372,8 +378,8 @@ fn copy_follows_within_5s(a: &Apache, data: &[u8]) {
             break;
         }
         assert!(
-            start.elapsed() < Duration::from_secs(5),
-            "no br copy 5 s after the next request: {:?}",
+            start.elapsed() < COPY_FOLLOWS,
+            "no br copy {COPY_FOLLOWS:?} after the next request: {:?}",
             copies(&cache_root(a))
         );
         std::thread::sleep(Duration::from_millis(100));
@@ -398,12 +404,12 @@ fn compressor_killed_mid_job_blocks_nothing() {
         let now = compressors(ppid);
         !now.is_empty() && now.iter().all(|p| !old.contains(p))
     });
-    copy_follows_within_5s(&a, &data);
+    copy_follows_soon(&a, &data);
     a.assert_no_crash();
 }
 
 /// A graceful restart mid-job leaves no claim and no temporary, and the
-/// copy is made within 5 s of the next request.
+/// copy is made soon after the next request.
 #[test]
 fn graceful_restart_mid_job_leaves_nothing() {
     let data = slow_page();
@@ -415,7 +421,7 @@ fn graceful_restart_mid_job_leaves_nothing() {
     wait_for("the new compressor", || !compressors(ppid).is_empty());
     let root = cache_root(&a);
     wait_for("no claim or temporary left", || leftovers(&root).is_empty());
-    copy_follows_within_5s(&a, &data);
+    copy_follows_soon(&a, &data);
     a.assert_no_crash();
 }
 
