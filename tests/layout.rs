@@ -5,7 +5,8 @@
 //! gdn-httpd may hold `unsafe`, and within each crate imports between its
 //! modules (a folder's modules one by one; `crate::` and `super::` paths)
 //! point one way (no module reaches, directly or through others, back to
-//! itself).
+//! itself), and so do imports between the module crate's top-level
+//! modules taken whole (a folder and everything in it one node).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -174,6 +175,27 @@ fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
     g
 }
 
+/// The graph with each node taken as its top-level module (`metrics`
+/// for `metrics::tally`): imports between folders.
+fn folders(g: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let top = |m: &str| m.split("::").next().unwrap_or(m).to_owned();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, to) in g {
+        let from = top(from);
+        let to: Vec<String> = to.iter().map(|t| top(t)).filter(|t| *t != from).collect();
+        out.entry(from).or_default().extend(to);
+    }
+    out
+}
+
+/// Every circle of `g`, each as the path that closes it.
+fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    g.keys()
+        .filter_map(|m| circle(g, m))
+        .map(|c| c.join(" → "))
+        .collect()
+}
+
 /// A path from `start` back to itself, if there is one.
 fn circle(g: &BTreeMap<String, BTreeSet<String>>, start: &str) -> Option<Vec<String>> {
     let mut stack = vec![vec![start.to_owned()]];
@@ -203,14 +225,24 @@ fn imports_between_modules_point_one_way() {
     for name in CRATES {
         let g = graph(name);
         modules += g.len();
-        circles.extend(
-            g.keys()
-                .filter_map(|m| circle(&g, m))
-                .map(|c| c.join(" → ")),
-        );
+        circles.extend(self::circles(&g));
     }
     assert!(modules > 20, "the crates' modules: {modules}");
     assert!(circles.is_empty(), "import circles: {circles:#?}");
+}
+
+#[test]
+fn the_module_crates_folders_import_one_way() {
+    let g = folders(&graph("module"));
+    assert!(
+        g.contains_key("metrics") && g.contains_key("ondemand"),
+        "{g:?}"
+    );
+    let circles = circles(&g);
+    assert!(
+        circles.is_empty(),
+        "import circles between folders: {circles:#?}"
+    );
 }
 
 /// The packages `package` links, as `cargo tree -e normal` lists them.
@@ -274,4 +306,10 @@ fn a_circle_is_found_where_there_is_one() {
     assert_eq!(circle(&g, "a").map(|c| c.join(" ")), Some("a b c a".into()));
     g.get_mut("c").expect("c").clear();
     assert_eq!(circle(&g, "a"), None);
+    // Two folders reaching into each other's files are a circle of folders.
+    let mut g = BTreeMap::new();
+    g.insert("a::x".to_owned(), BTreeSet::from(["b::y".to_owned()]));
+    g.insert("b::z".to_owned(), BTreeSet::from(["a::w".to_owned()]));
+    assert!(circles(&g).is_empty());
+    assert_eq!(circles(&folders(&g)).len(), 2);
 }

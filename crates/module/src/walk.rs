@@ -1,53 +1,15 @@
 //! The walk over `variant`'s candidates. Each candidate is resolved
-//! against the facts (a sibling fresh, stale or missing; a copy held,
+//! against the facts (`crate::facts`: a sibling fresh, stale or missing; a copy held,
 //! missing or not worth making; a delta found) into one representation,
 //! which the caller's responder sends (`Answer`) or gives way on (`Skip`);
 //! then the next is tried. The facts and the sending are the caller's, so
 //! the order of fallbacks is tested here without Apache.
 
 use crate::answer::{Answer, Skip};
+use crate::facts::{Facts, Held, Seen};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{Candidate, Window};
 use std::ffi::CStr;
-
-/// What the lookup found of one coding's sibling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Seen<S> {
-    Fresh(S),
-    /// Older than the original beside it: never served.
-    Stale,
-    Missing,
-}
-
-/// What the on-demand cache holds of one representation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Held<C> {
-    /// The copy, opened.
-    Ready(C),
-    /// Nothing to send or ask for (no cache, not worth it, planted).
-    NotWorth,
-    /// Missing or being made: asked for once the request is answered.
-    Missing,
-}
-
-/// What the walk asks of the disk. Each answer is looked up the first
-/// time it is asked and kept for the request.
-pub trait Facts {
-    /// A sibling or a published delta, found.
-    type Found: Copy;
-    /// A copy in the on-demand cache, opened.
-    type Copy: Copy;
-    fn sibling(&self, c: Coding) -> Seen<Self::Found>;
-    /// The fresh published delta against the announced dictionary.
-    fn delta(&self, d: DeltaCoding) -> Option<Self::Found>;
-    fn cached_delta(&self, d: DeltaCoding) -> Held<Self::Copy>;
-    /// The cached copy of the original in coding `c`.
-    fn copy(&self, c: Coding) -> Held<Self::Copy>;
-    /// The decoded copy of coding `c`'s sibling `s`.
-    fn decoded_copy(&self, c: Coding, s: &Self::Found) -> Held<Self::Copy>;
-    /// Whether the request's scope has the on-demand cache.
-    fn cache_on(&self) -> bool;
-}
 
 /// One representation, resolved, for a responder to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! and the counters and the cache learn what went out
 //! (`metrics::answered`, `ondemand::ask`). Its neighbours: the index fixup
 //! (`fixup`), the error responses' `Vary` (`error_vary`); the metrics
-//! route is `metrics::status::route`, the store refusal `store_guard`.
+//! route is `status::route`, the store refusal `store_guard`.
 
 mod error_vary;
 mod fixup;
@@ -14,7 +14,7 @@ pub use fixup::fixup;
 
 use crate::answer::Answer;
 use crate::config::{Settings, UseAsDictionary};
-use crate::facts::Disk;
+use crate::facts::disk::Disk;
 use crate::lookup;
 use crate::metrics::answered::{self, PassedOver};
 use crate::ondemand::ask::{Missing, OnDemandDeltas};
@@ -60,7 +60,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         let disk = Disk::new(req, filename, &[]);
         let send = Responder::new(req, filename, settings);
         let (answer, _) = walk::walk(&&disk, &[c], |r| send.send(r));
-        return settle(req, &disk, answer, None);
+        return after_answer(req, &disk, answer, None);
     }
     serve(req, filename, kind, settings)
 }
@@ -135,7 +135,7 @@ fn serve<'r>(
         ondemand::ask::decoded_copies(req, c, &missing);
         (c, missing, made)
     });
-    let status = settle(req, &disk, answer, asked);
+    let status = after_answer(req, &disk, answer, asked);
     if let (Some(c), Some(d)) = (cache, made) {
         if d.site {
             site::judge(req, c, settings.site_period);
@@ -147,7 +147,7 @@ fn serve<'r>(
 /// What follows an answer: the cache told of the copy it sent and asked
 /// for those missing, the response counted as it went out, and its log
 /// note.
-fn settle<'r>(
+fn after_answer<'r>(
     req: &Request<'r>,
     disk: &Disk<'_, 'r>,
     answer: Option<Answer>,
@@ -167,7 +167,7 @@ fn settle<'r>(
         br: || disk.br_size(),
         stale,
     };
-    answered::settle(req, a, resource, queued);
+    answered::record(req, a, resource, queued);
     a.status
 }
 

@@ -11,7 +11,7 @@ use crate::lookup::Sibling;
 use crate::memo;
 use crate::memo::verdict::Judged;
 use crate::metrics::counters;
-use crate::metrics::tally::Outcome;
+use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, Body, DecodeError, Facts};
 use gdn_core::digest::{Algorithm, Hasher};
@@ -35,13 +35,13 @@ fn sibling_facts(
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-) -> Result<(Facts, memo::facts::Key), DecodeError> {
+) -> Result<(Facts, memo::header::Key), DecodeError> {
     let key = (file.info().version(), c);
-    if let Some(Some(f)) = memo::facts::get(&key) {
+    if let Some(Some(f)) = memo::header::get(&key) {
         return Ok((f, key));
     }
     let f = decode::inspect(c, &Readable(*file), file.info().size()).inspect_err(|_| {
-        memo::facts::put(key, None);
+        memo::header::put(key, None);
     })?;
     if let Some(why) = f.browser_refusal(c) {
         req.log(
@@ -54,7 +54,7 @@ fn sibling_facts(
             ),
         );
     }
-    memo::facts::put(key, Some(f));
+    memo::header::put(key, Some(f));
     Ok((f, key))
 }
 
@@ -73,10 +73,10 @@ fn undecodable<'r>(
     file: &File<'_>,
     path: &'r CStr,
     e: &DecodeError,
-    key: Option<&memo::facts::Key>,
+    key: Option<&memo::header::Key>,
 ) -> Skip<'r> {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
-        memo::facts::learn_needed(key, *w);
+        memo::header::learn_needed(key, *w);
         return too_large(a.req, c, path, *w);
     }
     match e {
@@ -149,7 +149,7 @@ fn decodable_facts<'r>(
     c: Coding,
     file: &File<'_>,
     path: &'r CStr,
-) -> Result<(Facts, memo::facts::Key), Skip<'r>> {
+) -> Result<(Facts, memo::header::Key), Skip<'r>> {
     let req = a.req;
     if let Judged::Broken { .. } = judge::judged(a, c, file, path) {
         return Err(Skip::Broken(c));
@@ -478,7 +478,7 @@ fn abort(bb: &Brigade<'_, '_>, d: &Decoding<'_>, what: &DecodeError) -> Status {
 /// key and its version, and what tells a failed decode.
 struct Decoding<'a> {
     declared: Option<u64>,
-    key: &'a memo::facts::Key,
+    key: &'a memo::header::Key,
     version: FileVersion,
     /// Says a decode failed, judging the sibling broken where it is.
     broken: &'a dyn Fn(&DecodeError),
@@ -498,7 +498,7 @@ fn stream_and_learn(
     let mut digest = learn.map(|al| (al, Hasher::new(al)));
     let (status, complete) = stream(req, bb, dec, head, d, &mut digest);
     if let (Some(len), None) = (complete, d.declared) {
-        memo::facts::learn_len(d.key, len);
+        memo::header::learn_len(d.key, len);
     }
     if let (Some(_), Some((al, h))) = (complete, digest) {
         memo::digest::learn_decoded(d.version, h.finish(), al);
@@ -533,7 +533,7 @@ fn stream(
             Ok(c) => c,
             Err(e) => {
                 if let DecodeError::TooLarge(w) = e {
-                    memo::facts::learn_needed(key, w);
+                    memo::header::learn_needed(key, w);
                 }
                 return (abort(bb, d, &e), None);
             }

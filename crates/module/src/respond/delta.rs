@@ -5,26 +5,18 @@
 
 use super::{send_file, Representation, Responder, Tag};
 use crate::answer::{Answer, Skip};
-use crate::memo::version::VersionMemo;
-use crate::metrics::tally::Outcome;
+use crate::memo;
+use crate::outcome::Outcome;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
-use gdn_httpd::{File, FileVersion, Level, PoolBytes, Request};
+use gdn_httpd::{File, Level, PoolBytes, Request};
 use std::ffi::CStr;
-
-/// Verdicts kept.
-const MAX_ENTRIES: usize = 16_384;
-
-/// A delta file's version, its coding and the dictionary it is named for.
-type Key = (FileVersion, DeltaCoding, Hash);
-
-static VERDICTS: VersionMemo<Key, bool> = VersionMemo::new(MAX_ENTRIES);
 
 /// Whether the delta at `path` starts with the `d` header naming `h`; a
 /// mismatch is logged once per file version (and process) and the delta
 /// is not sent. A read error is not remembered.
 fn names(req: &Request<'_>, d: DeltaCoding, h: &Hash, file: &File<'_>, path: &CStr) -> bool {
     let key = (file.info().version(), d, *h);
-    if let Some(ok) = VERDICTS.get(&key) {
+    if let Some(ok) = memo::delta::get(&key) {
         return ok;
     }
     let Ok(head) = file.read_pool(req, 0, d.header_len()) else {
@@ -42,7 +34,7 @@ fn names(req: &Request<'_>, d: DeltaCoding, h: &Hash, file: &File<'_>, path: &CS
             ),
         );
     }
-    VERDICTS.put(key, ok);
+    memo::delta::put(key, ok);
     ok
 }
 

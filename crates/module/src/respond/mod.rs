@@ -12,11 +12,11 @@ mod padding;
 
 use crate::answer::{Answer, Skip};
 use crate::config::{self, Settings, UseAsDictionary};
-use crate::facts::Copy;
+use crate::facts::disk::Copy;
 use crate::lookup::{self, Refused, Sibling};
 use crate::memo;
 use crate::memo::digest::Written;
-use crate::metrics::tally::Outcome;
+use crate::outcome::Outcome;
 use crate::walk::Resolved;
 use decompress::{decompress, none_decodable, send_decoded_copy};
 use delta::send_checked;

@@ -6,14 +6,14 @@
 //! one lookup and none is made twice; what was found missing is what the
 //! compressor is asked for once the request is answered.
 
-use crate::lookup::{self, Found, Sibling, Siblings};
+use super::{Facts, Held, Seen};
+use crate::lookup::{self, Sibling};
 use crate::memo;
-use crate::metrics::tally::Outcome;
 use crate::ondemand::ask::Missing;
 use crate::ondemand::cache::{self, Active, CachedCopy};
 use crate::ondemand::job::CodingSet;
 use crate::ondemand::key::{Kind, Source, Version};
-use crate::walk::{self, Held, Seen};
+use crate::outcome::Outcome;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::negotiate::Ranked;
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
@@ -122,9 +122,9 @@ impl<'a, 'r> Disk<'a, 'r> {
     pub fn sizes(&self, ranked: &Ranked, deltas: &[Option<(DeltaCoding, u16)>; 2]) -> Sizes {
         let mut sizes = Sizes::default();
         for &(d, _) in deltas.iter().flatten() {
-            sizes.deltas[d.index()] = match walk::Facts::delta(&self, d) {
+            sizes.deltas[d.index()] = match Facts::delta(&self, d) {
                 Some(s) => Size::Bytes(s.info.size()),
-                None => match walk::Facts::cached_delta(&self, d) {
+                None => match Facts::cached_delta(&self, d) {
                     Held::Ready((_, f)) => Size::Bytes(f.info().size()),
                     Held::Missing | Held::NotWorth => Size::Absent,
                 },
@@ -160,10 +160,10 @@ impl<'a, 'r> Disk<'a, 'r> {
     /// The size of coding `c`'s representation: its fresh sibling's, else
     /// its cached copy's (`Unknown` while the copy is being made).
     fn learn(&self, c: Coding) -> Size {
-        if let Found::Fresh(s) = self.found(c) {
+        if let Seen::Fresh(s) = self.found(c) {
             return Size::Bytes(s.info.size());
         }
-        match walk::Facts::copy(&self, c) {
+        match Facts::copy(&self, c) {
             Held::Ready((_, f)) => Size::Bytes(f.info().size()),
             Held::NotWorth => Size::Absent,
             Held::Missing => Size::Unknown,
@@ -180,7 +180,7 @@ impl<'a, 'r> Disk<'a, 'r> {
         }
     }
 
-    fn found(&self, c: Coding) -> &Found<Sibling<'r>> {
+    fn found(&self, c: Coding) -> &Seen<Sibling<'r>> {
         self.siblings.get(c, || {
             if !self.allowed.contains(&c) {
                 return None;
@@ -205,7 +205,7 @@ impl<'a, 'r> Disk<'a, 'r> {
 
     /// The siblings the lookups found stale, by coding.
     pub fn stale(&self) -> [bool; 3] {
-        Coding::ALL.map(|c| matches!(self.siblings.known(c), Found::Stale))
+        Coding::ALL.map(|c| matches!(self.siblings.known(c), Some(Seen::Stale)))
     }
 
     /// The size of the br representation of the original's version (its
@@ -216,7 +216,7 @@ impl<'a, 'r> Disk<'a, 'r> {
         if let Some(Size::Bytes(b)) = self.memo.get().map(|m| m.codings[br]) {
             return Some(b);
         }
-        if let Found::Fresh(s) = self.siblings.known(Coding::Br) {
+        if let Some(Seen::Fresh(s)) = self.siblings.known(Coding::Br) {
             return Some(s.info.size());
         }
         match self.copies[br].get() {
@@ -239,7 +239,7 @@ impl<'a, 'r> Disk<'a, 'r> {
             .filter(|c| missing(&self.copies[c.index()]))
             .fold(CodingSet::empty(), CodingSet::with);
         let decoded = Coding::ALL.map(|c| match self.siblings.known(c) {
-            Found::Fresh(s) if missing(&self.decoded_copies[c.index()]) => {
+            Some(Seen::Fresh(s)) if missing(&self.decoded_copies[c.index()]) => {
                 Some((s.path, self.version(&s.info)))
             }
             _ => None,
@@ -260,7 +260,9 @@ impl<'a, 'r> Disk<'a, 'r> {
                 Some((self.original_source()?, Kind::Delta(d, self.dictionary?)))
             }
             Outcome::DecodedCopy(c) => match self.siblings.known(c) {
-                Found::Fresh(s) => Some((self.cache?.source(self.req, &s.info)?, Kind::Decoded(c))),
+                Some(Seen::Fresh(s)) => {
+                    Some((self.cache?.source(self.req, &s.info)?, Kind::Decoded(c)))
+                }
                 _ => None,
             },
             _ => None,
@@ -284,16 +286,12 @@ impl<'a, 'r> Disk<'a, 'r> {
 
 /// The facts borrowed: a sibling found is handed on by reference, not
 /// copied (its stat is most of its size).
-impl<'d, 'r> walk::Facts for &'d Disk<'_, 'r> {
+impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     type Found = &'d Sibling<'r>;
     type Copy = Copy<'r>;
 
     fn sibling(&self, c: Coding) -> Seen<&'d Sibling<'r>> {
-        match Disk::found(self, c) {
-            Found::Fresh(s) => Seen::Fresh(s),
-            Found::Stale => Seen::Stale,
-            Found::Missing | Found::Unknown => Seen::Missing,
-        }
+        Disk::found(self, c).as_ref()
     }
 
     fn delta(&self, d: DeltaCoding) -> Option<&'d Sibling<'r>> {
@@ -358,5 +356,67 @@ fn held(c: CachedCopy<'_>) -> Held<Copy<'_>> {
         CachedCopy::Ready(path, file) => Held::Ready((path, file)),
         CachedCopy::NotWorth => Held::NotWorth,
         CachedCopy::Missing => Held::Missing,
+    }
+}
+
+/// A request's siblings, each looked up the first time a candidate asks,
+/// so the common case costs one stat and none is looked up twice.
+struct Siblings<S>([OnceCell<Seen<S>>; 3]);
+
+impl<S> Default for Siblings<S> {
+    fn default() -> Self {
+        Siblings([OnceCell::new(), OnceCell::new(), OnceCell::new()])
+    }
+}
+
+impl<S> Siblings<S> {
+    /// What is known of `c`, looking it up with `find` (the sibling, and
+    /// whether it is fresh) the first time.
+    fn get(&self, c: Coding, find: impl FnOnce() -> Option<(S, bool)>) -> &Seen<S> {
+        self.0[c.index()].get_or_init(|| match find() {
+            Some((s, true)) => Seen::Fresh(s),
+            Some((_, false)) => Seen::Stale,
+            None => Seen::Missing,
+        })
+    }
+
+    /// What is known of `c` without looking it up (`None`: not looked
+    /// up yet).
+    fn known(&self, c: Coding) -> Option<&Seen<S>> {
+        self.0[c.index()].get()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use std::cell::Cell;
+
+    #[test]
+    fn siblings_are_looked_up_once() {
+        let table = Siblings::default();
+        let looked = Cell::new(0);
+        let find = |r: Option<(&'static str, bool)>| {
+            let looked = &looked;
+            move || {
+                looked.set(looked.get() + 1);
+                r
+            }
+        };
+        assert_eq!(table.known(Coding::Gzip), None);
+        let fresh = Seen::Fresh("x.gz");
+        assert_eq!(*table.get(Coding::Gzip, find(Some(("x.gz", true)))), fresh);
+        assert_eq!(*table.get(Coding::Gzip, find(None)), fresh);
+        assert_eq!(
+            *table.get(Coding::Zstd, find(Some(("x.zst", false)))),
+            Seen::Stale
+        );
+        assert_eq!(*table.get(Coding::Br, find(None)), Seen::Missing);
+        assert_eq!(
+            *table.get(Coding::Br, find(Some(("x.br", true)))),
+            Seen::Missing
+        );
+        assert_eq!(looked.get(), 3);
     }
 }
