@@ -107,11 +107,49 @@ fn names_after(rest: &str) -> Vec<Vec<String>> {
     vec![path]
 }
 
-/// The modules a file's code (not its tests) names as `crate::x::y`, or
-/// relative to its own module as `super::x` (`super::super::x`).
-fn named(src: &Path, file: &Path, text: &str) -> BTreeSet<String> {
+/// The child modules a file declares (`mod x;`, `pub(crate) mod x;`).
+fn children(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix("pub ").or_else(|| {
+                l.strip_prefix("pub(")
+                    .and_then(|r| r.split_once(") ").map(|(_, r)| r))
+            });
+            let name = rest.unwrap_or(l).strip_prefix("mod ")?.strip_suffix(';')?;
+            Some(name.trim().to_owned())
+        })
+        .collect()
+}
+
+/// The modules a file's code (not its tests) names as `crate::x::y`,
+/// relative to its own module as `super::x` (`super::super::x`), or as
+/// a child module it declares (`mod x;` then `x::y`).
+fn named(src: &Path, file: &Path, text: &str, by_child: bool) -> BTreeSet<String> {
     let code = text.split("#[cfg(test)]").next().unwrap_or("");
     let mut out = BTreeSet::new();
+    let here = module_path(src, file);
+    // Comments name modules without importing them.
+    let code_only: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let children = if by_child { children(code) } else { Vec::new() };
+    let code = code_only.as_str();
+    for child in children {
+        let prefix = format!("{child}::");
+        for (i, _) in code.match_indices(&prefix) {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            for tail in names_after(&code[i..]) {
+                let path: Vec<String> = here.iter().cloned().chain(tail).collect();
+                out.insert(node(src, &path));
+            }
+        }
+    }
     for (i, m) in code.match_indices("crate::") {
         for path in names_after(&code[i + m.len()..]) {
             if !path.is_empty() {
@@ -119,7 +157,6 @@ fn named(src: &Path, file: &Path, text: &str) -> BTreeSet<String> {
             }
         }
     }
-    let here = module_path(src, file);
     for (i, _) in code.match_indices("super::") {
         // Counted once, from the first `super::` of a chain.
         if code[..i].ends_with("super::") {
@@ -149,7 +186,9 @@ fn crate_src(name: &str) -> PathBuf {
         .join("src")
 }
 
-/// Module of crate `name` → the modules it imports.
+/// Module of crate `name` → the modules it imports. In the module crate
+/// a folder's parent (`mod.rs`) naming its children counts too, so its
+/// files import one way among themselves as well.
 fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
     let src = crate_src(name);
     let mut files = Vec::new();
@@ -161,7 +200,7 @@ fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = fs::read_to_string(&f).expect("read");
-        let to: Vec<String> = named(&src, &f, &text)
+        let to: Vec<String> = named(&src, &f, &text, name == "module")
             .into_iter()
             .filter(|t| *t != from)
             .collect();
@@ -295,6 +334,15 @@ fn only_the_ffi_crate_may_hold_unsafe() {
             "crates/{name}/src/lib.rs allows unsafe code"
         );
     }
+}
+
+#[test]
+fn a_child_module_named_by_its_parent_is_an_import() {
+    let src = crate_src("module");
+    let text = "mod body;\npub(crate) mod plan;\nuse body::send;\nfn f() { plan::vary(); }\n";
+    let named = named(&src, &src.join("respond").join("mod.rs"), text, true);
+    assert!(named.contains("respond::body"), "{named:?}");
+    assert!(named.contains("respond::plan"), "{named:?}");
 }
 
 #[test]

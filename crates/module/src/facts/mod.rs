@@ -38,7 +38,7 @@ pub enum Held<C> {
 }
 
 /// What the walk asks of the disk. Each answer is looked up the first
-/// time it is asked and kept for the request (`disk::Disk` over Apache).
+/// time it is asked and kept for the request (`Disk` over Apache).
 pub trait Facts {
     /// A sibling or a published delta, found.
     type Found: Copy;

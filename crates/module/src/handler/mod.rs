@@ -6,11 +6,9 @@
 //! (`fixup`), the error responses' `Vary` (`error_vary`); the metrics
 //! route is `status::route`, the store refusal `store_guard`.
 
-mod error_vary;
-mod fixup;
-
-pub use error_vary::insert_error_filter;
-pub use fixup::fixup;
+pub(crate) mod error_vary;
+pub(crate) mod fixup;
+mod name;
 
 use crate::answer::Answer;
 use crate::config::{Settings, UseAsDictionary};
@@ -24,13 +22,11 @@ use crate::site;
 use crate::walk;
 use gdn_core::coding::Coding;
 use gdn_core::negotiate::{self, Accepted};
-use gdn_core::variant::{self, Inputs, Method};
+use gdn_core::variant::{self, FileMeta, Inputs, Method};
 use gdn_httpd::{self, FileKind, Level, Request, Status};
+use name::HANDLER;
 
 use std::ffi::CStr;
-
-/// The handler name, as `SetHandler` and `[H=…]` give it.
-pub const HANDLER: &CStr = c"gzip-disk-ng";
 
 /// The content handler, in four steps: the request's and the disk's
 /// facts gathered, `variant`'s decision, the walk sending one
@@ -81,17 +77,7 @@ fn serve<'r>(
         deltas = [None; 2];
     }
     let dir = settings.dir;
-    // On demand: a compressible original's codings, or a sibling's
-    // decoded content where there is no original.
-    let cache = dir
-        .on_demand()
-        .then(cache::active)
-        .flatten()
-        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
-    let made = match (cache, original) {
-        (Some(_), Some(_)) => deltas_on_demand(req, &settings),
-        _ => None,
-    };
+    let (cache, made) = on_demand(req, &settings, filename, original);
     let disk = Disk::new(req, filename, dir.encodings())
         .with_original(original)
         .with_dictionary(dictionary)
@@ -115,20 +101,17 @@ fn serve<'r>(
         cache: cache.is_some(),
         sizes,
     });
-    let link = match (settings.site_dictionary, cache, made) {
-        (Some(path), Some(cache), Some(d)) if d.site => {
-            site::page_link(req, cache, path, dictionary.as_ref())
-        }
-        _ => None,
-    };
+    let link = site_link(req, &settings, cache.zip(made), dictionary.as_ref());
+    let period = settings.site_period;
     let send = Responder::new(req, filename, settings)
         .with(dictionary, link)
         .with_original(kind == FileKind::Regular);
     let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
+    let (stale, undecodable, window) = (disk.stale(), tried.undecodable, tried.window);
     answered::passed_over(&PassedOver {
-        stale: disk.stale(),
-        undecodable: tried.undecodable,
-        window: tried.window,
+        stale,
+        undecodable,
+        window,
     });
     let asked = cache.map(|c| {
         let missing = disk.missing(sent_once_made);
@@ -138,10 +121,45 @@ fn serve<'r>(
     let status = after_answer(req, &disk, answer, asked);
     if let (Some(c), Some(d)) = (cache, made) {
         if d.site {
-            site::judge(req, c, settings.site_period);
+            site::judge(req, c, period);
         }
     }
     status
+}
+
+/// The `Link` to the host's site dictionary, on a page that joins it.
+fn site_link<'r>(
+    req: &Request<'r>,
+    settings: &Settings<'r>,
+    on_demand: Option<(&'static cache::Active, OnDemandDeltas<'r>)>,
+    dictionary: Option<&[u8; 32]>,
+) -> Option<&'r CStr> {
+    match (settings.site_dictionary, on_demand) {
+        (Some(path), Some((cache, d))) if d.site => site::page_link(req, cache, path, dictionary),
+        _ => None,
+    }
+}
+
+/// The on-demand cache, where the request's scope has it on and the file
+/// is worth it (a compressible original's codings, or a sibling's decoded
+/// content where there is no original), and the deltas it makes there.
+fn on_demand<'r>(
+    req: &Request<'r>,
+    settings: &Settings<'r>,
+    filename: &CStr,
+    original: Option<FileMeta>,
+) -> (Option<&'static cache::Active>, Option<OnDemandDeltas<'r>>) {
+    let cache = settings
+        .dir
+        .on_demand()
+        .then(cache::active)
+        .flatten()
+        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
+    let made = match (cache, original) {
+        (Some(_), Some(_)) => deltas_on_demand(req, settings),
+        _ => None,
+    };
+    (cache, made)
 }
 
 /// What follows an answer: the cache told of the copy it sent and asked

@@ -3,12 +3,14 @@
 //! header names that dictionary: checked once per file version and
 //! remembered beside the other per-version facts.
 
-use super::{send_file, Representation, Responder, Tag};
+use super::body::{send_file, Representation};
+use super::plan::Sent;
+use super::responder::Responder;
 use crate::answer::{Answer, Skip};
+use crate::lookup::Sibling;
 use crate::memo;
-use crate::outcome::Outcome;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
-use gdn_httpd::{File, Level, PoolBytes, Request};
+use gdn_httpd::{File, FileKind, Level, PoolBytes, Request};
 use std::ffi::CStr;
 
 /// Whether the delta at `path` starts with the `d` header naming `h`; a
@@ -38,31 +40,34 @@ fn names(req: &Request<'_>, d: DeltaCoding, h: &Hash, file: &File<'_>, path: &CS
     ok
 }
 
-/// Sends the delta in `file` zero-copy like any sibling, with
-/// `Content-Encoding: dcz` or `dcb`, once its header names the announced
-/// dictionary.
+/// Sends the delta in `file` (published, or an on-demand `copy`)
+/// zero-copy like any sibling, with `Content-Encoding: dcz` or `dcb`,
+/// once its header names the announced dictionary.
 pub(super) fn send_checked<'r>(
     a: &Responder<'_, 'r>,
     d: DeltaCoding,
     file: &File<'r>,
     path: &CStr,
-    outcome: Outcome,
+    copy: bool,
 ) -> Result<Answer, Skip<'r>> {
     match &a.dictionary {
         Some(h) if names(a.req, d, h, file, path) => {}
         _ => return Err(Skip::Refused),
     }
-    Ok(send_file(
-        a,
-        Representation {
-            file,
-            path,
-            validators_of: None,
-            coding: Some(d.c_token()),
-            tag: Tag::Plain(d.token()),
-            as_is: Some(true),
-            outcome,
-            splice: None,
-        },
-    ))
+    let sent = Sent::Delta { coding: d, copy };
+    Ok(send_file(a, Representation::of(file, path, sent)))
+}
+
+/// Sends a published delta against the dictionary the client announced
+/// (RFC 9842).
+pub(super) fn send_delta<'r>(
+    a: &Responder<'_, 'r>,
+    d: DeltaCoding,
+    s: &Sibling<'r>,
+) -> Result<Answer, Skip<'r>> {
+    let file = a.open(None, s)?;
+    if file.info().kind() != FileKind::Regular {
+        return Err(Skip::Refused);
+    }
+    send_checked(a, d, &file, s.path, false)
 }
