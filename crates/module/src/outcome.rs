@@ -129,6 +129,15 @@ impl Outcome {
         )
     }
 
+    /// Whether the body is an on-demand copy, one the cache keeps in its
+    /// least-recently-used order.
+    pub fn is_copy(self) -> bool {
+        matches!(
+            self,
+            Outcome::Cached(_) | Outcome::CachedDelta(_) | Outcome::DecodedCopy(_)
+        )
+    }
+
     /// The coding the body went out in, as `Content-Encoding` names it.
     pub fn coding_sent(self) -> Option<&'static str> {
         match self {

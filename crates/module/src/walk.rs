@@ -6,7 +6,7 @@
 //! the order of fallbacks is tested here without Apache.
 
 use crate::answer::{Answer, Skip};
-use crate::facts::{Facts, Held, Seen};
+use crate::facts::{Facts, Held, Learned, Noted, Seen};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{Candidate, Window};
 use std::ffi::CStr;
@@ -103,22 +103,58 @@ impl<'r> Tried<'r> {
     }
 }
 
+/// What the walk learned: the answer (none when every candidate gave
+/// way), why candidates gave way, what the facts answered (`Learned`:
+/// the copies found missing, the siblings found stale), and the cached
+/// copy the answer sent. The steps after the answer read only this.
+pub struct Walked<'r, S, C> {
+    pub answer: Option<Answer>,
+    pub tried: Tried<'r>,
+    pub learned: Learned<S>,
+    /// The on-demand copy the answer sent, if it sent one.
+    pub sent_copy: Option<C>,
+}
+
 /// Resolves the candidates in order and hands each to `send` until one
-/// answers: the answer (none when every candidate gave way) and what the
-/// walk learned.
+/// answers; returns what the walk learned, the facts' answers before it
+/// (the sizes the decision asked) included.
 pub fn walk<'r, F: Facts>(
-    facts: &F,
+    facts: Noted<F>,
     candidates: &[Candidate],
     mut send: impl FnMut(Resolved<'r, F::Found, F::Copy>) -> Result<Answer, Skip<'r>>,
-) -> (Option<Answer>, Tried<'r>) {
+) -> Walked<'r, F::Found, F::Copy> {
     let mut tried = Tried::default();
+    let mut answer = None;
+    let mut sent_copy = None;
     for &c in candidates {
-        match resolve(facts, c, &tried).and_then(&mut send) {
-            Ok(a) => return (Some(a), tried),
+        let resolved = resolve(&facts, c, &tried);
+        let copy = resolved.as_ref().ok().and_then(Resolved::copy);
+        match resolved.and_then(&mut send) {
+            Ok(a) => {
+                (answer, sent_copy) = (Some(a), copy);
+                break;
+            }
             Err(skip) => tried.learn(skip),
         }
     }
-    (None, tried)
+    Walked {
+        answer,
+        tried,
+        learned: facts.learned(),
+        sent_copy,
+    }
+}
+
+impl<S, C: Copy> Resolved<'_, S, C> {
+    /// The on-demand copy this representation sends, if it is one.
+    fn copy(&self) -> Option<C> {
+        match self {
+            Resolved::CachedDelta(_, c)
+            | Resolved::Cached(_, c)
+            | Resolved::DecodedCopy(_, c, _) => Some(*c),
+            _ => None,
+        }
+    }
 }
 
 type Resolution<'r, F> = Result<Resolved<'r, <F as Facts>::Found, <F as Facts>::Copy>, Skip<'r>>;

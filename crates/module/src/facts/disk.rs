@@ -1,28 +1,30 @@
-//! What the disk says of one request's resource, gathered for the
-//! decision and the walk: the siblings as Apache would serve them, the
-//! published deltas, what the on-demand cache holds, and the sizes
-//! remembered per version of the original. Each is looked up the first
-//! time it is asked and kept for the request, so the common case costs
-//! one lookup and none is made twice; what was found missing is what the
-//! compressor is asked for once the request is answered.
+//! The facts over Apache: what the disk says of one request's resource,
+//! for the decision and the walk: the siblings as Apache would serve
+//! them, the published deltas, what the on-demand cache holds, and the
+//! sizes remembered per version of the original. Each is looked up the
+//! first time it is asked and kept for the request, so the common case
+//! costs one lookup and none is made twice.
 
 use super::{Facts, Held, Seen};
 use crate::lookup::{self, Sibling};
 use crate::memo;
-use crate::ondemand::ask::Missing;
-use crate::ondemand::cache::{self, Active, CachedCopy};
-use crate::ondemand::job::CodingSet;
+use crate::ondemand::cache::{Active, CachedCopy};
 use crate::ondemand::key::{Kind, Source, Version};
-use crate::outcome::Outcome;
 use gdn_core::coding::{Coding, DeltaCoding};
-use gdn_core::negotiate::Ranked;
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
-use gdn_httpd::{File, Finfo, Request};
+use gdn_httpd::{File, Request};
 use std::cell::OnceCell;
 use std::ffi::CStr;
 
-/// A copy in the on-demand cache, where it is, opened.
-pub type Copy<'r> = (&'r CStr, File<'r>);
+/// A copy in the on-demand cache, opened.
+#[derive(Clone, Copy)]
+pub struct Copy<'r> {
+    pub path: &'r CStr,
+    pub file: File<'r>,
+    /// What names it in the cache: the digest of the bytes it was made
+    /// from, and what it holds of them.
+    pub key: (Source, Kind),
+}
 
 /// The facts of one request's resource.
 pub struct Disk<'a, 'r> {
@@ -39,6 +41,8 @@ pub struct Disk<'a, 'r> {
     cache: Option<&'static Active>,
     /// Whether this scope makes deltas on demand.
     deltas_on_demand: bool,
+    /// The original's version, where the cache is on.
+    version: Option<Version>,
     copies: [OnceCell<Held<Copy<'r>>>; 3],
     decoded_copies: [OnceCell<Held<Copy<'r>>>; 3],
     cached_deltas: [OnceCell<Held<Copy<'r>>>; 2],
@@ -62,17 +66,13 @@ impl<'a, 'r> Disk<'a, 'r> {
             deltas: Default::default(),
             cache: None,
             deltas_on_demand: false,
+            version: None,
             copies: Default::default(),
             decoded_copies: Default::default(),
             cached_deltas: Default::default(),
             memo: OnceCell::new(),
             source: OnceCell::new(),
         }
-    }
-
-    /// Version `f` of a file, as jobs name it.
-    pub fn version(&self, f: &Finfo) -> Version {
-        cache::version_of(f)
     }
 
     /// The digest of the original's bytes (the file the request resolved
@@ -98,76 +98,18 @@ impl<'a, 'r> Disk<'a, 'r> {
     }
 
     /// The facts with the on-demand cache, where the scope has it on,
-    /// and whether it makes deltas there.
-    pub fn with_cache(mut self, cache: Option<&'static Active>, deltas: bool) -> Self {
+    /// whether it makes deltas there, and the original's version as jobs
+    /// name it.
+    pub fn with_cache(
+        mut self,
+        cache: Option<&'static Active>,
+        deltas: bool,
+        version: Option<Version>,
+    ) -> Self {
         self.cache = cache;
         self.deltas_on_demand = deltas;
+        self.version = version;
         self
-    }
-
-    pub fn filename(&self) -> &'r CStr {
-        self.filename
-    }
-
-    /// The original's size, where it exists.
-    pub fn original_size(&self) -> Option<u64> {
-        self.original.map(|o| o.size)
-    }
-
-    /// The sizes of the representations the client accepts at equal q,
-    /// for the default order (smallest first): remembered per version of
-    /// the original, else learned by looking each up (as the walk would,
-    /// so none is looked up twice) and remembered. Deltas are looked up:
-    /// the walk would start with them anyway.
-    pub fn sizes(&self, ranked: &Ranked, deltas: &[Option<(DeltaCoding, u16)>; 2]) -> Sizes {
-        let mut sizes = Sizes::default();
-        for &(d, _) in deltas.iter().flatten() {
-            sizes.deltas[d.index()] = match Facts::delta(&self, d) {
-                Some(s) => Size::Bytes(s.info.size()),
-                None => match Facts::cached_delta(&self, d) {
-                    Held::Ready((_, f)) => Size::Bytes(f.info().size()),
-                    Held::Missing | Held::NotWorth => Size::Absent,
-                },
-            };
-        }
-        let wanted = variant::sizes_wanted(ranked, deltas.iter().any(Option::is_some));
-        if !wanted.contains(&true) {
-            return sizes;
-        }
-        let (v, now) = (self.req.finfo().version(), self.req.request_time_secs());
-        let mut memo = memo::size::get(&v, now).unwrap_or_default();
-        let mut learned = false;
-        for c in Coding::ALL {
-            let known = &mut memo.codings[c.index()];
-            if !wanted[c.index()] || *known != Size::Unknown {
-                continue;
-            }
-            let size = self.learn(c);
-            // A copy still being made is looked for again next time.
-            if size != Size::Unknown {
-                *known = size;
-                learned = true;
-            }
-        }
-        if learned {
-            memo::size::put(v, memo, now);
-        }
-        let _ = self.memo.set(memo);
-        sizes.codings = memo.codings;
-        sizes
-    }
-
-    /// The size of coding `c`'s representation: its fresh sibling's, else
-    /// its cached copy's (`Unknown` while the copy is being made).
-    fn learn(&self, c: Coding) -> Size {
-        if let Seen::Fresh(s) = self.found(c) {
-            return Size::Bytes(s.info.size());
-        }
-        match Facts::copy(&self, c) {
-            Held::Ready((_, f)) => Size::Bytes(f.info().size()),
-            Held::NotWorth => Size::Absent,
-            Held::Missing => Size::Unknown,
-        }
     }
 
     /// Forgets the remembered sizes when a representation looked up is not
@@ -203,82 +145,16 @@ impl<'a, 'r> Disk<'a, 'r> {
         })
     }
 
-    /// The siblings the lookups found stale, by coding.
-    pub fn stale(&self) -> [bool; 3] {
-        Coding::ALL.map(|c| matches!(self.siblings.known(c), Some(Seen::Stale)))
-    }
-
-    /// The size of the br representation of the original's version (its
-    /// fresh sibling, else its cached copy), where known without a look
-    /// the walk did not make: what a delta is measured against.
-    pub fn br_size(&self) -> Option<u64> {
-        let br = Coding::Br.index();
-        if let Some(Size::Bytes(b)) = self.memo.get().map(|m| m.codings[br]) {
-            return Some(b);
-        }
-        if let Some(Seen::Fresh(s)) = self.siblings.known(Coding::Br) {
-            return Some(s.info.size());
-        }
-        match self.copies[br].get() {
-            Some(Held::Ready((_, f))) => Some(f.info().size()),
-            _ => None,
-        }
-    }
-
-    /// What this request found missing from the on-demand cache: the
-    /// copy of the original in `sent` (the coding the client gets once
-    /// every copy exists), if that one is missing, a delta against a
-    /// dictionary it keeps, and the decoded copies of the siblings. The
-    /// other codings' copies it looked up are not asked for: a client
-    /// that would get them asks for them, so one pass of browsers costs
-    /// one copy per page.
-    pub fn missing(&self, sent: Option<Coding>) -> Missing<'r> {
-        let missing = |h: &OnceCell<Held<Copy<'r>>>| matches!(h.get(), Some(Held::Missing));
-        let codings = sent
-            .into_iter()
-            .filter(|c| missing(&self.copies[c.index()]))
-            .fold(CodingSet::empty(), CodingSet::with);
-        let decoded = Coding::ALL.map(|c| match self.siblings.known(c) {
-            Some(Seen::Fresh(s)) if missing(&self.decoded_copies[c.index()]) => {
-                Some((s.path, self.version(&s.info)))
-            }
-            _ => None,
-        });
-        Missing {
-            codings,
-            delta: self.cached_deltas.iter().any(missing),
-            decoded,
-        }
-    }
-
-    /// The cached copy an answer sent, for the cache's least-recently-used
-    /// order.
-    pub fn copy_sent(&self, o: Outcome) -> Option<(Source, Kind)> {
-        match o {
-            Outcome::Cached(c) => Some((self.original_source()?, Kind::Coded(c))),
-            Outcome::CachedDelta(d) => {
-                Some((self.original_source()?, Kind::Delta(d, self.dictionary?)))
-            }
-            Outcome::DecodedCopy(c) => match self.siblings.known(c) {
-                Some(Seen::Fresh(s)) => {
-                    Some((self.cache?.source(self.req, &s.info)?, Kind::Decoded(c)))
-                }
-                _ => None,
-            },
-            _ => None,
-        }
-    }
-
     fn find_copy(&self, c: Coding) -> Held<Copy<'r>> {
         let Some(cache) = self.cache else {
             return Held::NotWorth;
         };
-        let v = self.version(&self.req.finfo());
-        if cache.asked_lately(&v, c, self.req.request_time_us()) {
+        let asked = self.version.as_ref();
+        if asked.is_some_and(|v| cache.asked_lately(v, c, self.req.request_time_us())) {
             return Held::Missing;
         }
         match self.original_source() {
-            Some(source) => held(cache.find(self.req, &source, Kind::Coded(c))),
+            Some(source) => find(self.req, cache, source, Kind::Coded(c)),
             None => Held::Missing,
         }
     }
@@ -316,7 +192,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
                 return Held::NotWorth;
             }
             let found = match self.original_source() {
-                Some(source) => held(cache.find(self.req, &source, Kind::Delta(d, *h))),
+                Some(source) => find(self.req, cache, source, Kind::Delta(d, *h)),
                 None => Held::Missing,
             };
             match found {
@@ -329,8 +205,8 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     fn copy(&self, c: Coding) -> Held<Copy<'r>> {
         *self.copies[c.index()].get_or_init(|| {
             let held = self.find_copy(c);
-            if let Held::Ready((_, f)) = held {
-                self.check_memo(c, Size::Bytes(f.info().size()));
+            if let Held::Ready(copy) = held {
+                self.check_memo(c, Size::Bytes(copy.file.info().size()));
             }
             held
         })
@@ -339,7 +215,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<Copy<'r>> {
         *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
             Some(cache) => match cache.source(self.req, &s.info) {
-                Some(source) => held(cache.find(self.req, &source, Kind::Decoded(c))),
+                Some(source) => find(self.req, cache, source, Kind::Decoded(c)),
                 None => Held::Missing,
             },
             None => Held::NotWorth,
@@ -349,11 +225,39 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     fn cache_on(&self) -> bool {
         self.cache.is_some()
     }
+
+    fn found_size(s: &&'d Sibling<'r>) -> u64 {
+        s.info.size()
+    }
+
+    fn copy_size(c: &Copy<'r>) -> u64 {
+        c.file.info().size()
+    }
+
+    fn remembered_sizes(&self) -> Option<Sizes> {
+        let (v, now) = (self.req.finfo().version(), self.req.request_time_secs());
+        memo::size::get(&v, now)
+    }
+
+    /// The sizes are checked against each representation looked up from
+    /// now on (`check_memo`).
+    fn remember_sizes(&self, sizes: Sizes, learned: bool) {
+        if learned {
+            let (v, now) = (self.req.finfo().version(), self.req.request_time_secs());
+            memo::size::put(v, sizes, now);
+        }
+        let _ = self.memo.set(sizes);
+    }
 }
 
-fn held(c: CachedCopy<'_>) -> Held<Copy<'_>> {
-    match c {
-        CachedCopy::Ready(path, file) => Held::Ready((path, file)),
+/// The copy of `source` holding `kind` in the cache, as the walk takes it.
+fn find<'r>(req: &Request<'r>, cache: &Active, source: Source, kind: Kind) -> Held<Copy<'r>> {
+    match cache.find(req, &source, kind) {
+        CachedCopy::Ready(path, file) => Held::Ready(Copy {
+            path,
+            file,
+            key: (source, kind),
+        }),
         CachedCopy::NotWorth => Held::NotWorth,
         CachedCopy::Missing => Held::Missing,
     }
@@ -379,12 +283,6 @@ impl<S> Siblings<S> {
             None => Seen::Missing,
         })
     }
-
-    /// What is known of `c` without looking it up (`None`: not looked
-    /// up yet).
-    fn known(&self, c: Coding) -> Option<&Seen<S>> {
-        self.0[c.index()].get()
-    }
 }
 
 #[cfg(test)]
@@ -404,7 +302,6 @@ mod tests {
                 r
             }
         };
-        assert_eq!(table.known(Coding::Gzip), None);
         let fresh = Seen::Fresh("x.gz");
         assert_eq!(*table.get(Coding::Gzip, find(Some(("x.gz", true)))), fresh);
         assert_eq!(*table.get(Coding::Gzip, find(None)), fresh);

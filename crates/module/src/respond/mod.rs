@@ -42,14 +42,16 @@ impl<'r> Responder<'_, 'r> {
         }
         match r {
             Resolved::Delta(d, s) => delta::send_delta(self, d, s),
-            Resolved::CachedDelta(d, (path, file)) => {
+            Resolved::CachedDelta(d, Copy { path, file, .. }) => {
                 delta::send_checked(self, d, &file, path, true)
             }
             Resolved::Sibling(c, s) => body::send_sibling(self, c, s),
-            Resolved::Cached(c, (path, file)) => Ok(body::send_coded(self, c, &file, path, true)),
+            Resolved::Cached(c, Copy { path, file, .. }) => {
+                Ok(body::send_coded(self, c, &file, path, true))
+            }
             Resolved::Original { .. } => body::send_original(self),
             Resolved::Decode(c, s, w) => decompress::decompress(self, c, s, w),
-            Resolved::DecodedCopy(c, (_, file), s) => {
+            Resolved::DecodedCopy(c, Copy { file, .. }, s) => {
                 Ok(decompress::send_decoded_copy(self, c, &file, s))
             }
             Resolved::NotAcceptable(avail) => Ok(not_acceptable(self, avail)),

@@ -6,7 +6,7 @@
 use super::*;
 use gdn_core::coding::Coding::{Br, Gzip, Zstd};
 use gdn_core::negotiate::Accepted;
-use gdn_core::variant::{self, FileMeta, Inputs};
+use gdn_core::variant::{self, FileMeta, Inputs, Sizes};
 use gdn_httpd::Status;
 use std::cell::RefCell;
 
@@ -44,7 +44,7 @@ impl Fake {
     }
 }
 
-impl Facts for Fake {
+impl Facts for &Fake {
     type Found = &'static str;
     type Copy = &'static str;
 
@@ -71,6 +71,16 @@ impl Facts for Fake {
     fn cache_on(&self) -> bool {
         self.cache
     }
+    fn found_size(s: &&'static str) -> u64 {
+        s.len() as u64
+    }
+    fn copy_size(c: &&'static str) -> u64 {
+        c.len() as u64
+    }
+    fn remembered_sizes(&self) -> Option<Sizes> {
+        None
+    }
+    fn remember_sizes(&self, _: Sizes, _: bool) {}
 }
 
 type Sent = Resolved<'static, &'static str, &'static str>;
@@ -105,7 +115,7 @@ fn run(
 ) -> (Option<Sent>, Tried<'static>, Vec<Sent>) {
     let handed = RefCell::new(Vec::new());
     let answered = RefCell::new(None);
-    let (answer, tried) = walk(f, cands, |r| {
+    let walked = walk(Noted::new(f), cands, |r| {
         handed.borrow_mut().push(r);
         if let Some(&(_, s)) = skip.iter().find(|(x, _)| *x == r) {
             return Err(s);
@@ -113,8 +123,8 @@ fn run(
         *answered.borrow_mut() = Some(r);
         Ok(Answer::other(Status::OK))
     });
-    assert_eq!(answer.is_some(), answered.borrow().is_some());
-    (answered.into_inner(), tried, handed.into_inner())
+    assert_eq!(walked.answer.is_some(), answered.borrow().is_some());
+    (answered.into_inner(), walked.tried, handed.into_inner())
 }
 
 /// The preferred coding's fresh sibling answers with one lookup.
