@@ -118,6 +118,7 @@ pub struct Walked<'r, S, C> {
 /// Resolves the candidates in order and hands each to `send` until one
 /// answers; returns what the walk learned, the facts' answers before it
 /// (the sizes the decision asked) included.
+#[inline]
 pub fn walk<'r, F: Facts>(
     facts: Noted<F>,
     candidates: &[Candidate],

@@ -26,23 +26,46 @@ pub struct Copy<'r> {
     pub key: (Source, Kind),
 }
 
-/// The facts of one request's resource.
+/// What a request's scope says of its resource, before any lookup.
+#[derive(Clone, Copy)]
+pub struct Scope<'r> {
+    pub filename: &'r CStr,
+    /// The codings this scope serves.
+    pub allowed: &'r [Coding],
+    /// The original's stat, where it exists.
+    pub original: Option<FileMeta>,
+    /// The dictionary the client announced (SHA-256), for deltas.
+    pub dictionary: Option<[u8; 32]>,
+    /// The on-demand cache, where this request's scope has it on.
+    pub cache: Option<&'static Active>,
+    /// Whether this scope makes deltas on demand.
+    pub deltas_on_demand: bool,
+    /// The original's version as jobs name it, where the cache is on.
+    pub version: Option<Version>,
+}
+
+impl<'r> Scope<'r> {
+    /// A scope that serves no coding (an answer before any file).
+    pub fn bare(filename: &'r CStr) -> Self {
+        Scope {
+            filename,
+            allowed: &[],
+            original: None,
+            dictionary: None,
+            cache: None,
+            deltas_on_demand: false,
+            version: None,
+        }
+    }
+}
+
+/// The facts of one request's resource. Made once, in place: it holds
+/// every lookup's answer, a few kilobytes not worth moving.
 pub struct Disk<'a, 'r> {
     req: &'a Request<'r>,
-    filename: &'r CStr,
-    /// The codings this scope serves.
-    allowed: &'r [Coding],
-    original: Option<FileMeta>,
+    scope: Scope<'r>,
     siblings: Siblings<Sibling<'r>>,
-    /// The dictionary the client announced (SHA-256), for deltas.
-    dictionary: Option<[u8; 32]>,
     deltas: [OnceCell<Option<Sibling<'r>>>; 2],
-    /// The on-demand cache, where this request's scope has it on.
-    cache: Option<&'static Active>,
-    /// Whether this scope makes deltas on demand.
-    deltas_on_demand: bool,
-    /// The original's version, where the cache is on.
-    version: Option<Version>,
     copies: [OnceCell<Held<Copy<'r>>>; 3],
     decoded_copies: [OnceCell<Held<Copy<'r>>>; 3],
     cached_deltas: [OnceCell<Held<Copy<'r>>>; 2],
@@ -55,18 +78,12 @@ pub struct Disk<'a, 'r> {
 }
 
 impl<'a, 'r> Disk<'a, 'r> {
-    pub fn new(req: &'a Request<'r>, filename: &'r CStr, allowed: &'r [Coding]) -> Self {
+    pub fn new(req: &'a Request<'r>, scope: Scope<'r>) -> Self {
         Disk {
             req,
-            filename,
-            allowed,
-            original: None,
+            scope,
             siblings: Siblings::default(),
-            dictionary: None,
             deltas: Default::default(),
-            cache: None,
-            deltas_on_demand: false,
-            version: None,
             copies: Default::default(),
             decoded_copies: Default::default(),
             cached_deltas: Default::default(),
@@ -80,36 +97,10 @@ impl<'a, 'r> Disk<'a, 'r> {
     /// request.
     fn original_source(&self) -> Option<Source> {
         *self.source.get_or_init(|| {
-            self.cache
+            self.scope
+                .cache
                 .and_then(|cache| cache.source(self.req, &self.req.finfo()))
         })
-    }
-
-    /// The facts with the original's stat, where it exists.
-    pub fn with_original(mut self, original: Option<FileMeta>) -> Self {
-        self.original = original;
-        self
-    }
-
-    /// The facts with the dictionary the client announced.
-    pub fn with_dictionary(mut self, dictionary: Option<[u8; 32]>) -> Self {
-        self.dictionary = dictionary;
-        self
-    }
-
-    /// The facts with the on-demand cache, where the scope has it on,
-    /// whether it makes deltas there, and the original's version as jobs
-    /// name it.
-    pub fn with_cache(
-        mut self,
-        cache: Option<&'static Active>,
-        deltas: bool,
-        version: Option<Version>,
-    ) -> Self {
-        self.cache = cache;
-        self.deltas_on_demand = deltas;
-        self.version = version;
-        self
     }
 
     /// Forgets the remembered sizes when a representation looked up is not
@@ -124,32 +115,32 @@ impl<'a, 'r> Disk<'a, 'r> {
 
     fn found(&self, c: Coding) -> &Seen<Sibling<'r>> {
         self.siblings.get(c, || {
-            if !self.allowed.contains(&c) {
+            if !self.scope.allowed.contains(&c) {
                 return None;
             }
-            let found = lookup::find_sibling(self.req, self.filename, c);
+            let found = lookup::find_sibling(self.req, self.scope.filename, c);
             let fresh = found
                 .as_ref()
-                .filter(|s| variant::usable(lookup::meta(&s.info), self.original));
+                .filter(|s| variant::usable(lookup::meta(&s.info), self.scope.original));
             match fresh {
                 Some(s) => self.check_memo(c, Size::Bytes(s.info.size())),
-                None if self.cache.is_none() => self.check_memo(c, Size::Absent),
+                None if self.scope.cache.is_none() => self.check_memo(c, Size::Absent),
                 None => {}
             }
             let s = found?;
             let fresh = fresh.is_some();
             if !fresh {
-                lookup::warn_stale(self.req, self.filename, &s);
+                lookup::warn_stale(self.req, self.scope.filename, &s);
             }
             Some((s, fresh))
         })
     }
 
     fn find_copy(&self, c: Coding) -> Held<Copy<'r>> {
-        let Some(cache) = self.cache else {
+        let Some(cache) = self.scope.cache else {
             return Held::NotWorth;
         };
-        let asked = self.version.as_ref();
+        let asked = self.scope.version.as_ref();
         if asked.is_some_and(|v| cache.asked_lately(v, c, self.req.request_time_us())) {
             return Held::Missing;
         }
@@ -173,9 +164,9 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     fn delta(&self, d: DeltaCoding) -> Option<&'d Sibling<'r>> {
         self.deltas[d.index()]
             .get_or_init(|| {
-                let hash = self.dictionary.as_ref()?;
-                let s = lookup::find_delta(self.req, self.filename, d, hash)?;
-                variant::usable(lookup::meta(&s.info), self.original).then_some(s)
+                let hash = self.scope.dictionary.as_ref()?;
+                let s = lookup::find_delta(self.req, self.scope.filename, d, hash)?;
+                variant::usable(lookup::meta(&s.info), self.scope.original).then_some(s)
             })
             .as_ref()
     }
@@ -185,10 +176,10 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     /// forged, evicted) costs one stat and asks for nothing.
     fn cached_delta(&self, d: DeltaCoding) -> Held<Copy<'r>> {
         *self.cached_deltas[d.index()].get_or_init(|| {
-            let (Some(cache), Some(h)) = (self.cache, self.dictionary.as_ref()) else {
+            let (Some(cache), Some(h)) = (self.scope.cache, self.scope.dictionary.as_ref()) else {
                 return Held::NotWorth;
             };
-            if !self.deltas_on_demand {
+            if !self.scope.deltas_on_demand {
                 return Held::NotWorth;
             }
             let found = match self.original_source() {
@@ -213,7 +204,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     }
 
     fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<Copy<'r>> {
-        *self.decoded_copies[c.index()].get_or_init(|| match self.cache {
+        *self.decoded_copies[c.index()].get_or_init(|| match self.scope.cache {
             Some(cache) => match cache.source(self.req, &s.info) {
                 Some(source) => find(self.req, cache, source, Kind::Decoded(c)),
                 None => Held::Missing,
@@ -223,7 +214,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     }
 
     fn cache_on(&self) -> bool {
-        self.cache.is_some()
+        self.scope.cache.is_some()
     }
 
     fn found_size(s: &&'d Sibling<'r>) -> u64 {

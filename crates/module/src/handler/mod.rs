@@ -11,7 +11,7 @@ pub(crate) mod fixup;
 mod name;
 
 use crate::config::{Settings, UseAsDictionary};
-use crate::facts::disk::{Copy, Disk};
+use crate::facts::disk::{Copy, Disk, Scope};
 use crate::facts::{self, Noted, Wanted};
 use crate::lookup::{self, Sibling};
 use crate::metrics::answered::{self, PassedOver};
@@ -55,7 +55,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     }
     let settings = settings();
     if let Some(c) = variant::before_files(method(req), req.rejects_path_info()) {
-        let disk = Disk::new(req, filename, &[]);
+        let disk = Disk::new(req, Scope::bare(filename));
         let send = Responder::new(req, filename, settings);
         let walked = walk::walk(Noted::new(&disk), &[c], |r| send.send(r));
         return after_answer(req, filename, &Resource::default(), walked, None);
@@ -81,10 +81,18 @@ fn serve<'r>(
     let dir = settings.dir;
     let (cache, made) = on_demand(req, &settings, filename, original);
     let version = cache.map(|_| cache::version_of(&req.finfo()));
-    let disk = Disk::new(req, filename, dir.encodings())
-        .with_original(original)
-        .with_dictionary(dictionary)
-        .with_cache(cache, made.is_some(), version);
+    let disk = Disk::new(
+        req,
+        Scope {
+            filename,
+            allowed: dir.encodings(),
+            original,
+            dictionary,
+            cache,
+            deltas_on_demand: made.is_some(),
+            version,
+        },
+    );
     let facts = Noted::new(&disk);
     let ranked = accepted.ranked(dir.encodings());
     let sent_once_made = sent_once_made(&settings, &ranked);

@@ -14,11 +14,13 @@ pub type Key = (FileVersion, DeltaCoding, Hash);
 static VERDICTS: VersionMemo<Key, bool> = VersionMemo::new(MAX_ENTRIES);
 
 /// The remembered verdict: whether the header names the dictionary.
+#[inline]
 pub fn get(key: &Key) -> Option<bool> {
     VERDICTS.get(key)
 }
 
 /// Remembers a verdict.
+#[inline]
 pub fn put(key: Key, names: bool) {
     VERDICTS.put(key, names);
 }

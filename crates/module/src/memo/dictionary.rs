@@ -8,11 +8,13 @@ use gdn_httpd::FileVersion;
 static HASHES: VersionMemo<FileVersion, Hash> = VersionMemo::new(64);
 
 /// The hash remembered for version `v`.
+#[inline]
 pub fn get(v: &FileVersion) -> Option<Hash> {
     HASHES.get(v)
 }
 
 /// Remembers the hash of version `v`.
+#[inline]
 pub fn put(v: FileVersion, h: Hash) {
     HASHES.put(v, h);
 }

@@ -19,21 +19,25 @@ static BROTLI_PROOFS: VersionMemo<FileVersion, Result<(), NoJitter>> =
     VersionMemo::new(MAX_ENTRIES);
 
 /// The keyed padding length remembered for `key`.
+#[inline]
 pub fn len(key: &Key) -> Option<u32> {
     LENGTHS.get(key)
 }
 
 /// Remembers the keyed padding length for `key`.
+#[inline]
 pub fn put_len(key: Key, pad: u32) {
     LENGTHS.put(key, pad);
 }
 
 /// The brotli proof remembered for version `v`.
+#[inline]
 pub fn brotli_proof(v: &FileVersion) -> Option<Result<(), NoJitter>> {
     BROTLI_PROOFS.get(v)
 }
 
 /// Remembers the brotli proof for version `v`.
+#[inline]
 pub fn put_brotli_proof(v: FileVersion, r: Result<(), NoJitter>) {
     BROTLI_PROOFS.put(v, r);
 }

@@ -8,6 +8,7 @@ use gdn_httpd::FileVersion;
 static SEEN: VersionMemo<FileVersion, ()> = VersionMemo::new(4096);
 
 /// Whether this is the first report of stale sibling version `v`.
+#[inline]
 pub fn first_report(v: FileVersion) -> bool {
     SEEN.put(v, ())
 }

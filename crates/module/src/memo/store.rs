@@ -10,11 +10,13 @@ use gdn_httpd::FileVersion;
 static IN_STORE: VersionMemo<FileVersion, bool> = VersionMemo::new(16_384);
 
 /// Whether version `v` was found in a store, where known.
+#[inline]
 pub fn get(v: &FileVersion) -> Option<bool> {
     IN_STORE.get(v)
 }
 
 /// Remembers whether version `v` lies in a store.
+#[inline]
 pub fn put(v: FileVersion, in_store: bool) {
     IN_STORE.put(v, in_store);
 }

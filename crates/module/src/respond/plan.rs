@@ -129,6 +129,7 @@ pub struct Plan {
 }
 
 /// The plan for what `s` sends.
+#[inline]
 pub fn plan(s: Sent) -> Plan {
     let written = |copy| match copy {
         true => Written::Whole,
