@@ -284,4 +284,6 @@ impl<F: Facts> Facts for Noted<F> {
 }
 
 #[cfg(test)]
+pub(crate) mod fake;
+#[cfg(test)]
 mod tests;

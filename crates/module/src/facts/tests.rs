@@ -3,86 +3,11 @@
 //! asked for, the siblings found stale, the br size a delta is measured
 //! against).
 
+use super::fake::Fake;
 use super::*;
 use gdn_core::coding::Coding::{Br, Gzip, Zstd};
 use gdn_core::coding::DeltaCoding::Dcz;
 use gdn_core::negotiate::Accepted;
-use std::cell::{Cell, RefCell};
-
-/// A disk: each representation's name where it exists (its length its
-/// size), the sizes remembered, and what was asked.
-struct Fake {
-    siblings: [Seen<&'static str>; 3],
-    deltas: [Option<&'static str>; 2],
-    cached_deltas: [Held<&'static str>; 2],
-    copies: [Held<&'static str>; 3],
-    decoded: [Held<&'static str>; 3],
-    remembered: Option<Sizes>,
-    stored: Cell<Option<(Sizes, bool)>>,
-    asked: RefCell<Vec<String>>,
-}
-
-impl Default for Fake {
-    fn default() -> Self {
-        Fake {
-            siblings: [Seen::Missing; 3],
-            deltas: [None; 2],
-            cached_deltas: [Held::NotWorth; 2],
-            copies: [Held::NotWorth; 3],
-            decoded: [Held::NotWorth; 3],
-            remembered: None,
-            stored: Cell::new(None),
-            asked: RefCell::default(),
-        }
-    }
-}
-
-impl Facts for &Fake {
-    type Found = &'static str;
-    type Copy = &'static str;
-
-    fn sibling(&self, c: Coding) -> Seen<&'static str> {
-        self.asked
-            .borrow_mut()
-            .push(format!("sibling {}", c.token()));
-        self.siblings[c.index()]
-    }
-    fn delta(&self, d: DeltaCoding) -> Option<&'static str> {
-        self.asked.borrow_mut().push(format!("delta {}", d.token()));
-        self.deltas[d.index()]
-    }
-    fn cached_delta(&self, d: DeltaCoding) -> Held<&'static str> {
-        self.asked
-            .borrow_mut()
-            .push(format!("cached delta {}", d.token()));
-        self.cached_deltas[d.index()]
-    }
-    fn copy(&self, c: Coding) -> Held<&'static str> {
-        self.asked.borrow_mut().push(format!("copy {}", c.token()));
-        self.copies[c.index()]
-    }
-    fn decoded_copy(&self, c: Coding, _: &&'static str) -> Held<&'static str> {
-        self.asked
-            .borrow_mut()
-            .push(format!("decoded copy {}", c.token()));
-        self.decoded[c.index()]
-    }
-    fn cache_on(&self) -> bool {
-        true
-    }
-    fn found_size(s: &&'static str) -> u64 {
-        s.len() as u64
-    }
-    fn copy_size(c: &&'static str) -> u64 {
-        c.len() as u64
-    }
-    fn remembered_sizes(&self) -> Option<Sizes> {
-        self.remembered
-    }
-    fn remember_sizes(&self, sizes: Sizes, learned: bool) {
-        self.stored.set(Some((sizes, learned)));
-    }
-}
 
 fn ranked(accept: &str) -> Ranked {
     Accepted::parse_bytes(Some(accept.as_bytes())).ranked(&Coding::ALL)

@@ -4,84 +4,14 @@
 //! without Apache.
 
 use super::*;
+use crate::facts::fake::Fake;
 use gdn_core::coding::Coding::{Br, Gzip, Zstd};
 use gdn_core::negotiate::Accepted;
-use gdn_core::variant::{self, FileMeta, Inputs, Sizes};
+use gdn_core::variant::{self, FileMeta, Inputs};
 use gdn_httpd::Status;
 use std::cell::RefCell;
 
 const ALL: [Coding; 3] = Coding::ALL;
-
-/// A disk: each representation's name where it exists.
-struct Fake {
-    siblings: [Seen<&'static str>; 3],
-    deltas: [Option<&'static str>; 2],
-    cached_deltas: [Held<&'static str>; 2],
-    copies: [Held<&'static str>; 3],
-    decoded: [Held<&'static str>; 3],
-    cache: bool,
-    /// What the walk asked, in order.
-    asked: RefCell<Vec<String>>,
-}
-
-impl Default for Fake {
-    fn default() -> Self {
-        Fake {
-            siblings: [Seen::Missing; 3],
-            deltas: [None; 2],
-            cached_deltas: [Held::NotWorth; 2],
-            copies: [Held::NotWorth; 3],
-            decoded: [Held::NotWorth; 3],
-            cache: false,
-            asked: RefCell::default(),
-        }
-    }
-}
-
-impl Fake {
-    fn note(&self, what: String) {
-        self.asked.borrow_mut().push(what);
-    }
-}
-
-impl Facts for &Fake {
-    type Found = &'static str;
-    type Copy = &'static str;
-
-    fn sibling(&self, c: Coding) -> Seen<&'static str> {
-        self.note(format!("sibling {}", c.token()));
-        self.siblings[c.index()]
-    }
-    fn delta(&self, d: DeltaCoding) -> Option<&'static str> {
-        self.note(format!("delta {}", d.token()));
-        self.deltas[d.index()]
-    }
-    fn cached_delta(&self, d: DeltaCoding) -> Held<&'static str> {
-        self.note(format!("cached delta {}", d.token()));
-        self.cached_deltas[d.index()]
-    }
-    fn copy(&self, c: Coding) -> Held<&'static str> {
-        self.note(format!("copy {}", c.token()));
-        self.copies[c.index()]
-    }
-    fn decoded_copy(&self, c: Coding, _: &&'static str) -> Held<&'static str> {
-        self.note(format!("decoded copy {}", c.token()));
-        self.decoded[c.index()]
-    }
-    fn cache_on(&self) -> bool {
-        self.cache
-    }
-    fn found_size(s: &&'static str) -> u64 {
-        s.len() as u64
-    }
-    fn copy_size(c: &&'static str) -> u64 {
-        c.len() as u64
-    }
-    fn remembered_sizes(&self) -> Option<Sizes> {
-        None
-    }
-    fn remember_sizes(&self, _: Sizes, _: bool) {}
-}
 
 type Sent = Resolved<'static, &'static str, &'static str>;
 
