@@ -5,7 +5,8 @@
 //! gdn-httpd may hold `unsafe`, and within each crate imports between its
 //! modules (a folder's modules one by one; `crate::` and `super::` paths)
 //! point one way (no module reaches, directly or through others, back to
-//! itself).
+//! itself), and so do imports between the module crate's top-level
+//! modules taken whole (a folder and everything in it one node).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -106,11 +107,49 @@ fn names_after(rest: &str) -> Vec<Vec<String>> {
     vec![path]
 }
 
-/// The modules a file's code (not its tests) names as `crate::x::y`, or
-/// relative to its own module as `super::x` (`super::super::x`).
-fn named(src: &Path, file: &Path, text: &str) -> BTreeSet<String> {
+/// The child modules a file declares (`mod x;`, `pub(crate) mod x;`).
+fn children(code: &str) -> Vec<String> {
+    code.lines()
+        .filter_map(|l| {
+            let l = l.trim();
+            let rest = l.strip_prefix("pub ").or_else(|| {
+                l.strip_prefix("pub(")
+                    .and_then(|r| r.split_once(") ").map(|(_, r)| r))
+            });
+            let name = rest.unwrap_or(l).strip_prefix("mod ")?.strip_suffix(';')?;
+            Some(name.trim().to_owned())
+        })
+        .collect()
+}
+
+/// The modules a file's code (not its tests) names as `crate::x::y`,
+/// relative to its own module as `super::x` (`super::super::x`), or as
+/// a child module it declares (`mod x;` then `x::y`).
+fn named(src: &Path, file: &Path, text: &str, by_child: bool) -> BTreeSet<String> {
     let code = text.split("#[cfg(test)]").next().unwrap_or("");
     let mut out = BTreeSet::new();
+    let here = module_path(src, file);
+    // Comments name modules without importing them.
+    let code_only: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let children = if by_child { children(code) } else { Vec::new() };
+    let code = code_only.as_str();
+    for child in children {
+        let prefix = format!("{child}::");
+        for (i, _) in code.match_indices(&prefix) {
+            let before = code[..i].chars().next_back();
+            if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            for tail in names_after(&code[i..]) {
+                let path: Vec<String> = here.iter().cloned().chain(tail).collect();
+                out.insert(node(src, &path));
+            }
+        }
+    }
     for (i, m) in code.match_indices("crate::") {
         for path in names_after(&code[i + m.len()..]) {
             if !path.is_empty() {
@@ -118,7 +157,6 @@ fn named(src: &Path, file: &Path, text: &str) -> BTreeSet<String> {
             }
         }
     }
-    let here = module_path(src, file);
     for (i, _) in code.match_indices("super::") {
         // Counted once, from the first `super::` of a chain.
         if code[..i].ends_with("super::") {
@@ -148,7 +186,9 @@ fn crate_src(name: &str) -> PathBuf {
         .join("src")
 }
 
-/// Module of crate `name` → the modules it imports.
+/// Module of crate `name` → the modules it imports. In the module crate
+/// a folder's parent (`mod.rs`) naming its children counts too, so its
+/// files import one way among themselves as well.
 fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
     let src = crate_src(name);
     let mut files = Vec::new();
@@ -160,7 +200,7 @@ fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
             continue;
         }
         let text = fs::read_to_string(&f).expect("read");
-        let to: Vec<String> = named(&src, &f, &text)
+        let to: Vec<String> = named(&src, &f, &text, name == "module")
             .into_iter()
             .filter(|t| *t != from)
             .collect();
@@ -172,6 +212,27 @@ fn graph(name: &str) -> BTreeMap<String, BTreeSet<String>> {
         to.retain(|t| modules.contains(t));
     }
     g
+}
+
+/// The graph with each node taken as its top-level module (`metrics`
+/// for `metrics::tally`): imports between folders.
+fn folders(g: &BTreeMap<String, BTreeSet<String>>) -> BTreeMap<String, BTreeSet<String>> {
+    let top = |m: &str| m.split("::").next().unwrap_or(m).to_owned();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (from, to) in g {
+        let from = top(from);
+        let to: Vec<String> = to.iter().map(|t| top(t)).filter(|t| *t != from).collect();
+        out.entry(from).or_default().extend(to);
+    }
+    out
+}
+
+/// Every circle of `g`, each as the path that closes it.
+fn circles(g: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
+    g.keys()
+        .filter_map(|m| circle(g, m))
+        .map(|c| c.join(" → "))
+        .collect()
 }
 
 /// A path from `start` back to itself, if there is one.
@@ -203,14 +264,24 @@ fn imports_between_modules_point_one_way() {
     for name in CRATES {
         let g = graph(name);
         modules += g.len();
-        circles.extend(
-            g.keys()
-                .filter_map(|m| circle(&g, m))
-                .map(|c| c.join(" → ")),
-        );
+        circles.extend(self::circles(&g));
     }
     assert!(modules > 20, "the crates' modules: {modules}");
     assert!(circles.is_empty(), "import circles: {circles:#?}");
+}
+
+#[test]
+fn the_module_crates_folders_import_one_way() {
+    let g = folders(&graph("module"));
+    assert!(
+        g.contains_key("metrics") && g.contains_key("ondemand"),
+        "{g:?}"
+    );
+    let circles = circles(&g);
+    assert!(
+        circles.is_empty(),
+        "import circles between folders: {circles:#?}"
+    );
 }
 
 /// The packages `package` links, as `cargo tree -e normal` lists them.
@@ -266,6 +337,15 @@ fn only_the_ffi_crate_may_hold_unsafe() {
 }
 
 #[test]
+fn a_child_module_named_by_its_parent_is_an_import() {
+    let src = crate_src("module");
+    let text = "mod body;\npub(crate) mod plan;\nuse body::send;\nfn f() { plan::vary(); }\n";
+    let named = named(&src, &src.join("respond").join("mod.rs"), text, true);
+    assert!(named.contains("respond::body"), "{named:?}");
+    assert!(named.contains("respond::plan"), "{named:?}");
+}
+
+#[test]
 fn a_circle_is_found_where_there_is_one() {
     let mut g = BTreeMap::new();
     g.insert("a".to_owned(), BTreeSet::from(["b".to_owned()]));
@@ -274,4 +354,10 @@ fn a_circle_is_found_where_there_is_one() {
     assert_eq!(circle(&g, "a").map(|c| c.join(" ")), Some("a b c a".into()));
     g.get_mut("c").expect("c").clear();
     assert_eq!(circle(&g, "a"), None);
+    // Two folders reaching into each other's files are a circle of folders.
+    let mut g = BTreeMap::new();
+    g.insert("a::x".to_owned(), BTreeSet::from(["b::y".to_owned()]));
+    g.insert("b::z".to_owned(), BTreeSet::from(["a::w".to_owned()]));
+    assert!(circles(&g).is_empty());
+    assert_eq!(circles(&folders(&g)).len(), 2);
 }

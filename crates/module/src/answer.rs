@@ -1,9 +1,10 @@
 //! What a responder tells the walk: the response it sent (`Answer`) or
-//! why its candidate gives way to the next (`Skip`). Facts only, small
-//! and on the stack: the walk counts them, writes the log note from them
-//! and asks the compressor for the copies they lack.
+//! why its candidate gives way to the next (`Skip`). Small and on the
+//! stack: the walk learns from each `Skip` (`walk::Tried`), and once the
+//! request is answered the handler counts the `Answer` and writes its log
+//! note (`metrics::answered`).
 
-use crate::metrics::tally::Outcome;
+use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use gdn_httpd::Status;
 use std::ffi::CStr;
@@ -47,8 +48,8 @@ pub enum Skip<'r> {
     /// The file could not be opened, or was swapped while it was; a
     /// sibling's coding, so it is not tried again (`None`: a delta).
     Unopenable(Option<Coding>),
-    /// The on-demand copy is not made yet: the walk asks for it once
-    /// the request is answered.
+    /// The on-demand copy is not made yet: it is asked of the compressor
+    /// once the request is answered (`ondemand::ask`).
     WantsCopy,
     /// The sibling could not be decoded (an error line says why).
     Undecodable(Coding),

@@ -7,7 +7,7 @@
 //! `config` their values), `handler` gathers a request's facts, `variant`
 //! decides and `respond` answers; `ondemand` makes and finds on-demand
 //! copies, `memo` holds what is remembered per file version,
-//! `metrics` counts. Code of gdn-core and gdn-httpd is named by its own
+//! `metrics` counts and `status` shows the counts. Code of gdn-core and gdn-httpd is named by its own
 //! crate (`gdn_core::variant`, `gdn_httpd::Request`).
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
@@ -21,7 +21,9 @@ mod memo;
 mod metrics;
 mod module;
 pub mod ondemand;
+mod outcome;
 mod respond;
 mod site;
+mod status;
 mod store_guard;
 mod walk;

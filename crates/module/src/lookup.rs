@@ -2,14 +2,13 @@
 //! own names: stat (symlinks per `Options`), the access rules for the
 //! sibling's name, and opening with the symlink check repeated.
 
-use crate::memo::version::VersionMemo;
+use crate::memo;
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary;
 use gdn_core::variant::FileMeta;
-use gdn_httpd::{File, FileKind, FileVersion, Finfo, Level, Request, SymlinkPolicy};
-use std::cell::OnceCell;
+use gdn_httpd::{File, FileKind, Finfo, Level, Request, SymlinkPolicy};
 use std::ffi::CStr;
 
 /// What the decision needs of a stat.
@@ -217,53 +216,12 @@ pub fn find_delta<'r>(
     stat_sibling(req, path, c_suffix).ok()
 }
 
-/// What a request knows of one coding's sibling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Found<S> {
-    /// Not looked up yet.
-    Unknown,
-    Missing,
-    /// Older than the original beside it: never served.
-    Stale,
-    Fresh(S),
-}
-
-/// A request's siblings, each looked up the first time a candidate asks,
-/// so the common case costs one stat and none is looked up twice.
-pub struct Siblings<S>([OnceCell<Found<S>>; 3]);
-
-impl<S> Default for Siblings<S> {
-    fn default() -> Self {
-        Siblings([OnceCell::new(), OnceCell::new(), OnceCell::new()])
-    }
-}
-
-impl<S> Siblings<S> {
-    /// What is known of `c`, looking it up with `find` (the sibling, and
-    /// whether it is fresh) the first time.
-    pub fn get(&self, c: Coding, find: impl FnOnce() -> Option<(S, bool)>) -> &Found<S> {
-        self.0[c.index()].get_or_init(|| match find() {
-            Some((s, true)) => Found::Fresh(s),
-            Some((_, false)) => Found::Stale,
-            None => Found::Missing,
-        })
-    }
-
-    /// What is known of `c` without looking it up.
-    pub fn known(&self, c: Coding) -> &Found<S> {
-        self.0[c.index()].get().unwrap_or(&Found::Unknown)
-    }
-}
-
-/// Sibling versions already reported stale by this child.
-static STALE_SEEN: VersionMemo<FileVersion, ()> = VersionMemo::new(4096);
-
-/// Warns once per sibling version per child: the warning is about the
-/// published files, and repeating it per request would let any client
-/// flood the log.
+/// Warns once per sibling version per process (`memo::stale`).
 pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
-    let first = STALE_SEEN.put(s.info.version(), ());
-    let level = if first { Level::Warn } else { Level::Debug };
+    let level = match memo::stale::first_report(s.info.version()) {
+        true => Level::Warn,
+        false => Level::Debug,
+    };
     req.log_with(level, 0, || {
         format!(
             "stale sibling not served (older than {}): {}",
@@ -324,39 +282,5 @@ pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, 
     } else {
         log_swapped(req, s.path);
         Err(Refused::Swapped)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    use std::cell::Cell;
-
-    #[test]
-    fn siblings_are_looked_up_once() {
-        let table = Siblings::default();
-        let looked = Cell::new(0);
-        let find = |r: Option<(&'static str, bool)>| {
-            let looked = &looked;
-            move || {
-                looked.set(looked.get() + 1);
-                r
-            }
-        };
-        assert_eq!(*table.known(Coding::Gzip), Found::Unknown);
-        let fresh = Found::Fresh("x.gz");
-        assert_eq!(*table.get(Coding::Gzip, find(Some(("x.gz", true)))), fresh);
-        assert_eq!(*table.get(Coding::Gzip, find(None)), fresh);
-        assert_eq!(
-            *table.get(Coding::Zstd, find(Some(("x.zst", false)))),
-            Found::Stale
-        );
-        assert_eq!(*table.get(Coding::Br, find(None)), Found::Missing);
-        assert_eq!(
-            *table.get(Coding::Br, find(Some(("x.br", true)))),
-            Found::Missing
-        );
-        assert_eq!(looked.get(), 3);
     }
 }

@@ -5,9 +5,9 @@ use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::directives::DIRECTIVES;
 use crate::handler;
 use crate::metrics::counters;
-use crate::metrics::status;
 use crate::ondemand::cache;
 use crate::site;
+use crate::status;
 use crate::store_guard;
 use gdn_core::jitter::Secret;
 use gdn_httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
@@ -62,11 +62,11 @@ impl gdn_httpd::Module for GzipDiskNg {
         if let Some(st) = store_guard::refuse_request(req) {
             return st;
         }
-        handler::fixup(req, || dir_config(req))
+        handler::fixup::fixup(req, || dir_config(req))
     }
 
     fn insert_error_filter(req: &Request<'_>) {
-        handler::insert_error_filter(req)
+        handler::error_vary::insert_error_filter(req)
     }
 
     /// Reads the parsed configuration once per (re)start, before the

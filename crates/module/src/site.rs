@@ -14,13 +14,13 @@
 //! (`Cache-Control: no-store`, no `Use-As-Dictionary`). The bare path
 //! answers with the current one, for a day.
 
-use crate::memo::version::VersionMemo;
+use crate::memo;
 use crate::ondemand::cache;
 use crate::respond;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::negotiate::Accepted;
-use gdn_httpd::{self, FileVersion, Level, PoolBytes, Request, Status};
+use gdn_httpd::{self, Level, PoolBytes, Request, Status};
 use std::ffi::CStr;
 
 mod judge;
@@ -270,14 +270,11 @@ impl Links {
     }
 }
 
-/// Hashes remembered per version of a dictionary file.
-static HASHES: VersionMemo<FileVersion, Hash> = VersionMemo::new(64);
-
 /// The SHA-256 of the bytes in `file` (the dictionary, or it in a
 /// coding), read once per version of the file.
 fn content_hash(req: &Request<'_>, file: &gdn_httpd::File<'_>) -> Option<Hash> {
     let v = file.info().version();
-    if let Some(h) = HASHES.get(&v) {
+    if let Some(h) = memo::dictionary::get(&v) {
         return Some(h);
     }
     let size = usize::try_from(file.info().size()).ok()?;
@@ -287,7 +284,7 @@ fn content_hash(req: &Request<'_>, file: &gdn_httpd::File<'_>) -> Option<Hash> {
         return None;
     }
     let h = dictionary::hash(bytes);
-    HASHES.put(v, h);
+    memo::dictionary::put(v, h);
     Some(h)
 }
 

@@ -6,7 +6,7 @@
 //! served, whether a request names it, an `Alias` or a `RewriteRule`
 //! maps a URL into it, or a symlink reaches it.
 
-use crate::memo::version::VersionMemo;
+use crate::memo;
 use gdn_core::dictionary;
 use gdn_httpd::{FileKind, FileVersion, Level, Request, Status};
 use std::ffi::{CStr, OsStr};
@@ -16,13 +16,6 @@ use std::sync::{PoisonError, RwLock};
 
 /// Length of a hash in hex, as the store names every file it holds.
 const HASH_HEX: usize = 2 * dictionary::HASH_LEN;
-
-/// Whether a file or directory version lies in a store, by where its
-/// path resolves: a fact of the version (a directory has one parent, the
-/// tool never hard-links a stored file, and a move changes the ctime), so
-/// it is resolved once per process, not checked with an `lstat` on every
-/// request (a syscall saved on each request the server answers).
-static IN_STORE: VersionMemo<FileVersion, bool> = VersionMemo::new(16_384);
 
 /// Directories never served besides in-tree stores: the cache root and
 /// the publish tool's system state directory, as configured and
@@ -92,11 +85,11 @@ fn resolves_into_store(req: &Request<'_>, path: &Path) -> Option<PathBuf> {
 /// Where `path`, whose file is version `v`, resolves, when that is inside
 /// a store: resolved the first time this process meets `v`.
 fn version_in_store(path: &Path, v: FileVersion) -> Option<PathBuf> {
-    if IN_STORE.get(&v) == Some(false) {
+    if memo::store::get(&v) == Some(false) {
         return None;
     }
     let real = in_store_resolved(path);
-    IN_STORE.put(v, real.is_some());
+    memo::store::put(v, real.is_some());
     real
 }
 

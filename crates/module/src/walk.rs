@@ -1,53 +1,15 @@
 //! The walk over `variant`'s candidates. Each candidate is resolved
-//! against the facts (a sibling fresh, stale or missing; a copy held,
+//! against the facts (`crate::facts`: a sibling fresh, stale or missing; a copy held,
 //! missing or not worth making; a delta found) into one representation,
 //! which the caller's responder sends (`Answer`) or gives way on (`Skip`);
 //! then the next is tried. The facts and the sending are the caller's, so
 //! the order of fallbacks is tested here without Apache.
 
 use crate::answer::{Answer, Skip};
+use crate::facts::{Facts, Held, Learned, Noted, Seen};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{Candidate, Window};
 use std::ffi::CStr;
-
-/// What the lookup found of one coding's sibling.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Seen<S> {
-    Fresh(S),
-    /// Older than the original beside it: never served.
-    Stale,
-    Missing,
-}
-
-/// What the on-demand cache holds of one representation.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Held<C> {
-    /// The copy, opened.
-    Ready(C),
-    /// Nothing to send or ask for (no cache, not worth it, planted).
-    NotWorth,
-    /// Missing or being made: asked for once the request is answered.
-    Missing,
-}
-
-/// What the walk asks of the disk. Each answer is looked up the first
-/// time it is asked and kept for the request.
-pub trait Facts {
-    /// A sibling or a published delta, found.
-    type Found: Copy;
-    /// A copy in the on-demand cache, opened.
-    type Copy: Copy;
-    fn sibling(&self, c: Coding) -> Seen<Self::Found>;
-    /// The fresh published delta against the announced dictionary.
-    fn delta(&self, d: DeltaCoding) -> Option<Self::Found>;
-    fn cached_delta(&self, d: DeltaCoding) -> Held<Self::Copy>;
-    /// The cached copy of the original in coding `c`.
-    fn copy(&self, c: Coding) -> Held<Self::Copy>;
-    /// The decoded copy of coding `c`'s sibling `s`.
-    fn decoded_copy(&self, c: Coding, s: &Self::Found) -> Held<Self::Copy>;
-    /// Whether the request's scope has the on-demand cache.
-    fn cache_on(&self) -> bool;
-}
 
 /// One representation, resolved, for a responder to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,22 +103,59 @@ impl<'r> Tried<'r> {
     }
 }
 
+/// What the walk learned: the answer (none when every candidate gave
+/// way), why candidates gave way, what the facts answered (`Learned`:
+/// the copies found missing, the siblings found stale), and the cached
+/// copy the answer sent. The steps after the answer read only this.
+pub struct Walked<'r, S, C> {
+    pub answer: Option<Answer>,
+    pub tried: Tried<'r>,
+    pub learned: Learned<S>,
+    /// The on-demand copy the answer sent, if it sent one.
+    pub sent_copy: Option<C>,
+}
+
 /// Resolves the candidates in order and hands each to `send` until one
-/// answers: the answer (none when every candidate gave way) and what the
-/// walk learned.
+/// answers; returns what the walk learned, the facts' answers before it
+/// (the sizes the decision asked) included.
+#[inline]
 pub fn walk<'r, F: Facts>(
-    facts: &F,
+    facts: Noted<F>,
     candidates: &[Candidate],
     mut send: impl FnMut(Resolved<'r, F::Found, F::Copy>) -> Result<Answer, Skip<'r>>,
-) -> (Option<Answer>, Tried<'r>) {
+) -> Walked<'r, F::Found, F::Copy> {
     let mut tried = Tried::default();
+    let mut answer = None;
+    let mut sent_copy = None;
     for &c in candidates {
-        match resolve(facts, c, &tried).and_then(&mut send) {
-            Ok(a) => return (Some(a), tried),
+        let resolved = resolve(&facts, c, &tried);
+        let copy = resolved.as_ref().ok().and_then(Resolved::copy);
+        match resolved.and_then(&mut send) {
+            Ok(a) => {
+                (answer, sent_copy) = (Some(a), copy);
+                break;
+            }
             Err(skip) => tried.learn(skip),
         }
     }
-    (None, tried)
+    Walked {
+        answer,
+        tried,
+        learned: facts.learned(),
+        sent_copy,
+    }
+}
+
+impl<S, C: Copy> Resolved<'_, S, C> {
+    /// The on-demand copy this representation sends, if it is one.
+    fn copy(&self) -> Option<C> {
+        match self {
+            Resolved::CachedDelta(_, c)
+            | Resolved::Cached(_, c)
+            | Resolved::DecodedCopy(_, c, _) => Some(*c),
+            _ => None,
+        }
+    }
 }
 
 type Resolution<'r, F> = Result<Resolved<'r, <F as Facts>::Found, <F as Facts>::Copy>, Skip<'r>>;

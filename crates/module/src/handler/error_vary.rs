@@ -1,7 +1,7 @@
 //! The error responses' `Vary`: an error made after the handler chose a
 //! representation keeps only `err_headers_out`.
 
-use super::HANDLER;
+use super::name::HANDLER;
 use gdn_httpd::Request;
 
 /// An error response made after the handler chose a representation (a

@@ -1,7 +1,7 @@
 //! The index fixup: a DirectoryIndex candidate whose file is missing but
 //! whose sibling exists gets the sibling's stat, so mod_dir accepts it.
 
-use super::HANDLER;
+use super::name::HANDLER;
 use crate::config::DirConfig;
 use crate::lookup;
 use gdn_httpd::{FileKind, Request, Status};

@@ -4,33 +4,31 @@
 //! and the counters and the cache learn what went out
 //! (`metrics::answered`, `ondemand::ask`). Its neighbours: the index fixup
 //! (`fixup`), the error responses' `Vary` (`error_vary`); the metrics
-//! route is `metrics::status::route`, the store refusal `store_guard`.
+//! route is `status::route`, the store refusal `store_guard`.
 
-mod error_vary;
-mod fixup;
+pub(crate) mod error_vary;
+pub(crate) mod fixup;
+mod name;
 
-pub use error_vary::insert_error_filter;
-pub use fixup::fixup;
-
-use crate::answer::Answer;
 use crate::config::{Settings, UseAsDictionary};
-use crate::facts::Disk;
-use crate::lookup;
+use crate::facts::disk::{Copy, Disk, Scope};
+use crate::facts::{self, Noted, Wanted};
+use crate::lookup::{self, Sibling};
 use crate::metrics::answered::{self, PassedOver};
 use crate::ondemand::ask::{Missing, OnDemandDeltas};
+use crate::ondemand::job::CodingSet;
+use crate::ondemand::key::Version;
 use crate::ondemand::{self, cache};
 use crate::respond::Responder;
 use crate::site;
-use crate::walk;
+use crate::walk::{self, Walked};
 use gdn_core::coding::Coding;
-use gdn_core::negotiate::{self, Accepted};
-use gdn_core::variant::{self, Inputs, Method};
+use gdn_core::negotiate::{self, Accepted, Ranked};
+use gdn_core::variant::{self, FileMeta, Inputs, Method, Size, Sizes};
 use gdn_httpd::{self, FileKind, Level, Request, Status};
+use name::HANDLER;
 
 use std::ffi::CStr;
-
-/// The handler name, as `SetHandler` and `[H=…]` give it.
-pub const HANDLER: &CStr = c"gzip-disk-ng";
 
 /// The content handler, in four steps: the request's and the disk's
 /// facts gathered, `variant`'s decision, the walk sending one
@@ -57,10 +55,10 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     }
     let settings = settings();
     if let Some(c) = variant::before_files(method(req), req.rejects_path_info()) {
-        let disk = Disk::new(req, filename, &[]);
+        let disk = Disk::new(req, Scope::bare(filename));
         let send = Responder::new(req, filename, settings);
-        let (answer, _) = walk::walk(&&disk, &[c], |r| send.send(r));
-        return settle(req, &disk, answer, None);
+        let walked = walk::walk(Noted::new(&disk), &[c], |r| send.send(r));
+        return after_answer(req, filename, &Resource::default(), walked, None);
     }
     serve(req, filename, kind, settings)
 }
@@ -81,30 +79,26 @@ fn serve<'r>(
         deltas = [None; 2];
     }
     let dir = settings.dir;
-    // On demand: a compressible original's codings, or a sibling's
-    // decoded content where there is no original.
-    let cache = dir
-        .on_demand()
-        .then(cache::active)
-        .flatten()
-        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
-    let made = match (cache, original) {
-        (Some(_), Some(_)) => deltas_on_demand(req, &settings),
-        _ => None,
-    };
-    let disk = Disk::new(req, filename, dir.encodings())
-        .with_original(original)
-        .with_dictionary(dictionary)
-        .with_cache(cache, made.is_some());
+    let (cache, made) = on_demand(req, &settings, filename, original);
+    let version = cache.map(|_| cache::version_of(&req.finfo()));
+    let disk = Disk::new(
+        req,
+        Scope {
+            filename,
+            allowed: dir.encodings(),
+            original,
+            dictionary,
+            cache,
+            deltas_on_demand: made.is_some(),
+            version,
+        },
+    );
+    let facts = Noted::new(&disk);
     let ranked = accepted.ranked(dir.encodings());
-    // The one copy worth asking for: what this client gets once it exists.
-    let sent_once_made = if dir.smallest_first() {
-        variant::likely_sent(&ranked)
-    } else {
-        ranked.iter_q().next().map(|(c, _)| c)
-    };
+    let sent_once_made = sent_once_made(&settings, &ranked);
     // The default order sends the smallest; an admin's order is fixed.
-    let sizes = (original.is_some() && dir.smallest_first()).then(|| disk.sizes(&ranked, &deltas));
+    let sizes = (original.is_some() && dir.smallest_first())
+        .then(|| facts::sizes(&facts, &ranked, &deltas));
     let candidates = variant::candidates(&Inputs {
         original,
         ranked,
@@ -115,60 +109,160 @@ fn serve<'r>(
         cache: cache.is_some(),
         sizes,
     });
-    let link = match (settings.site_dictionary, cache, made) {
-        (Some(path), Some(cache), Some(d)) if d.site => {
-            site::page_link(req, cache, path, dictionary.as_ref())
-        }
-        _ => None,
-    };
+    let link = site_link(req, &settings, cache.zip(made), dictionary.as_ref());
+    let period = settings.site_period;
     let send = Responder::new(req, filename, settings)
         .with(dictionary, link)
         .with_original(kind == FileKind::Regular);
-    let (answer, tried) = walk::walk(&&disk, candidates.as_slice(), |r| send.send(r));
-    answered::passed_over(&PassedOver {
-        stale: disk.stale(),
-        undecodable: tried.undecodable,
-        window: tried.window,
+    let walked = walk::walk(facts, candidates.as_slice(), |r| send.send(r));
+    let resource = Resource::of(original, sizes);
+    let asked = cache.zip(version).map(|(cache, version)| OnDemand {
+        cache,
+        version,
+        made,
+        sent_once_made,
     });
-    let asked = cache.map(|c| {
-        let missing = disk.missing(sent_once_made);
-        ondemand::ask::decoded_copies(req, c, &missing);
-        (c, missing, made)
-    });
-    let status = settle(req, &disk, answer, asked);
+    let status = after_answer(req, filename, &resource, walked, asked);
     if let (Some(c), Some(d)) = (cache, made) {
         if d.site {
-            site::judge(req, c, settings.site_period);
+            site::judge(req, c, period);
         }
     }
     status
 }
 
-/// What follows an answer: the cache told of the copy it sent and asked
-/// for those missing, the response counted as it went out, and its log
-/// note.
-fn settle<'r>(
+/// The `Link` to the host's site dictionary, on a page that joins it.
+fn site_link<'r>(
     req: &Request<'r>,
-    disk: &Disk<'_, 'r>,
-    answer: Option<Answer>,
-    cache: Option<(&cache::Active, Missing<'r>, Option<OnDemandDeltas<'r>>)>,
+    settings: &Settings<'r>,
+    on_demand: Option<(&'static cache::Active, OnDemandDeltas<'r>)>,
+    dictionary: Option<&[u8; 32]>,
+) -> Option<&'r CStr> {
+    match (settings.site_dictionary, on_demand) {
+        (Some(path), Some((cache, d))) if d.site => site::page_link(req, cache, path, dictionary),
+        _ => None,
+    }
+}
+
+/// The on-demand cache, where the request's scope has it on and the file
+/// is worth it (a compressible original's codings, or a sibling's decoded
+/// content where there is no original), and the deltas it makes there.
+fn on_demand<'r>(
+    req: &Request<'r>,
+    settings: &Settings<'r>,
+    filename: &CStr,
+    original: Option<FileMeta>,
+) -> (Option<&'static cache::Active>, Option<OnDemandDeltas<'r>>) {
+    let cache = settings
+        .dir
+        .on_demand()
+        .then(cache::active)
+        .flatten()
+        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
+    let made = match (cache, original) {
+        (Some(_), Some(_)) => deltas_on_demand(req, settings),
+        _ => None,
+    };
+    (cache, made)
+}
+
+/// What the counters need of the resource beside the walk: the
+/// original's size and the br size the decision learned, where known.
+#[derive(Default)]
+struct Resource {
+    original: Option<u64>,
+    br: Option<u64>,
+}
+
+impl Resource {
+    fn of(original: Option<FileMeta>, sizes: Option<Sizes>) -> Self {
+        let br = sizes.map(|s| s.codings[Coding::Br.index()]);
+        Resource {
+            original: original.map(|o| o.size),
+            br: match br {
+                Some(Size::Bytes(b)) => Some(b),
+                _ => None,
+            },
+        }
+    }
+}
+
+/// The one copy worth asking for: what this client gets once it exists
+/// (the default order sends the smallest; an admin's order is fixed).
+fn sent_once_made(settings: &Settings<'_>, ranked: &Ranked) -> Option<Coding> {
+    if settings.dir.smallest_first() {
+        variant::likely_sent(ranked)
+    } else {
+        ranked.iter_q().next().map(|(c, _)| c)
+    }
+}
+
+/// The on-demand cache in a request's scope, as the steps after the
+/// answer ask it.
+#[derive(Clone, Copy)]
+struct OnDemand<'r> {
+    cache: &'static cache::Active,
+    /// The original's version, as jobs name it.
+    version: Version,
+    made: Option<OnDemandDeltas<'r>>,
+    /// The one copy worth asking for: what this client gets once it exists.
+    sent_once_made: Option<Coding>,
+}
+
+/// What follows an answer, from what the walk learned alone: the siblings
+/// passed over counted, the decoded copies missing asked for (whether or
+/// not it answered), the cache told of the copy sent and asked for those
+/// missing, the response counted as it went out, and its log note.
+fn after_answer<'r>(
+    req: &Request<'r>,
+    filename: &CStr,
+    resource: &Resource,
+    walked: Walked<'r, &Sibling<'r>, Copy<'r>>,
+    on_demand: Option<OnDemand<'r>>,
 ) -> Status {
+    let Walked {
+        answer,
+        tried,
+        learned,
+        sent_copy,
+    } = walked;
+    let (stale, undecodable, window) = (learned.stale, tried.undecodable, tried.window);
+    answered::passed_over(&PassedOver {
+        stale,
+        undecodable,
+        window,
+    });
+    let asked = on_demand.map(|o| {
+        let missing = missing(learned.wanted(o.sent_once_made));
+        ondemand::ask::decoded_copies(req, o.cache, &missing);
+        (o, missing)
+    });
     let Some(a) = answer else {
         return Status::NOT_FOUND;
     };
-    let queued = cache.is_some_and(|(cache, missing, made)| {
-        ondemand::ask::sent(req, cache, disk.copy_sent(a.outcome));
-        let (filename, v) = (disk.filename(), disk.version(&req.finfo()));
-        ondemand::ask::copies(req, cache, filename, v, &missing, made)
+    let queued = asked.is_some_and(|(o, missing)| {
+        let copy = sent_copy.filter(|_| a.outcome.is_copy()).map(|c| c.key);
+        ondemand::ask::sent(req, o.cache, copy);
+        ondemand::ask::copies(req, o.cache, filename, o.version, &missing, o.made)
     });
-    let stale = disk.stale().contains(&true);
     let resource = answered::Resource {
-        original: disk.original_size(),
-        br: || disk.br_size(),
-        stale,
+        original: resource.original,
+        br: || resource.br.or(learned.br_size()),
+        stale: stale.contains(&true),
     };
-    answered::settle(req, a, resource, queued);
+    answered::record(req, a, resource, queued);
     a.status
+}
+
+/// The copies a request asks the compressor for, as jobs name them.
+fn missing<'r>(w: Wanted<&Sibling<'r>>) -> Missing<'r> {
+    Missing {
+        codings: w.copy.into_iter().fold(CodingSet::empty(), CodingSet::with),
+        delta: w.delta,
+        decoded: w
+            .decoded
+            .map(|s| s.map(|s| (s.path, cache::version_of(&s.info)))),
+    }
 }
 
 /// Deltas on demand in the request's scope: its file's own versions

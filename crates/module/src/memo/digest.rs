@@ -35,7 +35,7 @@ pub fn learn_decoded(v: FileVersion, value: FieldValue, a: Algorithm) {
 }
 
 /// Where a file's bytes can change.
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Written {
     /// A site's file: rewritten in place, its change time tells.
     InPlace,

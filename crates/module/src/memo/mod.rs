@@ -1,13 +1,21 @@
 //! What the module remembers per version of a file, in process memory,
-//! bounded: sibling facts (`facts`), the sizes that order equal-q codings
-//! (`size`), RFC 9530 digests (`digest`), the digests that name on-demand copies
-//! (`source`), on the one per-version memory
-//! (`version`). Not to be confused with the on-disk on-demand cache
-//! (`ondemand::cache`).
+//! bounded, on the one per-version memory (`version`): what a sibling's
+//! header said (`header`), the sizes that order equal-q codings (`size`),
+//! RFC 9530 digests (`digest`), the digests that name on-demand copies
+//! (`source`), sibling verdicts (`verdict`), delta headers (`delta`),
+//! jitter's padding lengths and brotli proofs (`padding`), the site
+//! dictionary's hash (`dictionary`), stale siblings reported (`stale`)
+//! and files found in a store (`store`). Not to be confused with the
+//! on-disk on-demand cache (`ondemand::cache`).
 
+pub(crate) mod delta;
+pub(crate) mod dictionary;
 pub(crate) mod digest;
-pub(crate) mod facts;
+pub(crate) mod header;
+pub(crate) mod padding;
 pub(crate) mod size;
 pub(crate) mod source;
+pub(crate) mod stale;
+pub(crate) mod store;
 pub(crate) mod verdict;
 pub(crate) mod version;

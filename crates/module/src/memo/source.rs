@@ -5,7 +5,7 @@
 //! costs one lookup; a version whose digest is not known yet has no copy.
 
 use crate::memo::version::VersionMemo;
-use crate::ondemand::key::Source;
+use gdn_core::dictionary::Hash as Source;
 use gdn_httpd::FileVersion;
 
 /// Entries kept.

@@ -14,7 +14,7 @@ type Map<K, V> = FxHashMap<K, V>;
 
 /// A bounded map from file versions (or keys made of them) to answers,
 /// shared by the threads of a process.
-pub struct VersionMemo<K, V> {
+pub(super) struct VersionMemo<K, V> {
     map: Mutex<Option<Map<K, V>>>,
     max: usize,
 }

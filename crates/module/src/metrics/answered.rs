@@ -5,7 +5,8 @@
 
 use crate::answer::{self, Answer};
 use crate::metrics::counters;
-use crate::metrics::tally::{self, Outcome, Reason};
+use crate::metrics::tally::{self, Reason};
+use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use gdn_httpd::{Request, Status};
 use std::ffi::CStr;
@@ -55,7 +56,7 @@ pub struct Resource<F: FnOnce() -> Option<u64>> {
 
 /// Counts an answer and writes its log note; `queued` where the
 /// compressor was asked for copies.
-pub fn settle<F: FnOnce() -> Option<u64>>(
+pub fn record<F: FnOnce() -> Option<u64>>(
     req: &Request<'_>,
     a: Answer,
     r: Resource<F>,
@@ -97,7 +98,7 @@ fn count(
         req.bytes_sent()
     };
     let whole = passed && req.status() == Status::HTTP_OK;
-    let c = tally::settle(
+    let c = tally::counted(
         a.outcome,
         a.len,
         req.content_encoding(),

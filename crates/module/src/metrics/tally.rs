@@ -14,141 +14,8 @@ pub use html::section as html;
 pub use page::page;
 pub use render::{auto, prometheus};
 
-use gdn_core::coding::{Coding, DeltaCoding};
-
-/// What one response of the handler was.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Outcome {
-    /// A sibling sent as it is.
-    Precompressed(Coding),
-    /// A delta against the client's dictionary.
-    Delta(DeltaCoding),
-    /// An on-demand copy.
-    Cached(Coding),
-    /// A delta on demand, against a version the cache kept.
-    CachedDelta(DeltaCoding),
-    /// A sibling decoded on the fly.
-    Decoded(Coding),
-    /// A sibling's decoded copy from the on-demand cache.
-    DecodedCopy(Coding),
-    /// The original, or a sibling decoded, that an output filter
-    /// (mod_deflate, mod_brotli) compressed on its way out.
-    OnTheFly(Coding),
-    /// The original file.
-    Original,
-    /// 406: no acceptable coding, decompression off.
-    NotAcceptable,
-    NotFound,
-    /// A 500, or a body cut short by a decoding error.
-    Error,
-    /// OPTIONS, refused methods, path info.
-    Other,
-}
-
-/// The response outcomes, as the counters index them.
-pub const OUTCOMES: usize = 24;
-
-impl Outcome {
-    /// Every outcome, in counter order.
-    pub const ALL: [Outcome; OUTCOMES] = [
-        Outcome::Precompressed(Coding::Zstd),
-        Outcome::Precompressed(Coding::Br),
-        Outcome::Precompressed(Coding::Gzip),
-        Outcome::Delta(DeltaCoding::Dcz),
-        Outcome::Delta(DeltaCoding::Dcb),
-        Outcome::Cached(Coding::Zstd),
-        Outcome::Cached(Coding::Br),
-        Outcome::Cached(Coding::Gzip),
-        Outcome::Decoded(Coding::Zstd),
-        Outcome::Decoded(Coding::Br),
-        Outcome::Decoded(Coding::Gzip),
-        Outcome::DecodedCopy(Coding::Zstd),
-        Outcome::DecodedCopy(Coding::Br),
-        Outcome::DecodedCopy(Coding::Gzip),
-        Outcome::OnTheFly(Coding::Zstd),
-        Outcome::OnTheFly(Coding::Br),
-        Outcome::OnTheFly(Coding::Gzip),
-        Outcome::Original,
-        Outcome::NotAcceptable,
-        Outcome::NotFound,
-        Outcome::Error,
-        Outcome::Other,
-        Outcome::CachedDelta(DeltaCoding::Dcz),
-        Outcome::CachedDelta(DeltaCoding::Dcb),
-    ];
-
-    /// Position in `ALL`.
-    pub fn index(self) -> usize {
-        match self {
-            Outcome::Precompressed(c) => c.index(),
-            Outcome::Delta(d) => 3 + d.index(),
-            Outcome::Cached(c) => 5 + c.index(),
-            Outcome::Decoded(c) => 8 + c.index(),
-            Outcome::DecodedCopy(c) => 11 + c.index(),
-            Outcome::OnTheFly(c) => 14 + c.index(),
-            Outcome::Original => 17,
-            Outcome::NotAcceptable => 18,
-            Outcome::NotFound => 19,
-            Outcome::Error => 20,
-            Outcome::Other => 21,
-            Outcome::CachedDelta(d) => 22 + d.index(),
-        }
-    }
-
-    /// The `outcome` label.
-    pub fn name(self) -> &'static str {
-        match self {
-            Outcome::Precompressed(_) => "precompressed",
-            Outcome::Delta(_) => "delta",
-            Outcome::Cached(_) => "cached",
-            Outcome::CachedDelta(_) => "cached_delta",
-            Outcome::Decoded(_) => "decoded",
-            Outcome::DecodedCopy(_) => "decoded_copy",
-            Outcome::OnTheFly(_) => "on_the_fly",
-            Outcome::Original => "original",
-            Outcome::NotAcceptable => "not_acceptable",
-            Outcome::NotFound => "not_found",
-            Outcome::Error => "error",
-            Outcome::Other => "other",
-        }
-    }
-
-    /// The `coding` label: the coding sent, or decoded from; `identity`
-    /// for the original; none for answers without a representation.
-    pub fn coding(self) -> Option<&'static str> {
-        match self {
-            Outcome::Precompressed(c)
-            | Outcome::Cached(c)
-            | Outcome::OnTheFly(c)
-            | Outcome::Decoded(c)
-            | Outcome::DecodedCopy(c) => Some(c.token()),
-            Outcome::Delta(d) | Outcome::CachedDelta(d) => Some(d.token()),
-            Outcome::Original => Some("identity"),
-            _ => None,
-        }
-    }
-
-    /// Whether the body is the original in a content coding, so that
-    /// what it saved is the original's size less what was sent.
-    pub fn is_coded(self) -> bool {
-        matches!(
-            self,
-            Outcome::Precompressed(_)
-                | Outcome::Delta(_)
-                | Outcome::CachedDelta(_)
-                | Outcome::Cached(_)
-                | Outcome::OnTheFly(_)
-        )
-    }
-
-    /// The coding the body went out in, as `Content-Encoding` names it.
-    pub fn coding_sent(self) -> Option<&'static str> {
-        match self {
-            Outcome::Decoded(_) | Outcome::DecodedCopy(_) => Some("identity"),
-            o => o.coding(),
-        }
-    }
-}
+use crate::outcome::Outcome;
+use gdn_core::coding::Coding;
 
 /// A response of the handler as the counters take it, once its filters
 /// ran.
@@ -167,7 +34,7 @@ pub struct Counted {
 /// filter such as mod_deflate may have added one), `sent` the body bytes
 /// the filters sent, `whole` whether that is a whole 200 body (not a
 /// range, HEAD, 304 or error), `original` the original file's size.
-pub fn settle(
+pub fn counted(
     o: Outcome,
     passed: u64,
     encoding: Option<&[u8]>,
@@ -299,7 +166,8 @@ impl Job {
 
 /// Where each count lives: one `u64` slot each.
 pub mod slot {
-    use super::{Job, Outcome, Reason, OUTCOMES};
+    use super::{Job, Outcome, Reason};
+    use crate::outcome::OUTCOMES;
     use gdn_core::coding::Coding;
 
     pub fn responses(o: Outcome) -> usize {
@@ -460,6 +328,7 @@ pub fn layout() -> u64 {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use gdn_core::coding::DeltaCoding;
     use std::collections::HashSet;
 
     /// Counters of a few responses, for the renderers' tests.
@@ -524,10 +393,10 @@ pub(crate) mod tests {
     #[test]
     fn a_filter_coding_makes_it_on_the_fly_with_the_size_passed() {
         let gz = Some(&b"gzip"[..]);
-        let c = settle(Outcome::Original, 1000, gz, 300, true, Some(1000));
+        let c = counted(Outcome::Original, 1000, gz, 300, true, Some(1000));
         assert_eq!(c.outcome, Outcome::OnTheFly(Coding::Gzip));
         assert_eq!(c.uncompressed, Some(1000));
-        let d = settle(
+        let d = counted(
             Outcome::Decoded(Coding::Br),
             800,
             Some(b"br"),
@@ -539,9 +408,9 @@ pub(crate) mod tests {
             (d.outcome, d.uncompressed),
             (Outcome::OnTheFly(Coding::Br), Some(800))
         );
-        let unknown = settle(Outcome::Decoded(Coding::Br), u64::MAX, gz, 200, true, None);
+        let unknown = counted(Outcome::Decoded(Coding::Br), u64::MAX, gz, 200, true, None);
         assert_eq!(unknown.uncompressed, None);
-        let own = settle(
+        let own = counted(
             Outcome::Precompressed(Coding::Br),
             300,
             Some(b"br"),
@@ -551,7 +420,7 @@ pub(crate) mod tests {
         );
         assert_eq!(own.outcome, Outcome::Precompressed(Coding::Br));
         assert_eq!(own.uncompressed, None, "a sibling without its original");
-        let range = settle(
+        let range = counted(
             Outcome::Precompressed(Coding::Gzip),
             300,
             gz,
@@ -560,9 +429,9 @@ pub(crate) mod tests {
             Some(1000),
         );
         assert_eq!(range.uncompressed, Some(100));
-        let head = settle(Outcome::Original, 1000, gz, 0, false, Some(1000));
+        let head = counted(Outcome::Original, 1000, gz, 0, false, Some(1000));
         assert_eq!(head.uncompressed, Some(0));
-        let plain = settle(Outcome::Original, 1000, None, 1000, true, Some(1000));
+        let plain = counted(Outcome::Original, 1000, None, 1000, true, Some(1000));
         assert_eq!(
             (plain.outcome, plain.uncompressed),
             (Outcome::Original, Some(1000))

@@ -2,16 +2,18 @@
 //! that accepts none, streamed through a fixed buffer, or its decoded
 //! copy from the on-demand cache; and the 500 when none can be decoded.
 
+use super::body::{self, integrity_fields_of, offer_as_dictionary, pass_status, send_file};
+use super::body::{set_marker, Representation};
+use super::inspect::{sibling_header, Readable};
 use super::judge;
-use super::Responder;
-use super::{integrity_fields_of, offer_as_dictionary, pass_status, send_file, set_marker};
-use super::{Representation, Tag};
+use super::plan::{self, Ranges, Sent};
+use super::responder::Responder;
 use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
 use crate::memo;
 use crate::memo::verdict::Judged;
 use crate::metrics::counters;
-use crate::metrics::tally::Outcome;
+use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, Body, DecodeError, Facts};
 use gdn_core::digest::{Algorithm, Hasher};
@@ -27,43 +29,6 @@ const OUT_CHUNK: usize = 64 * 1024;
 /// path's memory bounded (gzip needs 32 KiB).
 const ZSTD_PREFERRED_WINDOW: u64 = 128 * 1024;
 
-/// What a sibling's headers say, from the per-version cache or read once.
-/// A sibling browsers cannot decode is logged when first found, so once
-/// per file version (and process).
-fn sibling_facts(
-    req: &Request<'_>,
-    c: Coding,
-    file: &File<'_>,
-    path: &CStr,
-) -> Result<(Facts, memo::facts::Key), DecodeError> {
-    let key = (file.info().version(), c);
-    if let Some(Some(f)) = memo::facts::get(&key) {
-        return Ok((f, key));
-    }
-    let f = decode::inspect(c, &Readable(*file), file.info().size()).inspect_err(|_| {
-        memo::facts::put(key, None);
-    })?;
-    if let Some(why) = f.browser_refusal(c) {
-        req.log(
-            Level::Info,
-            0,
-            &format!(
-                "{}: {why}; not sent as {}, another representation is",
-                path.to_string_lossy(),
-                c.token()
-            ),
-        );
-    }
-    memo::facts::put(key, Some(f));
-    Ok((f, key))
-}
-
-/// Says once per file version why browsers cannot decode a sibling
-/// judged so (`judge`), which is then decoded for clients, never sent.
-pub(super) fn refused_by_browsers(req: &Request<'_>, c: Coding, file: &File<'_>, path: &CStr) {
-    let _ = sibling_facts(req, c, file, path);
-}
-
 /// A sibling that failed to decode before anything was sent: judged
 /// broken in its version (never sent nor decoded again, one warning);
 /// one that needs more memory than the cap is remembered as such.
@@ -73,10 +38,10 @@ fn undecodable<'r>(
     file: &File<'_>,
     path: &'r CStr,
     e: &DecodeError,
-    key: Option<&memo::facts::Key>,
+    key: Option<&memo::header::Key>,
 ) -> Skip<'r> {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
-        memo::facts::learn_needed(key, *w);
+        memo::header::learn_needed(key, *w);
         return too_large(a.req, c, path, *w);
     }
     match e {
@@ -149,13 +114,13 @@ fn decodable_facts<'r>(
     c: Coding,
     file: &File<'_>,
     path: &'r CStr,
-) -> Result<(Facts, memo::facts::Key), Skip<'r>> {
+) -> Result<(Facts, memo::header::Key), Skip<'r>> {
     let req = a.req;
     if let Judged::Broken { .. } = judge::judged(a, c, file, path) {
         return Err(Skip::Broken(c));
     }
     let (facts, key) =
-        sibling_facts(req, c, file, path).map_err(|e| undecodable(a, c, file, path, &e, None))?;
+        sibling_header(req, c, file, path).map_err(|e| undecodable(a, c, file, path, &e, None))?;
     if facts.needed > decode::MAX_WINDOW {
         return Err(too_large(req, c, path, facts.window));
     }
@@ -307,13 +272,7 @@ pub(super) fn decompress<'r>(
     w: Window,
 ) -> Result<Answer, Skip<'r>> {
     let req = a.req;
-    let file = a.open(Some(c), s)?;
-    let checked = decodable_facts(a, c, &file, s.path);
-    if let Ok((facts, _)) = &checked {
-        if waits(req, c, w, facts, s.path) {
-            return Err(Skip::Later);
-        }
-    }
+    let (file, checked) = opened(a, c, s, w)?;
     let cpu = counters::cpu_now();
     let (facts, key) = checked?;
     let src = Readable(file);
@@ -326,7 +285,7 @@ pub(super) fn decompress<'r>(
         None => Some(Stream::take().ok_or(Skip::Busy)?),
     };
     let declared = whole.or(facts.declared_len);
-    set_decoded_headers(a, &file, s.path, declared);
+    set_decoded_headers(a, c, &file, s.path, declared);
     let version = file.info().version();
     let learn = integrity_fields_of(req, |al| memo::digest::of_decoded(version, al));
     let unknown = Answer::new(
@@ -340,14 +299,7 @@ pub(super) fn decompress<'r>(
         let status = finish_without_body(req, &bb, cond, declared);
         return Ok(Answer { status, ..unknown });
     }
-    let broken = |e: &DecodeError| match e {
-        DecodeError::Io(_) | DecodeError::TooLarge(_) => req.log(
-            Level::Err,
-            0,
-            &format!("decoding {} failed: {e}", s.path.to_string_lossy()),
-        ),
-        _ => judge::found_broken(a, c, s.path, version, e),
-    };
+    let broken = |e: &DecodeError| failed(a, c, s.path, version, e);
     let decoding = Decoding {
         declared,
         key: &key,
@@ -370,6 +322,40 @@ pub(super) fn decompress<'r>(
         decode_cpu: Some((c, micros)),
         ..answer
     })
+}
+
+/// A sibling's header and its memo key, or why it is not decoded.
+type Checked<'r> = Result<(Facts, memo::header::Key), Skip<'r>>;
+
+/// Coding `c`'s sibling `s`, opened, and its facts, checked before the
+/// decode: one whose large window waits for its later turn gives way.
+fn opened<'r>(
+    a: &Responder<'_, 'r>,
+    c: Coding,
+    s: &Sibling<'r>,
+    w: Window,
+) -> Result<(File<'r>, Checked<'r>), Skip<'r>> {
+    let file = a.open(Some(c), s)?;
+    let checked = decodable_facts(a, c, &file, s.path);
+    if let Ok((facts, _)) = &checked {
+        if waits(a.req, c, w, facts, s.path) {
+            return Err(Skip::Later);
+        }
+    }
+    Ok((file, checked))
+}
+
+/// Says a decode failed mid-stream: an error line where the file could
+/// not be read or outgrew the cap, else the sibling judged broken.
+fn failed(a: &Responder<'_, '_>, c: Coding, path: &CStr, v: FileVersion, e: &DecodeError) {
+    match e {
+        DecodeError::Io(_) | DecodeError::TooLarge(_) => a.req.log(
+            Level::Err,
+            0,
+            &format!("decoding {} failed: {e}", path.to_string_lossy()),
+        ),
+        _ => judge::found_broken(a, c, path, v, e),
+    }
 }
 
 /// Hands a body decoded whole to the filters with EOS, as core hands over
@@ -409,33 +395,37 @@ pub(super) fn send_decoded_copy(
     file: &File<'_>,
     s: &Sibling<'_>,
 ) -> Answer {
+    let sent = Sent::DecodedCopy(c);
     send_file(
         a,
-        Representation {
-            file,
-            path: s.path,
-            validators_of: Some(&s.info),
-            coding: None,
-            tag: Tag::Plain("identity"),
-            as_is: Some(false),
-            outcome: Outcome::DecodedCopy(c),
-            splice: None,
-        },
+        Representation::of(file, s.path, sent).validators_of(&s.info),
     )
 }
 
-/// The headers of a decoded response: validators of the sibling's file
-/// with an `identity` ETag, no ranges, the length where it is known.
-fn set_decoded_headers(a: &Responder<'_, '_>, file: &File<'_>, path: &CStr, declared: Option<u64>) {
+/// The headers of a decoded response, as its plan has them: validators
+/// of the sibling's file with an `identity` ETag, no ranges, the length
+/// where it is known.
+fn set_decoded_headers(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    declared: Option<u64>,
+) {
     let req = a.req;
+    let plan = plan::plan(Sent::Decoded(c));
     req.set_last_modified(file.info());
-    req.set_etag(file, path, "identity", false);
-    req.set_header("Accept-Ranges", c"none");
-    req.unset_header_in(c"Range");
+    req.set_etag(file, path, &plan.tag.suffix(), plan.tag.weak());
+    match plan.ranges {
+        Ranges::Refused => body::refuse_ranges(req),
+        Ranges::Offered { .. } => req.set_accept_ranges(),
+    }
     if let Some(len) = declared {
         req.set_content_length(len);
     }
-    set_marker(a, false);
+    if let Some(m) = plan.marker {
+        set_marker(a, m);
+    }
     offer_as_dictionary(a);
 }
 
@@ -478,7 +468,7 @@ fn abort(bb: &Brigade<'_, '_>, d: &Decoding<'_>, what: &DecodeError) -> Status {
 /// key and its version, and what tells a failed decode.
 struct Decoding<'a> {
     declared: Option<u64>,
-    key: &'a memo::facts::Key,
+    key: &'a memo::header::Key,
     version: FileVersion,
     /// Says a decode failed, judging the sibling broken where it is.
     broken: &'a dyn Fn(&DecodeError),
@@ -498,7 +488,7 @@ fn stream_and_learn(
     let mut digest = learn.map(|al| (al, Hasher::new(al)));
     let (status, complete) = stream(req, bb, dec, head, d, &mut digest);
     if let (Some(len), None) = (complete, d.declared) {
-        memo::facts::learn_len(d.key, len);
+        memo::header::learn_len(d.key, len);
     }
     if let (Some(_), Some((al, h))) = (complete, digest) {
         memo::digest::learn_decoded(d.version, h.finish(), al);
@@ -533,7 +523,7 @@ fn stream(
             Ok(c) => c,
             Err(e) => {
                 if let DecodeError::TooLarge(w) = e {
-                    memo::facts::learn_needed(key, w);
+                    memo::header::learn_needed(key, w);
                 }
                 return (abort(bb, d, &e), None);
             }
@@ -552,14 +542,5 @@ fn stream(
         if st != 0 || req.aborted() {
             return (pass_status(req, st), None);
         }
-    }
-}
-
-/// An open sibling as the core's decoders read it: positional reads.
-struct Readable<'r>(File<'r>);
-
-impl decode::ReadAt for Readable<'_> {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read_at(offset, buf)
     }
 }

@@ -3,28 +3,22 @@
 //! header names that dictionary: checked once per file version and
 //! remembered beside the other per-version facts.
 
-use super::{send_file, Representation, Responder, Tag};
+use super::body::{send_file, Representation};
+use super::plan::Sent;
+use super::responder::Responder;
 use crate::answer::{Answer, Skip};
-use crate::memo::version::VersionMemo;
-use crate::metrics::tally::Outcome;
+use crate::lookup::Sibling;
+use crate::memo;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
-use gdn_httpd::{File, FileVersion, Level, PoolBytes, Request};
+use gdn_httpd::{File, FileKind, Level, PoolBytes, Request};
 use std::ffi::CStr;
-
-/// Verdicts kept.
-const MAX_ENTRIES: usize = 16_384;
-
-/// A delta file's version, its coding and the dictionary it is named for.
-type Key = (FileVersion, DeltaCoding, Hash);
-
-static VERDICTS: VersionMemo<Key, bool> = VersionMemo::new(MAX_ENTRIES);
 
 /// Whether the delta at `path` starts with the `d` header naming `h`; a
 /// mismatch is logged once per file version (and process) and the delta
 /// is not sent. A read error is not remembered.
 fn names(req: &Request<'_>, d: DeltaCoding, h: &Hash, file: &File<'_>, path: &CStr) -> bool {
     let key = (file.info().version(), d, *h);
-    if let Some(ok) = VERDICTS.get(&key) {
+    if let Some(ok) = memo::delta::get(&key) {
         return ok;
     }
     let Ok(head) = file.read_pool(req, 0, d.header_len()) else {
@@ -42,35 +36,38 @@ fn names(req: &Request<'_>, d: DeltaCoding, h: &Hash, file: &File<'_>, path: &CS
             ),
         );
     }
-    VERDICTS.put(key, ok);
+    memo::delta::put(key, ok);
     ok
 }
 
-/// Sends the delta in `file` zero-copy like any sibling, with
-/// `Content-Encoding: dcz` or `dcb`, once its header names the announced
-/// dictionary.
+/// Sends the delta in `file` (published, or an on-demand `copy`)
+/// zero-copy like any sibling, with `Content-Encoding: dcz` or `dcb`,
+/// once its header names the announced dictionary.
 pub(super) fn send_checked<'r>(
     a: &Responder<'_, 'r>,
     d: DeltaCoding,
     file: &File<'r>,
     path: &CStr,
-    outcome: Outcome,
+    copy: bool,
 ) -> Result<Answer, Skip<'r>> {
     match &a.dictionary {
         Some(h) if names(a.req, d, h, file, path) => {}
         _ => return Err(Skip::Refused),
     }
-    Ok(send_file(
-        a,
-        Representation {
-            file,
-            path,
-            validators_of: None,
-            coding: Some(d.c_token()),
-            tag: Tag::Plain(d.token()),
-            as_is: Some(true),
-            outcome,
-            splice: None,
-        },
-    ))
+    let sent = Sent::Delta { coding: d, copy };
+    Ok(send_file(a, Representation::of(file, path, sent)))
+}
+
+/// Sends a published delta against the dictionary the client announced
+/// (RFC 9842).
+pub(super) fn send_delta<'r>(
+    a: &Responder<'_, 'r>,
+    d: DeltaCoding,
+    s: &Sibling<'r>,
+) -> Result<Answer, Skip<'r>> {
+    let file = a.open(None, s)?;
+    if file.info().kind() != FileKind::Regular {
+        return Err(Skip::Refused);
+    }
+    send_checked(a, d, &file, s.path, false)
 }

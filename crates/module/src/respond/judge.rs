@@ -15,7 +15,7 @@
 //! again in its version: the next representation answers, and one
 //! warning names the file and the fix.
 
-use super::Responder;
+use super::responder::Responder;
 use crate::memo::verdict::{self, Judged, Key, Why};
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;

@@ -4,10 +4,10 @@
 //! and splice arithmetic are the core's `jitter`.
 
 use crate::config::{Jitter, JitterLength};
-use crate::memo::version::VersionMemo;
+use crate::memo;
 use gdn_core::coding::Coding;
 use gdn_core::jitter::{self, Secret};
-use gdn_httpd::{self, File, FileVersion, Level, PoolBytes, Request};
+use gdn_httpd::{self, File, Level, PoolBytes, Request};
 use std::ffi::CStr;
 
 /// A planned padded representation.
@@ -19,17 +19,6 @@ pub(super) struct Padded {
 
 /// Bytes read from a gzip sibling to find the end of its header.
 const GZIP_HEADER_READ: usize = 4096;
-
-const PADDING_MEMO_MAX: usize = 16_384;
-
-/// Keyed padding lengths per file version, max, bytes hashed and key id.
-type JitterKey = (FileVersion, u32, u64, u64);
-
-static PADDING_MEMO: VersionMemo<JitterKey, u32> = VersionMemo::new(PADDING_MEMO_MAX);
-
-/// Brotli proofs (`jitter::prove_brotli`, two decodes) per file version.
-static BROTLI_PROOFS: VersionMemo<FileVersion, Result<(), jitter::NoJitter>> =
-    VersionMemo::new(PADDING_MEMO_MAX);
 
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
@@ -95,8 +84,8 @@ fn jitter_len(
         JitterLength::Keyed { hashed } => hashed,
     };
     let secret = secret.ok_or(jitter::NoJitter::NoKey)?;
-    let key: JitterKey = (file.info().version(), j.max, hashed, secret.id());
-    if let Some(p) = PADDING_MEMO.get(&key) {
+    let key: memo::padding::Key = (file.info().version(), j.max, hashed, secret.id());
+    if let Some(p) = memo::padding::len(&key) {
         return Ok(p);
     }
     let n = hashed.min(size);
@@ -110,7 +99,7 @@ fn jitter_len(
         .map(PoolBytes::bytes)
         .map_err(|_| jitter::NoJitter::Io)?;
     let p = jitter::keyed_len(j.max, secret, size, head, tail);
-    PADDING_MEMO.put(key, p);
+    memo::padding::put_len(key, p);
     Ok(p)
 }
 
@@ -149,12 +138,12 @@ fn random_len(
 /// not remembered).
 fn brotli_proven(file: &File<'_>, size: u64) -> Result<(), jitter::NoJitter> {
     let v = file.info().version();
-    if let Some(r) = BROTLI_PROOFS.get(&v) {
+    if let Some(r) = memo::padding::brotli_proof(&v) {
         return r;
     }
     let r = jitter::prove_brotli(|at| file.reader(at), size, jitter::BROTLI_PROOF_MAX);
     if r != Err(jitter::NoJitter::Io) {
-        BROTLI_PROOFS.put(v, r);
+        memo::padding::put_brotli_proof(v, r);
     }
     r
 }

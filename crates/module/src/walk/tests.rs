@@ -4,6 +4,7 @@
 //! without Apache.
 
 use super::*;
+use crate::facts::fake::Fake;
 use gdn_core::coding::Coding::{Br, Gzip, Zstd};
 use gdn_core::negotiate::Accepted;
 use gdn_core::variant::{self, FileMeta, Inputs};
@@ -11,67 +12,6 @@ use gdn_httpd::Status;
 use std::cell::RefCell;
 
 const ALL: [Coding; 3] = Coding::ALL;
-
-/// A disk: each representation's name where it exists.
-struct Fake {
-    siblings: [Seen<&'static str>; 3],
-    deltas: [Option<&'static str>; 2],
-    cached_deltas: [Held<&'static str>; 2],
-    copies: [Held<&'static str>; 3],
-    decoded: [Held<&'static str>; 3],
-    cache: bool,
-    /// What the walk asked, in order.
-    asked: RefCell<Vec<String>>,
-}
-
-impl Default for Fake {
-    fn default() -> Self {
-        Fake {
-            siblings: [Seen::Missing; 3],
-            deltas: [None; 2],
-            cached_deltas: [Held::NotWorth; 2],
-            copies: [Held::NotWorth; 3],
-            decoded: [Held::NotWorth; 3],
-            cache: false,
-            asked: RefCell::default(),
-        }
-    }
-}
-
-impl Fake {
-    fn note(&self, what: String) {
-        self.asked.borrow_mut().push(what);
-    }
-}
-
-impl Facts for Fake {
-    type Found = &'static str;
-    type Copy = &'static str;
-
-    fn sibling(&self, c: Coding) -> Seen<&'static str> {
-        self.note(format!("sibling {}", c.token()));
-        self.siblings[c.index()]
-    }
-    fn delta(&self, d: DeltaCoding) -> Option<&'static str> {
-        self.note(format!("delta {}", d.token()));
-        self.deltas[d.index()]
-    }
-    fn cached_delta(&self, d: DeltaCoding) -> Held<&'static str> {
-        self.note(format!("cached delta {}", d.token()));
-        self.cached_deltas[d.index()]
-    }
-    fn copy(&self, c: Coding) -> Held<&'static str> {
-        self.note(format!("copy {}", c.token()));
-        self.copies[c.index()]
-    }
-    fn decoded_copy(&self, c: Coding, _: &&'static str) -> Held<&'static str> {
-        self.note(format!("decoded copy {}", c.token()));
-        self.decoded[c.index()]
-    }
-    fn cache_on(&self) -> bool {
-        self.cache
-    }
-}
 
 type Sent = Resolved<'static, &'static str, &'static str>;
 
@@ -105,7 +45,7 @@ fn run(
 ) -> (Option<Sent>, Tried<'static>, Vec<Sent>) {
     let handed = RefCell::new(Vec::new());
     let answered = RefCell::new(None);
-    let (answer, tried) = walk(f, cands, |r| {
+    let walked = walk(Noted::new(f), cands, |r| {
         handed.borrow_mut().push(r);
         if let Some(&(_, s)) = skip.iter().find(|(x, _)| *x == r) {
             return Err(s);
@@ -113,8 +53,8 @@ fn run(
         *answered.borrow_mut() = Some(r);
         Ok(Answer::other(Status::OK))
     });
-    assert_eq!(answer.is_some(), answered.borrow().is_some());
-    (answered.into_inner(), tried, handed.into_inner())
+    assert_eq!(walked.answer.is_some(), answered.borrow().is_some());
+    (answered.into_inner(), walked.tried, handed.into_inner())
 }
 
 /// The preferred coding's fresh sibling answers with one lookup.

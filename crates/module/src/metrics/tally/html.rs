@@ -2,7 +2,8 @@
 //! mod_status's section and the module's own status page. Rows that
 //! counted nothing are left out; sizes, times and counts read as words.
 
-use super::{slot, Job, Outcome, Reason, Snapshot, Totals};
+use super::{slot, Job, Reason, Snapshot, Totals};
+use crate::outcome::Outcome;
 use gdn_core::coding::{Coding, DeltaCoding};
 use std::fmt::Write;
 

@@ -4,7 +4,8 @@
 //! self-contained HTML document: no script, no external asset.
 
 use super::html::{self, bytes, percent};
-use super::{Outcome, Snapshot, Totals};
+use super::{Snapshot, Totals};
+use crate::outcome::Outcome;
 use std::fmt::Write;
 
 /// The page.

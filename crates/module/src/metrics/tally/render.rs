@@ -1,7 +1,8 @@
 //! The counters as programs read them: mod_status's `?auto` lines, and
 //! the Prometheus text exposition format.
 
-use super::{slot, Job, Outcome, Reason, Snapshot};
+use super::{slot, Job, Reason, Snapshot};
+use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use std::fmt::Write;
 
