@@ -34,7 +34,8 @@ struct Inner {
     /// Changed since last written down.
     dirty: bool,
     /// Copies made at the fast levels and served since, to make again at
-    /// the best levels when nothing is wanted (not kept across restarts).
+    /// the best levels when nothing is wanted (kept across restarts:
+    /// `upgrades`).
     remakes: VecDeque<(Key, PathBuf)>,
     /// Site dictionary verdicts to act on, first come first (a child
     /// sends them once a training period: few, and never dropped).
@@ -116,6 +117,11 @@ impl Backlog {
         }
         drop(inner);
         self.work.notify_one();
+    }
+
+    /// The copies waiting to be made again at the best levels.
+    pub(super) fn remakes(&self) -> Vec<(Key, PathBuf)> {
+        self.lock().remakes.iter().cloned().collect()
     }
 
     /// Asks for a host's judged pages (`OwnedJob::Train`) to be acted on,
@@ -315,14 +321,32 @@ fn host() -> String {
         .unwrap_or_default()
 }
 
+/// What names a wanted file.
+pub(super) const WANTED: &str = "wanted-";
+
+/// What names a file of copies made at the fast levels (`upgrades`).
+pub(super) const FAST: &str = "fast-";
+
 /// Where this process writes its wanted set under `root`.
 pub(super) fn own_file(root: &Path) -> PathBuf {
-    root.join(format!("wanted-{}@{}", std::process::id(), host()))
+    own(root, WANTED)
+}
+
+/// Where this process writes its file named `kind` (`WANTED`, `FAST`)
+/// under `root`.
+pub(super) fn own(root: &Path, kind: &str) -> PathBuf {
+    root.join(format!("{kind}{}@{}", std::process::id(), host()))
 }
 
 /// The wanted files under `root` left by processes of this host that are
 /// gone: a compressor before a restart, or one that died.
 pub(super) fn orphans(root: &Path) -> Vec<PathBuf> {
+    orphans_of(root, WANTED)
+}
+
+/// The files named `kind` under `root` left by processes of this host
+/// that are gone.
+pub(super) fn orphans_of(root: &Path, kind: &str) -> Vec<PathBuf> {
     let host = host();
     let mine = std::process::id();
     let Ok(dir) = fs::read_dir(root) else {
@@ -333,7 +357,7 @@ pub(super) fn orphans(root: &Path) -> Vec<PathBuf> {
             let name = e.file_name();
             let Some((pid, h)) = name
                 .to_str()
-                .and_then(|n| n.strip_prefix("wanted-"))
+                .and_then(|n| n.strip_prefix(kind))
                 .and_then(|n| n.split_once('@'))
             else {
                 return false;
