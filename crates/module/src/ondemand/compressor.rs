@@ -210,7 +210,10 @@ fn keep(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, stop: &Stop, ended: &Mutex
     let mut saved = Instant::now();
     let mut told = false;
     loop {
-        take_over_upgrades(ctx, backlog);
+        // Before the scan ends, the start takes them over itself.
+        if backlog.has_started() {
+            take_over_upgrades(ctx, backlog);
+        }
         for orphan in backlog::orphans(&ctx.settings.root) {
             match backlog.load(&orphan) {
                 Ok(n) => (ctx.log)(

@@ -15,9 +15,9 @@
 //! another version's (chosen by the new version's hash): a record
 //! overwritten only costs its version a second read of the file, as an
 //! unknown version is answered as if it had no copy, and queued. The
-//! table is as large as the limit has 4 KiB blocks (80 bytes each,
-//! about 2 % of the limit), and made sparse, so it takes only the
-//! blocks written.
+//! table starts at one block and is made twice as large once half its
+//! slots are taken (`compressor::records`), up to a slot per 4 KiB block
+//! the limit holds (80 bytes each, about 2 % of the limit).
 
 use super::key::{Source, Version};
 use gdn_core::dictionary;
@@ -46,9 +46,9 @@ const VERSION_BYTES: usize = Version::BYTES;
 /// Where the digest ends and the check begins.
 const CHECKED_BYTES: usize = VERSION_BYTES + 32;
 
-/// The length of the table of a cache limited to `max_size` bytes: a slot
-/// per 4 KiB block the limit holds (a power of two), as the index holds
-/// an entry per block.
+/// The longest table of a cache limited to `max_size` bytes: a slot per
+/// 4 KiB block the limit holds (a power of two), as the index holds an
+/// entry per block; `table_len(0)` is a new table's length.
 pub fn table_len(max_size: u64) -> u64 {
     let slots = (max_size / 4096)
         .clamp(MIN_SLOTS, MAX_SLOTS)

@@ -196,6 +196,11 @@ impl Backlog {
         self.work.notify_all();
     }
 
+    /// Whether the cache was scanned and indexed.
+    pub(super) fn has_started(&self) -> bool {
+        self.lock().started
+    }
+
     /// The job stream ended: the workers end once nothing is wanted.
     pub(super) fn close(&self) {
         self.lock().closed = true;

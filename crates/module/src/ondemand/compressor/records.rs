@@ -1,6 +1,7 @@
 //! The compressor's side of this host's digest records
-//! (`ondemand::digests`): this boot's table, opened or made, and records
-//! read and written in it. Only a regular file owned by the cache root's
+//! (`ondemand::digests`): this boot's table, opened or made, records read
+//! and written in it, and the table grown (twice the slots, up to what
+//! the limit gives) once half its slots are taken. Only a regular file owned by the cache root's
 //! owner (the server's `User`) that no one else may write is used; any
 //! other file at its name is replaced, as the children would not trust
 //! it either.
@@ -16,7 +17,12 @@ use std::path::{Path, PathBuf};
 /// This boot's table of digest records, open for reading and writing.
 pub(super) struct Records {
     file: File,
+    path: PathBuf,
     len: u64,
+    /// Records it holds (slots whose check holds).
+    held: u64,
+    /// The length it grows to at most (`digests::table_len`).
+    most: u64,
 }
 
 /// Where this host's table is for this boot.
@@ -32,22 +38,29 @@ impl Records {
         let path = table_path(settings);
         super::make::dirs_for(&path)?;
         let owner = fs::metadata(&settings.root)?.uid();
+        let most = digests::table_len(settings.max_size);
         for _ in 0..3 {
-            if let Some(r) = Records::existing(&path, owner)? {
-                return Ok(r);
+            if let Some(file) = existing(&path, owner)? {
+                let len = file.metadata()?.len();
+                let held = count(&file, len)?;
+                return Ok(Records {
+                    file,
+                    path,
+                    len,
+                    held,
+                    most,
+                });
             }
-            let made = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-                .mode(0o644)
-                .open(&path);
-            match made {
+            match create(&path, digests::table_len(0)) {
                 Ok(file) => {
-                    let len = digests::table_len(settings.max_size);
-                    file.set_len(len)?;
-                    return Ok(Records { file, len });
+                    let len = file.metadata()?.len();
+                    return Ok(Records {
+                        file,
+                        path,
+                        len,
+                        held: 0,
+                        most,
+                    });
                 }
                 // Made by another compressor meanwhile: opened again.
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -60,27 +73,54 @@ impl Records {
         )))
     }
 
-    /// The table at `path`, if one is there that the children trust;
-    /// anything else there is removed.
-    fn existing(path: &Path, owner: u32) -> io::Result<Option<Records>> {
-        let opened = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-            .open(path);
-        let file = match opened {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            // A symlink (ELOOP), a directory, a fifo: not a table.
-            Err(_) => return remove(path),
-        };
-        let meta = file.metadata()?;
-        let trusted = meta.is_file() && meta.uid() == owner && meta.mode() & 0o022 == 0;
-        let len = meta.len();
-        if !trusted || len < WINDOW_BYTES as u64 || len % SLOT as u64 != 0 {
-            return remove(path);
+    /// Twice as many slots (up to `most`) once half are taken: a table
+    /// of few records takes few blocks, and a window is rarely full.
+    /// Written whole beside the table and renamed over it, so a child
+    /// reads the one or the other.
+    fn grow(&mut self) -> io::Result<()> {
+        let len = (self.len * 2).min(self.most);
+        let mut old = vec![0u8; self.len as usize];
+        self.file.read_exact_at(&mut old, 0)?;
+        let mut table = vec![0u8; len as usize];
+        let mut held = 0;
+        for slot in old.chunks_exact(SLOT) {
+            let Some((v, _)) = digests::decode(slot) else {
+                continue;
+            };
+            let Some(at) = digests::window_of(&v, len) else {
+                continue;
+            };
+            let window = &mut table[at as usize..at as usize + WINDOW_BYTES];
+            let i = digests::slot_for(window, &v) * SLOT;
+            held += u64::from(digests::decode(&window[i..i + SLOT]).is_none());
+            window[i..i + SLOT].copy_from_slice(slot);
         }
-        Ok(Some(Records { file, len }))
+        let name = format!(".{TABLE}.tmp{:x}", std::process::id());
+        let tmp = self.path.with_file_name(name);
+        let _ = fs::remove_file(&tmp);
+        let file = create(&tmp, 0)?;
+        file.write_all_at(&table, 0)?;
+        fs::rename(&tmp, &self.path)?;
+        (self.file, self.len, self.held) = (file, len, held);
+        Ok(())
+    }
+
+    /// Opens the table again where another compressor of this host
+    /// replaced it (grown): records written to the one replaced would
+    /// be lost.
+    fn follow(&mut self) -> io::Result<()> {
+        let there = fs::symlink_metadata(&self.path).map(|m| (m.dev(), m.ino()));
+        let mine = self.file.metadata().map(|m| (m.dev(), m.ino()))?;
+        if there.is_ok_and(|t| t == mine) {
+            return Ok(());
+        }
+        let owner = self.file.metadata()?.uid();
+        if let Some(file) = existing(&self.path, owner)? {
+            self.len = file.metadata()?.len();
+            self.held = count(&file, self.len)?;
+            self.file = file;
+        }
+        Ok(())
     }
 
     /// The window of `v`'s record, and where it starts.
@@ -99,15 +139,22 @@ impl Records {
     }
 
     /// Records that `v` has the digest `source` (unless it is recorded
-    /// already).
-    pub(super) fn put(&self, v: &Version, source: &Source) -> io::Result<()> {
+    /// already), growing the table once half its slots are taken.
+    pub(super) fn put(&mut self, v: &Version, source: &Source) -> io::Result<()> {
+        self.follow()?;
         let (w, at) = self.window(v)?;
         if digests::find(&w, v) == Some(*source) {
             return Ok(());
         }
         let i = digests::slot_for(&w, v);
+        let fresh = digests::decode(&w[i * SLOT..(i + 1) * SLOT]).is_none();
         self.file
-            .write_all_at(&digests::encode(v, source), at + (i * SLOT) as u64)
+            .write_all_at(&digests::encode(v, source), at + (i * SLOT) as u64)?;
+        self.held += u64::from(fresh);
+        if self.held * 2 > self.len / SLOT as u64 && self.len < self.most {
+            self.grow()?;
+        }
+        Ok(())
     }
 
     /// What the table takes on disk: its allocated blocks.
@@ -118,10 +165,114 @@ impl Records {
     }
 }
 
+/// The table at `path`, if one is there that the children trust
+/// (regular, owned by `owner`, written by no one else, whole slots);
+/// anything else there is removed.
+fn existing(path: &Path, owner: u32) -> io::Result<Option<File>> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path);
+    let file = match opened {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        // A symlink (ELOOP), a directory, a fifo: not a table.
+        Err(_) => return remove(path).map(|()| None),
+    };
+    let meta = file.metadata()?;
+    let trusted = meta.is_file() && meta.uid() == owner && meta.mode() & 0o022 == 0;
+    let len = meta.len();
+    if !trusted || len < WINDOW_BYTES as u64 || len % SLOT as u64 != 0 {
+        return remove(path).map(|()| None);
+    }
+    Ok(Some(file))
+}
+
+/// A new table of `len` bytes (sparse) at `path`, made exclusively,
+/// readable by all and writable by its owner only.
+fn create(path: &Path, len: u64) -> io::Result<File> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .mode(0o644)
+        .open(path)?;
+    file.set_len(len)?;
+    Ok(file)
+}
+
+/// Records the table `file` of `len` bytes holds.
+fn count(file: &File, len: u64) -> io::Result<u64> {
+    let mut table = vec![0u8; len as usize];
+    file.read_exact_at(&mut table, 0)?;
+    let held = table
+        .chunks_exact(SLOT)
+        .filter(|s| s.iter().any(|&b| b != 0) && digests::decode(s).is_some());
+    Ok(held.count() as u64)
+}
+
 /// Removes what is at `path`: no table.
-fn remove(path: &Path) -> io::Result<Option<Records>> {
+fn remove(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
         Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(None),
+        _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ondemand::key::Local;
+
+    fn v(n: u64) -> Version {
+        Version {
+            size: n,
+            mtime_us: 7,
+            local: Local {
+                device: 1,
+                inode: n,
+                ctime_us: 9,
+            },
+        }
+    }
+
+    #[test]
+    fn the_table_grows_with_its_records_and_keeps_them() {
+        let d = tempfile::tempdir().unwrap();
+        let settings = Settings {
+            root: d.path().to_path_buf(),
+            max_size: 1 << 30,
+            workers: 1,
+            levels: gdn_core::publish::encode::Levels::default(),
+            fast_levels: None,
+            min_saving: 5.0,
+            delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
+            host: crate::ondemand::host::Host::this(),
+        };
+        let mut r = Records::open(&settings).unwrap();
+        assert_eq!(r.len, digests::table_len(0), "small at first");
+        const N: u64 = 3000;
+        for n in 0..N {
+            r.put(&v(n), &[n as u8; 32]).unwrap();
+        }
+        let kept = (0..N)
+            .filter(|&n| r.get(&v(n)) == Some([n as u8; 32]))
+            .count();
+        // Grown as it filled: a window is seldom full.
+        assert!(kept as u64 >= N * 99 / 100, "{kept} of {N} kept");
+        assert!(r.len >= 2 * N * SLOT as u64 && r.len <= 8 * N * SLOT as u64);
+        assert!(r.len < digests::table_len(settings.max_size));
+        // Read back as the next compressor reads it.
+        let again = Records::open(&settings).unwrap();
+        assert_eq!((again.len, again.held), (r.len, r.held));
+        assert_eq!(again.get(&v(5)), r.get(&v(5)));
+        // A table another user could write is not used.
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(&r.path, fs::Permissions::from_mode(0o666)).unwrap();
+        let fresh = Records::open(&settings).unwrap();
+        assert_eq!((fresh.len, fresh.held), (digests::table_len(0), 0));
+        assert_eq!(fresh.get(&v(5)), None);
     }
 }

@@ -199,14 +199,14 @@ impl State {
     }
 
     /// This boot's table of digest records, opened (or made) once.
-    fn records(&mut self, settings: &Settings) -> io::Result<&Records> {
+    fn records(&mut self, settings: &Settings) -> io::Result<&mut Records> {
         if self.records.is_none() {
             let r = Records::open(settings)?;
             self.records_bytes = r.allocated();
             self.records = Some(r);
         }
         self.records
-            .as_ref()
+            .as_mut()
             .ok_or_else(|| io::Error::other("no digest table"))
     }
 
