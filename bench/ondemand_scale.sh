@@ -120,7 +120,8 @@ printf 'second pass: %d of %d pages served compressed (%.1f %%)\n' "$coded" "$N"
 until [ "$(metric gzip_disk_ng_ondemand_wanted)" = 0 ] && [ "$(metric gzip_disk_ng_ondemand_cpu_seconds_per_copy)" != "" ]; do sleep 1; done
 cpu2=$(metric gzip_disk_ng_compressor_cpu_seconds_total)
 printf 'compressor CPU so far (copies served in the second pass being made again at the best levels): %.1f s\n' "$cpu2"
-alloc=$(find "$WORK/cache" -type f -printf '%b\n' | awk '{ s += $1 * 512 } END { print s + 0 }')
+# A copy being made again may vanish under find: no error.
+alloc=$({ find "$WORK/cache" -type f -printf '%b\n' 2>/dev/null || true; } | awk '{ s += $1 * 512 } END { print s + 0 }')
 echo "cache: $(metric gzip_disk_ng_cache_entries) entries, $(metric gzip_disk_ng_cache_bytes) bytes counted," \
     "$alloc bytes allocated on disk, limit $(numfmt --from=iec "$MAX")"
 pid=$(compressor)

@@ -378,25 +378,10 @@ pub(super) fn orphans_of(root: &Path, kind: &str) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ondemand::job::CodingSet;
-    use crate::ondemand::key::Version;
     use gdn_core::coding::Coding;
 
     fn job(n: u64) -> OwnedJob {
-        OwnedJob::Compress {
-            path: format!("/p/{n}.html").into(),
-            version: Version {
-                local: crate::ondemand::key::Local {
-                    device: 1,
-                    inode: n,
-                    ctime_us: 0,
-                },
-                size: n,
-                mtime_us: 7,
-            },
-            codings: CodingSet::empty().with(Coding::Br),
-            deltas: None,
-        }
+        super::super::wanted::tests::job(n, Coding::Br)
     }
 
     fn wanted(n: Option<Next>) -> (WantKey, OwnedJob) {
