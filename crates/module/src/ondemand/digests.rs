@@ -15,9 +15,9 @@
 //! another version's (chosen by the new version's hash): a record
 //! overwritten only costs its version a second read of the file, as an
 //! unknown version is answered as if it had no copy, and queued. The
-//! table starts at one block and is made twice as large once half its
-//! slots are taken (`compressor::records`), up to a slot per 4 KiB block
-//! the limit holds (80 bytes each, about 2 % of the limit).
+//! table starts at one block and is made twice as large once a window
+//! is more than half taken (`compressor::records`), up to a slot per
+//! 4 KiB block the limit holds (80 bytes each, about 2 % of the limit).
 
 use super::key::{Source, Version};
 use gdn_core::dictionary;
@@ -29,9 +29,10 @@ pub const TABLE: &str = "digests";
 pub const SLOT: usize = 80;
 
 /// Slots a version's record may take, read at once (2,560 bytes): of
-/// 100,000 records written to a table grown at half full, 99,999 were
-/// kept with 32 (`records`' test run with N = 100,000), 99,958 with 16 and
-/// 99,257 with 8.
+/// 100,000 records written to a table that grows once a window is half
+/// taken, all were kept with 32 (`records`' test run with N = 100,000),
+/// where a table grown once half its slots were taken kept 99,958 with
+/// 16 and 99,257 with 8.
 pub const WINDOW: usize = 32;
 
 /// Bytes of a window.

@@ -7,7 +7,7 @@
 //! it either.
 
 use super::Settings;
-use crate::ondemand::digests::{self, SLOT, TABLE, WINDOW_BYTES};
+use crate::ondemand::digests::{self, SLOT, TABLE, WINDOW, WINDOW_BYTES};
 use crate::ondemand::key::{Source, Version};
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -19,8 +19,6 @@ pub(super) struct Records {
     file: File,
     path: PathBuf,
     len: u64,
-    /// Records it holds (slots whose check holds).
-    held: u64,
     /// The length it grows to at most (`digests::table_len`).
     most: u64,
 }
@@ -42,12 +40,10 @@ impl Records {
         for _ in 0..3 {
             if let Some(file) = existing(&path, owner)? {
                 let len = file.metadata()?.len();
-                let held = count(&file, len)?;
                 return Ok(Records {
                     file,
                     path,
                     len,
-                    held,
                     most,
                 });
             }
@@ -58,7 +54,6 @@ impl Records {
                         file,
                         path,
                         len,
-                        held: 0,
                         most,
                     });
                 }
@@ -73,8 +68,10 @@ impl Records {
         )))
     }
 
-    /// Twice as many slots (up to `most`) once half are taken: a table
-    /// of few records takes few blocks, and a window is rarely full.
+    /// Twice as many slots (up to `most`) once a window is more than half
+    /// taken (a window is a sample of the whole table, whoever wrote it:
+    /// compressors sharing the root grow it alike): a table of few
+    /// records takes few blocks, and a window is rarely full.
     /// Written whole beside the table and renamed over it, so a child
     /// reads the one or the other.
     fn grow(&mut self) -> io::Result<()> {
@@ -82,7 +79,6 @@ impl Records {
         let mut old = vec![0u8; self.len as usize];
         self.file.read_exact_at(&mut old, 0)?;
         let mut table = vec![0u8; len as usize];
-        let mut held = 0;
         for slot in old.chunks_exact(SLOT) {
             let Some((v, _)) = digests::decode(slot) else {
                 continue;
@@ -92,7 +88,6 @@ impl Records {
             };
             let window = &mut table[at as usize..at as usize + WINDOW_BYTES];
             let i = digests::slot_for(window, &v) * SLOT;
-            held += u64::from(digests::decode(&window[i..i + SLOT]).is_none());
             window[i..i + SLOT].copy_from_slice(slot);
         }
         let name = format!(".{TABLE}.tmp{:x}", std::process::id());
@@ -101,7 +96,7 @@ impl Records {
         let file = create(&tmp, 0)?;
         file.write_all_at(&table, 0)?;
         fs::rename(&tmp, &self.path)?;
-        (self.file, self.len, self.held) = (file, len, held);
+        (self.file, self.len) = (file, len);
         Ok(())
     }
 
@@ -117,7 +112,6 @@ impl Records {
         let owner = self.file.metadata()?.uid();
         if let Some(file) = existing(&self.path, owner)? {
             self.len = file.metadata()?.len();
-            self.held = count(&file, self.len)?;
             self.file = file;
         }
         Ok(())
@@ -132,14 +126,16 @@ impl Records {
         Ok((w, at))
     }
 
-    /// The digest recorded for `v`, if any.
-    pub(super) fn get(&self, v: &Version) -> Option<Source> {
+    /// The digest recorded for `v`, if any, in the table as it is now.
+    pub(super) fn get(&mut self, v: &Version) -> Option<Source> {
+        self.follow().ok()?;
         let (w, _) = self.window(v).ok()?;
         digests::find(&w, v)
     }
 
     /// Records that `v` has the digest `source` (unless it is recorded
-    /// already), growing the table once half its slots are taken.
+    /// already), growing the table once its window is more than half
+    /// taken.
     pub(super) fn put(&mut self, v: &Version, source: &Source) -> io::Result<()> {
         self.follow()?;
         let (w, at) = self.window(v)?;
@@ -147,11 +143,14 @@ impl Records {
             return Ok(());
         }
         let i = digests::slot_for(&w, v);
-        let fresh = digests::decode(&w[i * SLOT..(i + 1) * SLOT]).is_none();
         self.file
             .write_all_at(&digests::encode(v, source), at + (i * SLOT) as u64)?;
-        self.held += u64::from(fresh);
-        if self.held * 2 > self.len / SLOT as u64 && self.len < self.most {
+        let taken = w
+            .chunks_exact(SLOT)
+            .enumerate()
+            .filter(|&(j, s)| j == i || digests::decode(s).is_some())
+            .count();
+        if taken * 2 > WINDOW && self.len < self.most {
             self.grow()?;
         }
         Ok(())
@@ -203,16 +202,6 @@ fn create(path: &Path, len: u64) -> io::Result<File> {
     Ok(file)
 }
 
-/// Records the table `file` of `len` bytes holds.
-fn count(file: &File, len: u64) -> io::Result<u64> {
-    let mut table = vec![0u8; len as usize];
-    file.read_exact_at(&mut table, 0)?;
-    let held = table
-        .chunks_exact(SLOT)
-        .filter(|s| s.iter().any(|&b| b != 0) && digests::decode(s).is_some());
-    Ok(held.count() as u64)
-}
-
 /// Removes what is at `path`: no table.
 fn remove(path: &Path) -> io::Result<()> {
     match fs::remove_file(path) {
@@ -238,11 +227,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_table_grows_with_its_records_and_keeps_them() {
-        let d = tempfile::tempdir().unwrap();
-        let settings = Settings {
-            root: d.path().to_path_buf(),
+    fn settings(d: &Path) -> Settings {
+        Settings {
+            root: d.to_path_buf(),
             max_size: 1 << 30,
             workers: 1,
             levels: gdn_core::publish::encode::Levels::default(),
@@ -250,7 +237,43 @@ mod tests {
             min_saving: 5.0,
             delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
             host: crate::ondemand::host::Host::this(),
-        };
+        }
+    }
+
+    #[test]
+    fn compressors_sharing_a_table_follow_it_when_one_grows_it() {
+        let d = tempfile::tempdir().unwrap();
+        let s = settings(d.path());
+        let (mut one, mut two) = (Records::open(&s).unwrap(), Records::open(&s).unwrap());
+        two.put(&v(0), &[1; 32]).unwrap();
+        for n in 1..200 {
+            one.put(&v(n), &[2; 32]).unwrap();
+        }
+        assert!(one.len > digests::table_len(0), "grown, and renamed over");
+        // The other writes to the table there now, and reads it.
+        assert_eq!(two.get(&v(0)), Some([1; 32]));
+        assert_eq!(two.get(&v(150)), Some([2; 32]));
+        two.put(&v(500), &[3; 32]).unwrap();
+        assert_eq!(one.get(&v(500)), Some([3; 32]));
+        // Writing by turns, neither alone fills half of it: it grows all
+        // the same, and both find every record.
+        let d = tempfile::tempdir().unwrap();
+        let s = settings(d.path());
+        let (mut one, mut two) = (Records::open(&s).unwrap(), Records::open(&s).unwrap());
+        for n in 0..64 {
+            let r = if n % 2 == 0 { &mut one } else { &mut two };
+            r.put(&v(n), &[n as u8; 32]).unwrap();
+        }
+        for n in 0..64 {
+            assert_eq!(one.get(&v(n)), Some([n as u8; 32]), "{n}");
+            assert_eq!(two.get(&v(n)), Some([n as u8; 32]), "{n}");
+        }
+    }
+
+    #[test]
+    fn the_table_grows_with_its_records_and_keeps_them() {
+        let d = tempfile::tempdir().unwrap();
+        let settings = settings(d.path());
         let mut r = Records::open(&settings).unwrap();
         assert_eq!(r.len, digests::table_len(0), "small at first");
         const N: u64 = 3000;
@@ -265,14 +288,14 @@ mod tests {
         assert!(r.len >= 2 * N * SLOT as u64 && r.len <= 8 * N * SLOT as u64);
         assert!(r.len < digests::table_len(settings.max_size));
         // Read back as the next compressor reads it.
-        let again = Records::open(&settings).unwrap();
-        assert_eq!((again.len, again.held), (r.len, r.held));
+        let mut again = Records::open(&settings).unwrap();
+        assert_eq!(again.len, r.len);
         assert_eq!(again.get(&v(5)), r.get(&v(5)));
         // A table another user could write is not used.
         use std::os::unix::fs::PermissionsExt;
         fs::set_permissions(&r.path, fs::Permissions::from_mode(0o666)).unwrap();
-        let fresh = Records::open(&settings).unwrap();
-        assert_eq!((fresh.len, fresh.held), (digests::table_len(0), 0));
+        let mut fresh = Records::open(&settings).unwrap();
+        assert_eq!(fresh.len, digests::table_len(0));
         assert_eq!(fresh.get(&v(5)), None);
     }
 }

@@ -210,13 +210,18 @@ impl State {
             .ok_or_else(|| io::Error::other("no digest table"))
     }
 
-    /// The digest of the file version `v`, as this host recorded it.
+    /// The digest of the file version `v`, as this host recorded it. One
+    /// learned here but gone from the table (its slot taken, or written
+    /// to a table another compressor sharing the root replaced meanwhile)
+    /// is recorded again: the children look for it there.
     fn source_of(&mut self, settings: &Settings, v: &Version) -> Option<Source> {
-        if let Some(s) = self.sources.get(v) {
-            return Some(*s);
+        let recorded = self.records(settings).ok().and_then(|r| r.get(v));
+        if let Some(s) = recorded {
+            self.learned(*v, s);
+            return Some(s);
         }
-        let s = self.records(settings).ok()?.get(v)?;
-        self.learned(*v, s);
+        let s = *self.sources.get(v)?;
+        let _ = self.record(settings, *v, s);
         Some(s)
     }
 
