@@ -1,10 +1,10 @@
 //! The compressor's side of this host's digest records
 //! (`ondemand::digests`): this boot's table, opened or made, records read
 //! and written in it, and the table grown (twice the slots, up to what
-//! the limit gives) once half its slots are taken. Only a regular file owned by the cache root's
-//! owner (the server's `User`) that no one else may write is used; any
-//! other file at its name is replaced, as the children would not trust
-//! it either.
+//! the limit gives) once the window written is more than half taken.
+//! Only a regular file owned by the cache root's owner (the server's
+//! `User`) that no one else may write is used; any other file at its
+//! name is replaced, as the children would not trust it either.
 
 use super::Settings;
 use crate::ondemand::digests::{self, SLOT, TABLE, WINDOW, WINDOW_BYTES};
