@@ -38,29 +38,22 @@ impl Records {
         let owner = fs::metadata(&settings.root)?.uid();
         let most = digests::table_len(settings.max_size);
         for _ in 0..3 {
-            if let Some(file) = existing(&path, owner)? {
-                let len = file.metadata()?.len();
-                return Ok(Records {
-                    file,
-                    path,
-                    len,
-                    most,
-                });
-            }
-            match create(&path, digests::table_len(0)) {
-                Ok(file) => {
-                    let len = file.metadata()?.len();
-                    return Ok(Records {
-                        file,
-                        path,
-                        len,
-                        most,
-                    });
-                }
-                // Made by another compressor meanwhile: opened again.
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => return Err(e),
-            }
+            let file = match existing(&path, owner)? {
+                Some(file) => file,
+                None => match create(&path, digests::table_len(0)) {
+                    Ok(file) => file,
+                    // Made by another compressor meanwhile: opened again.
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                    Err(e) => return Err(e),
+                },
+            };
+            let len = file.metadata()?.len();
+            return Ok(Records {
+                file,
+                path,
+                len,
+                most,
+            });
         }
         Err(io::Error::other(format!(
             "{}: cannot be made or opened",
