@@ -17,6 +17,8 @@
 //! - `key`: what names a copy (the digest of its source bytes and its
 //!   kind), without allocating, and which files are compressed on demand;
 //! - `host`: which host and boot this is, for the records only it trusts;
+//! - `digests`: those records, which digest each file version has, in one
+//!   table per boot;
 //! - `job`: the jobs children send and their wire format;
 //! - `pages`: the pages a site dictionary may learn, chosen by the files;
 //! - `compressor`: the process that makes the copies;
@@ -25,6 +27,7 @@
 pub(crate) mod ask;
 pub(crate) mod cache;
 pub(crate) mod compressor;
+pub(crate) mod digests;
 pub(crate) mod host;
 pub(crate) mod job;
 pub mod key;

@@ -11,9 +11,7 @@ use super::state::{copy_path, State, Task};
 use super::{Event, Level, Log, Settings, Tally};
 use crate::metrics::tally::Job;
 use crate::ondemand::job::{CodingSet, OwnedDeltas};
-use crate::ondemand::key::{
-    compressible, parse_record, record_text, Kind, Source, Version, MAX_SIZE,
-};
+use crate::ondemand::key::{compressible, Kind, Source, Version, MAX_SIZE};
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder};
 use gdn_core::dictionary;
@@ -124,15 +122,10 @@ impl Ctx<'_> {
     /// Records that the file version `v` has the digest `source`, where
     /// this host's requests look for it.
     fn learn(&self, v: Version, source: Source) {
-        let target = self.state().record_path(self.settings, &v);
-        let known = fs::read(&target).ok().and_then(|t| parse_record(&t));
-        if known != Some(source) {
-            if let Err(e) = write_record(&target, record_text(&source).as_bytes()) {
-                self.state().cache_failed(self.settings, &e, self.log);
-                return;
-            }
+        let mut state = self.state();
+        if let Err(e) = state.record(self.settings, v, source) {
+            state.cache_failed(self.settings, &e, self.log);
         }
-        self.state().learned(v, source);
     }
 
     /// Makes the deltas the job asks for, then the copies of `codings` of
