@@ -20,13 +20,13 @@ use gdn_httpd::helper::{self, Channel};
 use gdn_httpd::ServerLog;
 use gdn_httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
-use super::compressor::{self, Event, Settings};
-use super::host::Host;
-use super::job::{self, CodingSet, Deltas, Job};
-use super::key::{self, Kind, NameBuf, Source, Version};
 use crate::memo;
 use crate::metrics::counters;
-use crate::metrics::tally;
+use gdn_compressor::host::Host;
+use gdn_compressor::job::{self, CodingSet, Deltas, Job};
+use gdn_compressor::key::{self, Kind, NameBuf, Source, Version};
+use gdn_compressor::tally;
+use gdn_compressor::{self as compressor, Event, Settings};
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::hash::{Hash, Hasher};

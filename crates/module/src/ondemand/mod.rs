@@ -24,9 +24,4 @@
 
 pub(crate) mod ask;
 pub(crate) mod cache;
-pub(crate) mod compressor;
-pub(crate) mod host;
-pub(crate) mod job;
-pub mod key;
-pub(crate) mod pages;
 pub(crate) mod root;

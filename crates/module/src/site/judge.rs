@@ -7,7 +7,7 @@
 //! a page judged not public now.
 
 use crate::ondemand::cache;
-use crate::ondemand::pages::{self, Candidate};
+use gdn_compressor::pages::{self, Candidate};
 use gdn_httpd::{Level, Request};
 use std::ffi::{CString, OsStr};
 use std::hash::BuildHasher;

@@ -8,7 +8,7 @@
 
 use super::index::Key;
 use super::wanted::{Added, WantKey, Wanted, MAX_WANTED};
-use crate::ondemand::job::{self, OwnedJob, MAX_JOB};
+use crate::job::{self, OwnedJob, MAX_JOB};
 use gdn_core::publish::atomic::TempFile;
 use std::collections::VecDeque;
 use std::fs;
@@ -349,15 +349,15 @@ pub(super) fn orphans(root: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ondemand::job::CodingSet;
-    use crate::ondemand::key::Version;
+    use crate::job::CodingSet;
+    use crate::key::Version;
     use gdn_core::coding::Coding;
 
     fn job(n: u64) -> OwnedJob {
         OwnedJob::Compress {
             path: format!("/p/{n}.html").into(),
             version: Version {
-                local: crate::ondemand::key::Local {
+                local: crate::key::Local {
                     device: 1,
                     inode: n,
                     ctime_us: 0,

@@ -11,8 +11,8 @@
 
 use super::index::{max_entries, Index, Key};
 use super::{Level, Log, Settings};
-use crate::ondemand::host::Host;
-use crate::ondemand::key::{
+use crate::host::Host;
+use crate::key::{
     copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, parse_record,
     write_record_name, Kind, NameBuf, Source, Version, KEPT_DIR, RETIRED_SITE_DIR,
 };

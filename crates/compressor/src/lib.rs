@@ -19,6 +19,14 @@
 //! temporaries at start, and evicts by its own accounting, tolerating
 //! files that another removed or made (`state`).
 
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
+
+pub mod host;
+pub mod job;
+pub mod key;
+pub mod pages;
+pub mod tally;
+
 mod backlog;
 mod claim;
 mod deltas;
@@ -28,9 +36,9 @@ mod site;
 mod state;
 mod wanted;
 
-use super::job::{OwnedJob, Reader};
-use super::key::Kind;
-use crate::metrics::tally::Job;
+use crate::job::{OwnedJob, Reader};
+use crate::key::Kind;
+use crate::tally::Job;
 use backlog::Backlog;
 use make::Ctx;
 use state::State;
@@ -60,7 +68,7 @@ pub struct Settings {
     /// Delta encoder settings: the publish tool's defaults.
     pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
     /// The host this runs on: where it records file versions' digests.
-    pub host: crate::ondemand::host::Host,
+    pub host: crate::host::Host,
 }
 
 /// The levels of a first copy: brotli 4, zstd 3, gzip 6. On 100 pages of
@@ -95,7 +103,7 @@ type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// `n` copies asked for reached this state.
-    Copies(crate::metrics::tally::Job, u64),
+    Copies(crate::tally::Job, u64),
     /// After a job or at start: what the cache holds, and how many copies
     /// were evicted since the last such event.
     Holding {

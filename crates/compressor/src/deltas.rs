@@ -25,9 +25,9 @@ use super::make::{
 };
 use super::state::{copy_path, kept_key};
 use super::Level;
-use crate::metrics::tally::Job;
-use crate::ondemand::job::OwnedDeltas;
-use crate::ondemand::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
+use crate::job::OwnedDeltas;
+use crate::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
+use crate::tally::Job;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::publish::atomic::TempFile;

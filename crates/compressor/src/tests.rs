@@ -4,8 +4,8 @@
 
 use super::state::{copy_path, kept_key, State};
 use super::{run, Level, Settings, Stop};
-use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
-use crate::ondemand::key::{Kind, Version};
+use crate::job::{encode, CodingSet, Job, MAX_JOB};
+use crate::key::{Kind, Version};
 use gdn_cli::publish;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::publish::delta_codec::decode;
@@ -32,7 +32,7 @@ fn settings(root: &Path) -> Settings {
             zstd: 3,
             brotli_quality: 5,
         },
-        host: crate::ondemand::host::Host::this(),
+        host: crate::host::Host::this(),
     }
 }
 
@@ -357,13 +357,13 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
 
 /// The record of `p`'s version, as this host keeps it.
 fn record_of(s: &Settings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
-    let mut name = crate::ondemand::key::NameBuf::new();
-    let rel = crate::ondemand::key::write_record_name(&version(p), &mut name);
+    let mut name = crate::key::NameBuf::new();
+    let rel = crate::key::write_record_name(&version(p), &mut name);
     let file = s
         .root
         .join(s.host.records_dir())
         .join(std::str::from_utf8(rel).unwrap());
-    crate::ondemand::key::parse_record(&fs::read(file).ok()?)
+    crate::key::parse_record(&fs::read(file).ok()?)
 }
 
 #[test]
@@ -464,15 +464,13 @@ fn leftovers_are_removed_at_start() {
 fn site_records_of_the_older_rule_are_removed_at_start() {
     let (_d, _docs, cache) = tree();
     let s = settings(&cache);
-    let old = cache
-        .join(crate::ondemand::key::RETIRED_SITE_DIR)
-        .join("ab12");
+    let old = cache.join(crate::key::RETIRED_SITE_DIR).join("ab12");
     fs::create_dir_all(&old).unwrap();
     fs::write(old.join("pages"), b"/srv/www/private.html\n").unwrap();
     fs::write(old.join("current.dat"), b"learned from a private page").unwrap();
     let lines = Lines::default();
     run_over(&s, Vec::new(), &lines);
-    assert!(!cache.join(crate::ondemand::key::RETIRED_SITE_DIR).exists());
+    assert!(!cache.join(crate::key::RETIRED_SITE_DIR).exists());
 }
 
 #[test]
@@ -529,7 +527,7 @@ impl Events {
         events
             .iter()
             .map(|e| match e {
-                super::Event::Copies(crate::metrics::tally::Job::Dropped, n) => *n,
+                super::Event::Copies(crate::tally::Job::Dropped, n) => *n,
                 _ => 0,
             })
             .sum()
@@ -612,7 +610,7 @@ fn delta_job(p: &Path, group: &[u8]) -> Vec<u8> {
         path: p.as_os_str().as_bytes(),
         version: version(p),
         codings: all(),
-        deltas: Some(crate::ondemand::job::Deltas {
+        deltas: Some(crate::job::Deltas {
             versions: 2,
             group,
             site: &[],
@@ -755,15 +753,15 @@ fn train_job(docs: &Path, private: &[usize]) -> Vec<u8> {
 
 /// `train_job`, judged at `at`.
 fn train_job_at(docs: &Path, private: &[usize], at: i64) -> Vec<u8> {
-    let list = crate::ondemand::pages::candidates(docs);
+    let list = crate::pages::candidates(docs);
     let mut bits = Vec::new();
     for i in (0..list.len()).filter(|i| !private.contains(i)) {
-        crate::ondemand::pages::set_bit(&mut bits, i);
+        crate::pages::set_bit(&mut bits, i);
     }
     record(&Job::Train {
         root: docs.as_os_str().as_bytes(),
         site: SITE,
-        digest: &crate::ondemand::pages::digest(&list),
+        digest: &crate::pages::digest(&list),
         bits: &bits,
         at,
     })
@@ -781,13 +779,13 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
     let s = settings(&cache);
     let lines = Lines::default();
     let pages: Vec<PathBuf> = (0..20).map(|i| site_page_file(&docs, i)).collect();
-    let current = cache.join(crate::ondemand::key::site_current_name(SITE, None));
+    let current = cache.join(crate::key::site_current_name(SITE, None));
     run_over(&s, vec![train_job(&docs, &[0, 1, 2, 3, 4])], &lines);
     assert!(!current.exists(), "not from 15 public pages");
     run_over(&s, vec![train_job(&docs, &[])], &lines);
     let dict = fs::read(&current).expect("trained from 20 pages");
     let h = gdn_core::dictionary::hash(&dict);
-    let named = cache.join(crate::ondemand::key::site_named_name(
+    let named = cache.join(crate::key::site_named_name(
         SITE,
         &gdn_core::dictionary::to_hex(&h)[..16],
         None,
@@ -821,7 +819,7 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
             .unwrap();
     }
     run_over(&settings(&cache2), vec![train_job(&docs2, &[])], &lines);
-    let current2 = cache2.join(crate::ondemand::key::site_current_name(SITE, None));
+    let current2 = cache2.join(crate::key::site_current_name(SITE, None));
     assert_eq!(fs::read(&current2).unwrap(), dict, "a copy of the tree");
     // A page changed: trained again; the first stays under its name.
     site_page_file(&docs, 40);

@@ -6,8 +6,8 @@
 //! recently asked, never the one just asked for. No I/O: `backlog` keeps
 //! it on disk across restarts.
 
-use crate::ondemand::job::OwnedJob;
-use crate::ondemand::key::Version;
+use crate::job::OwnedJob;
+use crate::key::Version;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
@@ -244,14 +244,14 @@ impl Wanted {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ondemand::job::CodingSet;
+    use crate::job::CodingSet;
     use gdn_core::coding::Coding;
 
     fn job(n: u64, c: Coding) -> OwnedJob {
         OwnedJob::Compress {
             path: format!("/p/{n}").into(),
             version: Version {
-                local: crate::ondemand::key::Local {
+                local: crate::key::Local {
                     device: 1,
                     inode: n,
                     ctime_us: 0,
