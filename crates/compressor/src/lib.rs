@@ -18,6 +18,14 @@
 //! place, takes a copy another made as done, removes only stale
 //! temporaries at start, and evicts by its own accounting, tolerating
 //! files that another removed or made (`state`).
+//!
+//! The crate also holds what the module and the compressor share, so the
+//! module depends on this crate and never the other way: `job` (the jobs
+//! children send and their wire format), `key` (what names a copy, its
+//! digest records, and which files are compressed on demand), `host`
+//! (which host and boot this is), `pages` (the pages a site dictionary
+//! may learn) and `tally` (what became of a copy asked for, which the
+//! module counts from `Event`s).
 
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 

@@ -3,7 +3,7 @@
 //! with `GzipDiskNgSiteDictionary`.
 //!
 //! The pages a dictionary learns are a function of the host's files, not
-//! of its traffic (`ondemand::pages`): once a training period, a child
+//! of its traffic (`pages`): once a training period, a child
 //! lists them under the document root, asks Apache of each whether every
 //! client may GET it, and sends the verdicts (`Job::Train`). The
 //! compressor lists them again, and when its list is the one judged,
