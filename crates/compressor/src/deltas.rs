@@ -24,9 +24,9 @@ use super::make::{
     current, decode_into, dirs_for, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
 };
 use super::state::{copy_path, kept_key};
-use super::Level;
 use crate::job::OwnedDeltas;
 use crate::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
+use crate::settings::Level;
 use crate::tally::Job;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, Hash};

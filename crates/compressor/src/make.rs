@@ -8,9 +8,9 @@
 use super::claim::Claim;
 use super::index::Key;
 use super::state::{copy_path, State, Task};
-use super::{Event, Level, Log, Settings, Tally};
 use crate::job::{CodingSet, OwnedDeltas};
 use crate::key::{compressible, parse_record, record_text, Kind, Source, Version, MAX_SIZE};
+use crate::settings::{Event, Level, Log, Settings, Tally};
 use crate::tally::Job;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder};

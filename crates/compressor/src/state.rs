@@ -10,12 +10,12 @@
 //! appeared behind this one's back is no error.
 
 use super::index::{max_entries, Index, Key};
-use super::{Level, Log, Settings};
 use crate::host::Host;
 use crate::key::{
     copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, parse_record,
     write_record_name, Kind, NameBuf, Source, Version, KEPT_DIR, RETIRED_SITE_DIR,
 };
+use crate::settings::{Level, Log, Settings};
 use gdn_core::dictionary::Hash;
 use gdn_core::publish::atomic::TMP_MARK;
 use std::collections::{HashMap, HashSet};

@@ -3,9 +3,10 @@
 //! tool writes.
 
 use super::state::{copy_path, kept_key, State};
-use super::{run, Level, Settings, Stop};
 use crate::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::key::{Kind, Version};
+use crate::run;
+use crate::settings::{Event, Level, Settings, Stop};
 use gdn_cli::publish;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::publish::delta_codec::decode;
@@ -516,10 +517,10 @@ fn the_warning_comes_again_after_a_recovery() {
 
 /// Events of a run, to count what it dropped.
 #[derive(Default)]
-struct Events(Mutex<Vec<super::Event>>);
+struct Events(Mutex<Vec<Event>>);
 
 impl Events {
-    fn tally(&self) -> impl Fn(super::Event) + Sync + '_ {
+    fn tally(&self) -> impl Fn(Event) + Sync + '_ {
         |e| self.0.lock().unwrap().push(e)
     }
     fn dropped(&self) -> u64 {
@@ -527,7 +528,7 @@ impl Events {
         events
             .iter()
             .map(|e| match e {
-                super::Event::Copies(crate::tally::Job::Dropped, n) => *n,
+                Event::Copies(crate::tally::Job::Dropped, n) => *n,
                 _ => 0,
             })
             .sum()
