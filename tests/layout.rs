@@ -363,6 +363,35 @@ fn the_compressor_is_a_crate_below_the_module() {
     assert!(files.len() > 20, "the module's files: {}", files.len());
 }
 
+/// The compressor's parts import what it runs with from `settings`, never
+/// from the crate root: the root only starts them, so no import reaches
+/// back up to it.
+#[test]
+fn the_compressors_parts_import_nothing_of_its_root() {
+    let src = crate_src("compressor");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let modules: BTreeSet<String> = files.iter().map(|f| top(&src, f)).collect();
+    assert!(
+        modules.contains("settings") && modules.contains("make"),
+        "{modules:?}"
+    );
+    let mut up = Vec::new();
+    for f in &files {
+        let from = top(&src, f);
+        if ["lib", "tests"].contains(&from.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(f).expect("read");
+        for to in named(&src, f, &text, false) {
+            if !modules.contains(&to) {
+                up.push(format!("{from} → {to}"));
+            }
+        }
+    }
+    assert!(up.is_empty(), "imports of the compressor's root: {up:#?}");
+}
+
 #[test]
 fn only_the_ffi_crate_may_hold_unsafe() {
     for name in CRATES.iter().filter(|n| **n != "httpd") {
