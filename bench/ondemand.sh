@@ -35,10 +35,7 @@ PORT="${PORT:-18497}"
     apache_conf_head "$WORK" "$PORT" event
     echo "LogFormat \"%U %{gzip-disk-ng}n\" note"
     echo "CustomLog $WORK/access.log note"
-    echo "GzipDiskNgCacheRoot $WORK/cache"
-    echo "GzipDiskNgCompressorWorkers $WORKERS"
-    printf 'DocumentRoot %s\n<Directory %s>\n    Require all granted\n' "$D" "$D"
-    printf '    SetHandler gzip-disk-ng\n    GzipDiskNgOnDemand On\n</Directory>\n'
+    ondemand_site_conf "$WORK/cache" "$D" "$WORKERS"
 } >"$WORK/httpd.conf"
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
 apache_wait "$PORT"

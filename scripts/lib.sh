@@ -205,6 +205,17 @@ conf_handler() {
     echo "</Directory>"
 }
 
+# Prints the lines of a site compressed on demand, as the bench/ondemand*.sh
+# runs set it up: the cache root CACHE, WORKERS compressor threads, and DOCS
+# as the DocumentRoot, every file of it handled by the module.
+#   ondemand_site_conf CACHE DOCS WORKERS
+ondemand_site_conf() {
+    echo "GzipDiskNgCacheRoot $1"
+    echo "GzipDiskNgCompressorWorkers $3"
+    printf 'DocumentRoot %s\n<Directory %s>\n    Require all granted\n' "$2" "$2"
+    printf '    SetHandler gzip-disk-ng\n    GzipDiskNgOnDemand On\n</Directory>\n'
+}
+
 # Prints Debian's apache2.conf, less what concerns no request (timeouts,
 # the error log's format), with the modules Debian enables (those of
 # /etc/apache2/mods-enabled and their .conf files, this module's own left

@@ -780,6 +780,32 @@ fn fresh_siblings_come_first_and_a_stale_one_gives_way_to_a_copy_with_its_etag()
     a.assert_no_crash();
 }
 
+/// A copy made at the fast levels before a graceful restart is made
+/// again at the best level once served after it: the compressor told to
+/// stop writes its fast copies down, and the next one takes them over.
+#[test]
+fn a_fast_copy_made_before_a_restart_is_made_again_after_it() {
+    let data = page(40_000, 71);
+    let best = published(&data, ".br");
+    let a = Apache::start(on_demand(Mpm::Event), |d| fill(d, &[("u.html", &data)]));
+    let copy = copy_at(&cache_of(&a), &a.docroot, "u.html", Kind::Coded(Coding::Br));
+    // Asked for, and made fast, but not served before the restart.
+    a.get("/u.html", Some("br"));
+    wait_for("the fast br copy", || {
+        fs::metadata(&copy).is_ok_and(|m| m.len() > 0)
+    });
+    assert!(fs::read(&copy).expect("copy") != best, "made fast first");
+    graceful(&a);
+    wait_for("br copy at the best level after the restart", || {
+        let r = a.get("/u.html", Some("br"));
+        r.coding() == Some("br") && r.body == best
+    });
+    assert!(!a
+        .module_log_about("copies made at the fast levels before a restart taken over")
+        .is_empty());
+    a.assert_no_crash();
+}
+
 /// The copy name of `kind` for the file `name` in the docroot `d` (the
 /// SHA-256 of its bytes), under the cache root.
 fn copy_at(cache: &Path, d: &Path, name: &str, kind: Kind) -> PathBuf {

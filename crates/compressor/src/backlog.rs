@@ -34,7 +34,8 @@ struct Inner {
     /// Changed since last written down.
     dirty: bool,
     /// Copies made at the fast levels and served since, to make again at
-    /// the best levels when nothing is wanted (not kept across restarts).
+    /// the best levels when nothing is wanted (kept across restarts:
+    /// `upgrades`).
     remakes: VecDeque<(Key, PathBuf)>,
     /// Site dictionary verdicts to act on, first come first (a child
     /// sends them once a training period: few, and never dropped).
@@ -118,6 +119,11 @@ impl Backlog {
         self.work.notify_one();
     }
 
+    /// The copies waiting to be made again at the best levels.
+    pub(super) fn remakes(&self) -> Vec<(Key, PathBuf)> {
+        self.lock().remakes.iter().cloned().collect()
+    }
+
     /// Asks for a host's judged pages (`OwnedJob::Train`) to be acted on,
     /// before any copy is made.
     pub(super) fn train(&self, job: OwnedJob) {
@@ -188,6 +194,11 @@ impl Backlog {
     pub(super) fn started(&self) {
         self.lock().started = true;
         self.work.notify_all();
+    }
+
+    /// Whether the cache was scanned and indexed.
+    pub(super) fn has_started(&self) -> bool {
+        self.lock().started
     }
 
     /// The job stream ended: the workers end once nothing is wanted.
@@ -315,14 +326,32 @@ fn host() -> String {
         .unwrap_or_default()
 }
 
+/// What names a wanted file.
+pub(super) const WANTED: &str = "wanted-";
+
+/// What names a file of copies made at the fast levels (`upgrades`).
+pub(super) const FAST: &str = "fast-";
+
 /// Where this process writes its wanted set under `root`.
 pub(super) fn own_file(root: &Path) -> PathBuf {
-    root.join(format!("wanted-{}@{}", std::process::id(), host()))
+    own(root, WANTED)
+}
+
+/// Where this process writes its file named `kind` (`WANTED`, `FAST`)
+/// under `root`.
+pub(super) fn own(root: &Path, kind: &str) -> PathBuf {
+    root.join(format!("{kind}{}@{}", std::process::id(), host()))
 }
 
 /// The wanted files under `root` left by processes of this host that are
 /// gone: a compressor before a restart, or one that died.
 pub(super) fn orphans(root: &Path) -> Vec<PathBuf> {
+    orphans_of(root, WANTED)
+}
+
+/// The files named `kind` under `root` left by processes of this host
+/// that are gone.
+pub(super) fn orphans_of(root: &Path, kind: &str) -> Vec<PathBuf> {
     let host = host();
     let mine = std::process::id();
     let Ok(dir) = fs::read_dir(root) else {
@@ -333,7 +362,7 @@ pub(super) fn orphans(root: &Path) -> Vec<PathBuf> {
             let name = e.file_name();
             let Some((pid, h)) = name
                 .to_str()
-                .and_then(|n| n.strip_prefix("wanted-"))
+                .and_then(|n| n.strip_prefix(kind))
                 .and_then(|n| n.split_once('@'))
             else {
                 return false;
@@ -349,25 +378,10 @@ pub(super) fn orphans(root: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::CodingSet;
-    use crate::key::Version;
     use gdn_core::coding::Coding;
 
     fn job(n: u64) -> OwnedJob {
-        OwnedJob::Compress {
-            path: format!("/p/{n}.html").into(),
-            version: Version {
-                local: crate::key::Local {
-                    device: 1,
-                    inode: n,
-                    ctime_us: 0,
-                },
-                size: n,
-                mtime_us: 7,
-            },
-            codings: CodingSet::empty().with(Coding::Br),
-            deltas: None,
-        }
+        super::super::wanted::tests::job(n, Coding::Br)
     }
 
     fn wanted(n: Option<Next>) -> (WantKey, OwnedJob) {

@@ -19,9 +19,10 @@
 //! publish tool's codec. Only content this server served in that scope
 //! is ever a dictionary, and only after its hash is checked.
 
+use super::disk::dirs_for;
 use super::index::Key;
 use super::make::{
-    current, decode_into, dirs_for, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
+    current, decode_into, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
 };
 use super::state::{copy_path, kept_key};
 use crate::job::OwnedDeltas;

@@ -24,7 +24,7 @@ const MIN_ENTRIES: usize = 1 << 16;
 /// Most entries kept under a byte limit of `max_size`: as many copies as
 /// the limit holds at one block each (markers, of no block, count as
 /// entries too); at least `MIN_ENTRIES`. The default 1 GiB allows 262,144
-/// entries, whose index takes about 400 bytes each, 100 MB at most
+/// entries, whose index takes about 320 bytes each, 82 MB at most
 /// (`memory::index_memory_per_entry` measures it); beyond it the least
 /// recently used go, whatever the bytes.
 pub(super) fn max_entries(max_size: u64) -> usize {
@@ -51,6 +51,10 @@ pub(super) struct Index {
     total: u64,
     max_entries: usize,
 }
+
+/// Entries evicted at once after which the freed memory is given back
+/// to the system: the allocator keeps it otherwise.
+const TRIM_AFTER: usize = 4096;
 
 /// Ticks below it are those of entries found at start.
 const FOUND_TICKS: u64 = 1 << 48;
@@ -166,6 +170,9 @@ impl Index {
         }
         if !gone.is_empty() {
             self.shrink();
+        }
+        if gone.len() >= TRIM_AFTER {
+            gdn_httpd::shm::trim_heap();
         }
         gone
     }

@@ -23,7 +23,7 @@
 //! argument, a relative path, lengths that do not add up, too short or
 //! too long) and goes on with the next.
 
-use super::key::{Kind, Local, Source, Version};
+use super::key::{Kind, Source, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::Hash;
 use std::ffi::OsStr;
@@ -320,18 +320,9 @@ fn write_message<'b>(
     if strings.iter().map(|s| s.len()).sum::<usize>() > MAX_PATH {
         return None;
     }
-    let fields = [
-        version.size,
-        version.mtime_us as u64,
-        version.local.device,
-        version.local.inode,
-        version.local.ctime_us as u64,
-    ];
     buf[0] = tag;
     buf[1] = arg;
-    for (i, f) in fields.into_iter().enumerate() {
-        buf[2 + 8 * i..10 + 8 * i].copy_from_slice(&f.to_le_bytes());
-    }
+    buf[2..2 + Version::BYTES].copy_from_slice(&version.to_le_bytes());
     buf[42] = deltas.versions;
     buf[43..45].copy_from_slice(&(deltas.group.len() as u16).to_le_bytes());
     buf[45..47].copy_from_slice(&(deltas.site.len() as u16).to_le_bytes());
@@ -346,20 +337,7 @@ fn write_message<'b>(
 /// The job a message holds; `None` when anything in it is wrong.
 pub fn decode(msg: &[u8]) -> Option<OwnedJob> {
     let (head, rest) = msg.split_at_checked(HEAD)?;
-    let field = |i: usize| {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(&head[2 + 8 * i..10 + 8 * i]);
-        u64::from_le_bytes(b)
-    };
-    let version = Version {
-        size: field(0),
-        mtime_us: field(1) as i64,
-        local: Local {
-            device: field(2),
-            inode: field(3),
-            ctime_us: field(4) as i64,
-        },
-    };
+    let version = Version::from_le_bytes(head[2..2 + Version::BYTES].try_into().ok()?);
     let arg = head[1];
     let versions = head[42];
     let group_len = usize::from(u16::from_le_bytes([head[43], head[44]]));
@@ -450,6 +428,7 @@ impl<R: Read> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::key::Local;
     use gdn_core::test_util::Messages;
     use std::io::Write;
 

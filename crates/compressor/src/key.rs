@@ -20,9 +20,8 @@
 //! coding is empty.
 //!
 //! What digest a file version has is recorded by the compressor, which
-//! learns it while it reads the file, in a directory of this host's own
-//! (`host`): `<fan-out>/<device>-<inode>-<size>-<mtime>-<ctime>` in hex,
-//! holding the digest's hex.
+//! learns it while it reads the file, in a table of this host's own
+//! (`digests`).
 
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, DeltaSuffix, Hash};
@@ -98,6 +97,49 @@ impl Version {
         }
     }
 
+    /// Size, mtime, device, inode and ctime, in this order (a negative
+    /// time as its two's complement).
+    fn fields(&self) -> [u64; 5] {
+        [
+            self.size,
+            self.mtime_us as u64,
+            self.local.device,
+            self.local.inode,
+            self.local.ctime_us as u64,
+        ]
+    }
+
+    /// Bytes of `to_le_bytes`: five 64-bit numbers.
+    pub const BYTES: usize = 40;
+
+    /// The version as jobs and digest records carry it: size, mtime,
+    /// device, inode and ctime, each 8 bytes little-endian.
+    pub fn to_le_bytes(&self) -> [u8; Version::BYTES] {
+        let mut b = [0u8; Version::BYTES];
+        for (chunk, f) in b.chunks_exact_mut(8).zip(self.fields()) {
+            chunk.copy_from_slice(&f.to_le_bytes());
+        }
+        b
+    }
+
+    /// The version `to_le_bytes` wrote.
+    pub fn from_le_bytes(b: &[u8; Version::BYTES]) -> Version {
+        let f = |i: usize| {
+            let mut x = [0u8; 8];
+            x.copy_from_slice(&b[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(x)
+        };
+        Version {
+            size: f(0),
+            mtime_us: f(1) as i64,
+            local: Local {
+                device: f(2),
+                inode: f(3),
+                ctime_us: f(4) as i64,
+            },
+        }
+    }
+
     /// Whether `meta` still has this version's size and mtime, and, when
     /// this version knows it, its device, inode and ctime.
     pub fn matches(&self, meta: &fs::Metadata) -> bool {
@@ -148,8 +190,8 @@ const DECODED_EXT: &str = "id";
 
 /// Longest name: a kept version's `kept/`, fan-out, slash, 64 digits and
 /// `.zst` make 76 bytes; a delta's two fan-out digits, slash, 64 digits,
-/// dot, 64 digits and `.dcz` 136; a record's fan-out, slash, five
-/// 16-digit numbers and four dashes 87.
+/// dot, 64 digits and `.dcz` 136; a version's five 16-digit numbers and four
+/// dashes 84.
 const NAME_MAX: usize = 160;
 
 /// A copy's name, written on the stack.
@@ -213,14 +255,7 @@ impl NameBuf {
 
     /// Appends `v` as `version_stem` spells it.
     fn push_version(&mut self, v: &Version) {
-        let parts = [
-            v.size,
-            v.mtime_us as u64,
-            v.local.device,
-            v.local.inode,
-            v.local.ctime_us as u64,
-        ];
-        for (i, n) in parts.into_iter().enumerate() {
+        for (i, n) in v.fields().into_iter().enumerate() {
             if i > 0 {
                 self.push(b'-');
             }
@@ -401,30 +436,7 @@ pub fn is_old_copy_name(name: &str) -> bool {
     })
 }
 
-/// Writes the name of the record of `v`'s digest, relative to this
-/// host's records directory (`host`), into `buf` and returns it:
-/// `<fan-out>/<size>-<mtime>-<device>-<inode>-<ctime>`, the fan-out the
-/// inode's low byte.
-pub fn write_record_name<'b>(v: &Version, buf: &'b mut NameBuf) -> &'b [u8] {
-    buf.len = 0;
-    buf.push_byte(v.local.inode as u8);
-    buf.push(b'/');
-    buf.push_version(v);
-    buf.as_bytes()
-}
-
-/// What a record holds: the digest's hex and a newline.
-pub fn record_text(source: &Source) -> String {
-    format!("{}\n", dictionary::to_hex(source))
-}
-
-/// The digest a record's `text` holds; `None` for anything else.
-pub fn parse_record(text: &[u8]) -> Option<Source> {
-    let hex = text.strip_suffix(b"\n")?;
-    parse_source(std::str::from_utf8(hex).ok()?)
-}
-
-/// A version as records and histories spell it,
+/// A version as histories spell it,
 /// `<size>-<mtime>-<device>-<inode>-<ctime>` in lower-case hex.
 pub fn version_stem<'b>(v: &Version, buf: &'b mut NameBuf) -> &'b str {
     buf.len = 0;
@@ -584,21 +596,15 @@ mod tests {
     }
 
     #[test]
-    fn records_are_named_by_the_whole_local_version() {
+    fn versions_are_spelled_whole() {
         let mut buf = NameBuf::new();
-        let name = std::str::from_utf8(write_record_name(&v(), &mut buf))
-            .unwrap()
-            .to_owned();
-        assert_eq!(name, "45/1388-60a2418202240-803-12345-60a24182d8240");
-        let stem = name.split_once('/').unwrap().1;
-        assert_eq!(parse_version_stem(stem), Some(v()));
-        // A rewrite in place keeping inode, size and mtime: another record.
+        let name = version_stem(&v(), &mut buf).to_owned();
+        assert_eq!(name, "1388-60a2418202240-803-12345-60a24182d8240");
+        assert_eq!(parse_version_stem(&name), Some(v()));
+        // A rewrite in place keeping inode, size and mtime: another stem.
         let mut rewritten = v();
         rewritten.local.ctime_us += 1;
-        let other = std::str::from_utf8(write_record_name(&rewritten, &mut buf))
-            .unwrap()
-            .to_owned();
-        assert_ne!(name, other);
+        assert_ne!(name, version_stem(&rewritten, &mut buf));
         let extreme = Version {
             size: u64::MAX,
             mtime_us: i64::MIN,
@@ -608,16 +614,9 @@ mod tests {
                 ctime_us: -1,
             },
         };
-        let name = std::str::from_utf8(write_record_name(&extreme, &mut buf))
-            .unwrap()
-            .to_owned();
-        assert_eq!(name.len(), 87);
-        assert_eq!(parse_version_stem(&name[3..]), Some(extreme));
-        let src = dictionary::hash(b"x");
-        assert_eq!(parse_record(record_text(&src).as_bytes()), Some(src));
-        for bad in [&b""[..], b"00\n", &record_text(&src).as_bytes()[1..]] {
-            assert_eq!(parse_record(bad), None);
-        }
+        let name = version_stem(&extreme, &mut buf).to_owned();
+        assert_eq!(name.len(), 84);
+        assert_eq!(parse_version_stem(&name), Some(extreme));
         for bad in ["1-2-3", "1-2-3-4-5-6", "01-2-3-4-5", "1-2-3-4-X"] {
             assert_eq!(parse_version_stem(bad), None, "{bad}");
         }

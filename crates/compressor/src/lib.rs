@@ -30,20 +30,24 @@
 
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
+pub mod digests;
 pub mod host;
 pub mod job;
 pub mod key;
 pub mod pages;
+pub mod settings;
 pub mod tally;
 
 mod backlog;
 mod claim;
 mod deltas;
+mod disk;
 mod index;
 mod make;
-pub mod settings;
+mod records;
 mod site;
 mod state;
+mod upgrades;
 mod wanted;
 
 use crate::job::{OwnedJob, Reader};
@@ -91,7 +95,12 @@ pub fn run<R: Read + Send>(
             return;
         }
         scope.spawn(|| {
-            State::start_into(&state, settings, log);
+            // The fast copies of a compressor gone first: a copy served
+            // while the cache is scanned is then made again.
+            take_over_upgrades(&ctx, &backlog);
+            for (key, path) in State::start_into(&state, settings, log) {
+                backlog.remake(key, path);
+            }
             backlog.started();
             ctx.holding();
         });
@@ -113,6 +122,10 @@ fn keep(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, stop: &Stop, ended: &Mutex
     let mut saved = Instant::now();
     let mut told = false;
     loop {
+        // Before the scan ends, the start takes them over itself.
+        if backlog.has_started() {
+            take_over_upgrades(ctx, backlog);
+        }
         for orphan in backlog::orphans(&ctx.settings.root) {
             match backlog.load(&orphan) {
                 Ok(n) => (ctx.log)(
@@ -142,10 +155,53 @@ fn keep(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, stop: &Stop, ended: &Mutex
     }
 }
 
-/// Writes the wanted set down (`always`: even unchanged).
+/// Writes the wanted set down (`always`: even unchanged); with
+/// `always` (a stop, or the end), the copies made at the fast levels
+/// too (`upgrades`).
 fn save(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, always: bool) {
-    if let Err(e) = backlog.save(own, always) {
+    let mut saved = backlog.save(own, always);
+    if always && saved.is_ok() {
+        let mut ups: Vec<upgrades::Upgrade> = backlog
+            .remakes()
+            .into_iter()
+            .map(|(k, p)| (k, p, upgrades::Fast::Served))
+            .collect();
+        let fast = ctx.state().fast_copies();
+        ups.extend(fast.into_iter().map(|(k, p)| (k, p, upgrades::Fast::Made)));
+        let file = backlog::own(&ctx.settings.root, backlog::FAST);
+        saved = upgrades::save(&file, &ups);
+    }
+    if let Err(e) = saved {
         ctx.state().cache_failed(ctx.settings, &e, ctx.log);
+    }
+}
+
+/// Takes over the copies made at the fast levels by compressors of this
+/// host that are gone: those served are made again when nothing else is
+/// wanted, the others once served.
+fn take_over_upgrades(ctx: &Ctx<'_>, backlog: &Backlog) {
+    for orphan in backlog::orphans_of(&ctx.settings.root, backlog::FAST) {
+        let ups = match upgrades::load(&orphan) {
+            Ok(ups) => ups,
+            Err(e) => {
+                (ctx.log)(Level::Debug, &format!("{}: {e}", orphan.display()));
+                continue;
+            }
+        };
+        let n = ups.len();
+        for (key, path, fast) in ups {
+            match fast {
+                upgrades::Fast::Served => backlog.remake(key, path),
+                upgrades::Fast::Made => ctx.state().made_fast(key, &path),
+            }
+        }
+        (ctx.log)(
+            Level::Info,
+            &format!(
+                "{n} copies made at the fast levels before a restart taken over from {}",
+                orphan.display()
+            ),
+        );
     }
 }
 

@@ -6,10 +6,11 @@
 //! for this host as that version's digest.
 
 use super::claim::Claim;
+use super::disk::dirs_for;
 use super::index::Key;
 use super::state::{copy_path, State, Task};
 use crate::job::{CodingSet, OwnedDeltas};
-use crate::key::{compressible, parse_record, record_text, Kind, Source, Version, MAX_SIZE};
+use crate::key::{compressible, Kind, Source, Version, MAX_SIZE};
 use crate::settings::{Event, Level, Log, Settings, Tally};
 use crate::tally::Job;
 use gdn_core::coding::Coding;
@@ -122,15 +123,10 @@ impl Ctx<'_> {
     /// Records that the file version `v` has the digest `source`, where
     /// this host's requests look for it.
     fn learn(&self, v: Version, source: Source) {
-        let target = self.state().record_path(self.settings, &v);
-        let known = fs::read(&target).ok().and_then(|t| parse_record(&t));
-        if known != Some(source) {
-            if let Err(e) = write_record(&target, record_text(&source).as_bytes()) {
-                self.state().cache_failed(self.settings, &e, self.log);
-                return;
-            }
+        let mut state = self.state();
+        if let Err(e) = state.record(self.settings, v, source) {
+            state.cache_failed(self.settings, &e, self.log);
         }
-        self.state().learned(v, source);
     }
 
     /// Makes the deltas the job asks for, then the copies of `codings` of
@@ -462,20 +458,6 @@ fn publish_problem(path: &Path, c: Coding, e: PublishError) -> Problem {
 /// most, whatever the umask, as the start-up check of the root wants.
 pub(super) fn make_dir(target: &Path) -> Result<(), Problem> {
     dirs_for(target).map_err(Problem::Cache)
-}
-
-/// `make_dir`, for callers that keep the `io::Error`.
-pub(super) fn dirs_for(target: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = target.parent().unwrap_or(Path::new("."));
-    match fs::DirBuilder::new()
-        .mode(0o755)
-        .recursive(true)
-        .create(dir)
-    {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// Writes `bytes` at `target` through a temporary, its directories made

@@ -26,7 +26,8 @@
 
 use super::claim::Claim;
 use super::deltas::{keep, read_kept};
-use super::make::{dirs_for, pin, read_pinned, write_record, Ctx};
+use super::disk::dirs_for;
+use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, kept_key, State};
 use crate::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CURRENT};
 use crate::pages::{self, Candidate};

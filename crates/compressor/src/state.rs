@@ -9,11 +9,13 @@
 //! done, a temporary is removed only once stale, and a file gone or
 //! appeared behind this one's back is no error.
 
+use super::disk::allocated;
 use super::index::{max_entries, Index, Key};
+use super::records::Records;
 use crate::host::Host;
 use crate::key::{
-    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, parse_record,
-    write_record_name, Kind, NameBuf, Source, Version, KEPT_DIR, RETIRED_SITE_DIR,
+    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf, Source,
+    Version, KEPT_DIR, RETIRED_SITE_DIR,
 };
 use crate::settings::{Level, Log, Settings};
 use gdn_core::dictionary::Hash;
@@ -54,6 +56,10 @@ pub(super) struct State {
     deltas: HashSet<Version>,
     /// The digests of the file versions this host read lately.
     sources: HashMap<Version, Source>,
+    /// This boot's table of digest records, once opened.
+    records: Option<Records>,
+    /// What that table takes on disk, within the limit.
+    records_bytes: u64,
     /// The cache could not be written last time it was tried.
     failing: bool,
     /// Copies evicted since `holding` last said.
@@ -94,7 +100,7 @@ impl State {
     #[cfg(test)]
     pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
         let state = std::sync::Mutex::new(State::empty(settings));
-        State::start_into(&state, settings, log);
+        let _ = State::start_into(&state, settings, log);
         state
             .into_inner()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -103,7 +109,12 @@ impl State {
     /// Scans the cache at `settings.root` into `state`, which the workers
     /// use meanwhile: the lock is held only to index what was found (as
     /// older than what they made since) and evict beyond the limits.
-    pub(super) fn start_into(state: &std::sync::Mutex<State>, settings: &Settings, log: Log<'_>) {
+    /// Returns the fast copies served meanwhile, to make again.
+    pub(super) fn start_into(
+        state: &std::sync::Mutex<State>,
+        settings: &Settings,
+        log: Log<'_>,
+    ) -> Vec<(Key, PathBuf)> {
         let lock = || {
             state
                 .lock()
@@ -119,8 +130,15 @@ impl State {
         for f in found {
             state.index.insert_found(f.key, f.size);
         }
-        for key in state.early_touches.take().unwrap_or_default() {
-            let _ = state.touch(settings, &key);
+        let remakes = state
+            .early_touches
+            .take()
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|key| state.touch(settings, key))
+            .collect();
+        if let Err(e) = state.records(settings) {
+            state.cache_failed(settings, &e, log);
         }
         let evicted = state.evict(settings, log);
         state.index.shrink();
@@ -133,6 +151,7 @@ impl State {
                 state.index.total()
             ),
         );
+        remakes
     }
 
     /// Nothing indexed, pending or failed.
@@ -143,6 +162,8 @@ impl State {
             failed: HashSet::new(),
             deltas: HashSet::new(),
             sources: HashMap::new(),
+            records: None,
+            records_bytes: 0,
             failing: false,
             evicted: 0,
             early_touches: Some(Vec::new()),
@@ -178,23 +199,52 @@ impl State {
         self.pending.insert(task)
     }
 
-    /// Where this host records the digest of the file version `v`.
-    pub(super) fn record_path(&self, settings: &Settings, v: &Version) -> PathBuf {
-        let mut name = NameBuf::new();
-        let rel = write_record_name(v, &mut name);
-        let rel = std::str::from_utf8(rel).unwrap_or_default();
-        settings.root.join(settings.host.records_dir()).join(rel)
+    /// This boot's table of digest records, opened (or made) once.
+    fn records(&mut self, settings: &Settings) -> io::Result<&mut Records> {
+        if self.records.is_none() {
+            let r = Records::open(settings)?;
+            self.records_bytes = r.allocated();
+            self.records = Some(r);
+        }
+        self.records
+            .as_mut()
+            .ok_or_else(|| io::Error::other("no digest table"))
     }
 
-    /// The digest of the file version `v`, as this host recorded it.
+    /// The digest of the file version `v`, as this host recorded it. One
+    /// learned here but gone from the table (its slot taken, or written
+    /// to a table another compressor sharing the root replaced meanwhile)
+    /// is recorded again: the children look for it there.
     fn source_of(&mut self, settings: &Settings, v: &Version) -> Option<Source> {
-        if let Some(s) = self.sources.get(v) {
-            return Some(*s);
+        let recorded = self.records(settings).ok().and_then(|r| r.get(v));
+        if let Some(s) = recorded {
+            self.learned(*v, s);
+            return Some(s);
         }
-        let text = fs::read(self.record_path(settings, v)).ok()?;
-        let s = parse_record(&text)?;
-        self.learned(*v, s);
+        let s = *self.sources.get(v)?;
+        let _ = self.record(settings, *v, s);
         Some(s)
+    }
+
+    /// Records that the file version `v` has the digest `source`, where
+    /// this host's requests look for it; the table's blocks count against
+    /// the limit.
+    pub(super) fn record(
+        &mut self,
+        settings: &Settings,
+        v: Version,
+        source: Source,
+    ) -> io::Result<()> {
+        let records = self.records(settings)?;
+        records.put(&v, &source)?;
+        self.records_bytes = records.allocated();
+        self.learned(v, source);
+        Ok(())
+    }
+
+    /// The bytes copies may take: the limit less the digest table's.
+    fn copies_limit(&self, settings: &Settings) -> u64 {
+        settings.max_size.saturating_sub(self.records_bytes)
     }
 
     /// Remembers that the file version `v` has the digest `source`.
@@ -261,7 +311,7 @@ impl State {
     pub(super) fn made(&mut self, settings: &Settings, key: Key, size: u64, log: Log<'_>) -> bool {
         self.cache_ok(log);
         let path = copy_path(&settings.root, &key);
-        let kept = size <= settings.max_size;
+        let kept = size <= self.copies_limit(settings);
         if !kept {
             log(
                 Level::Info,
@@ -312,6 +362,12 @@ impl State {
         }
     }
 
+    /// The copies made at the fast levels and not served since, with
+    /// their originals' paths.
+    pub(super) fn fast_copies(&self) -> Vec<(Key, PathBuf)> {
+        self.fast.iter().map(|(k, p)| (*k, p.clone())).collect()
+    }
+
     /// Microseconds of CPU a copy of an original took, on average.
     pub(super) fn cpu_per_copy(&self) -> Option<u64> {
         (self.made > 0).then(|| self.made_cpu_us / self.made)
@@ -353,7 +409,7 @@ impl State {
     /// A kept version takes the deltas made against it along: no delta
     /// is offered against a version the cache no longer holds.
     pub(super) fn evict(&mut self, settings: &Settings, log: Log<'_>) -> usize {
-        let mut gone = self.index.evict(settings.max_size);
+        let mut gone = self.index.evict(self.copies_limit(settings));
         let kept: Vec<_> = gone
             .iter()
             .filter_map(|k| match k.1 {
@@ -476,15 +532,25 @@ fn scan(root: &Path, host: &Host, found: &mut Vec<Found>, leftovers: &mut usize)
     Ok(())
 }
 
-/// Removes the records of this host's earlier boots: their device and
-/// inode numbers may name other files now.
+/// Removes the records of this host's earlier boots (their device and
+/// inode numbers may name other files now), and this boot's records kept
+/// a file each, as they were before the table (`digests`).
 fn retire_earlier_boots(root: &Path, host: &Host) {
     let Ok(boots) = fs::read_dir(root.join(host.machine_dir())) else {
         return;
     };
     for boot in boots.flatten() {
-        if boot.file_name() != host.boot.as_str() && boot.file_type().is_ok_and(|t| t.is_dir()) {
+        if !boot.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        if boot.file_name() != host.boot.as_str() {
             let _ = fs::remove_dir_all(boot.path());
+            continue;
+        }
+        for old in fs::read_dir(boot.path()).into_iter().flatten().flatten() {
+            if old.file_type().is_ok_and(|t| t.is_dir()) {
+                let _ = fs::remove_dir_all(old.path());
+            }
         }
     }
 }
@@ -546,14 +612,6 @@ fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
         size: allocated(&meta),
         used: at(meta.accessed()).max(at(meta.modified())),
     })
-}
-
-/// What a file takes on disk: its allocated blocks (`st_blocks`, in
-/// 512-byte units), what the size limit counts: a 1 KB copy takes a
-/// whole block of the filesystem.
-pub(super) fn allocated(meta: &fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.blocks() * 512
 }
 
 /// Removes the temporary (or claim) `entry` if no live process holds it

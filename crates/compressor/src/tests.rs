@@ -274,7 +274,8 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     let (min, max) = (*sizes.iter().min().unwrap(), *sizes.iter().max().unwrap());
     let mut s = settings(&cache);
     s.workers = 1;
-    s.max_size = 3 * max + min / 2;
+    // Three copies and the digest table's one block.
+    s.max_size = 3 * max + min / 2 + TABLE_BLOCK;
     let lines = Lines::default();
     let mut stream = vec![compress_job(&files[0], gzip)];
     stream.push(compress_job(&files[1], gzip));
@@ -300,24 +301,26 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
         .sum();
     assert!(total <= s.max_size, "{total} > {}", s.max_size);
     // A restart with a smaller limit evicts at once, least recent first.
-    s.max_size = max;
+    s.max_size = max + TABLE_BLOCK;
     run_over(&s, Vec::new(), &lines);
     assert!(copy(&s, &files[3], Kind::Coded(Coding::Gzip)).exists());
     assert!(!copy(&s, &files[0], Kind::Coded(Coding::Gzip)).exists());
 }
 
 /// Bytes of every file under `root` (copies, markers, the lock), as
-/// the limit counts them: allocated blocks. This host's digest records
-/// (`hosts/`) are not copies and are left out, as the limit leaves them.
+/// the limit counts them: allocated blocks, this host's digest records
+/// (`hosts/`) included.
 fn bytes_under(root: &Path) -> u64 {
     walkdir::WalkDir::new(root)
         .into_iter()
-        .filter_entry(|e| e.path() != root.join("hosts"))
         .map(|e| e.unwrap().metadata().unwrap())
         .filter(|m| m.is_file())
         .map(|m| m.blocks() * 512)
         .sum()
 }
+
+/// What the digest table of a small limit takes (32 slots, 2,560 bytes).
+const TABLE_BLOCK: u64 = 4096;
 
 /// What a file of `len` bytes takes on the test's filesystem (4 KiB
 /// blocks).
@@ -334,7 +337,7 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     let size = |p: &Path| blocks(encoded_with(Coding::Gzip, &fast(), &fs::read(p).unwrap()).len());
     let mut s = settings(&cache);
     s.workers = 1;
-    s.max_size = size(&small) * 3 / 2;
+    s.max_size = size(&small) * 3 / 2 + TABLE_BLOCK;
     assert!(
         size(&large) > s.max_size,
         "the large page's copy must exceed the limit"
@@ -356,15 +359,14 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
 }
 
-/// The record of `p`'s version, as this host keeps it.
+/// The record of `p`'s version, as this host keeps it (as a child reads
+/// it: its window of the table).
 fn record_of(s: &Settings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
-    let mut name = crate::key::NameBuf::new();
-    let rel = crate::key::write_record_name(&version(p), &mut name);
-    let file = s
-        .root
-        .join(s.host.records_dir())
-        .join(std::str::from_utf8(rel).unwrap());
-    crate::key::parse_record(&fs::read(file).ok()?)
+    use crate::digests;
+    let table = fs::read(super::records::table_path(s)).ok()?;
+    let v = version(p);
+    let at = digests::window_of(&v, table.len() as u64)? as usize;
+    digests::find(&table[at..at + digests::WINDOW_BYTES], &v)
 }
 
 #[test]
@@ -403,9 +405,16 @@ fn each_version_read_is_recorded_with_its_digest_for_this_host() {
     // An earlier boot's records are removed at start; this boot's stay.
     let earlier = s.root.join(s.host.machine_dir()).join("0123");
     fs::create_dir_all(earlier.join("ab")).unwrap();
+    // This boot's records kept a file each, as they were once: removed.
+    let one_each = s.root.join(s.host.records_dir()).join("ab");
+    fs::create_dir_all(&one_each).unwrap();
     run_over(&s, Vec::new(), &lines);
     assert!(!earlier.exists());
+    assert!(!one_each.exists());
     assert_eq!(record_of(&s, &p), Some(source(&p)));
+    // The records take one table, of a block while they are few.
+    let table = fs::metadata(super::records::table_path(&s)).unwrap();
+    assert_eq!(table.len(), crate::digests::table_len(0));
 }
 
 #[test]
@@ -917,9 +926,9 @@ fn a_delta_served_keeps_its_kept_version_from_eviction() {
     let kept = copy_path(&s.root, &kept_key(h1));
     let dcz = copy(&s, &p, kind);
     let size = |f: &Path| fs::metadata(f).unwrap().blocks() * 512;
-    // Room for those two only: the copies, made after the kept version
-    // but used less lately, go at the next start.
-    s.max_size = size(&kept) + size(&dcz);
+    // Room for those two and the digest table only: the copies, made
+    // after the kept version but used less lately, go at the next start.
+    s.max_size = size(&kept) + size(&dcz) + size(&super::records::table_path(&s));
     run_over(&s, Vec::new(), &lines);
     assert!(kept.exists() && dcz.exists());
     assert!(!copy(&s, &p, Kind::Coded(Coding::Br)).exists());
@@ -948,23 +957,33 @@ fn a_fast_copy_served_is_made_again_at_the_best_level() {
     let first = fs::read(&made).unwrap();
     assert!(first != best_bytes, "made fast first");
     let inode = fs::metadata(&made).unwrap().ino();
-    // Not served in that run: nothing is made again at the next start.
     let touch = record(&Job::Touch {
         source: source(&p),
         kind: Kind::Coded(Coding::Br),
     });
+    // Not served in that run: its fast copies were written down at its
+    // end, and a compressor gone (another pid) leaves them to the next
+    // one, which makes the copy again once served.
+    let own = super::backlog::own(&s.root, super::backlog::FAST);
+    let name = own.file_name().unwrap().to_str().unwrap();
+    let gone = name.replacen(&std::process::id().to_string(), &u32::MAX.to_string(), 1);
+    fs::rename(&own, s.root.join(gone)).unwrap();
     run_over(&s, vec![touch.clone()], &lines);
     assert!(
-        fs::read(&made).unwrap() == first,
-        "fast copies are known per run"
+        fs::read(&made).unwrap() == best_bytes,
+        "made again at the best level after a restart"
     );
+    assert_eq!(lines.count(Level::Info, "taken over"), 1);
     // Made and served in one run: made again at the best level, a new file.
     fs::remove_file(&made).unwrap();
     let events = Events::default();
     std::thread::scope(|scope| {
         let mut tx = running(scope, &s, &lines, &events);
+        let before = lines.count(Level::Debug, "br copy of");
         tx.write_all(&compress_job(&p, br)).unwrap();
-        wait_until("the fast copy", || made.exists());
+        wait_until("the fast copy", || {
+            lines.count(Level::Debug, "br copy of") > before
+        });
         tx.write_all(&touch).unwrap();
     });
     assert!(

@@ -242,12 +242,14 @@ impl Wanted {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::job::CodingSet;
     use gdn_core::coding::Coding;
 
-    fn job(n: u64, c: Coding) -> OwnedJob {
+    /// A job for the copy in `c` of the `n`th file (its path, size and
+    /// inode `n`): the wanted set's and the backlog's tests' fixture.
+    pub(crate) fn job(n: u64, c: Coding) -> OwnedJob {
         OwnedJob::Compress {
             path: format!("/p/{n}").into(),
             version: Version {

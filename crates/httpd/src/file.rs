@@ -88,6 +88,12 @@ impl Finfo {
     pub fn user(&self) -> u32 {
         self.raw.user
     }
+
+    /// Whether its group or others may write it.
+    pub fn writable_by_others(&self) -> bool {
+        let w = (ffi::APR_FPROT_GWRITE | ffi::APR_FPROT_WWRITE) as ffi::apr_fileperms_t;
+        self.raw.protection & w != 0
+    }
 }
 
 fn kind_of(t: ffi::apr_filetype_e) -> FileKind {

@@ -22,6 +22,7 @@ use gdn_httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
 use crate::memo;
 use crate::metrics::counters;
+use gdn_compressor::digests;
 use gdn_compressor::host::Host;
 use gdn_compressor::job::{self, CodingSet, Deltas, Job};
 use gdn_compressor::key::{self, Kind, NameBuf, Source, Version};
@@ -39,7 +40,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 pub struct Active {
     /// The cache root, ending in `/`.
     root: CString,
-    /// This host's records of file versions' digests, ending in `/`.
+    /// This host's table of file versions' digests (`digests`).
     records: CString,
     channel: Channel,
     /// The uid copies are made as (the compressor runs as `User`): a
@@ -94,8 +95,11 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
         return;
     };
-    let mut records = root.join(host.records_dir()).into_os_string().into_vec();
-    records.push(b'/');
+    let records = root
+        .join(host.records_dir())
+        .join(digests::TABLE)
+        .into_os_string()
+        .into_vec();
     let mut r = root.into_os_string().into_vec();
     r.push(b'/');
     let (Ok(root), Ok(records)) = (CString::new(r), CString::new(records)) else {
@@ -204,22 +208,24 @@ impl Active {
 
     /// The digest of the bytes of the file `f` describes, as this host's
     /// compressor recorded it when it read that very version: remembered
-    /// per process, else read from the record. `None` while the
-    /// compressor has not read it (the file is then served as if it had
-    /// no copy, and the compressor asked for them).
+    /// per process, else read from its window of the table (`digests`),
+    /// which is trusted only as a regular file the compressor's user owns
+    /// and no one else may write. `None` while the compressor has not
+    /// read it (the file is then served as if it had no copy, and the
+    /// compressor asked for them).
     pub fn source(&self, req: &Request<'_>, f: &Finfo) -> Option<Source> {
         let fv = f.version();
         if let Some(s) = memo::source::get(&fv) {
             return Some(s);
         }
-        let mut name = NameBuf::new();
         let v = version_of(f);
-        let path = req.path_with_suffix(&self.records, key::write_record_name(&v, &mut name));
-        let file = req.open_nofollow(path).ok()?;
-        let mut text = [0u8; 65];
-        let whole = self.made_here(file.info()) && file.info().size() == text.len() as u64;
-        (whole && file.reader(0).read_exact(&mut text).is_ok()).then_some(())?;
-        let s = key::parse_record(&text)?;
+        let file = req.open_nofollow(&self.records).ok()?;
+        let info = file.info();
+        (self.made_here(info) && !info.writable_by_others()).then_some(())?;
+        let at = digests::window_of(&v, info.size())?;
+        let mut window = [0u8; digests::WINDOW_BYTES];
+        file.reader(at).read_exact(&mut window).ok()?;
+        let s = digests::find(&window, &v)?;
         memo::source::put(fv, s);
         Some(s)
     }

@@ -13,8 +13,9 @@
 //! The compressor and the formats both sides share are the crate
 //! gdn-compressor: `gdn_compressor::key` (what names a copy, and which
 //! files are compressed on demand), `job` (the jobs children send),
-//! `host` (the records only this host trusts) and `pages` (the pages a
-//! site dictionary may learn). This folder is the request's side: it only
+//! `host` (which host and boot this is), `digests` (the records only it
+//! trusts: which digest each file version has, in one table per boot) and
+//! `pages` (the pages a site dictionary may learn). This folder is the request's side: it only
 //! asks the compressor for work and reads what it wrote.
 //!
 //! - `ask`: what follows an answer: the copy sent marked used, the
