@@ -1,7 +1,9 @@
 //! The source's shape where the compiler does not see it. Crate
 //! boundaries it does enforce (gdn-httpd depends on nothing of the
 //! application; Cargo refuses a cycle between crates); this checks the
-//! rest: the module Apache loads links none of the tool's crates, only
+//! rest: the module Apache loads links none of the tool's crates, the
+//! on-demand compressor is a crate below the module (it links neither the
+//! module nor the tool, and the module holds none of its code), only
 //! gdn-httpd may hold `unsafe`, and within each crate imports between its
 //! modules (a folder's modules one by one; `crate::` and `super::` paths)
 //! point one way (no module reaches, directly or through others, back to
@@ -14,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The workspace's crates, by folder name.
-const CRATES: [&str; 4] = ["httpd", "core", "module", "cli"];
+const CRATES: [&str; 5] = ["httpd", "core", "compressor", "module", "cli"];
 
 /// Every `.rs` file under `dir`.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -314,7 +316,7 @@ fn the_module_links_none_of_the_tools_crates() {
         module.contains("gdn-core") && module.contains("zstd"),
         "{module:?}"
     );
-    // walkdir is the module's too: the site dictionary chooses its pages
+    // walkdir is linked too (through gdn-compressor): the site dictionary chooses its pages
     // by walking the document root.
     let tool: Vec<&str> = ["clap", "indicatif", "rayon", "gdn-cli"]
         .into_iter()
@@ -323,6 +325,71 @@ fn the_module_links_none_of_the_tools_crates() {
     assert!(tool.is_empty(), "the module links {tool:?}");
     // The check sees them where they are.
     assert!(linked("gdn-cli").contains("clap"));
+}
+
+#[test]
+fn the_compressor_is_a_crate_below_the_module() {
+    let module = linked("mod_gzip_disk_ng");
+    assert!(module.contains("gdn-compressor"), "{module:?}");
+    let compressor = linked("gdn-compressor");
+    assert!(compressor.contains("gdn-core"), "{compressor:?}");
+    let above: Vec<&str> = ["mod_gzip_disk_ng", "gdn-cli", "clap", "rayon", "indicatif"]
+        .into_iter()
+        .filter(|c| compressor.contains(*c))
+        .collect();
+    assert!(above.is_empty(), "the compressor links {above:?}");
+    // The module holds none of the compressor's code: no file of its
+    // names the process's parts or the formats it shares.
+    let mut files = Vec::new();
+    sources(&crate_src("module"), &mut files);
+    let held: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let name = f.file_stem().and_then(|n| n.to_str()).unwrap_or("");
+            let dir = f
+                .parent()
+                .and_then(|d| d.file_name())
+                .and_then(|d| d.to_str());
+            dir == Some("compressor")
+                || (dir == Some("ondemand")
+                    && ["compressor", "job", "key", "host", "pages"].contains(&name))
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        held.is_empty(),
+        "the module holds the compressor's {held:?}"
+    );
+    assert!(files.len() > 20, "the module's files: {}", files.len());
+}
+
+/// The compressor's parts import what it runs with from `settings`, never
+/// from the crate root: the root only starts them, so no import reaches
+/// back up to it.
+#[test]
+fn the_compressors_parts_import_nothing_of_its_root() {
+    let src = crate_src("compressor");
+    let mut files = Vec::new();
+    sources(&src, &mut files);
+    let modules: BTreeSet<String> = files.iter().map(|f| top(&src, f)).collect();
+    assert!(
+        modules.contains("settings") && modules.contains("make"),
+        "{modules:?}"
+    );
+    let mut up = Vec::new();
+    for f in &files {
+        let from = top(&src, f);
+        if ["lib", "tests"].contains(&from.as_str()) {
+            continue;
+        }
+        let text = fs::read_to_string(f).expect("read");
+        for to in named(&src, f, &text, false) {
+            if !modules.contains(&to) {
+                up.push(format!("{from} → {to}"));
+            }
+        }
+    }
+    assert!(up.is_empty(), "imports of the compressor's root: {up:#?}");
 }
 
 #[test]

@@ -15,9 +15,9 @@
 mod common;
 
 use common::*;
+use gdn_compressor::key::{copy_name, Kind, NameBuf};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary;
-use mod_gzip_disk_ng::ondemand::key::{copy_name, Kind, NameBuf};
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};

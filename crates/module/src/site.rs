@@ -1,6 +1,6 @@
 //! The site dictionary as requests see it: served at the virtual host's
 //! `GzipDiskNgSiteDictionary` path once the compressor trained one from
-//! the host's pages (`ondemand::compressor`), with what makes a browser
+//! the host's pages (`gdn_compressor`), with what makes a browser
 //! keep it for the host's pages; and the judging of those pages, once a
 //! training period, that the compressor trains from (`judge`).
 //!

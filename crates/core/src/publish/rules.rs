@@ -52,7 +52,7 @@ impl fmt::Display for SkipReason {
 
 /// Why `compress` leaves a file of this name and length alone, if it does:
 /// a delta, an already-compressed format, or under `min_size`. The module's
-/// on-demand compression asks the same (`ondemand::key::compressible`).
+/// on-demand compression asks the same (`gdn_compressor::key::compressible`).
 pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> {
     if crate::dictionary::parse_delta_name(name).is_some() {
         Some(SkipReason::Delta)

@@ -9,7 +9,7 @@ use super::{Facts, Held, Seen};
 use crate::lookup::{self, Sibling};
 use crate::memo;
 use crate::ondemand::cache::{Active, CachedCopy};
-use crate::ondemand::key::{Kind, Source, Version};
+use gdn_compressor::key::{Kind, Source, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
 use gdn_httpd::{File, Request};

@@ -4,7 +4,8 @@
 //! on-demand compressor with atomic adds, read by the status hook and the
 //! metrics handler.
 
-use crate::metrics::tally::{self, slot, Counted, Job, Reason, Snapshot};
+use crate::metrics::tally::{self, slot, Counted, Reason, Snapshot};
+use gdn_compressor::tally::Job;
 use gdn_core::coding::Coding;
 use gdn_httpd::shm::{self, Counters};
 use gdn_httpd::PostConfig;

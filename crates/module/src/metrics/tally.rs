@@ -15,6 +15,7 @@ pub use page::page;
 pub use render::{auto, prometheus};
 
 use crate::outcome::Outcome;
+use gdn_compressor::tally::Job;
 use gdn_core::coding::Coding;
 
 /// A response of the handler as the counters take it, once its filters
@@ -112,62 +113,11 @@ impl Reason {
     }
 }
 
-/// What became of an on-demand copy asked for, counted per copy (one
-/// job for two codings is two).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Job {
-    /// Sent to the compressor.
-    Queued,
-    /// Not sent (the channel was full) or dropped by the compressor (its
-    /// queue was full): a later request asks again.
-    Dropped,
-    /// Already pending, made, or failed before: nothing more to do.
-    Merged,
-    /// The copy was written.
-    Done,
-    /// Compressing it was not worth it; a marker says so.
-    NotWorth,
-    /// The file changed or vanished, or it could not be done.
-    Failed,
-}
-
-impl Job {
-    pub const ALL: [Job; 6] = [
-        Job::Queued,
-        Job::Dropped,
-        Job::Merged,
-        Job::Done,
-        Job::NotWorth,
-        Job::Failed,
-    ];
-
-    fn index(self) -> usize {
-        match self {
-            Job::Queued => 0,
-            Job::Dropped => 1,
-            Job::Merged => 2,
-            Job::Done => 3,
-            Job::NotWorth => 4,
-            Job::Failed => 5,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Job::Queued => "queued",
-            Job::Dropped => "dropped",
-            Job::Merged => "merged",
-            Job::Done => "done",
-            Job::NotWorth => "not_worth",
-            Job::Failed => "failed",
-        }
-    }
-}
-
 /// Where each count lives: one `u64` slot each.
 pub mod slot {
-    use super::{Job, Outcome, Reason};
+    use super::{Outcome, Reason};
     use crate::outcome::OUTCOMES;
+    use gdn_compressor::tally::Job;
     use gdn_core::coding::Coding;
 
     pub fn responses(o: Outcome) -> usize {

@@ -4,8 +4,8 @@
 //! for them.
 
 use super::cache::Active;
-use super::job::{CodingSet, Deltas};
-use super::key::{Kind, Source, Version};
+use gdn_compressor::job::{CodingSet, Deltas};
+use gdn_compressor::key::{Kind, Source, Version};
 use gdn_httpd::{Level, Request};
 use std::ffi::CStr;
 

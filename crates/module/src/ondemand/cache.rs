@@ -20,14 +20,14 @@ use gdn_httpd::helper::{self, Channel};
 use gdn_httpd::ServerLog;
 use gdn_httpd::{FileKind, Finfo, Level, PostConfig, Request};
 
-use super::compressor::{self, Event, Settings};
-use super::digests;
-use super::host::Host;
-use super::job::{self, CodingSet, Deltas, Job};
-use super::key::{self, Kind, NameBuf, Source, Version};
 use crate::memo;
 use crate::metrics::counters;
-use crate::metrics::tally;
+use gdn_compressor::digests;
+use gdn_compressor::host::Host;
+use gdn_compressor::job::{self, CodingSet, Deltas, Job};
+use gdn_compressor::key::{self, Kind, NameBuf, Source, Version};
+use gdn_compressor::settings::{Event, Settings, Stop, FAST_LEVELS};
+use gdn_compressor::tally;
 use std::ffi::{CStr, CString};
 use std::fs::File;
 use std::hash::{Hash, Hasher};
@@ -87,7 +87,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
         levels: gdn_core::publish::encode::Levels::default(),
-        fast_levels: Some(compressor::FAST_LEVELS),
+        fast_levels: Some(FAST_LEVELS),
         min_saving: gdn_core::publish::CompressOptions::default().min_saving,
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
     };
@@ -129,20 +129,20 @@ fn compressor_main(jobs: File, log: ServerLog) {
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     let Some(settings) = settings else { return };
-    let say = |level: compressor::Level, msg: &str| {
+    let say = |level: gdn_compressor::settings::Level, msg: &str| {
         let l = match level {
-            compressor::Level::Error => Level::Err,
-            compressor::Level::Warn => Level::Warn,
-            compressor::Level::Notice => Level::Notice,
-            compressor::Level::Info => Level::Info,
-            compressor::Level::Debug => Level::Debug,
+            gdn_compressor::settings::Level::Error => Level::Err,
+            gdn_compressor::settings::Level::Warn => Level::Warn,
+            gdn_compressor::settings::Level::Notice => Level::Notice,
+            gdn_compressor::settings::Level::Info => Level::Info,
+            gdn_compressor::settings::Level::Debug => Level::Debug,
         };
         log.log(l, &format!("gdn-compressor: {msg}"));
     };
     counters::compressor_started();
     // Told to end (a stop or a restart): the wanted set is written down
     // first, for the next compressor.
-    static STOP: compressor::Stop = compressor::Stop::new();
+    static STOP: Stop = Stop::new();
     if let Some(term) = gdn_httpd::helper::Term::block() {
         let waiter = std::thread::Builder::new()
             .name("gdn-stop".into())
@@ -152,7 +152,7 @@ fn compressor_main(jobs: File, log: ServerLog) {
             });
         if let Err(e) = waiter {
             say(
-                compressor::Level::Warn,
+                gdn_compressor::settings::Level::Warn,
                 &format!("cannot wait for a stop: {e}"),
             );
         }
@@ -172,7 +172,7 @@ fn compressor_main(jobs: File, log: ServerLog) {
         }
         counters::compressor_cpu();
     };
-    compressor::run(&settings, jobs, &say, &tally, &STOP);
+    gdn_compressor::run(&settings, jobs, &say, &tally, &STOP);
 }
 
 /// The version `f` describes: its size and mtime, and which file it is

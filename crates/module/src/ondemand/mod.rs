@@ -10,26 +10,20 @@
 //! least recently used copies beyond the size limit. Decoded copies do the
 //! same for sibling-only pages served to clients accepting no coding.
 //!
+//! The compressor and the formats both sides share are the crate
+//! gdn-compressor: `gdn_compressor::key` (what names a copy, and which
+//! files are compressed on demand), `job` (the jobs children send),
+//! `host` (which host and boot this is), `digests` (the records only it
+//! trusts: which digest each file version has, in one table per boot) and
+//! `pages` (the pages a site dictionary may learn). This folder is the request's side: it only
+//! asks the compressor for work and reads what it wrote.
+//!
 //! - `ask`: what follows an answer: the copy sent marked used, the
 //!   missing ones asked for;
-//! - `cache`: the request's side: where a copy would be, the jobs that
-//!   ask for one, and the compressor started with the configuration;
-//! - `key`: what names a copy (the digest of its source bytes and its
-//!   kind), without allocating, and which files are compressed on demand;
-//! - `host`: which host and boot this is, for the records only it trusts;
-//! - `digests`: those records, which digest each file version has, in one
-//!   table per boot;
-//! - `job`: the jobs children send and their wire format;
-//! - `pages`: the pages a site dictionary may learn, chosen by the files;
-//! - `compressor`: the process that makes the copies;
+//! - `cache`: where a copy would be, the jobs that ask for one, and the
+//!   compressor process started with the configuration;
 //! - `root`: whether a cache root only the server's user can write.
 
 pub(crate) mod ask;
 pub(crate) mod cache;
-pub(crate) mod compressor;
-pub(crate) mod digests;
-pub(crate) mod host;
-pub(crate) mod job;
-pub mod key;
-pub(crate) mod pages;
 pub(crate) mod root;

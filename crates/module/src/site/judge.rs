@@ -1,5 +1,5 @@
 //! The judging of a host's pages for its site dictionary, once a training
-//! period per process: the pages the files choose (`ondemand::pages`),
+//! period per process: the pages the files choose (`gdn_compressor::pages`),
 //! each asked of Apache as its own direct request from a client no rule
 //! knows, and kept only where no rule tells clients apart
 //! (`Request::ask_public_at`). The verdicts go to the compressor, which
@@ -7,7 +7,7 @@
 //! a page judged not public now.
 
 use crate::ondemand::cache;
-use crate::ondemand::pages::{self, Candidate};
+use gdn_compressor::pages::{self, Candidate};
 use gdn_httpd::{Level, Request};
 use std::ffi::{CString, OsStr};
 use std::hash::BuildHasher;

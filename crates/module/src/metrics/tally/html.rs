@@ -2,8 +2,9 @@
 //! mod_status's section and the module's own status page. Rows that
 //! counted nothing are left out; sizes, times and counts read as words.
 
-use super::{slot, Job, Reason, Snapshot, Totals};
+use super::{slot, Reason, Snapshot, Totals};
 use crate::outcome::Outcome;
+use gdn_compressor::tally::Job;
 use gdn_core::coding::{Coding, DeltaCoding};
 use std::fmt::Write;
 

@@ -1,8 +1,9 @@
 //! The counters as programs read them: mod_status's `?auto` lines, and
 //! the Prometheus text exposition format.
 
-use super::{slot, Job, Reason, Snapshot};
+use super::{slot, Reason, Snapshot};
 use crate::outcome::Outcome;
+use gdn_compressor::tally::Job;
 use gdn_core::coding::Coding;
 use std::fmt::Write;
 

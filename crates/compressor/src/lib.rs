@@ -18,10 +18,30 @@
 //! place, takes a copy another made as done, removes only stale
 //! temporaries at start, and evicts by its own accounting, tolerating
 //! files that another removed or made (`state`).
+//!
+//! The crate also holds what the module and the compressor share, so the
+//! module depends on this crate and never the other way: `job` (the jobs
+//! children send and their wire format), `key` (what names a copy, its
+//! digest records, and which files are compressed on demand), `host`
+//! (which host and boot this is), `pages` (the pages a site dictionary
+//! may learn) and `tally` (what became of a copy asked for, which the
+//! module counts from `Event`s). `settings` is what the module starts it
+//! with and hears from it.
+
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
+
+pub mod digests;
+pub mod host;
+pub mod job;
+pub mod key;
+pub mod pages;
+pub mod settings;
+pub mod tally;
 
 mod backlog;
 mod claim;
 mod deltas;
+mod disk;
 mod index;
 mod make;
 mod records;
@@ -30,132 +50,24 @@ mod state;
 mod upgrades;
 mod wanted;
 
-use super::job::{OwnedJob, Reader};
-use super::key::Kind;
-use crate::metrics::tally::Job;
+use crate::job::{OwnedJob, Reader};
+use crate::key::Kind;
+use crate::settings::{Event, Level, Log, Settings, Stop, Tally};
+use crate::tally::Job;
 use backlog::Backlog;
 use make::Ctx;
 use state::State;
 use std::io::Read;
-use std::path::{Path, PathBuf};
-use std::sync::{Condvar, Mutex, PoisonError};
+use std::path::Path;
+use std::sync::{Mutex, PoisonError};
 use std::thread::{self, Scope};
 use std::time::{Duration, Instant};
-
-/// What the compressor runs with.
-#[derive(Clone, Debug)]
-pub struct Settings {
-    /// The cache root (exists; the process can write it).
-    pub root: PathBuf,
-    /// Total bytes of copies kept.
-    pub max_size: u64,
-    /// Compression threads.
-    pub workers: usize,
-    /// Encoder settings: the publish tool's defaults, so copies are what
-    /// `gzip-disk-ng compress` writes.
-    pub levels: gdn_core::publish::encode::Levels,
-    /// Where set, a first copy is made at these faster levels, and made
-    /// again at `levels` once it is served, when nothing is wanted.
-    pub fast_levels: Option<gdn_core::publish::encode::Levels>,
-    /// Least saving, in percent, for a copy to be kept.
-    pub min_saving: f64,
-    /// Delta encoder settings: the publish tool's defaults.
-    pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
-    /// The host this runs on: where it records file versions' digests.
-    pub host: crate::ondemand::host::Host,
-}
-
-/// The levels of a first copy: brotli 4, zstd 3, gzip 6. On 100 pages of
-/// 16 KB (`gzip-disk-ng compress --brotli-quality 4`) brotli 4 took 0.07 s
-/// of user CPU and 0.37 s in all where brotli 11 took 1.73 s and 7.05 s
-/// (and brotli 5, whose hash tables are allocated and cleared per file,
-/// 8.7 s), for 4 % more bytes (`docs/on-demand.md`): a page is served
-/// compressed within seconds of its first request, however long the
-/// backlog.
-pub const FAST_LEVELS: gdn_core::publish::encode::Levels = gdn_core::publish::encode::Levels {
-    gzip: 6,
-    brotli_quality: 4,
-    brotli_lgwin: gdn_core::publish::encode::BROTLI_LGWIN_MAX,
-    zstd: 3,
-    zstd_window_log: gdn_core::publish::encode::ZSTD_WINDOW_LOG_MAX,
-};
-
-/// How important a log line is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
-    Error,
-    Warn,
-    Notice,
-    Info,
-    Debug,
-}
-
-/// Where log lines go.
-type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
-
-/// What the compressor tells of its work, for the module's counters.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Event {
-    /// `n` copies asked for reached this state.
-    Copies(crate::metrics::tally::Job, u64),
-    /// After a job or at start: what the cache holds, and how many copies
-    /// were evicted since the last such event.
-    Holding {
-        entries: u64,
-        bytes: u64,
-        evicted: u64,
-    },
-    /// Every half second: entries wanted (copies not made yet), and when
-    /// the oldest was first asked for (seconds since the epoch; 0: none).
-    Backlog { wanted: u64, oldest_since: u64 },
-}
-
-/// Where events go.
-pub type Tally<'a> = &'a (dyn Fn(Event) + Sync);
 
 /// How often the keeper writes the wanted set down while it changes.
 const SAVE_EVERY: Duration = Duration::from_secs(5);
 
 /// How long a stop waits for the copies being made.
 const STOP_WAIT: Duration = Duration::from_millis(1500);
-
-/// Asks the compressor to stop (the process is told to end): `run`
-/// writes its wanted set down and ends the process.
-pub struct Stop {
-    asked: Mutex<bool>,
-    cond: Condvar,
-}
-
-impl Stop {
-    pub const fn new() -> Stop {
-        Stop {
-            asked: Mutex::new(false),
-            cond: Condvar::new(),
-        }
-    }
-
-    /// Asks `run` to stop.
-    pub fn request(&self) {
-        *self.asked.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        self.cond.notify_all();
-    }
-
-    /// Waits up to `d` for a stop; whether one was asked.
-    fn wait(&self, d: Duration) -> bool {
-        let asked = self.asked.lock().unwrap_or_else(PoisonError::into_inner);
-        let (asked, _) = self
-            .cond
-            .wait_timeout_while(asked, d, |a| !*a)
-            .unwrap_or_else(PoisonError::into_inner);
-        *asked
-    }
-}
-
-impl Default for Stop {
-    fn default() -> Self {
-        Stop::new()
-    }
-}
 
 /// Runs until `jobs` reaches its end and what is wanted is made, or
 /// until `stop` is asked: then the wanted set is written down (the next

@@ -8,7 +8,7 @@
 
 use super::index::Key;
 use super::wanted::{Added, WantKey, Wanted, MAX_WANTED};
-use crate::ondemand::job::{self, OwnedJob, MAX_JOB};
+use crate::job::{self, OwnedJob, MAX_JOB};
 use gdn_core::publish::atomic::TempFile;
 use std::collections::VecDeque;
 use std::fs;

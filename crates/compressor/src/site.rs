@@ -3,7 +3,7 @@
 //! with `GzipDiskNgSiteDictionary`.
 //!
 //! The pages a dictionary learns are a function of the host's files, not
-//! of its traffic (`ondemand::pages`): once a training period, a child
+//! of its traffic (`pages`): once a training period, a child
 //! lists them under the document root, asks Apache of each whether every
 //! client may GET it, and sends the verdicts (`Job::Train`). The
 //! compressor lists them again, and when its list is the one judged,
@@ -26,11 +26,12 @@
 
 use super::claim::Claim;
 use super::deltas::{keep, read_kept};
-use super::make::{dirs_for, pin, read_pinned, write_record, Ctx};
+use super::disk::dirs_for;
+use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, kept_key, State};
-use super::Level;
-use crate::ondemand::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CURRENT};
-use crate::ondemand::pages::{self, Candidate};
+use crate::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CURRENT};
+use crate::pages::{self, Candidate};
+use crate::settings::Level;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::publish::delta_codec;

@@ -10,7 +10,7 @@
 //! makes a copy of other bytes.
 
 use super::index::Key;
-use crate::ondemand::key::Kind;
+use crate::key::Kind;
 use gdn_core::coding::Coding;
 use gdn_core::publish::atomic::TempFile;
 use std::ffi::OsStr;

@@ -6,12 +6,13 @@
 //! for this host as that version's digest.
 
 use super::claim::Claim;
+use super::disk::dirs_for;
 use super::index::Key;
 use super::state::{copy_path, State, Task};
-use super::{Event, Level, Log, Settings, Tally};
-use crate::metrics::tally::Job;
-use crate::ondemand::job::{CodingSet, OwnedDeltas};
-use crate::ondemand::key::{compressible, Kind, Source, Version, MAX_SIZE};
+use crate::job::{CodingSet, OwnedDeltas};
+use crate::key::{compressible, Kind, Source, Version, MAX_SIZE};
+use crate::settings::{Event, Level, Log, Settings, Tally};
+use crate::tally::Job;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder};
 use gdn_core::dictionary;
@@ -457,20 +458,6 @@ fn publish_problem(path: &Path, c: Coding, e: PublishError) -> Problem {
 /// most, whatever the umask, as the start-up check of the root wants.
 pub(super) fn make_dir(target: &Path) -> Result<(), Problem> {
     dirs_for(target).map_err(Problem::Cache)
-}
-
-/// `make_dir`, for callers that keep the `io::Error`.
-pub(super) fn dirs_for(target: &Path) -> io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    let dir = target.parent().unwrap_or(Path::new("."));
-    match fs::DirBuilder::new()
-        .mode(0o755)
-        .recursive(true)
-        .create(dir)
-    {
-        Err(e) if e.kind() != io::ErrorKind::AlreadyExists => Err(e),
-        _ => Ok(()),
-    }
 }
 
 /// Writes `bytes` at `target` through a temporary, its directories made

@@ -137,7 +137,7 @@ pub enum Job<'a> {
     /// A copy was served: for least-recently-used eviction.
     Touch { source: Source, kind: Kind },
     /// The pages under `root` that a site dictionary of `site` may learn
-    /// (`ondemand::pages`): the list's digest, and a bit per page set
+    /// (`pages`): the list's digest, and a bit per page set
     /// where Apache judged it public.
     Train {
         root: &'a [u8],
@@ -428,7 +428,7 @@ impl<R: Read> Reader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ondemand::key::Local;
+    use crate::key::Local;
     use gdn_core::test_util::Messages;
     use std::io::Write;
 

@@ -6,8 +6,8 @@
 //! recently asked, never the one just asked for. No I/O: `backlog` keeps
 //! it on disk across restarts.
 
-use crate::ondemand::job::OwnedJob;
-use crate::ondemand::key::Version;
+use crate::job::OwnedJob;
+use crate::key::Version;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, HashMap};
 
@@ -244,16 +244,16 @@ impl Wanted {
 #[cfg(test)]
 pub(super) mod tests {
     use super::*;
-    use crate::ondemand::job::CodingSet;
+    use crate::job::CodingSet;
     use gdn_core::coding::Coding;
 
     /// A job for the copy in `c` of the `n`th file (its path, size and
     /// inode `n`): the wanted set's and the backlog's tests' fixture.
-    pub(in crate::ondemand::compressor) fn job(n: u64, c: Coding) -> OwnedJob {
+    pub(crate) fn job(n: u64, c: Coding) -> OwnedJob {
         OwnedJob::Compress {
             path: format!("/p/{n}").into(),
             version: Version {
-                local: crate::ondemand::key::Local {
+                local: crate::key::Local {
                     device: 1,
                     inode: n,
                     ctime_us: 0,

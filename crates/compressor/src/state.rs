@@ -9,14 +9,15 @@
 //! done, a temporary is removed only once stale, and a file gone or
 //! appeared behind this one's back is no error.
 
+use super::disk::allocated;
 use super::index::{max_entries, Index, Key};
 use super::records::Records;
-use super::{Level, Log, Settings};
-use crate::ondemand::host::Host;
-use crate::ondemand::key::{
+use crate::host::Host;
+use crate::key::{
     copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf, Source,
     Version, KEPT_DIR, RETIRED_SITE_DIR,
 };
+use crate::settings::{Level, Log, Settings};
 use gdn_core::dictionary::Hash;
 use gdn_core::publish::atomic::TMP_MARK;
 use std::collections::{HashMap, HashSet};
@@ -611,14 +612,6 @@ fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
         size: allocated(&meta),
         used: at(meta.accessed()).max(at(meta.modified())),
     })
-}
-
-/// What a file takes on disk: its allocated blocks (`st_blocks`, in
-/// 512-byte units), what the size limit counts: a 1 KB copy takes a
-/// whole block of the filesystem.
-pub(super) fn allocated(meta: &fs::Metadata) -> u64 {
-    use std::os::unix::fs::MetadataExt;
-    meta.blocks() * 512
 }
 
 /// Removes the temporary (or claim) `entry` if no live process holds it

@@ -7,7 +7,7 @@
 //! when eviction sweeps past them, and `max_entries` bounds the memory
 //! the index needs however many of them there are.
 
-use crate::ondemand::key::{Kind, Source};
+use crate::key::{Kind, Source};
 use std::collections::{BTreeMap, HashMap};
 
 /// A copy's identity: the digest of its source bytes and what it holds.

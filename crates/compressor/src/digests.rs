@@ -135,7 +135,7 @@ pub fn slot_for(window: &[u8], v: &Version) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ondemand::key::Local;
+    use crate::key::Local;
 
     fn v(n: u64) -> Version {
         Version {

@@ -1,14 +1,14 @@
 //! The compressor's side of this host's digest records
-//! (`ondemand::digests`): this boot's table, opened or made, records read
+//! (`digests`): this boot's table, opened or made, records read
 //! and written in it, and the table grown (twice the slots, up to what
 //! the limit gives) once the window written is more than half taken.
 //! Only a regular file owned by the cache root's owner (the server's
 //! `User`) that no one else may write is used; any other file at its
 //! name is replaced, as the children would not trust it either.
 
-use super::Settings;
-use crate::ondemand::digests::{self, SLOT, TABLE, WINDOW, WINDOW_BYTES};
-use crate::ondemand::key::{Source, Version};
+use crate::digests::{self, SLOT, TABLE, WINDOW, WINDOW_BYTES};
+use crate::key::{Source, Version};
+use crate::settings::Settings;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -34,7 +34,7 @@ impl Records {
     /// limit gives (`digests::table_len`).
     pub(super) fn open(settings: &Settings) -> io::Result<Records> {
         let path = table_path(settings);
-        super::make::dirs_for(&path)?;
+        super::disk::dirs_for(&path)?;
         let owner = fs::metadata(&settings.root)?.uid();
         let most = digests::table_len(settings.max_size);
         for _ in 0..3 {
@@ -153,7 +153,7 @@ impl Records {
     pub(super) fn allocated(&self) -> u64 {
         self.file
             .metadata()
-            .map_or(0, |m| super::state::allocated(&m))
+            .map_or(0, |m| super::disk::allocated(&m))
     }
 }
 
@@ -206,7 +206,7 @@ fn remove(path: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ondemand::key::Local;
+    use crate::key::Local;
 
     fn v(n: u64) -> Version {
         Version {
@@ -229,7 +229,7 @@ mod tests {
             fast_levels: None,
             min_saving: 5.0,
             delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
-            host: crate::ondemand::host::Host::this(),
+            host: crate::host::Host::this(),
         }
     }
 

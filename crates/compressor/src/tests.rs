@@ -3,9 +3,10 @@
 //! tool writes.
 
 use super::state::{copy_path, kept_key, State};
-use super::{run, Level, Settings, Stop};
-use crate::ondemand::job::{encode, CodingSet, Job, MAX_JOB};
-use crate::ondemand::key::{Kind, Version};
+use crate::job::{encode, CodingSet, Job, MAX_JOB};
+use crate::key::{Kind, Version};
+use crate::run;
+use crate::settings::{Event, Level, Settings, Stop};
 use gdn_cli::publish;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::publish::delta_codec::decode;
@@ -32,7 +33,7 @@ fn settings(root: &Path) -> Settings {
             zstd: 3,
             brotli_quality: 5,
         },
-        host: crate::ondemand::host::Host::this(),
+        host: crate::host::Host::this(),
     }
 }
 
@@ -361,7 +362,7 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
 /// The record of `p`'s version, as this host keeps it (as a child reads
 /// it: its window of the table).
 fn record_of(s: &Settings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
-    use crate::ondemand::digests;
+    use crate::digests;
     let table = fs::read(super::records::table_path(s)).ok()?;
     let v = version(p);
     let at = digests::window_of(&v, table.len() as u64)? as usize;
@@ -413,7 +414,7 @@ fn each_version_read_is_recorded_with_its_digest_for_this_host() {
     assert_eq!(record_of(&s, &p), Some(source(&p)));
     // The records take one table, of a block while they are few.
     let table = fs::metadata(super::records::table_path(&s)).unwrap();
-    assert_eq!(table.len(), crate::ondemand::digests::table_len(0));
+    assert_eq!(table.len(), crate::digests::table_len(0));
 }
 
 #[test]
@@ -473,15 +474,13 @@ fn leftovers_are_removed_at_start() {
 fn site_records_of_the_older_rule_are_removed_at_start() {
     let (_d, _docs, cache) = tree();
     let s = settings(&cache);
-    let old = cache
-        .join(crate::ondemand::key::RETIRED_SITE_DIR)
-        .join("ab12");
+    let old = cache.join(crate::key::RETIRED_SITE_DIR).join("ab12");
     fs::create_dir_all(&old).unwrap();
     fs::write(old.join("pages"), b"/srv/www/private.html\n").unwrap();
     fs::write(old.join("current.dat"), b"learned from a private page").unwrap();
     let lines = Lines::default();
     run_over(&s, Vec::new(), &lines);
-    assert!(!cache.join(crate::ondemand::key::RETIRED_SITE_DIR).exists());
+    assert!(!cache.join(crate::key::RETIRED_SITE_DIR).exists());
 }
 
 #[test]
@@ -527,10 +526,10 @@ fn the_warning_comes_again_after_a_recovery() {
 
 /// Events of a run, to count what it dropped.
 #[derive(Default)]
-struct Events(Mutex<Vec<super::Event>>);
+struct Events(Mutex<Vec<Event>>);
 
 impl Events {
-    fn tally(&self) -> impl Fn(super::Event) + Sync + '_ {
+    fn tally(&self) -> impl Fn(Event) + Sync + '_ {
         |e| self.0.lock().unwrap().push(e)
     }
     fn dropped(&self) -> u64 {
@@ -538,7 +537,7 @@ impl Events {
         events
             .iter()
             .map(|e| match e {
-                super::Event::Copies(crate::metrics::tally::Job::Dropped, n) => *n,
+                Event::Copies(crate::tally::Job::Dropped, n) => *n,
                 _ => 0,
             })
             .sum()
@@ -621,7 +620,7 @@ fn delta_job(p: &Path, group: &[u8]) -> Vec<u8> {
         path: p.as_os_str().as_bytes(),
         version: version(p),
         codings: all(),
-        deltas: Some(crate::ondemand::job::Deltas {
+        deltas: Some(crate::job::Deltas {
             versions: 2,
             group,
             site: &[],
@@ -764,15 +763,15 @@ fn train_job(docs: &Path, private: &[usize]) -> Vec<u8> {
 
 /// `train_job`, judged at `at`.
 fn train_job_at(docs: &Path, private: &[usize], at: i64) -> Vec<u8> {
-    let list = crate::ondemand::pages::candidates(docs);
+    let list = crate::pages::candidates(docs);
     let mut bits = Vec::new();
     for i in (0..list.len()).filter(|i| !private.contains(i)) {
-        crate::ondemand::pages::set_bit(&mut bits, i);
+        crate::pages::set_bit(&mut bits, i);
     }
     record(&Job::Train {
         root: docs.as_os_str().as_bytes(),
         site: SITE,
-        digest: &crate::ondemand::pages::digest(&list),
+        digest: &crate::pages::digest(&list),
         bits: &bits,
         at,
     })
@@ -790,13 +789,13 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
     let s = settings(&cache);
     let lines = Lines::default();
     let pages: Vec<PathBuf> = (0..20).map(|i| site_page_file(&docs, i)).collect();
-    let current = cache.join(crate::ondemand::key::site_current_name(SITE, None));
+    let current = cache.join(crate::key::site_current_name(SITE, None));
     run_over(&s, vec![train_job(&docs, &[0, 1, 2, 3, 4])], &lines);
     assert!(!current.exists(), "not from 15 public pages");
     run_over(&s, vec![train_job(&docs, &[])], &lines);
     let dict = fs::read(&current).expect("trained from 20 pages");
     let h = gdn_core::dictionary::hash(&dict);
-    let named = cache.join(crate::ondemand::key::site_named_name(
+    let named = cache.join(crate::key::site_named_name(
         SITE,
         &gdn_core::dictionary::to_hex(&h)[..16],
         None,
@@ -830,7 +829,7 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
             .unwrap();
     }
     run_over(&settings(&cache2), vec![train_job(&docs2, &[])], &lines);
-    let current2 = cache2.join(crate::ondemand::key::site_current_name(SITE, None));
+    let current2 = cache2.join(crate::key::site_current_name(SITE, None));
     assert_eq!(fs::read(&current2).unwrap(), dict, "a copy of the tree");
     // A page changed: trained again; the first stays under its name.
     site_page_file(&docs, 40);

@@ -19,15 +19,16 @@
 //! publish tool's codec. Only content this server served in that scope
 //! is ever a dictionary, and only after its hash is checked.
 
+use super::disk::dirs_for;
 use super::index::Key;
 use super::make::{
-    current, decode_into, dirs_for, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
+    current, decode_into, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
 };
 use super::state::{copy_path, kept_key};
-use super::Level;
-use crate::metrics::tally::Job;
-use crate::ondemand::job::OwnedDeltas;
-use crate::ondemand::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
+use crate::job::OwnedDeltas;
+use crate::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
+use crate::settings::Level;
+use crate::tally::Job;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::publish::atomic::TempFile;
