@@ -783,6 +783,23 @@ fn site_delta(s: &Settings, p: &Path, dict: &[u8]) -> Option<Vec<u8>> {
     delta_of(s, p, DeltaCoding::Dcz, dict)
 }
 
+/// Copies `files` into `dir` with their mtimes, as `cp -a` would.
+fn copy_with_mtimes(files: &[PathBuf], dir: &Path) {
+    for p in files {
+        let to = dir.join(p.file_name().unwrap());
+        fs::copy(p, &to).unwrap();
+        let m = fs::metadata(p).unwrap();
+        let t = SystemTime::UNIX_EPOCH
+            + Duration::from_nanos(m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64);
+        fs::File::options()
+            .write(true)
+            .open(&to)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+    }
+}
+
 #[test]
 fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_not() {
     let (_d, docs, cache) = tree();
@@ -815,19 +832,7 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
     assert_eq!(lines.count(Level::Notice, "trained"), 1);
     // The same files elsewhere train the same bytes.
     let (_e, docs2, cache2) = tree();
-    for p in &pages {
-        let to = docs2.join(p.file_name().unwrap());
-        fs::copy(p, &to).unwrap();
-        let m = fs::metadata(p).unwrap();
-        let t = SystemTime::UNIX_EPOCH
-            + Duration::from_nanos(m.mtime() as u64 * 1_000_000_000 + m.mtime_nsec() as u64);
-        fs::File::options()
-            .write(true)
-            .open(&to)
-            .unwrap()
-            .set_modified(t)
-            .unwrap();
-    }
+    copy_with_mtimes(&pages, &docs2);
     run_over(&settings(&cache2), vec![train_job(&docs2, &[])], &lines);
     let current2 = cache2.join(crate::key::site_current_name(SITE, None));
     assert_eq!(fs::read(&current2).unwrap(), dict, "a copy of the tree");

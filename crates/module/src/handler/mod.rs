@@ -73,11 +73,7 @@ fn serve<'r>(
 ) -> Status {
     let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
     let accepted = accepted(req);
-    let mut deltas = variant::delta_codings(&accepted);
-    let dictionary = announced_dictionary(req, &settings, &deltas);
-    if dictionary.is_none() {
-        deltas = [None; 2];
-    }
+    let (deltas, dictionary) = announced(req, &settings, &accepted);
     let dir = settings.dir;
     let (cache, made) = on_demand(req, &settings, filename, original);
     let version = cache.map(|_| cache::version_of(&req.finfo()));
@@ -123,10 +119,8 @@ fn serve<'r>(
         sent_once_made,
     });
     let status = after_answer(req, filename, &resource, walked, asked);
-    if let (Some(c), Some(d)) = (cache, made) {
-        if d.site {
-            site::judge(req, c, period);
-        }
+    if let (Some(c), Some(OnDemandDeltas { site: true, .. })) = (cache, made) {
+        site::judge(req, c, period);
     }
     status
 }
@@ -328,6 +322,23 @@ fn method(req: &Request<'_>) -> Method {
     }
 }
 
+/// The delta codings a request names, with their q-values.
+type Deltas = [Option<(gdn_core::coding::DeltaCoding, u16)>; 2];
+
+/// The delta codings the request may get and the dictionary it
+/// announced: no delta coding without a dictionary this scope serves.
+fn announced(
+    req: &Request<'_>,
+    settings: &Settings<'_>,
+    accepted: &Accepted,
+) -> (Deltas, Option<[u8; 32]>) {
+    let deltas = variant::delta_codings(accepted);
+    match announced_dictionary(req, settings, &deltas) {
+        Some(d) => (deltas, Some(d)),
+        None => ([None; 2], None),
+    }
+}
+
 /// Dictionary transport (RFC 9842): the dictionary the client announced,
 /// when it names `dcz` or `dcb`. Responses vary on `Available-Dictionary`
 /// wherever it is read (a request naming a dictionary coding), in scopes
@@ -335,7 +346,7 @@ fn method(req: &Request<'_>) -> Method {
 fn announced_dictionary(
     req: &Request<'_>,
     settings: &Settings<'_>,
-    deltas: &[Option<(gdn_core::coding::DeltaCoding, u16)>; 2],
+    deltas: &Deltas,
 ) -> Option<[u8; 32]> {
     let named = deltas.iter().any(Option::is_some);
     let offered = settings.dir.use_as_dictionary().is_some() || settings.site_dictionary.is_some();
