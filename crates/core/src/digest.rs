@@ -61,6 +61,12 @@ impl FieldValue {
         }
     }
 
+    /// The value's bytes, as a header is written from them (no UTF-8
+    /// check on the request path).
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len as usize]
+    }
+
     pub fn as_str(&self) -> &str {
         // ASCII by construction: a key, `=:`, base64, `:`.
         std::str::from_utf8(&self.bytes[..self.len as usize]).unwrap_or("")

@@ -209,9 +209,10 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_set(self.raw().headers_out, n, value.as_ptr()) }
     }
 
-    /// Sets a response header to a value copied into the pool.
-    pub fn set_header_value(&self, name: &'static CStr, value: &str) {
-        let v = self.pool_str(value);
+    /// Sets a response header to a value copied into the pool (none may
+    /// hold a NUL, which would end it early).
+    pub fn set_header_value(&self, name: &'static CStr, value: impl AsRef<[u8]>) {
+        let v = self.pool_concat(&[value.as_ref()]);
         // SAFETY: static name, pool copy of the value.
         unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
     }
@@ -386,10 +387,13 @@ impl<'r> Request<'r> {
         }
     }
 
-    /// Sets a request note (for `%{gzip-disk-ng}n` in LogFormat).
-    pub fn set_note(&self, name: &'static CStr, value: &'static CStr) {
-        // SAFETY: both static, so setn needs no copy.
-        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), value.as_ptr()) }
+    /// Adds a request note (for `%{gzip-disk-ng}n` in LogFormat). Added,
+    /// not set: the module makes each of its notes once per request, so
+    /// there is no earlier value to replace, and a set would search the
+    /// table for one.
+    pub fn add_note(&self, name: &'static CStr, value: &'static CStr) {
+        // SAFETY: both static, so addn needs no copy.
+        unsafe { ffi::apr_table_addn(self.raw().notes, name.as_ptr(), value.as_ptr()) }
     }
 
     /// When the request arrived, in seconds since the epoch.
@@ -402,12 +406,12 @@ impl<'r> Request<'r> {
         self.raw().request_time
     }
 
-    /// Sets a request note to the concatenation of `parts`, copied into
-    /// the request pool.
-    pub fn set_note_copy(&self, name: &'static CStr, parts: &[&[u8]]) {
+    /// Adds a request note holding the concatenation of `parts`, copied
+    /// into the request pool (added, as `add_note`).
+    pub fn add_note_copy(&self, name: &'static CStr, parts: &[&[u8]]) {
         let v = self.pool_concat(parts);
         // SAFETY: a static name and a pool string.
-        unsafe { ffi::apr_table_setn(self.raw().notes, name.as_ptr(), v) }
+        unsafe { ffi::apr_table_addn(self.raw().notes, name.as_ptr(), v) }
     }
 
     /// Adds request notes holding the decimals of `N` numbers. Added, not

@@ -68,10 +68,10 @@ pub fn record<F: FnOnce() -> Option<u64>>(
     let sent = count(req, a, r.original, r.br);
     let stale = sent == Outcome::Original && r.stale;
     match (answer::note(sent, stale), queued) {
-        (Some(n), false) => req.set_note(NOTE, n),
+        (Some(n), false) => req.add_note(NOTE, n),
         (n, true) => {
             let n = n.map_or(&b""[..], CStr::to_bytes);
-            req.set_note_copy(NOTE, &[n, b" queued"]);
+            req.add_note_copy(NOTE, &[n, b" queued"]);
         }
         (None, false) => {}
     }

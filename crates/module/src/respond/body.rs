@@ -5,6 +5,7 @@
 
 use super::inspect;
 use super::judge;
+use super::knobs;
 use super::padding::plan_jitter;
 use super::plan::{self, Digest, Marker, Pad, Plan, Ranges, Sent};
 use super::responder::Responder;
@@ -24,6 +25,9 @@ use std::ffi::CStr;
 /// The marker header, where configured (`plan::Marker`).
 pub(super) fn set_marker(a: &Responder<'_, '_>, m: Marker) {
     let (req, value) = (a.req, m.value());
+    if !knobs::marker() {
+        return;
+    }
     match a.settings.dir.status_header() {
         Some(crate::config::DEFAULT_STATUS_HEADER) => {
             req.set_header_static(c"Mod-Gzip-Disk-Ng", value)
@@ -173,7 +177,7 @@ pub(super) fn offer_as_dictionary(a: &Responder<'_, '_>) {
         }
         _ => return,
     };
-    req.set_header_value(c"Use-As-Dictionary", &value);
+    req.set_header_value(c"Use-As-Dictionary", value.as_bytes());
 }
 
 /// Sends the module's own file `file` (a site dictionary) with the strong
@@ -204,11 +208,14 @@ pub(super) fn integrity_fields_of(
     req: &Request<'_>,
     value: impl Fn(Algorithm) -> Option<FieldValue>,
 ) -> Option<Algorithm> {
+    if !knobs::digests() {
+        return None;
+    }
     let wanted = |field: &CStr| req.header_in(field).map(digest::preferred);
     let repr = wanted(c"Want-Repr-Digest").unwrap_or(Some(Algorithm::Sha256))?;
     let unknown = match value(repr) {
         Some(v) => {
-            req.set_header_value(c"Repr-Digest", v.as_str());
+            req.set_header_value(c"Repr-Digest", v.as_bytes());
             None
         }
         None => Some(repr),
@@ -222,7 +229,7 @@ pub(super) fn integrity_fields_of(
         req.meets_conditions() == Status::OK,
     );
     if let Some(v) = value(a).filter(|_| whole) {
-        req.set_header_value(c"Content-Digest", v.as_str());
+        req.set_header_value(c"Content-Digest", v.as_bytes());
     }
     unknown
 }
@@ -312,32 +319,6 @@ fn finish_file(
     pass_status(req, st)
 }
 
-/// Largest body read into the request pool when sendfile is off: below
-/// it one read costs less than mapping the file (mmap, page faults,
-/// munmap), as `bench/small_files.sh` measures.
-const POOL_READ_MAX: u64 = 64 * 1024;
-
-/// `POOL_READ_MAX`.
-#[cfg(not(feature = "bench-knobs"))]
-#[inline]
-fn pool_read_max() -> u64 {
-    POOL_READ_MAX
-}
-
-/// `GZIP_DISK_NG_POOL_READ_MAX` from the environment, else
-/// `POOL_READ_MAX`: `bench/small_files.sh` builds with the `bench-knobs`
-/// feature to measure where reading stops paying.
-#[cfg(feature = "bench-knobs")]
-fn pool_read_max() -> u64 {
-    static MAX: std::sync::LazyLock<u64> = std::sync::LazyLock::new(|| {
-        std::env::var("GZIP_DISK_NG_POOL_READ_MAX")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(POOL_READ_MAX)
-    });
-    *MAX
-}
-
 /// Part of a file as the body: a file bucket (sendfile, or mmap as core
 /// would use it), or, where sendfile is off and the part small, one read
 /// into the request pool. Not over HTTP/2, whose streams hand file buckets
@@ -350,7 +331,7 @@ fn file_body(
     start: u64,
     len: u64,
 ) {
-    if len <= pool_read_max()
+    if len <= knobs::pool_read_max()
         && !req.header_only()
         && !req.sendfile_enabled()
         && !req.is_http2_stream()

@@ -12,6 +12,7 @@ mod decompress;
 mod delta;
 mod inspect;
 mod judge;
+mod knobs;
 mod padding;
 mod plan;
 mod responder;
