@@ -11,6 +11,7 @@ mod brigade;
 pub mod ffi;
 mod file;
 pub mod helper;
+mod host;
 mod index;
 mod log;
 pub mod module;

@@ -801,7 +801,13 @@ unsafe extern "C" fn post_config<M: Module>(
     s: *mut ffi::server_rec,
 ) -> c_int {
     let ctx = PostConfig::new(pconf, s);
-    match catch_unwind(AssertUnwindSafe(|| M::post_config(&ctx))) {
+    let hook = || {
+        // SAFETY: the configuration is complete here (virtual hosts fixed
+        // up), before any request of it.
+        unsafe { crate::host::remember(s) };
+        M::post_config(&ctx)
+    };
+    match catch_unwind(AssertUnwindSafe(hook)) {
         Ok(Err(msg)) => {
             ctx.log().log(Level::Err, &msg);
             Status::INTERNAL_SERVER_ERROR.code()

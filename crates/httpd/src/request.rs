@@ -318,30 +318,16 @@ impl<'r> Request<'r> {
     /// The virtual host answering, as `host:port@file:line` (its
     /// `server_hostname`, the port it was configured with, and where
     /// its `<VirtualHost>` is; `@main` for the main server): what names
-    /// it across restarts. Made in the request pool: no heap call.
+    /// it across restarts. Spelled once per configuration (at
+    /// post_config); no heap call.
     pub fn host_key(&self) -> &'r [u8] {
-        // SAFETY: every request has a server, whose hostname is a pool
-        // string or NULL.
-        let s = unsafe { &*self.raw().server };
-        let host: &[u8] = if s.server_hostname.is_null() {
-            b""
-        } else {
-            // SAFETY: a NUL-terminated pool string.
-            unsafe { CStr::from_ptr(s.server_hostname) }.to_bytes()
-        };
-        let (mut port, mut line) = (itoa::Buffer::new(), itoa::Buffer::new());
-        let port = port.format(s.port).as_bytes();
-        // Where the host was defined: two hosts of one name and port
-        // are two sites.
-        let key = if s.defn_name.is_null() {
-            self.pool_join(&[host, b":", port, b"@main"])
-        } else {
-            // SAFETY: a NUL-terminated configuration-pool string.
-            let defn = unsafe { CStr::from_ptr(s.defn_name) }.to_bytes();
-            let line = line.format(s.defn_line_number).as_bytes();
-            self.pool_join(&[host, b":", port, b"@", defn, b":", line])
-        };
-        key.to_bytes()
+        let s = self.raw().server;
+        if let Some(key) = crate::host::of(s) {
+            return key;
+        }
+        // SAFETY: every request has a live server of the current
+        // configuration; the key is made in the request pool.
+        unsafe { crate::host::spell(&*s, |parts| self.pool_join(parts)) }
     }
 
     /// The user the request authenticated as (`r->user`), if any.

@@ -9,7 +9,7 @@ use super::{Facts, Held, Seen};
 use crate::lookup::{self, Sibling};
 use crate::memo;
 use crate::ondemand::cache::{Active, CachedCopy};
-use gdn_compressor::key::{Kind, Source, Version};
+use gdn_compressor::key::{Kind, Named, Source, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
 use gdn_httpd::{File, Request};
@@ -74,7 +74,7 @@ pub struct Disk<'a, 'r> {
     memo: OnceCell<Sizes>,
     /// The digest of the original's bytes, as this host recorded it:
     /// what names its copies and deltas.
-    source: OnceCell<Option<Source>>,
+    source: OnceCell<Option<Named>>,
 }
 
 impl<'a, 'r> Disk<'a, 'r> {
@@ -95,7 +95,7 @@ impl<'a, 'r> Disk<'a, 'r> {
     /// The digest of the original's bytes (the file the request resolved
     /// to, as it is now), where this host knows it: looked up once per
     /// request.
-    fn original_source(&self) -> Option<Source> {
+    fn original_source(&self) -> Option<Named> {
         *self.source.get_or_init(|| {
             self.scope
                 .cache
@@ -242,12 +242,12 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
 }
 
 /// The copy of `source` holding `kind` in the cache, as the walk takes it.
-fn find<'r>(req: &Request<'r>, cache: &Active, source: Source, kind: Kind) -> Held<Copy<'r>> {
+fn find<'r>(req: &Request<'r>, cache: &Active, source: Named, kind: Kind) -> Held<Copy<'r>> {
     match cache.find(req, &source, kind) {
         CachedCopy::Ready(path, file) => Held::Ready(Copy {
             path,
             file,
-            key: (source, kind),
+            key: (*source.source(), kind),
         }),
         CachedCopy::NotWorth => Held::NotWorth,
         CachedCopy::Missing => Held::Missing,

@@ -1,11 +1,13 @@
 //! The SHA-256 of each file version's bytes, as this host's compressor
 //! recorded it while it read the file (`ondemand::cache::Active::source`):
-//! what names the on-demand copies made from those bytes. Learned once per
+//! what names the on-demand copies made from those bytes, kept with its
+//! hex spelled (`Named`), as the copies' names spell it. Learned once per
 //! process and file version (device, inode, mtime, ctime, size), so a hit
-//! costs one lookup; a version whose digest is not known yet has no copy.
+//! costs one lookup and no formatting; a version whose digest is not known
+//! yet has no copy.
 
 use crate::memo::version::VersionMemo;
-use gdn_core::dictionary::Hash as Source;
+use gdn_compressor::key::Named as Source;
 use gdn_httpd::FileVersion;
 
 /// Entries kept.
@@ -36,8 +38,9 @@ mod tests {
             ctime: 4,
             size: 5,
         };
-        put(v, [7; 32]);
-        assert_eq!(get(&v), Some([7; 32]));
+        let s = Source::new([7; 32]);
+        put(v, s);
+        assert_eq!(get(&v), Some(s));
         // Same inode, size and mtime; only the ctime moved.
         assert_eq!(get(&FileVersion { ctime: 5, ..v }), None);
         assert_eq!(get(&FileVersion { device: 9, ..v }), None);

@@ -25,7 +25,7 @@ use crate::metrics::counters;
 use gdn_compressor::digests;
 use gdn_compressor::host::Host;
 use gdn_compressor::job::{self, CodingSet, Deltas, Job};
-use gdn_compressor::key::{self, Kind, NameBuf, Source, Version};
+use gdn_compressor::key::{self, Kind, NameBuf, Named, Source, Version};
 use gdn_compressor::settings::{Event, Settings, Stop, FAST_LEVELS};
 use gdn_compressor::tally;
 use std::ffi::{CStr, CString};
@@ -212,8 +212,9 @@ impl Active {
     /// which is trusted only as a regular file the compressor's user owns
     /// and no one else may write. `None` while the compressor has not
     /// read it (the file is then served as if it had no copy, and the
-    /// compressor asked for them).
-    pub fn source(&self, req: &Request<'_>, f: &Finfo) -> Option<Source> {
+    /// compressor asked for them). Remembered spelled, as copies' names
+    /// spell it.
+    pub fn source(&self, req: &Request<'_>, f: &Finfo) -> Option<Named> {
         let fv = f.version();
         if let Some(s) = memo::source::get(&fv) {
             return Some(s);
@@ -225,7 +226,7 @@ impl Active {
         let at = digests::window_of(&v, info.size())?;
         let mut window = [0u8; digests::WINDOW_BYTES];
         file.reader(at).read_exact(&mut window).ok()?;
-        let s = digests::find(&window, &v)?;
+        let s = Named::new(digests::find(&window, &v)?);
         memo::source::put(fv, s);
         Some(s)
     }
@@ -237,9 +238,9 @@ impl Active {
     /// copy: anything else at its name was planted, and counts as not
     /// worth compressing (the original or a sibling is served, and no
     /// job asked for).
-    pub fn find<'r>(&self, req: &Request<'r>, source: &Source, kind: Kind) -> CachedCopy<'r> {
+    pub fn find<'r>(&self, req: &Request<'r>, source: &Named, kind: Kind) -> CachedCopy<'r> {
         let mut name = NameBuf::new();
-        let path = req.path_with_suffix(&self.root, key::write_copy_name(source, kind, &mut name));
+        let path = req.path_with_suffix(&self.root, source.write_copy_name(kind, &mut name));
         let st = match req.open_nofollow(path) {
             Ok(f) if !self.made_here(f.info()) => return CachedCopy::NotWorth,
             Ok(f) if f.info().size() == 0 => return CachedCopy::NotWorth,
