@@ -590,6 +590,8 @@ static const struct server_facts *facts_of(const server_rec *s)
     return f->s == s ? f : NULL;
 }
 
+static void learn_filters(apr_pool_t *p, server_rec *main_server);
+
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
 {
     struct scan sc = {pconf, 0, NULL, apr_hash_make(pconf)};
@@ -604,6 +606,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
     headers_edited = sc.edits_headers && module_loaded("mod_headers.c");
     gdn_learn_literal_sections(pconf, main_server);
     learn_servers(pconf, main_server, sc.vhosts);
+    learn_filters(pconf, main_server);
 }
 
 /* A server the configuration did not list (none is expected) gets no
@@ -916,6 +919,107 @@ int gdn_in_sibling_check(const request_rec *r)
     return is_sibling_check(r);
 }
 
+/* Output filters that step aside, leaving no trace, from a response that
+ * already has a Content-Encoding: mod_deflate's and mod_brotli's first
+ * checks all end in removing themselves (no header is touched before),
+ * and mod_filter's harness for AddOutputFilterByType dispatches to them. */
+static const char *const compressors[] = {
+    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
+    NULL
+};
+
+/* The records of the filters named in `plain_filters`, found once per
+ * configuration, so that a request tells them by address: those httpd
+ * registered, and the ones mod_filter declared in the configuration's
+ * sections (its harness for AddOutputFilterByType). A record not found
+ * here (one declared in .htaccess, or past the table's end) is judged
+ * by its name, as before. */
+#define KNOWN_FILTERS 32
+enum { FILTER_UNKNOWN, FILTER_PLAIN, FILTER_COMPRESSOR };
+static struct {
+    const ap_filter_rec_t *frec;
+    int kind;
+} known_filters[KNOWN_FILTERS];
+static int known_filter_count;
+
+static int filter_kind(const ap_filter_rec_t *frec)
+{
+    int i;
+    for (i = 0; i < known_filter_count; i++) {
+        if (known_filters[i].frec == frec) {
+            return known_filters[i].kind;
+        }
+    }
+    return FILTER_UNKNOWN;
+}
+
+static void know_filter(const ap_filter_rec_t *frec)
+{
+    if (!frec || !frec->name || !listed(plain_filters, frec->name)
+        || filter_kind(frec) || known_filter_count == KNOWN_FILTERS) {
+        return;
+    }
+    known_filters[known_filter_count].frec = frec;
+    known_filters[known_filter_count].kind =
+        listed(compressors, frec->name) ? FILTER_COMPRESSOR : FILTER_PLAIN;
+    known_filter_count++;
+}
+
+/* mod_filter's per-directory record, as httpd 2.4 lays it out
+ * (modules/filters/mod_filter.c): read, never written, and only its
+ * leading field. */
+typedef struct {
+    apr_hash_t *live_filters; /* name -> ap_filter_rec_t */
+} filter_dir;
+
+static void know_declared_filters(apr_pool_t *p, const module *m,
+                                  ap_conf_vector_t *v)
+{
+    const filter_dir *f = v ? ap_get_module_config(v, m) : NULL;
+    apr_hash_index_t *hi;
+    if (!f || !f->live_filters) {
+        return;
+    }
+    for (hi = apr_hash_first(p, f->live_filters); hi; hi = apr_hash_next(hi)) {
+        void *frec;
+        apr_hash_this(hi, NULL, NULL, &frec);
+        know_filter(frec);
+    }
+}
+
+static void know_section_filters(apr_pool_t *p, const module *m,
+                                 const apr_array_header_t *secs)
+{
+    int i;
+    for (i = 0; secs && i < secs->nelts; i++) {
+        ap_conf_vector_t *v = ((ap_conf_vector_t **)secs->elts)[i];
+        const core_dir_config *e = ap_get_core_module_config(v);
+        know_declared_filters(p, m, v);
+        if (e->sec_file != secs) {
+            know_section_filters(p, m, e->sec_file);
+        }
+    }
+}
+
+static void learn_filters(apr_pool_t *p, server_rec *main_server)
+{
+    const module *m = ap_find_linked_module("mod_filter.c");
+    const char *const *name;
+    server_rec *s;
+    known_filter_count = 0;
+    for (name = plain_filters; *name; name++) {
+        know_filter(ap_get_output_filter_handle(*name));
+    }
+    for (s = main_server; m && s; s = s->next) {
+        const core_server_config *sc = ap_get_core_module_config(s->module_config);
+        const core_dir_config *d = ap_get_core_module_config(s->lookup_defaults);
+        know_declared_filters(p, m, s->lookup_defaults);
+        know_section_filters(p, m, sc->sec_dir);
+        know_section_filters(p, m, sc->sec_url);
+        know_section_filters(p, m, d ? d->sec_file : NULL);
+    }
+}
+
 /* Why the content filters about to run on `r` (those before the
  * protocol's) may change its bytes: the first filter not in
  * `plain_filters`; NULL when there is none. */
@@ -926,21 +1030,15 @@ const char *gdn_content_filter(const request_rec *r)
         if (f->frec->ftype >= AP_FTYPE_PROTOCOL) {
             break;
         }
+        if (filter_kind(f->frec)) {
+            continue;
+        }
         if (!f->frec->name || !listed(plain_filters, f->frec->name)) {
             return f->frec->name ? f->frec->name : "an unnamed filter";
         }
     }
     return NULL;
 }
-
-/* Output filters that step aside, leaving no trace, from a response that
- * already has a Content-Encoding: mod_deflate's and mod_brotli's first
- * checks all end in removing themselves (no header is touched before),
- * and mod_filter's harness for AddOutputFilterByType dispatches to them. */
-static const char *const compressors[] = {
-    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
-    NULL
-};
 
 /* Removes the compression filters from a response the module sends with
  * a Content-Encoding, where they would only step aside: the same bytes
@@ -957,9 +1055,12 @@ void gdn_skip_compressors(request_rec *r)
         }
     }
     for (f = r->output_filters; f && f != r->proto_output_filters; f = next) {
+        int kind = filter_kind(f->frec);
         next = f->next;
-        if (f->frec->ftype < AP_FTYPE_PROTOCOL && f->frec->name
-            && listed(compressors, f->frec->name)) {
+        if (f->frec->ftype < AP_FTYPE_PROTOCOL
+            && (kind == FILTER_COMPRESSOR
+                || (kind == FILTER_UNKNOWN && f->frec->name
+                    && listed(compressors, f->frec->name)))) {
             ap_remove_output_filter(f);
         }
     }
