@@ -769,6 +769,13 @@ static int pair_differs(struct name_pair *np, const core_dir_config *e,
            != section_matches(e, np->sib, np->sib_len, prefix);
 }
 
+/* Whether names longer than `len` bytes outgrow every section of `l`:
+ * then no section of it can tell them apart. */
+static int outgrown(const struct section_list *l, size_t len)
+{
+    return !l->others && len > l->bound;
+}
+
 /* Whether a section of `l` (the facts of a list, worked out once) could
  * tell the names apart: only those whose bound the name does not
  * exceed are compared. */
@@ -776,9 +783,6 @@ static int list_differs(const struct section_list *l, struct name_pair *np,
                         int prefix)
 {
     int i;
-    if (!l->others && np->len > l->bound) {
-        return 0;
-    }
     for (i = 0; i < l->n; i++) {
         const struct section_fact *f = &l->facts[i];
         if (f->bounded && np->len > f->bound) {
@@ -813,15 +817,21 @@ static int files_differ(request_rec *r, const struct server_facts *sf,
                         const core_dir_config *d, const char *suffix)
 {
     const char *base;
+    size_t bl;
     struct name_pair np;
+    int own = d->sec_file == sf->files.secs;
     if (!d->sec_file || !d->sec_file->nelts) {
         return 0;
     }
     base = strrchr(r->filename, '/');
     base = base ? base + 1 : r->filename;
-    name_pair_init(&np, r->pool, base, strlen(base), suffix);
-    return d->sec_file == sf->files.secs ? list_differs(&sf->files, &np, 0)
-                                         : sections_differ(d->sec_file, &np, 0);
+    bl = strlen(base);
+    if (own && outgrown(&sf->files, bl)) {
+        return 0;
+    }
+    name_pair_init(&np, r->pool, base, bl, suffix);
+    return own ? list_differs(&sf->files, &np, 0)
+               : sections_differ(d->sec_file, &np, 0);
 }
 
 /* Whether a server's sections or the request's configuration could make
@@ -843,8 +853,9 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
         return 1;
     }
     if (sf->regex_dirs.n) {
-        name_pair_init(&np, r->pool, r->filename, strlen(r->filename), suffix);
-        if (list_differs(&sf->regex_dirs, &np, 0)) {
+        size_t fl = strlen(r->filename);
+        name_pair_init(&np, r->pool, r->filename, fl, suffix);
+        if (!outgrown(&sf->regex_dirs, fl) && list_differs(&sf->regex_dirs, &np, 0)) {
             return 1;
         }
     }
@@ -857,6 +868,9 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
     uri = file_uri(r, &ul);
     if (!uri) {
         return 1;
+    }
+    if (outgrown(&sf->locations, ul)) {
+        return 0;
     }
     name_pair_init(&np, r->pool, uri, ul, suffix);
     return list_differs(&sf->locations, &np, 1);
