@@ -198,6 +198,67 @@ fn literal_prefix_sections_answer_as_their_regex() {
     a.assert_no_crash();
 }
 
+/// Sections of the server's own lists are compared per request only
+/// where a name does not outgrow what they read (a `<Files>` name, a
+/// `<Location>` prefix, a `^literal` regex): those that only the
+/// sibling's longer name matches, or that the page's name matches only
+/// because it ends where they do, must still be answered as Apache
+/// answers the sibling's own GET; those both names outgrow change
+/// nothing.
+#[test]
+fn sections_the_names_do_not_outgrow_answer_as_apache() {
+    let data = page(8_000, 17);
+    let server = [
+        // Only the sibling's name is as long as these.
+        "<Files \"fx.html.gz\">\nRequire all denied\n</Files>\n",
+        "<FilesMatch \"^fm\\.html\\.gz\">\nRequire all denied\n</FilesMatch>\n",
+        "<Location \"/lx/page.html.gz\">\nRequire all denied\n</Location>\n",
+        // The page's name ends where these end; the sibling's goes on
+        // (a <Location> prefix stops at a segment's end, a <Files> name
+        // is the whole name).
+        "<Directory {docroot}/lend>\nRequire all denied\n</Directory>\n",
+        "<Location \"/lend/page.html\">\nRequire all granted\n</Location>\n",
+        "<Directory {docroot}/fend>\nRequire all denied\n</Directory>\n",
+        "<Files \"fe.html\">\nRequire all granted\n</Files>\n",
+        // Outgrown by both names: no twin needed, the sibling is served.
+        "<Location \"/open\">\nRequire all granted\n</Location>\n",
+        "<FilesMatch \"^op\">\nRequire all granted\n</FilesMatch>\n",
+    ]
+    .concat();
+    let a = start_with(server, vec![], |d| {
+        publish(d, "f/fx.html", &data, true, &[".gz"]);
+        publish(d, "f/fm.html", &data, true, &[".gz"]);
+        publish(d, "lx/page.html", &data, true, &[".gz"]);
+        publish(d, "lend/page.html", &data, true, &[".gz"]);
+        publish(d, "fend/fe.html", &data, true, &[".gz"]);
+        publish(d, "open/op.html", &data, true, &[".gz"]);
+    });
+    for (uri, sibling) in [
+        ("/f/fx.html", "fx.html.gz"),
+        ("/f/fm.html", "fm.html.gz"),
+        ("/lx/page.html", "lx/page.html.gz"),
+        ("/lend/page.html", "lend/page.html.gz"),
+        ("/fend/fe.html", "fe.html.gz"),
+    ] {
+        let direct = a.get(&format!("{uri}.gz"), None).status;
+        assert_eq!(direct, 403, "{uri}: Apache refuses the sibling's own GET");
+        let r = a.get(uri, Some("gzip"));
+        assert_eq!((r.status, r.coding()), (200, None), "{uri}: sibling served");
+        assert_eq!(r.body, data, "{uri}");
+        assert!(refusal_logged(&a, sibling), "{uri}: {:?}", a.module_log());
+    }
+    let r = a.get("/open/op.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    assert!(
+        !a.module_log()
+            .iter()
+            .any(|l| l.contains("refused by the access rules") && l.contains("op.html.gz")),
+        "{:?}",
+        a.module_log()
+    );
+    a.assert_no_crash();
+}
+
 /// Starts Apache with extra server-level lines and modules.
 fn start_with(server: String, modules: Vec<&'static str>, fill: impl FnOnce(&Path)) -> Apache {
     Apache::start(

@@ -430,8 +430,6 @@ static const char *global_refusal = "the configuration not read yet";
  * `client_dependence` reads: a page is then public to none. */
 static const char *unknown_client_hooks = "the configuration not read yet";
 
-static apr_hash_t *server_refusal; /* server_rec* -> refusal */
-
 /* Whether a request's headers may be edited after they are read
  * (mod_headers loaded, and a `RequestHeader` configured or an override
  * that may add one): then the headers as read are kept for every
@@ -449,10 +447,155 @@ static int module_loaded(const char *name)
     return 0;
 }
 
+/* One section of a list, as the short answer compares it for a name and
+ * that name with a suffix after it. A section of bounded shape reads at
+ * most `bound` bytes of a name, plus whether the name ends there: a
+ * plain <Files> name (`strcmp`: neither name matches when both are
+ * longer), a <Location> path prefix (the prefix and the byte after it
+ * read, the same in both names when the shorter is longer than the
+ * prefix), and a regex of the shape `^literal` (literal.c). Both names
+ * then get the same answer whenever the shorter is longer than `bound`.
+ * A section of any other shape (a wildcard, another regex) is compared
+ * per request. */
+struct section_fact {
+    const core_dir_config *e;
+    size_t bound;
+    int bounded;
+};
+
+/* A list of sections (a server's <Location>s, its regex <Directory>s, or
+ * the <Files> every request of it starts with), worked out once. */
+struct section_list {
+    const apr_array_header_t *secs;
+    struct section_fact *facts;
+    int n;
+    int others;   /* sections of no bounded shape */
+    size_t bound; /* the largest bound of the bounded ones */
+};
+
+/* What decides a sibling's short answer for one server: its refusal (a
+ * directive or hook that rules the short answer out), and its lists. */
+struct server_facts {
+    const server_rec *s;
+    const char *refusal;
+    /* The <Files> and <FilesMatch> of the server's defaults: a request's
+     * merged list is this very array unless a <Directory> or .htaccess
+     * adds some (core's merge then makes a new one). */
+    struct section_list files;
+    /* <DirectoryMatch> and <Directory ~>, matched against the whole
+     * file name: usually none. */
+    struct section_list regex_dirs;
+    struct section_list locations;
+};
+
+/* An open-addressing table by the server record's address, built at
+ * post_config in pconf before any request and only read after. */
+static struct server_facts *servers;
+static size_t servers_mask;
+
+static void learn_section(const core_dir_config *e, struct section_fact *f)
+{
+    size_t lit;
+    f->e = e;
+    f->bounded = 1;
+    if (e->r && (lit = gdn_literal_prefix_length(e->r)) > 0) {
+        f->bound = lit;
+    }
+    else if (!e->r && !e->d_is_fnmatch && e->d) {
+        /* A <Files> name, or a <Location> path prefix. */
+        f->bound = strlen(e->d);
+    }
+    else {
+        f->bounded = 0;
+        f->bound = 0;
+    }
+}
+
+/* The facts of `secs` (only its regex sections with `regex_only`). */
+static void learn_list(apr_pool_t *p, const apr_array_header_t *secs,
+                       int regex_only, struct section_list *l)
+{
+    int i;
+    l->secs = secs;
+    l->facts = apr_pcalloc(p, sizeof(*l->facts) * (secs ? secs->nelts + 1 : 1));
+    for (i = 0; secs && i < secs->nelts; i++) {
+        const core_dir_config *e =
+            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
+        struct section_fact *f = &l->facts[l->n];
+        if (regex_only && !e->r) {
+            continue;
+        }
+        learn_section(e, f);
+        l->n++;
+        if (!f->bounded) {
+            l->others++;
+        }
+        else if (f->bound > l->bound) {
+            l->bound = f->bound;
+        }
+    }
+}
+
+static struct server_facts *server_slot(const server_rec *s)
+{
+    size_t i = ((apr_uintptr_t)s >> 4) * 2654435761u;
+    for (;; i++) {
+        struct server_facts *f = &servers[i & servers_mask];
+        if (!f->s || f->s == s) {
+            return f;
+        }
+    }
+}
+
+/* The facts of every server, the refusal of a <VirtualHost> found by its
+ * place in the configuration (`vhosts`). */
+static void learn_servers(apr_pool_t *pconf, server_rec *main_server,
+                          apr_hash_t *vhosts)
+{
+    server_rec *s;
+    size_t n = 0, size = 16;
+    for (s = main_server; s; s = s->next) {
+        n++;
+    }
+    while (size < 2 * n) {
+        size *= 2;
+    }
+    servers = apr_pcalloc(pconf, size * sizeof(*servers));
+    servers_mask = size - 1;
+    for (s = main_server; s; s = s->next) {
+        struct server_facts *f = server_slot(s);
+        const core_server_config *sc =
+            ap_get_core_module_config(s->module_config);
+        const core_dir_config *d = ap_get_core_module_config(s->lookup_defaults);
+        const char *key = s->defn_name
+            ? apr_psprintf(pconf, "%s:%d", s->defn_name, s->defn_line_number)
+            : NULL;
+        f->s = s;
+        f->refusal = global_refusal ? global_refusal
+                     : key ? apr_hash_get(vhosts, key, APR_HASH_KEY_STRING)
+                           : NULL;
+        learn_list(pconf, d ? d->sec_file : NULL, 0, &f->files);
+        learn_list(pconf, sc->sec_dir, 1, &f->regex_dirs);
+        learn_list(pconf, sc->sec_url, 0, &f->locations);
+    }
+}
+
+static const struct server_facts *facts_of(const server_rec *s)
+{
+    const struct server_facts *f;
+    if (!servers) {
+        return NULL;
+    }
+    f = server_slot(s);
+    return f->s == s ? f : NULL;
+}
+
+static void learn_filters(apr_pool_t *p, server_rec *main_server);
+
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
 {
     struct scan sc = {pconf, 0, NULL, apr_hash_make(pconf)};
-    server_rec *s;
+    servers = NULL;
     unknown_handler = unknown_handler_module(pconf);
     scan_tree(&sc, ap_conftree, NULL);
     if (!sc.global) {
@@ -460,32 +603,21 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
     }
     global_refusal = sc.global;
     unknown_client_hooks = unknown_request_hooks(pconf);
-    server_refusal = apr_hash_make(pconf);
-    for (s = main_server; s; s = s->next) {
-        const char *key = s->defn_name
-            ? apr_psprintf(pconf, "%s:%d", s->defn_name, s->defn_line_number)
-            : NULL;
-        const char *why = key ? apr_hash_get(sc.vhosts, key, APR_HASH_KEY_STRING) : NULL;
-        if (why) {
-            /* Keyed by the record's address, kept in pconf as the hash is. */
-            server_rec **k = apr_palloc(pconf, sizeof(*k));
-            *k = s;
-            apr_hash_set(server_refusal, k, sizeof(*k), why);
-        }
-    }
     headers_edited = sc.edits_headers && module_loaded("mod_headers.c");
     gdn_learn_literal_sections(pconf, main_server);
+    learn_servers(pconf, main_server, sc.vhosts);
+    learn_filters(pconf, main_server);
 }
 
+/* A server the configuration did not list (none is expected) gets no
+ * short answer. */
 const char *gdn_server_refusal(const server_rec *s)
 {
+    const struct server_facts *f = facts_of(s);
     if (global_refusal) {
         return global_refusal;
     }
-    if (!server_refusal || !apr_hash_count(server_refusal)) {
-        return NULL;
-    }
-    return apr_hash_get(server_refusal, &s, sizeof(s));
+    return f ? f->refusal : "a server the configuration did not list";
 }
 
 const char *gdn_short_answer_refused(const request_rec *r)
@@ -593,109 +725,155 @@ static int section_matches(const core_dir_config *e, const char *name,
                || name[len] == '\0');
 }
 
-static int sections_differ(const apr_array_header_t *secs, const char *a,
-                           size_t al, const char *b, size_t bl, int prefix)
+/* A name and the sibling's (the name with `suffix` after it), as
+ * sections are compared for them: the name is the first `len` bytes of
+ * `text`. Each is made on first use, on the stack where it fits. */
+struct name_pair {
+    apr_pool_t *p;
+    const char *text;
+    size_t len;
+    const char *suffix;
+    const char *own;
+    char *sib;
+    size_t sib_len;
+    char buf[512];
+};
+
+static void name_pair_init(struct name_pair *np, apr_pool_t *p,
+                           const char *text, size_t len, const char *suffix)
+{
+    np->p = p;
+    np->text = text;
+    np->len = len;
+    np->suffix = suffix;
+    np->own = NULL;
+    np->sib = NULL;
+}
+
+/* Whether `e` tells the names apart (made now if not yet). */
+static int pair_differs(struct name_pair *np, const core_dir_config *e,
+                        int prefix)
+{
+    if (!np->sib) {
+        size_t sl = strlen(np->suffix);
+        np->own = np->text[np->len] ? apr_pstrndup(np->p, np->text, np->len)
+                                    : np->text;
+        np->sib = np->len + sl < sizeof(np->buf)
+                      ? np->buf
+                      : apr_palloc(np->p, np->len + sl + 1);
+        memcpy(np->sib, np->text, np->len);
+        memcpy(np->sib + np->len, np->suffix, sl + 1);
+        np->sib_len = np->len + sl;
+    }
+    return section_matches(e, np->own, np->len, prefix)
+           != section_matches(e, np->sib, np->sib_len, prefix);
+}
+
+/* Whether names longer than `len` bytes outgrow every section of `l`:
+ * then no section of it can tell them apart. */
+static int outgrown(const struct section_list *l, size_t len)
+{
+    return !l->others && len > l->bound;
+}
+
+/* Whether a section of `l` (the facts of a list, worked out once) could
+ * tell the names apart: only those whose bound the name does not
+ * exceed are compared. */
+static int list_differs(const struct section_list *l, struct name_pair *np,
+                        int prefix)
 {
     int i;
-    if (!secs) {
-        return 0;
-    }
-    for (i = 0; i < secs->nelts; i++) {
-        const core_dir_config *e =
-            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
-        if (section_matches(e, a, al, prefix)
-            != section_matches(e, b, bl, prefix)) {
+    for (i = 0; i < l->n; i++) {
+        const struct section_fact *f = &l->facts[i];
+        if (f->bounded && np->len > f->bound) {
+            continue;
+        }
+        if (pair_differs(np, f->e, prefix)) {
             return 1;
         }
     }
     return 0;
 }
 
-/* Whether a <DirectoryMatch> (or <Directory ~>) section, which httpd
- * matches against the whole file name, could tell the two names apart. */
-static int regex_directories_differ(request_rec *r,
-                                    const core_server_config *s,
-                                    const char *suffix)
+/* `list_differs` for a list met only per request (a <Directory> or
+ * .htaccess added <Files>): every section compared. */
+static int sections_differ(const apr_array_header_t *secs,
+                           struct name_pair *np, int prefix)
 {
-    const apr_array_header_t *secs = s->sec_dir;
-    const char *sib = NULL;
-    size_t fl = 0, sl = 0;
     int i;
     for (i = 0; secs && i < secs->nelts; i++) {
         const core_dir_config *e =
             ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
-        if (!e->r) {
-            continue;
-        }
-        if (!sib) {
-            fl = strlen(r->filename);
-            sl = strlen(suffix);
-            sib = apr_pstrcat(r->pool, r->filename, suffix, NULL);
-        }
-        if (regex_section_matches(e, r->filename, fl)
-            != regex_section_matches(e, sib, fl + sl)) {
+        if (pair_differs(np, e, prefix)) {
             return 1;
         }
     }
     return 0;
 }
 
-/* Whether a <Location> or <LocationMatch> section could tell the file's
- * URI (its first `ul` bytes of `uri`) from the sibling's (with `suffix`,
- * `sl` bytes, after it). The names are made on the stack where they fit. */
-static int locations_differ(const apr_array_header_t *secs, apr_pool_t *p,
-                            const char *uri, size_t ul, const char *suffix,
-                            size_t sl)
+/* Whether the request's <Files> and <FilesMatch> could tell its file's
+ * base name from the sibling's. */
+static int files_differ(request_rec *r, const struct server_facts *sf,
+                        const core_dir_config *d, const char *suffix)
 {
-    char buf[1024];
-    char *sib = ul + sl < sizeof(buf) ? buf : apr_palloc(p, ul + sl + 1);
-    const char *own = uri[ul] ? apr_pstrndup(p, uri, ul) : uri;
-    memcpy(sib, uri, ul);
-    memcpy(sib + ul, suffix, sl + 1);
-    return sections_differ(secs, own, ul, sib, ul + sl, 1);
-}
-
-int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
-{
-    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
-    core_server_config *s =
-        ap_get_core_module_config(r->server->module_config);
-    const char *base, *uri;
-    char sib[256];
-    size_t bl, sl, ul = 0;
-    int files = d->sec_file && d->sec_file->nelts;
-    int locs = s->sec_url && s->sec_url->nelts;
-    if (gdn_short_answer_refused(r) || (d->sec_if && d->sec_if->nelts)
-        || (d->override & OR_AUTHCFG)
-        || (d->override_list && !apr_is_empty_table(d->override_list))) {
-        return 1;
-    }
-    if (regex_directories_differ(r, s, suffix)) {
-        return 1;
-    }
-    if (!files && !locs) {
+    const char *base;
+    size_t bl;
+    struct name_pair np;
+    int own = d->sec_file == sf->files.secs;
+    if (!d->sec_file || !d->sec_file->nelts) {
         return 0;
     }
     base = strrchr(r->filename, '/');
     base = base ? base + 1 : r->filename;
     bl = strlen(base);
-    sl = strlen(suffix);
-    if (bl + sl >= sizeof(sib)) {
+    if (own && outgrown(&sf->files, bl)) {
+        return 0;
+    }
+    name_pair_init(&np, r->pool, base, bl, suffix);
+    return own ? list_differs(&sf->files, &np, 0)
+               : sections_differ(d->sec_file, &np, 0);
+}
+
+/* Whether a server's sections or the request's configuration could make
+ * Apache judge the request's file plus `suffix` otherwise than the file:
+ * then the sibling is asked of Apache (its twin). The server's lists and
+ * what they may tell apart were worked out at post_config
+ * (`learn_servers`); a request compares only the sections whose shape
+ * its names do not outgrow. */
+int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
+{
+    const core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    const struct server_facts *sf = facts_of(r->server);
+    struct name_pair np;
+    const char *uri;
+    apr_size_t ul = 0;
+    if (!sf || sf->refusal || !r->filename
+        || (d->sec_if && d->sec_if->nelts) || (d->override & OR_AUTHCFG)
+        || (d->override_list && !apr_is_empty_table(d->override_list))) {
         return 1;
     }
-    memcpy(sib, base, bl);
-    memcpy(sib + bl, suffix, sl + 1);
-    if (files && sections_differ(d->sec_file, base, bl, sib, bl + sl, 0)) {
+    if (sf->regex_dirs.n) {
+        size_t fl = strlen(r->filename);
+        name_pair_init(&np, r->pool, r->filename, fl, suffix);
+        if (!outgrown(&sf->regex_dirs, fl) && list_differs(&sf->regex_dirs, &np, 0)) {
+            return 1;
+        }
+    }
+    if (files_differ(r, sf, d, suffix)) {
         return 1;
     }
-    if (!locs) {
+    if (!sf->locations.n) {
         return 0;
     }
     uri = file_uri(r, &ul);
     if (!uri) {
         return 1;
     }
-    return locations_differ(s->sec_url, r->pool, uri, ul, suffix, sl);
+    if (outgrown(&sf->locations, ul)) {
+        return 0;
+    }
+    name_pair_init(&np, r->pool, uri, ul, suffix);
+    return list_differs(&sf->locations, &np, 1);
 }
 
 /* ---- The exact answer: the sibling's twin request ---- */
@@ -755,6 +933,107 @@ int gdn_in_sibling_check(const request_rec *r)
     return is_sibling_check(r);
 }
 
+/* Output filters that step aside, leaving no trace, from a response that
+ * already has a Content-Encoding: mod_deflate's and mod_brotli's first
+ * checks all end in removing themselves (no header is touched before),
+ * and mod_filter's harness for AddOutputFilterByType dispatches to them. */
+static const char *const compressors[] = {
+    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
+    NULL
+};
+
+/* The records of the filters named in `plain_filters`, found once per
+ * configuration, so that a request tells them by address: those httpd
+ * registered, and the ones mod_filter declared in the configuration's
+ * sections (its harness for AddOutputFilterByType). A record not found
+ * here (one declared in .htaccess, or past the table's end) is judged
+ * by its name, as before. */
+#define KNOWN_FILTERS 32
+enum { FILTER_UNKNOWN, FILTER_PLAIN, FILTER_COMPRESSOR };
+static struct {
+    const ap_filter_rec_t *frec;
+    int kind;
+} known_filters[KNOWN_FILTERS];
+static int known_filter_count;
+
+static int filter_kind(const ap_filter_rec_t *frec)
+{
+    int i;
+    for (i = 0; i < known_filter_count; i++) {
+        if (known_filters[i].frec == frec) {
+            return known_filters[i].kind;
+        }
+    }
+    return FILTER_UNKNOWN;
+}
+
+static void know_filter(const ap_filter_rec_t *frec)
+{
+    if (!frec || !frec->name || !listed(plain_filters, frec->name)
+        || filter_kind(frec) || known_filter_count == KNOWN_FILTERS) {
+        return;
+    }
+    known_filters[known_filter_count].frec = frec;
+    known_filters[known_filter_count].kind =
+        listed(compressors, frec->name) ? FILTER_COMPRESSOR : FILTER_PLAIN;
+    known_filter_count++;
+}
+
+/* mod_filter's per-directory record, as httpd 2.4 lays it out
+ * (modules/filters/mod_filter.c): read, never written, and only its
+ * leading field. */
+typedef struct {
+    apr_hash_t *live_filters; /* name -> ap_filter_rec_t */
+} filter_dir;
+
+static void know_declared_filters(apr_pool_t *p, const module *m,
+                                  ap_conf_vector_t *v)
+{
+    const filter_dir *f = v ? ap_get_module_config(v, m) : NULL;
+    apr_hash_index_t *hi;
+    if (!f || !f->live_filters) {
+        return;
+    }
+    for (hi = apr_hash_first(p, f->live_filters); hi; hi = apr_hash_next(hi)) {
+        void *frec;
+        apr_hash_this(hi, NULL, NULL, &frec);
+        know_filter(frec);
+    }
+}
+
+static void know_section_filters(apr_pool_t *p, const module *m,
+                                 const apr_array_header_t *secs)
+{
+    int i;
+    for (i = 0; secs && i < secs->nelts; i++) {
+        ap_conf_vector_t *v = ((ap_conf_vector_t **)secs->elts)[i];
+        const core_dir_config *e = ap_get_core_module_config(v);
+        know_declared_filters(p, m, v);
+        if (e->sec_file != secs) {
+            know_section_filters(p, m, e->sec_file);
+        }
+    }
+}
+
+static void learn_filters(apr_pool_t *p, server_rec *main_server)
+{
+    const module *m = ap_find_linked_module("mod_filter.c");
+    const char *const *name;
+    server_rec *s;
+    known_filter_count = 0;
+    for (name = plain_filters; *name; name++) {
+        know_filter(ap_get_output_filter_handle(*name));
+    }
+    for (s = main_server; m && s; s = s->next) {
+        const core_server_config *sc = ap_get_core_module_config(s->module_config);
+        const core_dir_config *d = ap_get_core_module_config(s->lookup_defaults);
+        know_declared_filters(p, m, s->lookup_defaults);
+        know_section_filters(p, m, sc->sec_dir);
+        know_section_filters(p, m, sc->sec_url);
+        know_section_filters(p, m, d ? d->sec_file : NULL);
+    }
+}
+
 /* Why the content filters about to run on `r` (those before the
  * protocol's) may change its bytes: the first filter not in
  * `plain_filters`; NULL when there is none. */
@@ -765,21 +1044,15 @@ const char *gdn_content_filter(const request_rec *r)
         if (f->frec->ftype >= AP_FTYPE_PROTOCOL) {
             break;
         }
+        if (filter_kind(f->frec)) {
+            continue;
+        }
         if (!f->frec->name || !listed(plain_filters, f->frec->name)) {
             return f->frec->name ? f->frec->name : "an unnamed filter";
         }
     }
     return NULL;
 }
-
-/* Output filters that step aside, leaving no trace, from a response that
- * already has a Content-Encoding: mod_deflate's and mod_brotli's first
- * checks all end in removing themselves (no header is touched before),
- * and mod_filter's harness for AddOutputFilterByType dispatches to them. */
-static const char *const compressors[] = {
-    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
-    NULL
-};
 
 /* Removes the compression filters from a response the module sends with
  * a Content-Encoding, where they would only step aside: the same bytes
@@ -796,9 +1069,12 @@ void gdn_skip_compressors(request_rec *r)
         }
     }
     for (f = r->output_filters; f && f != r->proto_output_filters; f = next) {
+        int kind = filter_kind(f->frec);
         next = f->next;
-        if (f->frec->ftype < AP_FTYPE_PROTOCOL && f->frec->name
-            && listed(compressors, f->frec->name)) {
+        if (f->frec->ftype < AP_FTYPE_PROTOCOL
+            && (kind == FILTER_COMPRESSOR
+                || (kind == FILTER_UNKNOWN && f->frec->name
+                    && listed(compressors, f->frec->name)))) {
             ap_remove_output_filter(f);
         }
     }

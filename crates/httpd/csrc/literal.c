@@ -175,3 +175,13 @@ int gdn_literal_prefix_matches(const ap_regex_t *r, const char *name,
     }
     return nl >= l->len && memcmp(name, l->text, l->len) == 0;
 }
+
+size_t gdn_literal_prefix_length(const ap_regex_t *r)
+{
+    const struct literal *l;
+    if (!table || !r) {
+        return 0;
+    }
+    l = slot(r);
+    return l->r == r ? l->len : 0;
+}

@@ -26,6 +26,8 @@ int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
 /* Regex sections that are a literal prefix, learned once (literal.c). */
 void gdn_learn_literal_sections(apr_pool_t *pconf, server_rec *main_server);
 int gdn_literal_prefix_matches(const ap_regex_t *r, const char *name, size_t nl);
+/* The length of the literal `r` was learned as, or 0. */
+size_t gdn_literal_prefix_length(const ap_regex_t *r);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
                     apr_finfo_t *found, const char **refusal, int *options);
 int gdn_in_sibling_check(const request_rec *r);
