@@ -6,6 +6,9 @@
 //! Each request asks for the one copy a browser gets (br), nothing wanted
 //! is dropped or lost across the restart, and the backlog shows on the
 //! metrics. `GDN_SCALE_PAGES` sets the site's size (default 2,000).
+//! The compressor's job reader keeps the server's CPU priority, its
+//! compression threads yield: what keeps a loaded machine from dropping
+//! the children's jobs.
 
 mod common;
 
@@ -129,9 +132,17 @@ fn one_pass_of_browsers_compresses_the_site_across_a_graceful_restart() {
     }
     let pass = first.elapsed();
     let idle = until_idle(&a, Duration::from_secs(240));
-    let compressed = (0..n)
-        .filter(|&i| coding_of(a.port, &name(i)).as_deref() == Some("br"))
-        .count();
+    // A job the channel had no room for was never made: its page is
+    // served uncompressed on the second pass (and the counters, which
+    // count it settled but not queued, may judge the compressor idle
+    // early). Said first, as it names the cause.
+    let dropped = metric(&a, "gzip_disk_ng_ondemand_copies_total{state=\"dropped\"}");
+    assert_eq!(dropped, 0, "jobs dropped (the compressor fell behind)");
+    let missed: Vec<String> = (0..n)
+        .filter(|&i| coding_of(a.port, &name(i)).as_deref() != Some("br"))
+        .map(name)
+        .collect();
+    let compressed = n - missed.len();
     let cache = a.root.path().join("cache");
     let made: Vec<_> = copies(&cache)
         .into_iter()
@@ -143,17 +154,14 @@ fn one_pass_of_browsers_compresses_the_site_across_a_graceful_restart() {
     );
     assert!(
         compressed * 100 >= n * 95,
-        "{compressed} of {n} pages served compressed on the second pass"
+        "{compressed} of {n} pages served compressed on the second pass; not: {:?}",
+        &missed[..missed.len().min(20)]
     );
     // One copy per page: what a browser gets, not every coding it accepts.
     assert!(
         made.len() <= n + n / 20,
         "{} copies for {n} pages",
         made.len()
-    );
-    assert_eq!(
-        metric(&a, "gzip_disk_ng_ondemand_copies_total{state=\"dropped\"}"),
-        0
     );
     // A backlog at the restart (the gauge lags half a second: a large
     // one, which the compressor cannot clear meanwhile) was written down
@@ -167,5 +175,61 @@ fn one_pass_of_browsers_compresses_the_site_across_a_graceful_restart() {
             "{wanted_at_restart} wanted at the restart, not taken over"
         );
     }
+    a.assert_no_crash();
+}
+
+/// The nice value of each thread of process `pid`, by thread name.
+fn thread_nices(pid: i32) -> Vec<(String, i64)> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let stat = fs::read_to_string(t.path().join("stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_owned();
+            // Field 19 (nice); `rest` starts at field 3 (state).
+            let nice = rest.split_whitespace().nth(16)?.parse().ok()?;
+            Some((name, nice))
+        })
+        .collect()
+}
+
+/// The children never wait for the compressor: a job the channel has no
+/// room for is dropped. So the thread reading the channel (`gdn-jobs`)
+/// and the one taking its jobs into the wanted set (`gdn-wanted`) keep
+/// the server's CPU priority, and only the threads that compress yield
+/// (nice 10): a reader at nice 10 fell behind busy children on a loaded
+/// machine, and 163 of the 2,000 pages of the test above were dropped.
+#[test]
+fn the_job_reader_keeps_the_servers_priority_and_the_compressors_yield() {
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+        server: "GzipDiskNgCacheRoot {docroot}/../cache\nGzipDiskNgCompressorWorkers 2".into(),
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| fill(d, 3));
+    let pid: i32 = a
+        .error_log()
+        .split("gdn-compressor started (pid ")
+        .nth(1)
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .expect("the compressor's pid in the log");
+    let server = thread_nices(apache_pid(&a))[0].1;
+    let mut threads = vec![];
+    wait_for("the compressor's threads", || {
+        threads = thread_nices(pid);
+        let named = |n: &str| threads.iter().filter(|(t, _)| t.starts_with(n)).count();
+        named("gdn-jobs") == 1 && named("gdn-wanted") == 1 && named("gdn-compress-") == 2
+    });
+    for (name, nice) in &threads {
+        if name == "gdn-jobs" || name == "gdn-wanted" {
+            assert!(*nice <= server, "{name} at nice {nice}: {threads:?}");
+        }
+        if name.starts_with("gdn-compress-") {
+            assert!(*nice >= 10 && *nice > server, "{name}: {threads:?}");
+        }
+    }
+    assert_eq!(coding_of(a.port, &name(0)), None, "first asked");
     a.assert_no_crash();
 }

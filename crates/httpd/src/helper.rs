@@ -94,6 +94,19 @@ pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option
     Some((Channel(fd), pid))
 }
 
+/// Lowers the calling thread's CPU priority to `nice` (Linux keeps one
+/// per thread, and threads it starts inherit it), leaving the rest of the
+/// process as it is: a helper's heavy threads yield to the server while
+/// the thread that drains the children's channel keeps their priority.
+/// Whether it was set.
+pub fn nice_this_thread(nice: i32) -> bool {
+    // SAFETY: gettid takes nothing; setpriority takes plain integers.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0
+    }
+}
+
 /// SIGTERM held back from every thread of a helper, for one to wait on:
 /// a helper that writes something down before it ends (Apache's parent
 /// ends a helper with SIGTERM at a stop or restart, and SIGKILL three
