@@ -224,7 +224,7 @@ fn the_job_reader_keeps_the_servers_priority_and_the_compressors_yield() {
     });
     for (name, nice) in &threads {
         if name == "gdn-jobs" || name == "gdn-wanted" {
-            assert!(*nice <= server, "{name} at nice {nice}: {threads:?}");
+            assert_eq!(*nice, server, "{name}: {threads:?}");
         }
         if name.starts_with("gdn-compress-") {
             assert!(*nice >= 10 && *nice > server, "{name}: {threads:?}");

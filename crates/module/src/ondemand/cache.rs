@@ -93,9 +93,10 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
     };
     *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
-    // Started at Apache's priority: its compression threads lower
+    // Started at the parent's priority: its compression threads lower
     // their own (`Settings::worker_nice`), its job reader does not.
-    let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 0, compressor_main) else {
+    let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", own_nice(), compressor_main)
+    else {
         return;
     };
     let records = root
@@ -131,6 +132,15 @@ pub fn unusable(root: &std::path::Path) -> Option<String> {
 /// channel filled and jobs were dropped (163 of a 2,000-page pass in
 /// `tests/ondemand_scale.rs` beside two busy loops).
 const COMPRESSOR_NICE: i32 = 10;
+
+/// This process's CPU priority (nice), from `/proc/self/stat` (field
+/// 19); 0 where it does not say.
+fn own_nice() -> i32 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(16)?.parse().ok())
+        .unwrap_or(0)
+}
 
 /// The compressor process: jobs from the channel until every sender is
 /// gone.
