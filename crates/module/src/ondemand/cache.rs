@@ -99,6 +99,17 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     else {
         return;
     };
+    let room = channel.reserve(CHANNEL_BYTES);
+    if room < CHANNEL_BYTES {
+        ctx.log().log(
+            Level::Info,
+            &format!(
+                "gdn-compressor: its channel holds {} KiB of jobs (net.core.wmem_max): \
+                 jobs beyond it are dropped while the compressor is busy",
+                room >> 10
+            ),
+        );
+    }
     let records = root
         .join(host.records_dir())
         .join(digests::TABLE)
@@ -132,6 +143,13 @@ pub fn unusable(root: &std::path::Path) -> Option<String> {
 /// channel filled and jobs were dropped (163 of a 2,000-page pass in
 /// `tests/ondemand_scale.rs` beside two busy loops).
 const COMPRESSOR_NICE: i32 = 10;
+
+/// Room for the jobs the compressor has not read yet (send buffer; the
+/// kernel counts about a KiB a job): the default 208 KiB held about 280,
+/// a fifth of a second of a browser pass's first requests, so a reader
+/// held up that long dropped jobs. 4 MiB holds thousands: kernel memory
+/// taken only while jobs wait.
+const CHANNEL_BYTES: usize = 4 << 20;
 
 /// This process's CPU priority (nice), from `/proc/self/stat` (field
 /// 19); 0 where it does not say.
