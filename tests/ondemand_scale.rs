@@ -6,6 +6,9 @@
 //! Each request asks for the one copy a browser gets (br), nothing wanted
 //! is dropped or lost across the restart, and the backlog shows on the
 //! metrics. `GDN_SCALE_PAGES` sets the site's size (default 2,000).
+//! The compressor's job reader keeps the server's CPU priority, its
+//! compression threads yield: what keeps a loaded machine from dropping
+//! the children's jobs.
 
 mod common;
 
@@ -129,9 +132,17 @@ fn one_pass_of_browsers_compresses_the_site_across_a_graceful_restart() {
     }
     let pass = first.elapsed();
     let idle = until_idle(&a, Duration::from_secs(240));
-    let compressed = (0..n)
-        .filter(|&i| coding_of(a.port, &name(i)).as_deref() == Some("br"))
-        .count();
+    // A job the channel had no room for was never made: its page is
+    // served uncompressed on the second pass (and the counters, which
+    // count it settled but not queued, may judge the compressor idle
+    // early). Said first, as it names the cause.
+    let dropped = metric(&a, "gzip_disk_ng_ondemand_copies_total{state=\"dropped\"}");
+    assert_eq!(dropped, 0, "jobs dropped (the compressor fell behind)");
+    let missed: Vec<String> = (0..n)
+        .filter(|&i| coding_of(a.port, &name(i)).as_deref() != Some("br"))
+        .map(name)
+        .collect();
+    let compressed = n - missed.len();
     let cache = a.root.path().join("cache");
     let made: Vec<_> = copies(&cache)
         .into_iter()
@@ -143,17 +154,14 @@ fn one_pass_of_browsers_compresses_the_site_across_a_graceful_restart() {
     );
     assert!(
         compressed * 100 >= n * 95,
-        "{compressed} of {n} pages served compressed on the second pass"
+        "{compressed} of {n} pages served compressed on the second pass; not: {:?}",
+        &missed[..missed.len().min(20)]
     );
     // One copy per page: what a browser gets, not every coding it accepts.
     assert!(
         made.len() <= n + n / 20,
         "{} copies for {n} pages",
         made.len()
-    );
-    assert_eq!(
-        metric(&a, "gzip_disk_ng_ondemand_copies_total{state=\"dropped\"}"),
-        0
     );
     // A backlog at the restart (the gauge lags half a second: a large
     // one, which the compressor cannot clear meanwhile) was written down
@@ -167,5 +175,110 @@ fn one_pass_of_browsers_compresses_the_site_across_a_graceful_restart() {
             "{wanted_at_restart} wanted at the restart, not taken over"
         );
     }
+    a.assert_no_crash();
+}
+
+/// The nice value of each thread of process `pid`, by thread name.
+fn thread_nices(pid: i32) -> Vec<(String, i64)> {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).expect("tasks");
+    tasks
+        .flatten()
+        .filter_map(|t| {
+            let stat = fs::read_to_string(t.path().join("stat")).ok()?;
+            let (head, rest) = stat.rsplit_once(')')?;
+            let name = head.split_once('(')?.1.to_owned();
+            // Field 19 (nice); `rest` starts at field 3 (state).
+            let nice = rest.split_whitespace().nth(16)?.parse().ok()?;
+            Some((name, nice))
+        })
+        .collect()
+}
+
+/// The children never wait for the compressor: a job the channel has no
+/// room for is dropped. So the thread reading the channel (`gdn-jobs`)
+/// and the one taking its jobs into the wanted set (`gdn-wanted`) keep
+/// the server's CPU priority, and only the threads that compress yield
+/// (nice 10): a reader at nice 10 fell behind busy children on a loaded
+/// machine, and 163 of the 2,000 pages of the test above were dropped.
+#[test]
+fn the_job_reader_keeps_the_servers_priority_and_the_compressors_yield() {
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+        server: "GzipDiskNgCacheRoot {docroot}/../cache\nGzipDiskNgCompressorWorkers 2".into(),
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| fill(d, 3));
+    let pid = compressor_pid(&a);
+    let server = thread_nices(apache_pid(&a))[0].1;
+    let mut threads = vec![];
+    wait_for("the compressor's threads", || {
+        threads = thread_nices(pid);
+        let named = |n: &str| threads.iter().filter(|(t, _)| t.starts_with(n)).count();
+        named("gdn-jobs") == 1 && named("gdn-wanted") == 1 && named("gdn-compress-") == 2
+    });
+    for (name, nice) in &threads {
+        if name == "gdn-jobs" || name == "gdn-wanted" {
+            assert_eq!(*nice, server, "{name}: {threads:?}");
+        }
+        if name.starts_with("gdn-compress-") {
+            assert!(*nice >= 10 && *nice > server, "{name}: {threads:?}");
+        }
+    }
+    assert_eq!(coding_of(a.port, &name(0)), None, "first asked");
+    a.assert_no_crash();
+}
+
+/// The compressor's pid, from the line Apache's parent logs.
+fn compressor_pid(a: &Apache) -> i32 {
+    a.error_log()
+        .rsplit("gdn-compressor started (pid ")
+        .next()
+        .and_then(|r| r.split(')').next())
+        .and_then(|p| p.parse().ok())
+        .expect("the compressor's pid in the log")
+}
+
+/// A burst of first requests while the compressor cannot read them
+/// (stopped, as a loaded machine holds it up): its jobs wait in the
+/// channel, none dropped, and are made once it reads again. The channel
+/// held about 280 jobs (its default send buffer): the first pass of a
+/// browser's visit dropped the rest.
+/// Apache's parent reserves the room as root; a normal user gets at most
+/// `net.core.wmem_max` (Debian's default: 208 KiB, the old room), so
+/// there the burst is what that holds.
+#[test]
+fn a_burst_waits_in_the_channel_while_the_compressor_is_held_up() {
+    let wmem_max: usize = fs::read_to_string("/proc/sys/net/core/wmem_max")
+        .ok()
+        .and_then(|m| m.trim().parse().ok())
+        .unwrap_or(0);
+    let n = if is_root() || wmem_max >= 4 << 20 {
+        1500
+    } else {
+        150
+    };
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
+        server: "GzipDiskNgCacheRoot {docroot}/../cache\n\
+                 <Location /metrics>\nSetHandler gzip-disk-ng-metrics\n</Location>"
+            .into(),
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| fill(d, n));
+    let pid = compressor_pid(&a);
+    // SAFETY: plain signals to the compressor this test's Apache started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let firsts = (0..n).filter(|&i| coding_of(a.port, &name(i)).is_none());
+    let firsts = firsts.count();
+    let dropped = metric(&a, "gzip_disk_ng_ondemand_copies_total{state=\"dropped\"}");
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    assert_eq!(firsts, n, "answered uncompressed while nothing was made");
+    assert_eq!(dropped, 0, "jobs dropped while the compressor was held up");
+    until_idle(&a, Duration::from_secs(120));
+    let compressed = (0..n)
+        .filter(|&i| coding_of(a.port, &name(i)).as_deref() == Some("br"))
+        .count();
+    assert_eq!(compressed, n);
     a.assert_no_crash();
 }

@@ -227,6 +227,13 @@ impl Backlog {
         }
     }
 
+    /// Holds the set's lock until what this returns is dropped, as a
+    /// worker does while it takes or finishes an entry.
+    #[cfg(test)]
+    pub(super) fn hold(&self) -> impl Sized + '_ {
+        self.lock()
+    }
+
     /// Entries wanted, and when the oldest was first asked for.
     pub(super) fn status(&self) -> (usize, Option<u64>) {
         let inner = self.lock();

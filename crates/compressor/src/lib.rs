@@ -2,9 +2,11 @@
 //! the module and fed jobs by Apache's children (see `job`). Pure Rust,
 //! no Apache: it runs as Apache's `User` and logs through a callback.
 //!
-//! One thread reads jobs into the wanted set (`wanted`, `backlog`): the
-//! copies asked for, bounded, most asked first, kept on disk across
-//! restarts; a full set drops its coldest entry. `Settings::workers`
+//! One thread reads jobs from the channel, at the server's CPU priority
+//! and waiting on nothing else (a child's job the channel has no room for
+//! is dropped), and another takes them into the wanted set (`wanted`,
+//! `backlog`): the copies asked for, bounded, most asked first, kept on
+//! disk across restarts; a full set drops its coldest entry. `Settings::workers`
 //! threads take the most wanted entry, drop what is already pending or
 //! done (or failed for good), and make the rest (`make`). The cache is
 //! scanned and evicted at start while jobs are read (the workers begin
@@ -59,7 +61,7 @@ use make::Ctx;
 use state::State;
 use std::io::Read;
 use std::path::Path;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{mpsc, Mutex, PoisonError};
 use std::thread::{self, Scope};
 use std::time::{Duration, Instant};
 
@@ -95,6 +97,7 @@ pub fn run<R: Read + Send>(
             return;
         }
         scope.spawn(|| {
+            lower_priority(&ctx);
             // The fast copies of a compressor gone first: a copy served
             // while the cache is scanned is then made again.
             take_over_upgrades(&ctx, &backlog);
@@ -104,11 +107,7 @@ pub fn run<R: Read + Send>(
             backlog.started();
             ctx.holding();
         });
-        scope.spawn(|| {
-            read_jobs(&ctx, jobs, &backlog);
-            backlog.close();
-            *ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
-        });
+        start_reader(scope, &ctx, jobs, &backlog, &ended);
         keep(&ctx, &backlog, &own, stop, &ended);
     });
     save(&ctx, &backlog, &own, true);
@@ -240,7 +239,10 @@ fn start_workers<'s>(scope: &'s Scope<'s, '_>, ctx: &'s Ctx<'_>, backlog: &'s Ba
     for i in 0..ctx.settings.workers.max(1) {
         let spawned = thread::Builder::new()
             .name(format!("gdn-compress-{i}"))
-            .spawn_scoped(scope, move || work(ctx, backlog));
+            .spawn_scoped(scope, move || {
+                lower_priority(ctx);
+                work(ctx, backlog)
+            });
         match spawned {
             Ok(_) => started += 1,
             Err(e) => (ctx.log)(Level::Error, &format!("cannot start a worker thread: {e}")),
@@ -249,31 +251,99 @@ fn start_workers<'s>(scope: &'s Scope<'s, '_>, ctx: &'s Ctx<'_>, backlog: &'s Ba
     started
 }
 
-/// Reads jobs until the end of the stream: a touch is handled at once,
-/// a compress or decode job joins the wanted set.
-fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, backlog: &Backlog) {
+/// Lowers the calling thread's CPU priority to `Settings::worker_nice`:
+/// compressing and scanning yield to the server. The job reader and the
+/// keeper do not call this: the children never wait for the reader, so a
+/// reader slower than they are drops their jobs (the channel is full),
+/// and the keeper must write the wanted set down before a stop's SIGKILL.
+fn lower_priority(ctx: &Ctx<'_>) {
+    let nice = ctx.settings.worker_nice;
+    if nice != 0 && !gdn_httpd::helper::nice_this_thread(nice) {
+        (ctx.log)(
+            Level::Debug,
+            &format!("cannot lower a thread to nice {nice}"),
+        );
+    }
+}
+
+/// Starts the job reader (`gdn-jobs`) and the thread that takes what it
+/// reads into the wanted set (`gdn-wanted`); when the stream ends (or
+/// either cannot start), the backlog is closed and `ended` set. The
+/// children never wait for the reader: a job the channel has no room for
+/// is dropped. So the reader waits on nothing but the channel: not on the
+/// backlog's or the state's lock, which a worker lowered to
+/// `Settings::worker_nice` may hold while the CPU is busy with others
+/// (the one taking jobs in waits there instead, the jobs queued in this
+/// process meanwhile, unbounded: they are what the channel would have
+/// dropped), and neither thread lowers its priority.
+fn start_reader<'s, R: Read + Send + 's>(
+    scope: &'s Scope<'s, '_>,
+    ctx: &'s Ctx<'_>,
+    jobs: R,
+    backlog: &'s Backlog,
+    ended: &'s Mutex<bool>,
+) {
+    let end = move || {
+        backlog.close();
+        *ended.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    };
+    let (tx, rx) = mpsc::channel();
+    let taker = thread::Builder::new()
+        .name("gdn-wanted".into())
+        .spawn_scoped(scope, move || {
+            rx.iter().for_each(|job| take_job(ctx, job, backlog));
+            end();
+        });
+    if let Err(e) = taker {
+        (ctx.log)(Level::Error, &format!("cannot start a thread: {e}"));
+        return end();
+    }
+    let reader = thread::Builder::new()
+        .name("gdn-jobs".into())
+        .spawn_scoped(scope, move || read_jobs(ctx, jobs, &tx));
+    // Not started: the sender is gone with it, and the taker ends.
+    if let Err(e) = reader {
+        (ctx.log)(Level::Error, &format!("cannot start the job reader: {e}"));
+    }
+}
+
+/// Reads jobs until the end of the stream (or until the taker is gone),
+/// handing each to the taker.
+fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, to: &mpsc::Sender<OwnedJob>) {
     let mut reader = Reader::new(jobs);
     loop {
         match reader.next() {
-            Ok(Some(OwnedJob::Touch { source, kind })) => {
-                let remake = ctx.state().touch(ctx.settings, &(source, kind));
-                if let Some((key, path)) = remake {
-                    backlog.remake(key, path);
-                }
-            }
-            Ok(Some(job @ OwnedJob::Train { .. })) => backlog.train(job),
             Ok(Some(job)) => {
-                let added = backlog.ask(job, 1, backlog::now_secs());
-                merged(ctx, added.merged);
-                if added.dropped > 0 {
-                    (ctx.log)(Level::Debug, "wanted set full: the coldest entry dropped");
-                    ctx.copies(Job::Dropped, added.dropped);
+                if to.send(job).is_err() {
+                    return;
                 }
             }
             Ok(None) => return,
             Err(e) => {
                 (ctx.log)(Level::Error, &format!("cannot read jobs: {e}"));
                 return;
+            }
+        }
+    }
+}
+
+/// A job read: a touch is handled at once, a compress or decode job
+/// joins the wanted set.
+fn take_job(ctx: &Ctx<'_>, job: OwnedJob, backlog: &Backlog) {
+    match job {
+        OwnedJob::Touch { source, kind } => {
+            let remake = ctx.state().touch(ctx.settings, &(source, kind));
+            if let Some((key, path)) = remake {
+                backlog.remake(key, path);
+            }
+        }
+        job @ OwnedJob::Train { .. } => backlog.train(job),
+        job => {
+            let added = backlog.ask(job, 1, backlog::now_secs());
+            merged(ctx, added.merged);
+            if added.dropped > 0 {
+                (ctx.log)(Level::Debug, "wanted set full: the coldest entry dropped");
+                ctx.copies(Job::Dropped, added.dropped);
             }
         }
     }

@@ -225,6 +225,7 @@ mod tests {
             root: d.to_path_buf(),
             max_size: 1 << 30,
             workers: 1,
+            worker_nice: 0,
             levels: gdn_core::publish::encode::Levels::default(),
             fast_levels: None,
             min_saving: 5.0,

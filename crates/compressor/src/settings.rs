@@ -17,6 +17,12 @@ pub struct Settings {
     pub max_size: u64,
     /// Compression threads.
     pub workers: usize,
+    /// The CPU priority (nice) the compression threads and the start's
+    /// scan lower themselves to (0: as the process). The thread reading
+    /// the children's jobs and the one writing the wanted set down keep
+    /// the process's: a send that finds the channel full is dropped, so
+    /// the reader must keep pace with the children however busy the CPU.
+    pub worker_nice: i32,
     /// Encoder settings: the publish tool's defaults, so copies are what
     /// `gzip-disk-ng compress` writes.
     pub levels: gdn_core::publish::encode::Levels,

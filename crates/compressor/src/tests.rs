@@ -26,6 +26,7 @@ fn settings(root: &Path) -> Settings {
         root: root.to_path_buf(),
         max_size: 1 << 30,
         workers: 2,
+        worker_nice: 0,
         levels: fast(),
         fast_levels: None,
         min_saving: 5.0,
@@ -997,4 +998,62 @@ fn a_fast_copy_served_is_made_again_at_the_best_level() {
     );
     assert_ne!(fs::metadata(&made).unwrap().ino(), inode);
     assert_eq!(lines.count(Level::Warn, ""), 0);
+}
+
+/// The children send without waiting, and a job the channel has no room
+/// for is dropped: the channel is drained while the wanted set's lock is
+/// held (by a worker, lowered to nice 10 and preempted on a busy
+/// machine). Blocking sends of more jobs than the channel holds all go
+/// through while the lock is held; a reader that took the lock itself
+/// would stop at the first, and the sender at a full channel.
+#[test]
+fn the_channel_is_drained_while_the_wanted_set_is_locked() {
+    use crate::backlog::Backlog;
+    use crate::make::Ctx;
+    use std::sync::mpsc;
+    use std::time::Duration;
+    const N: u64 = 5000;
+    let (_d, docs, cache) = tree();
+    let s = settings(&cache);
+    let lines = Lines::default();
+    let log = lines.log();
+    let state = Mutex::new(State::empty(&s));
+    let ctx = Ctx {
+        settings: &s,
+        state: &state,
+        log: &log,
+        tally: &|_| {},
+    };
+    let (backlog, ended) = (Backlog::new(), Mutex::new(false));
+    let (mut tx, rx) = seqpacket_pair();
+    let path = docs.join("a.html");
+    let jobs: Vec<Vec<u8>> = (0..N)
+        .map(|n| {
+            record(&Job::Compress {
+                path: path.as_os_str().as_bytes(),
+                version: Version {
+                    size: 1000 + n,
+                    ..version(&docs)
+                },
+                codings: CodingSet::empty().with(Coding::Br),
+                deltas: None,
+            })
+        })
+        .collect();
+    let (sent_tx, sent) = mpsc::channel();
+    std::thread::scope(|scope| {
+        let held = backlog.hold();
+        crate::start_reader(scope, &ctx, rx, &backlog, &ended);
+        std::thread::spawn(move || {
+            for j in &jobs {
+                tx.write_all(j).unwrap();
+            }
+            sent_tx.send(()).unwrap();
+        });
+        let through = sent.recv_timeout(Duration::from_secs(60));
+        drop(held);
+        assert!(through.is_ok(), "the sender waited on a full channel");
+    });
+    assert!(*ended.lock().unwrap(), "the stream's end was seen");
+    assert_eq!(backlog.status().0, N as usize, "every job wanted");
 }

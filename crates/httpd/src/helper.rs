@@ -33,6 +33,47 @@ impl Channel {
         usize::try_from(n).is_ok_and(|n| n == msg.len())
     }
 
+    /// Lets the channel hold about `bytes` of messages not read yet (the
+    /// kernel counts each message's buffer: about a KiB for a short one),
+    /// past `net.core.wmem_max` where the process may (the parent, as
+    /// root); the room the kernel gave, in its own count.
+    pub fn reserve(&self, bytes: usize) -> usize {
+        let want = c_int::try_from(bytes).unwrap_or(c_int::MAX);
+        if !self.set_option(libc::SO_SNDBUFFORCE, want) {
+            self.set_option(libc::SO_SNDBUF, want);
+        }
+        let mut got: c_int = 0;
+        let mut len = std::mem::size_of::<c_int>() as libc::socklen_t;
+        // SAFETY: getsockopt writes at most `len` bytes to `got`.
+        let rc = unsafe {
+            libc::getsockopt(
+                self.0,
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                (&raw mut got).cast(),
+                &mut len,
+            )
+        };
+        if rc == 0 {
+            usize::try_from(got).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
+    fn set_option(&self, option: c_int, value: c_int) -> bool {
+        // SAFETY: setsockopt reads `value`, a c_int, as its length says.
+        unsafe {
+            libc::setsockopt(
+                self.0,
+                libc::SOL_SOCKET,
+                option,
+                (&raw const value).cast(),
+                std::mem::size_of::<c_int>() as libc::socklen_t,
+            ) == 0
+        }
+    }
+
     /// The raw descriptor, to keep in a static the children read.
     pub fn raw(&self) -> c_int {
         self.0
@@ -92,6 +133,19 @@ pub fn start(ctx: &PostConfig<'_>, name: &CStr, nice: i32, main: Main) -> Option
     // SAFETY: a live helper record in pconf.
     let (fd, pid) = unsafe { (ffi::gdn_helper_channel(h), ffi::gdn_helper_pid(h)) };
     Some((Channel(fd), pid))
+}
+
+/// Lowers the calling thread's CPU priority to `nice` (Linux keeps one
+/// per thread, and threads it starts inherit it), leaving the rest of the
+/// process as it is: a helper's heavy threads yield to the server while
+/// the thread that drains the children's channel keeps their priority.
+/// Whether it was set.
+pub fn nice_this_thread(nice: i32) -> bool {
+    // SAFETY: gettid takes nothing; setpriority takes plain integers.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) == 0
+    }
 }
 
 /// SIGTERM held back from every thread of a helper, for one to wait on:

@@ -86,15 +86,30 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         host: host.clone(),
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
+        worker_nice: COMPRESSOR_NICE,
         levels: gdn_core::publish::encode::Levels::default(),
         fast_levels: Some(FAST_LEVELS),
         min_saving: gdn_core::publish::CompressOptions::default().min_saving,
         delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
     };
     *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
-    let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", 10, compressor_main) else {
+    // Started at the parent's priority: its compression threads lower
+    // their own (`Settings::worker_nice`), its job reader does not.
+    let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", own_nice(), compressor_main)
+    else {
         return;
     };
+    let room = channel.reserve(CHANNEL_BYTES);
+    if room < CHANNEL_BYTES {
+        ctx.log().log(
+            Level::Info,
+            &format!(
+                "gdn-compressor: its channel holds {} KiB of jobs (net.core.wmem_max): \
+                 jobs beyond it are dropped while the compressor is busy",
+                room >> 10
+            ),
+        );
+    }
     let records = root
         .join(host.records_dir())
         .join(digests::TABLE)
@@ -119,6 +134,30 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
 pub fn unusable(root: &std::path::Path) -> Option<String> {
     let (uid, name) = (gdn_httpd::server_uid(), gdn_httpd::server_user_name());
     crate::ondemand::root::unusable(root, uid, &name)
+}
+
+/// The CPU priority of the compressor's compression threads: below the
+/// server's, so compressing yields to requests. Its job reader keeps the
+/// server's priority: at nice 10 it got a tenth of a busy core's share
+/// where the children it drains get all of theirs, and under load the
+/// channel filled and jobs were dropped (163 of a 2,000-page pass in
+/// `tests/ondemand_scale.rs` beside two busy loops).
+const COMPRESSOR_NICE: i32 = 10;
+
+/// Room for the jobs the compressor has not read yet (send buffer; the
+/// kernel counts about a KiB a job): the default 208 KiB held about 280,
+/// a fifth of a second of a browser pass's first requests, so a reader
+/// held up that long dropped jobs. 4 MiB holds thousands: kernel memory
+/// taken only while jobs wait.
+const CHANNEL_BYTES: usize = 4 << 20;
+
+/// This process's CPU priority (nice), from `/proc/self/stat` (field
+/// 19); 0 where it does not say.
+fn own_nice() -> i32 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    stat.rsplit_once(')')
+        .and_then(|(_, rest)| rest.split_whitespace().nth(16)?.parse().ok())
+        .unwrap_or(0)
 }
 
 /// The compressor process: jobs from the channel until every sender is
