@@ -14,9 +14,24 @@ struct Keys(Vec<(usize, Box<[u8]>)>);
 
 /// Set at post_config, in the parent, before the children fork: each
 /// configuration (a restart makes a new one) replaces it, before any
-/// request of its servers. The last one is leaked (a few dozen bytes a
-/// host per restart) so requests hold plain references.
+/// request of its servers. The keys live in the configuration's pool,
+/// which outlives every request of it; clearing the pool drops them and
+/// empties this (`Drop for Keys`), so a server is then spelled per
+/// request until the next configuration's are set.
 static KEYS: AtomicPtr<Keys> = AtomicPtr::new(ptr::null_mut());
+
+impl Drop for Keys {
+    fn drop(&mut self) {
+        // Only if these are still the current keys: a newer
+        // configuration's are not touched.
+        let _ = KEYS.compare_exchange(
+            self as *mut Keys,
+            ptr::null_mut(),
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+    }
+}
 
 /// The parts of server `s`'s key, one after another:
 /// `host:port@file:line`, or `host:port@main` for the main server.
@@ -47,12 +62,13 @@ unsafe fn parts<'s>(
     }
 }
 
-/// Spells the key of every server from `first` on (post_config).
+/// Spells the key of every server from `first` on (post_config), kept
+/// in the configuration's pool `pconf`.
 ///
 /// # Safety
 /// `first` is the main server of a configuration complete but for its
-/// post_config hooks, or NULL.
-pub(crate) unsafe fn remember(first: *mut ffi::server_rec) {
+/// post_config hooks, or NULL; `pconf` is that configuration's pool.
+pub(crate) unsafe fn remember(pconf: *mut ffi::apr_pool_t, first: *mut ffi::server_rec) {
     let mut keys = Vec::new();
     let mut s = first;
     // SAFETY: the server list is configuration, complete here.
@@ -64,12 +80,14 @@ pub(crate) unsafe fn remember(first: *mut ffi::server_rec) {
         s = server.next;
     }
     keys.sort_unstable_by_key(|(at, _)| *at);
-    KEYS.store(Box::into_raw(Box::new(Keys(keys))), Ordering::Release);
+    let kept = crate::module::pool_box(pconf, Keys(keys)) as *mut Keys;
+    KEYS.store(kept, Ordering::Release);
 }
 
 /// The key spelled for server `s` at post_config, if it was.
 pub(crate) fn of(s: *const ffi::server_rec) -> Option<&'static [u8]> {
-    // SAFETY: set only from a leaked box, never freed.
+    // SAFETY: set from keys in the current configuration's pool, which
+    // lives as long as any request of it; emptied when they are dropped.
     let keys = unsafe { KEYS.load(Ordering::Acquire).as_ref() }?;
     let i = keys
         .0

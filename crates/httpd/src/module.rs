@@ -680,7 +680,7 @@ unsafe extern "C" fn list_directive<M: Module>(
 }
 
 /// Moves `value` into `pool`, dropped when the pool is cleared.
-fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
+pub(crate) fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
     unsafe extern "C" fn drop_it<T>(data: *mut c_void) -> ffi::apr_status_t {
         // SAFETY: registered only for a T written by pool_box.
         unsafe { ptr::drop_in_place(data as *mut T) };
@@ -804,7 +804,7 @@ unsafe extern "C" fn post_config<M: Module>(
     let hook = || {
         // SAFETY: the configuration is complete here (virtual hosts fixed
         // up), before any request of it.
-        unsafe { crate::host::remember(s) };
+        unsafe { crate::host::remember(pconf, s) };
         M::post_config(&ctx)
     };
     match catch_unwind(AssertUnwindSafe(hook)) {
