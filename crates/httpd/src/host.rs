@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// One configuration's keys, by the address of their server's record,
 /// sorted by it.
-struct Keys(Vec<(usize, Box<[u8]>)>);
+pub(crate) struct Keys(Vec<(usize, Box<[u8]>)>);
 
 /// Set at post_config, in the parent, before the children fork: each
 /// configuration (a restart makes a new one) replaces it, before any
@@ -62,13 +62,13 @@ unsafe fn parts<'s>(
     }
 }
 
-/// Spells the key of every server from `first` on (post_config), kept
-/// in the configuration's pool `pconf`.
+/// Spells the key of every server from `first` on (post_config), for
+/// `keep` once they are in the configuration's pool.
 ///
 /// # Safety
 /// `first` is the main server of a configuration complete but for its
-/// post_config hooks, or NULL; `pconf` is that configuration's pool.
-pub(crate) unsafe fn remember(pconf: *mut ffi::apr_pool_t, first: *mut ffi::server_rec) {
+/// post_config hooks, or NULL.
+pub(crate) unsafe fn spelled(first: *mut ffi::server_rec) -> Keys {
     let mut keys = Vec::new();
     let mut s = first;
     // SAFETY: the server list is configuration, complete here.
@@ -80,8 +80,16 @@ pub(crate) unsafe fn remember(pconf: *mut ffi::apr_pool_t, first: *mut ffi::serv
         s = server.next;
     }
     keys.sort_unstable_by_key(|(at, _)| *at);
-    let kept = crate::module::pool_box(pconf, Keys(keys)) as *mut Keys;
-    KEYS.store(kept, Ordering::Release);
+    Keys(keys)
+}
+
+/// Makes `keys`, moved into the configuration's pool, the current ones.
+///
+/// # Safety
+/// `keys` points to `spelled`'s keys in the pool of the configuration
+/// whose requests will ask, dropped (`Drop for Keys`) when it is cleared.
+pub(crate) unsafe fn keep(keys: *mut Keys) {
+    KEYS.store(keys, Ordering::Release);
 }
 
 /// The key spelled for server `s` at post_config, if it was.

@@ -680,7 +680,7 @@ unsafe extern "C" fn list_directive<M: Module>(
 }
 
 /// Moves `value` into `pool`, dropped when the pool is cleared.
-pub(crate) fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
+fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
     unsafe extern "C" fn drop_it<T>(data: *mut c_void) -> ffi::apr_status_t {
         // SAFETY: registered only for a T written by pool_box.
         unsafe { ptr::drop_in_place(data as *mut T) };
@@ -803,8 +803,8 @@ unsafe extern "C" fn post_config<M: Module>(
     let ctx = PostConfig::new(pconf, s);
     let hook = || {
         // SAFETY: the configuration is complete here (virtual hosts fixed
-        // up), before any request of it.
-        unsafe { crate::host::remember(pconf, s) };
+        // up), before any request of it; its keys go into its pool.
+        unsafe { crate::host::keep(pool_box(pconf, crate::host::spelled(s)).cast()) };
         M::post_config(&ctx)
     };
     match catch_unwind(AssertUnwindSafe(hook)) {
