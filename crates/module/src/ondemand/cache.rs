@@ -33,6 +33,7 @@ use std::fs::File;
 use std::hash::{Hash, Hasher};
 use std::io::Read;
 use std::os::unix::ffi::OsStringExt;
+use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
@@ -62,6 +63,38 @@ pub fn active() -> Option<&'static Active> {
 /// What the compressor process runs with, set before it is forked.
 static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
 
+/// What the compressor is told: the cache root and limit, its workers
+/// and their priority, the levels of its first and best copies.
+fn settings_of(sc: &ServerConfig, root: &Path, host: &Host) -> Settings {
+    Settings {
+        root: root.to_path_buf(),
+        host: host.clone(),
+        max_size: sc.cache_max_size(),
+        workers: sc.compressor_workers(),
+        worker_nice: COMPRESSOR_NICE,
+        levels: gdn_core::publish::encode::Levels::default(),
+        fast_levels: Some(FAST_LEVELS),
+        min_saving: gdn_core::publish::CompressOptions::default().min_saving,
+        delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
+    }
+}
+
+/// Room for `CHANNEL_BYTES` of jobs in the children's end of `channel`,
+/// with an info line when the kernel gives less.
+fn reserve_room(ctx: &PostConfig<'_>, channel: &Channel) {
+    let room = channel.reserve(CHANNEL_BYTES);
+    if room < CHANNEL_BYTES {
+        ctx.log().log(
+            Level::Info,
+            &format!(
+                "gdn-compressor: its channel holds {} KiB of jobs (net.core.wmem_max): \
+                 jobs beyond it are dropped while the compressor is busy",
+                room >> 10
+            ),
+        );
+    }
+}
+
 /// Starts the compressor for the main server's `GzipDiskNgCacheRoot`, if
 /// any (post_config, in the parent).
 pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
@@ -81,17 +114,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
         return;
     }
     let host = Host::this();
-    let settings = Settings {
-        root: root.clone(),
-        host: host.clone(),
-        max_size: sc.cache_max_size(),
-        workers: sc.compressor_workers(),
-        worker_nice: COMPRESSOR_NICE,
-        levels: gdn_core::publish::encode::Levels::default(),
-        fast_levels: Some(FAST_LEVELS),
-        min_saving: gdn_core::publish::CompressOptions::default().min_saving,
-        delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
-    };
+    let settings = settings_of(sc, &root, &host);
     *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
     // Started at the parent's priority: its compression threads lower
     // their own (`Settings::worker_nice`), its job reader does not.
@@ -99,17 +122,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     else {
         return;
     };
-    let room = channel.reserve(CHANNEL_BYTES);
-    if room < CHANNEL_BYTES {
-        ctx.log().log(
-            Level::Info,
-            &format!(
-                "gdn-compressor: its channel holds {} KiB of jobs (net.core.wmem_max): \
-                 jobs beyond it are dropped while the compressor is busy",
-                room >> 10
-            ),
-        );
-    }
+    reserve_room(ctx, &channel);
     let records = root
         .join(host.records_dir())
         .join(digests::TABLE)
