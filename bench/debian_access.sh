@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Instructions per whole request on Debian's default site configuration:
-# the modules of /etc/apache2/mods-enabled with their .conf files, the
+# the modules a fresh Debian enables (DEBIAN_DEFAULT_MODULES, scripts/lib.sh) with their .conf files, the
 # apache2.conf lines that shape a request (<Directory /> with
 # FollowSymLinks and AllowOverride None, <FilesMatch "^\.ht">), and the
 # combined access log. Cases, each on PAGES (core.html, 314 KB, and

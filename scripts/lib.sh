@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # What the tests use (scripts/test installs them); scripts/install
 # installs none of them: building needs only BUILD_NEEDS below.
-APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli python3-zstandard bc openssl chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind debootstrap rpm cpio build-essential libssl-dev libbrotli-dev zlib1g-dev libnghttp2-dev)
+APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli python3-zstandard bc openssl php-fpm libapache2-mod-php chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind debootstrap rpm cpio build-essential libssl-dev libbrotli-dev zlib1g-dev libnghttp2-dev)
 # The oldest Rust that builds the project (rust-version in Cargo.toml),
 # and what building the module needs besides, for each family of systems
 # (scripts/install names them, never installs them).
@@ -216,10 +216,17 @@ ondemand_site_conf() {
     printf '    SetHandler gzip-disk-ng\n    GzipDiskNgOnDemand On\n</Directory>\n'
 }
 
+# The modules a fresh Debian 12 apache2 enables (mods-enabled after
+# `apt-get install apache2`), whatever this machine has enabled since
+# (mod_php switches the MPM to prefork; ModSecurity and mod_evasive enable
+# themselves): the benchmarks measure Debian's default, not this host.
+DEBIAN_DEFAULT_MODULES=(access_compat alias auth_basic authn_core authn_file authz_core authz_host
+    authz_user autoindex deflate dir env filter mime mpm_event negotiation reqtimeout setenvif status)
+
 # Prints Debian's apache2.conf, less what concerns no request (timeouts,
-# the error log's format), with the modules Debian enables (those of
-# /etc/apache2/mods-enabled and their .conf files, this module's own left
-# out: MODULE_SO is loaded instead), the combined access log, DOCS as the
+# the error log's format), with the modules Debian enables by default
+# (DEBIAN_DEFAULT_MODULES, each with its .load and .conf files of
+# /etc/apache2/mods-available), the combined access log, DOCS as the
 # DocumentRoot, DOCS/core served by core's handler and DOCS/mod* by the
 # module, and the EXTRA lines given.
 #   debian_site_conf WORK PORT DOCS EXTRA
@@ -235,8 +242,12 @@ Listen 127.0.0.1:$port
 ServerName localhost
 $([ "$(id -u)" -eq 0 ] && printf 'User nobody\nGroup nogroup')
 CONF
-    for f in /etc/apache2/mods-enabled/*.load /etc/apache2/mods-enabled/*.conf; do
-        case "$(basename "$f")" in gzip_disk_ng.*) continue ;; esac
+    local m
+    for m in "${DEBIAN_DEFAULT_MODULES[@]}"; do
+        echo "Include /etc/apache2/mods-available/$m.load"
+    done
+    for m in "${DEBIAN_DEFAULT_MODULES[@]}"; do
+        f="/etc/apache2/mods-available/$m.conf"
         [ -e "$f" ] && echo "Include $f"
     done
     cat <<CONF

@@ -232,11 +232,11 @@ fn incompressible_tiny_and_off_scope_files_are_never_cached() {
             &[
                 ("photo.png", &noise(50_000, 1)),
                 ("tiny.html", b"<p>hi</p>"),
-                ("noise.bin", &noise(60_000, 2)),
+                ("noise.txt", &noise(60_000, 2)),
             ],
         )
     });
-    for p in ["/photo.png", "/tiny.html", "/noise.bin"] {
+    for p in ["/photo.png", "/tiny.html", "/noise.txt"] {
         for _ in 0..3 {
             assert_eq!(a.get(p, Some("zstd, br, gzip")).status, 200);
         }
@@ -248,7 +248,7 @@ fn incompressible_tiny_and_off_scope_files_are_never_cached() {
     wait_jobs_settled(&a);
     let all = copies(&cache_of(&a));
     assert!(all.iter().all(|(_, n)| *n == 0), "{all:?}");
-    let r = a.get("/noise.bin", Some("zstd, br, gzip"));
+    let r = a.get("/noise.txt", Some("zstd, br, gzip"));
     assert_eq!(r.header("Content-Encoding"), None);
     assert!(
         !a.last_access_ends_with("queued"),
@@ -843,6 +843,44 @@ fn planted_copies_are_not_served() {
         }
         std::thread::sleep(Duration::from_millis(150));
     }
+    a.assert_no_crash();
+}
+
+/// A copy is the server user's alone (0600) whatever its page's mode; one
+/// that others could write (as copies were when they took their page's
+/// mode) is never served, and is made anew.
+#[test]
+fn copies_are_the_servers_alone_and_one_others_could_write_is_made_anew() {
+    let data = page(40_000, 61);
+    let a = Apache::start(on_demand(Mpm::Event), |d| {
+        fill(d, &[("open.html", &data)]);
+        fs::set_permissions(d.join("open.html"), fs::Permissions::from_mode(0o666)).expect("chmod");
+    });
+    let served = |a: &Apache| {
+        let r = a.get("/open.html", Some("gzip"));
+        assert_eq!(r.status, 200);
+        assert!(r.decoded() == data, "a rewritten copy was served");
+        r.coding() == Some("gzip")
+    };
+    wait_for("a gzip copy", || served(&a));
+    let copy = copy_at(
+        &cache_of(&a),
+        &a.docroot,
+        "open.html",
+        Kind::Coded(Coding::Gzip),
+    );
+    let mode = |p: &Path| fs::metadata(p).expect("copy").permissions().mode() & 0o7777;
+    assert_eq!(mode(&copy), 0o600);
+    // Rewritten in place where others may write it.
+    fs::set_permissions(&copy, fs::Permissions::from_mode(0o666)).expect("chmod");
+    fs::write(&copy, gzip(b"rewritten by another user")).expect("rewrite");
+    for _ in 0..4 {
+        served(&a);
+    }
+    wait_for("the copy made anew", || {
+        fs::metadata(&copy).is_ok_and(|m| m.permissions().mode() & 0o022 == 0) && served(&a)
+    });
+    assert_eq!(mode(&copy), 0o600);
     a.assert_no_crash();
 }
 

@@ -86,6 +86,8 @@ fn compress(a: CompressArgs) -> Result<bool, String> {
         min_size: a.min_size,
         min_saving: a.min_saving,
         include: a.include.clone(),
+        types: a.types.clone(),
+        mime_types: a.mime_types.clone(),
         exclude: a.exclude.clone(),
         follow_symlinks: a.common.follow_symlinks,
         force: a.force,

@@ -271,7 +271,7 @@ impl Ctx<'_> {
         if worth {
             tmp.write_all(&bytes).map_err(Problem::Cache)?;
         }
-        tmp.commit(&target, meta).map_err(Problem::Cache)?;
+        tmp.commit_private(&target, meta).map_err(Problem::Cache)?;
         Ok(if worth { bytes.len() as u64 } else { 0 })
     }
 

@@ -28,6 +28,7 @@ use gdn_core::dictionary::{self, DeltaSuffix, Hash};
 use gdn_core::publish::atomic::is_temp_name;
 use gdn_core::publish::rules::compress_rule;
 use gdn_core::publish::DEFAULT_MIN_SIZE;
+use gdn_core::types::Types;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
@@ -538,10 +539,26 @@ pub fn parse_version_stem(stem: &str) -> Option<Version> {
 /// dumps) is better published with the tool.
 pub const MAX_SIZE: u64 = 64 << 20;
 
+/// The system's MIME map, where Apache's `TypesConfig` reads it on
+/// Debian and RHEL.
+pub const MIME_TYPES: &str = "/etc/mime.types";
+
+/// The types on-demand compression takes (`gdn_core::types`): the
+/// system's `mime.types`, else the common web types. Read once per
+/// process; the module reads it at start-up, before its children fork.
+pub fn types() -> &'static Types {
+    static TYPES: std::sync::LazyLock<Types> = std::sync::LazyLock::new(|| {
+        let text = fs::read_to_string(MIME_TYPES);
+        Types::parse(text.as_deref().unwrap_or(gdn_core::types::BUILTIN), &[])
+    });
+    &TYPES
+}
+
 /// Whether a file with this name (or path: only its last component
 /// counts) and size is compressed on demand: the publish tool's rules
 /// (not a temporary of its own, not a delta, not an already-compressed
-/// format, at least its default `--min-size`) and at most `MAX_SIZE`.
+/// format, not a script, of a type that compresses, at least its
+/// default `--min-size`) and at most `MAX_SIZE`.
 pub fn compressible(name: &[u8], size: u64) -> bool {
     // The module asks this of every request its cache serves: sizes
     // first, and the last component found by a vectorised search.
@@ -553,7 +570,9 @@ pub fn compressible(name: &[u8], size: u64) -> bool {
     let Ok(base) = std::str::from_utf8(base) else {
         return false;
     };
-    !base.is_empty() && !is_temp_name(base) && compress_rule(base, size, DEFAULT_MIN_SIZE).is_none()
+    !base.is_empty()
+        && !is_temp_name(base)
+        && compress_rule(base, size, DEFAULT_MIN_SIZE, types()).is_none()
 }
 
 #[cfg(test)]
@@ -777,7 +796,7 @@ mod tests {
                     size <= MAX_SIZE
                         && !b.is_empty()
                         && !gdn_core::publish::atomic::is_temp_name(b)
-                        && compress_rule(b, size, DEFAULT_MIN_SIZE).is_none()
+                        && compress_rule(b, size, DEFAULT_MIN_SIZE, types()).is_none()
                 });
                 assert_eq!(compressible(n, size), rule, "{n:?} {size}");
             }
@@ -798,5 +817,9 @@ mod tests {
         assert!(!compressible(delta.as_bytes(), 5000));
         assert!(!compressible(b"/var/www/caf\xe9.html", 5000));
         assert!(!compressible(b"/var/www/", 5000));
+        assert!(!compressible(b"/var/www/wp-config.php", 5000));
+        assert!(!compressible(b"/var/www/lib.inc", 5000));
+        assert!(!compressible(b"/var/www/config.php.bak", 5000));
+        assert!(!compressible(b"/var/www/index.shtml", 5000));
     }
 }

@@ -8,7 +8,7 @@
 use super::claim::Claim;
 use super::disk::dirs_for;
 use super::index::Key;
-use super::state::{copy_path, State, Task};
+use super::state::{copy_path, copy_there, mark_not_worth, State, Task};
 use crate::job::{CodingSet, OwnedDeltas};
 use crate::key::{compressible, Kind, Source, Version, MAX_SIZE};
 use crate::settings::{Event, Level, Log, Settings, Tally};
@@ -95,7 +95,7 @@ impl Ctx<'_> {
         let target = copy_path(&self.settings.root, key);
         make_dir(&target).ok()?;
         let claim = Claim::take(&target).ok().flatten()?;
-        fs::symlink_metadata(&target).is_err().then_some(claim)
+        (!copy_there(&self.settings.root, &target)).then_some(claim)
     }
 
     /// Reads the file at `path` while it has `version`, once: its bytes,
@@ -210,14 +210,14 @@ impl Ctx<'_> {
     fn compress_one(&self, path: &Path, read: &Loaded, c: Coding) -> Result<Option<u64>, Problem> {
         let s = self.settings;
         let target = copy_path(&s.root, &(read.source, Kind::Coded(c)));
-        if fs::symlink_metadata(&target).is_ok() {
+        if copy_there(&s.root, &target) {
             return Ok(None);
         }
         make_dir(&target)?;
         let Some(_claim) = Claim::take(&target).map_err(Problem::Cache)? else {
             return Ok(None);
         };
-        if fs::symlink_metadata(&target).is_ok() {
+        if copy_there(&s.root, &target) {
             return Ok(None);
         }
         let levels = s.fast_levels.as_ref().unwrap_or(&s.levels);
@@ -226,7 +226,7 @@ impl Ctx<'_> {
         match outcome {
             Outcome::Written(sizes) => Ok(Some(sizes.size)),
             Outcome::NotWorth { .. } => {
-                File::create(&target).map_err(Problem::Cache)?;
+                mark_not_worth(&target).map_err(Problem::Cache)?;
                 Ok(Some(0))
             }
             Outcome::Failed(e) => Err(publish_problem(path, c, e)),
@@ -320,7 +320,7 @@ impl Ctx<'_> {
         let read = self.read_source(path, version)?;
         let key = (read.source, Kind::Decoded(coding));
         let target = copy_path(&self.settings.root, &key);
-        if fs::symlink_metadata(&target).is_ok() {
+        if copy_there(&self.settings.root, &target) {
             return Ok(None);
         }
         make_dir(&target)?;
@@ -336,7 +336,8 @@ impl Ctx<'_> {
                 Problem::Failed(format!("cannot decode {}: {e}", path.display()))
             }
         })?;
-        tmp.commit(&target, &read.meta).map_err(Problem::Cache)?;
+        tmp.commit_private(&target, &read.meta)
+            .map_err(Problem::Cache)?;
         Ok(Some((key, size)))
     }
 }

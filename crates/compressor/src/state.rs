@@ -81,6 +81,36 @@ pub(super) fn copy_path(root: &Path, key: &Key) -> PathBuf {
     root.join(copy_name(&key.0, key.1, &mut name))
 }
 
+/// Whether a copy the cache may keep is at `target`: a regular file of
+/// the cache root's owner (the server's user) that no one else may write.
+/// Anything else at a copy's name (a symlink, another user's file, one
+/// others may write, as copies were when they took their source's mode)
+/// is removed, so that it is made again: `false` then.
+pub(super) fn copy_there(root: &Path, target: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = fs::symlink_metadata(target) else {
+        return false;
+    };
+    let owner = fs::metadata(root).map(|r| r.uid());
+    if m.file_type().is_file() && owner.is_ok_and(|o| o == m.uid()) && m.mode() & 0o022 == 0 {
+        return true;
+    }
+    // Where it cannot go, nothing is made over it either.
+    fs::remove_file(target).is_err()
+}
+
+/// Creates the empty file that marks a copy not worth keeping: the
+/// server user's alone (0600), as copies are.
+pub(super) fn mark_not_worth(target: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(target)
+        .map(drop)
+}
+
 /// The index key of the kept version `h` (its own source).
 pub(super) fn kept_key(h: Hash) -> Key {
     (h, Kind::Kept(h))
@@ -322,7 +352,7 @@ impl State {
                 ),
             );
             // Removed first: a child serving the copy keeps its own inode.
-            let marked = fs::remove_file(&path).and_then(|()| fs::File::create(&path));
+            let marked = fs::remove_file(&path).and_then(|()| mark_not_worth(&path));
             if let Err(e) = marked {
                 self.cache_failed(settings, &e, log);
                 return false;

@@ -3,7 +3,8 @@
 //! streaming decoders (`decode`), BREACH padding (`jitter`), RFC 9842
 //! dictionaries (`dictionary`), RFC 9530 digests (`digest`), the ranges
 //! a coded representation honours (`range`), and the publish engine's
-//! rules and encoders (`publish`), which the tool and the module's
+//! rules and encoders (`publish`) with the types worth compressing
+//! (`types`), which the tool and the module's
 //! on-demand compressor share. Unit-tested alone.
 #![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
@@ -18,4 +19,5 @@ pub mod range;
 #[cfg(any(test, feature = "test-util"))]
 #[doc(hidden)]
 pub mod test_util;
+pub mod types;
 pub mod variant;

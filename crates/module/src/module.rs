@@ -82,6 +82,9 @@ impl gdn_httpd::Module for GzipDiskNg {
         *STARTUP_SECRET
             .write()
             .unwrap_or_else(PoisonError::into_inner) = Some(Box::leak(Box::new(secret)));
+        // Before the compressor and the children fork: the types the
+        // on-demand rule reads, from the system's mime.types, once.
+        gdn_compressor::key::types();
         // Before the compressor forks: it counts too.
         counters::attach(ctx);
         cache::start(ctx, ctx.server_config::<GzipDiskNg>());

@@ -39,8 +39,12 @@ under the given paths that is worth compressing, in parallel over files and codi
 Each sibling is written to a temporary name, synced and renamed, with the original's \
 modification time, permissions and (as root) owner. Siblings that are up to date are \
 left alone; a variant that saves less than --min-saving is not kept, and an older \
-sibling of it is removed. Already-compressed types (images, fonts, archives, media) \
-and existing siblings are skipped.")]
+sibling of it is removed. Only files whose MIME type (from /etc/mime.types, as Apache's TypesConfig) \
+compresses are taken: text, JavaScript, JSON, XML, SVG, uncompressed fonts, and the \
+types given with --type. Server-side scripts (.php, .phtml, .cgi, .shtml and the like, \
+in any position of the name), files of no type (.inc, .bak, editor backups) and \
+already-compressed types (images, fonts, archives, media) are passed over and \
+counted by reason, as are existing siblings.")]
     Compress(CompressArgs),
     /// Check that every sibling decodes to its original, and every delta
     /// against its dictionary.
@@ -149,6 +153,15 @@ pub struct CompressArgs {
     /// Skip files and directories matching this glob (repeatable).
     #[arg(long, value_name = "GLOB")]
     pub exclude: Vec<String>,
+    /// Compress files of this MIME type too (repeatable), besides text,
+    /// JavaScript, JSON, XML, SVG and uncompressed fonts. A type a
+    /// handler claims (application/x-httpd-php) is never compressed.
+    #[arg(long = "type", value_name = "TYPE")]
+    pub types: Vec<String>,
+    /// The MIME map that gives files their type, as Apache's TypesConfig
+    /// (default: /etc/mime.types, else the common web types).
+    #[arg(long, value_name = "FILE")]
+    pub mime_types: Option<PathBuf>,
     /// Redo siblings even when up to date.
     #[arg(short, long)]
     pub force: bool,

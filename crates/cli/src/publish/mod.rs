@@ -71,6 +71,7 @@ fn files_to_compress(
     filter.follow_symlinks = opts.follow_symlinks;
     filter.min_size = opts.min_size;
     filter.compress_rules = true;
+    filter.types = walk::load_types(opts.mime_types.as_deref(), &opts.types)?;
     let found = filter.walk(paths);
     let seen: HashSet<PathBuf> = found.iter().map(|f| f.path().to_path_buf()).collect();
     let mut files = Vec::new();
@@ -194,7 +195,7 @@ mod tests {
     #[test]
     fn file_changed_while_compressing_is_reported_and_nothing_written() {
         let d = tempfile::tempdir().unwrap();
-        let p = d.path().join("growing.log");
+        let p = d.path().join("growing.txt");
         // Varied text, so level 19 takes far longer than the writer's delay.
         let mut x = 1u32;
         let text: Vec<u8> = (0..2 << 20)

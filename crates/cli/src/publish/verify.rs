@@ -15,6 +15,7 @@ use gdn_core::publish::freshness::mtime;
 use gdn_core::publish::options::Report;
 use gdn_core::publish::state;
 use gdn_core::publish::store::{self, Store};
+use gdn_core::types::{Kind as TypeKind, Types};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::fs;
@@ -77,14 +78,16 @@ pub fn verify_with_dictionaries(
         }
     };
     let sibs = siblings_under(paths, follow_symlinks, &mut summary);
+    let types = super::walk::load_types(None, &[]).unwrap_or_default();
     let progress = Progress::new(report, sibs.len() as u64);
     let verdicts: Vec<Verdict> = sibs
         .par_iter()
         .map(|s| {
             progress.file_started(&s.path);
-            let v = match s.kind {
-                Kind::Sibling(c) => verify_sibling(c, &s.path, &s.original),
-                Kind::Delta(c, h) => verify_delta(c, &h, &s.path, &s.original, &dicts),
+            let v = match (not_a_page(&types, s), &s.kind) {
+                (Some(why), _) => Verdict::Bad(why),
+                (None, Kind::Sibling(c)) => verify_sibling(*c, &s.path, &s.original),
+                (None, Kind::Delta(c, h)) => verify_delta(*c, h, &s.path, &s.original, &dicts),
             };
             match &v {
                 Verdict::Ok => progress.file_line(&format!("{}: ok", s.path.display())),
@@ -106,6 +109,25 @@ pub fn verify_with_dictionaries(
     }
     summary.elapsed = start.elapsed();
     summary
+}
+
+/// Why a sibling or delta must not be published, if it must not: its
+/// original is a server-side script (Apache runs it; its sibling is its
+/// source, sent as bytes), or an existing file of no MIME type (`.inc`,
+/// `.bak`: configuration and backups, not pages). `clean` removes them.
+fn not_a_page(types: &Types, s: &Sibling) -> Option<String> {
+    let name = s.original.file_name()?.to_str()?;
+    match types.kind(name.as_bytes()) {
+        TypeKind::Script => Some(format!(
+            "a copy of the server-side script {name}: Apache sends it as bytes, \
+             source included; remove it (gzip-disk-ng clean)"
+        )),
+        TypeKind::Untyped if s.original.is_file() => Some(format!(
+            "a copy of {name}, which has no MIME type (not a page): \
+             remove it (gzip-disk-ng clean)"
+        )),
+        _ => None,
+    }
 }
 
 /// Every sibling below `paths`; what cannot be walked is told and counted

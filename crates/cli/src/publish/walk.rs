@@ -3,8 +3,26 @@
 
 use gdn_core::publish::atomic::is_temp_name;
 pub use gdn_core::publish::rules::{compress_rule, SkipReason};
+use gdn_core::types::{self, Types};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
+
+/// The system's MIME map, which Apache's `TypesConfig` reads on Debian
+/// and RHEL.
+pub const SYSTEM_MIME_TYPES: &str = "/etc/mime.types";
+
+/// The types that give files their kind: the map at `path` (an error
+/// when it cannot be read), else the system's, else the common web types
+/// (a system without `mime.types`), with the admin's `extra` types
+/// compressed too.
+pub fn load_types(path: Option<&Path>, extra: &[String]) -> Result<Types, String> {
+    let text = match path {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
+        None => std::fs::read_to_string(SYSTEM_MIME_TYPES)
+            .unwrap_or_else(|_| types::BUILTIN.to_string()),
+    };
+    Ok(Types::parse(&text, extra))
+}
 
 /// One file the walk found.
 #[derive(Debug)]
@@ -35,8 +53,11 @@ pub struct Filter {
     pub follow_symlinks: bool,
     /// Files smaller than this are skipped (compress only).
     pub min_size: u64,
-    /// Apply the compress skip rules (extensions, size); verify wants all.
+    /// Apply the compress skip rules (extensions, types, size); verify
+    /// wants all.
     pub compress_rules: bool,
+    /// The types the compress rules read.
+    pub types: Types,
 }
 
 /// One set of `globs`; `None` when there are none.
@@ -52,11 +73,13 @@ fn glob_set(globs: &[String]) -> Result<Option<GlobSet>, String> {
 }
 
 impl Filter {
-    /// A filter with the given include and exclude globs.
+    /// A filter with the given include and exclude globs, and the
+    /// system's types.
     pub fn new(include: &[String], exclude: &[String]) -> Result<Filter, String> {
         Ok(Filter {
             include: glob_set(include)?,
             exclude: glob_set(exclude)?,
+            types: load_types(None, &[])?,
             ..Filter::default()
         })
     }
@@ -90,7 +113,7 @@ impl Filter {
             return Found::Skipped(path, SkipReason::Filtered);
         }
         if self.compress_rules {
-            if let Some(why) = compress_rule(name, len, self.min_size) {
+            if let Some(why) = compress_rule(name, len, self.min_size, &self.types) {
                 return Found::Skipped(path, why);
             }
         }

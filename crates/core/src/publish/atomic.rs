@@ -116,6 +116,18 @@ impl TempFile {
         self.rename(final_path, |f| finish_file(f, meta))
     }
 
+    /// Flushes, gives the file `meta`'s mtime and mode 0600 (whatever the
+    /// source's mode and owner: a copy in the on-demand cache is the
+    /// server user's alone, so no other local user can rewrite what is
+    /// served), fsyncs and renames it to `final_path`.
+    pub fn commit_private(self, final_path: &Path, meta: &fs::Metadata) -> io::Result<()> {
+        self.rename(final_path, |f| {
+            f.set_permissions(fs::Permissions::from_mode(0o600))?;
+            f.set_times(fs::FileTimes::new().set_modified(meta.modified()?))?;
+            f.sync_all()
+        })
+    }
+
     /// Flushes, fsyncs and renames the file to `final_path`, keeping the
     /// mode it was created with.
     pub fn persist(self, final_path: &Path) -> io::Result<()> {

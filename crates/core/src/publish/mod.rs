@@ -67,7 +67,8 @@ pub fn make_copy(
 /// it had `meta`, at `target`: what `make_copy` writes (the same encoder,
 /// levels and min-saving rule, the original's mtime), from the bytes in
 /// hand, so the copy holds exactly the bytes its name was worked out from
-/// (the module names copies by their source's SHA-256).
+/// (the module names copies by their source's SHA-256); mode 0600, the
+/// writer's own, whatever the original's mode.
 pub fn make_copy_of(
     content: &[u8],
     meta: &fs::Metadata,
@@ -93,7 +94,7 @@ pub fn make_copy_of(
             removed: false,
         };
     }
-    match tmp.commit(target, meta) {
+    match tmp.commit_private(target, meta) {
         Ok(()) => Outcome::Written(sizes),
         Err(e) => failed(e),
     }

@@ -37,6 +37,12 @@ pub struct CompressOptions {
     pub include: Vec<String>,
     /// Files and directories matching these globs are left alone.
     pub exclude: Vec<String>,
+    /// MIME types compressed besides those that compress by nature
+    /// (`types::is_compressible_type`).
+    pub types: Vec<String>,
+    /// The MIME map that gives a file its type (`mime.types`); `None` for
+    /// the system's, or the common web types where it has none.
+    pub mime_types: Option<PathBuf>,
     /// Follow symlinks below the given paths.
     pub follow_symlinks: bool,
     /// Redo siblings that are up to date.
@@ -63,6 +69,8 @@ impl Default for CompressOptions {
             min_saving: 5.0,
             include: Vec::new(),
             exclude: Vec::new(),
+            types: Vec::new(),
+            mime_types: None,
             follow_symlinks: false,
             force: false,
             dry_run: false,

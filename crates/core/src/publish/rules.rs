@@ -1,8 +1,11 @@
-//! The rules that skip what would not compress: already-compressed
-//! formats, deltas, files too small to be worth it. The publish tool's
-//! walk and the module's on-demand compression ask the same.
+//! The rules that skip what would not compress or must not be
+//! compressed: already-compressed formats, deltas, server-side scripts,
+//! files of no type or of a type that does not compress (`crate::types`),
+//! files too small to be worth it. The publish tool's walk and the
+//! module's on-demand compression ask the same.
 
 use crate::coding::DeltaCoding;
+use crate::types::{ext_key, sorted_keys, Kind, Types};
 use std::fmt;
 
 /// Extensions of formats that are already compressed (images, fonts,
@@ -13,9 +16,9 @@ pub const COMPRESSED_EXTENSIONS: &[&str] = &[
     "7z", "aac", "apk", "avi", "avif", "br", "bz2", "cab", "cur", "deb", "dmg", "docx", "epub",
     "flac", "gif", "gz", "heic", "heif", "ico", "iso", "jar", "jfif", "jpe", "jpeg", "jpg", "jxl",
     "lz", "lz4", "lzma", "m4a", "m4v", "mkv", "mov", "mp3", "mp4", "mpeg", "mpg", "odp", "ods",
-    "odt", "oga", "ogg", "ogv", "opus", "pdf", "png", "pptx", "rar", "rpm", "tbz2", "tgz", "tif",
-    "tiff", "txz", "war", "webm", "webp", "wmv", "woff", "woff2", "xlsx", "xz", "z", "zip", "zst",
-    "zstd",
+    "odt", "oga", "ogg", "ogv", "opus", "pdf", "png", "pptx", "rar", "rpm", "svgz", "tbz2", "tgz",
+    "tif", "tiff", "txz", "war", "webm", "webp", "wmv", "woff", "woff2", "xlsx", "xz", "z", "zip",
+    "zst", "zstd",
 ];
 
 /// Why a file was not compressed.
@@ -35,6 +38,13 @@ pub enum SkipReason {
     NotRegular,
     /// A delta against a dictionary (RFC 9842), made by `compress`.
     Delta,
+    /// A server-side script (PHP, CGI, server-side includes): Apache runs
+    /// it, so its bytes are its source.
+    Script,
+    /// No MIME type (`lib.inc`, `page.html~`): not a page Apache types.
+    Untyped,
+    /// A type that does not compress.
+    Incompressible,
 }
 
 impl fmt::Display for SkipReason {
@@ -47,14 +57,19 @@ impl fmt::Display for SkipReason {
             SkipReason::Temporary => "temporary file of an interrupted run",
             SkipReason::NotRegular => "not a regular file",
             SkipReason::Delta => "delta (dictionary transport)",
+            SkipReason::Script => "server-side script (never sent as bytes)",
+            SkipReason::Untyped => "no MIME type",
+            SkipReason::Incompressible => "type that does not compress",
         })
     }
 }
 
 /// Why `compress` leaves a file of this name and length alone, if it does:
-/// a delta, an already-compressed format, or under `min_size`. The module's
-/// on-demand compression asks the same (`gdn_compressor::key::compressible`).
-pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> {
+/// a delta, an already-compressed format, a script, a name of no type or
+/// of a type that does not compress (`types`), or under `min_size`. The
+/// module's on-demand compression asks the same
+/// (`gdn_compressor::key::compressible`).
+pub fn compress_rule(name: &str, len: u64, min_size: u64, types: &Types) -> Option<SkipReason> {
     // One search for the last extension answers both questions of the
     // name (the on-demand cache asks this of every request it serves): a
     // delta's name ends in a delta coding's token.
@@ -67,8 +82,13 @@ pub fn compress_rule(name: &str, len: u64, min_size: u64) -> Option<SkipReason> 
         Some((stem, ext)) if !stem.is_empty() && is_compressed_ext(ext.as_bytes()) => {
             Some(SkipReason::Compressed)
         }
-        _ if len < min_size => Some(SkipReason::TooSmall),
-        _ => None,
+        _ => match types.kind(name.as_bytes()) {
+            Kind::Script => Some(SkipReason::Script),
+            Kind::Untyped => Some(SkipReason::Untyped),
+            Kind::Other => Some(SkipReason::Incompressible),
+            Kind::Compressible if len < min_size => Some(SkipReason::TooSmall),
+            Kind::Compressible => None,
+        },
     }
 }
 
@@ -97,56 +117,8 @@ pub fn is_compressed_ext(ext: &[u8]) -> bool {
     ext_key(ext).is_some_and(|k| COMPRESSED_KEYS.binary_search(&k).is_ok())
 }
 
-/// Longest extension `ext_key` packs.
-const EXT_KEY_MAX: usize = 7;
-
-/// An extension of at most `EXT_KEY_MAX` bytes in one number: its bytes
-/// in ASCII lower case, then its length, so two extensions share a key
-/// only when they are equal but for case. `None` for a longer one (no
-/// compressed format's is).
-const fn ext_key(ext: &[u8]) -> Option<u64> {
-    if ext.len() > EXT_KEY_MAX {
-        return None;
-    }
-    let mut k = 0u64;
-    let mut i = 0;
-    while i < EXT_KEY_MAX {
-        let b = if i < ext.len() {
-            ext[i].to_ascii_lowercase()
-        } else {
-            0
-        };
-        k = k << 8 | b as u64;
-        i += 1;
-    }
-    Some(k << 8 | ext.len() as u64)
-}
-
 /// `COMPRESSED_EXTENSIONS`' keys, sorted for a binary search.
-const COMPRESSED_KEYS: [u64; COMPRESSED_EXTENSIONS.len()] = {
-    let mut keys = [0u64; COMPRESSED_EXTENSIONS.len()];
-    let mut i = 0;
-    while i < keys.len() {
-        keys[i] = match ext_key(COMPRESSED_EXTENSIONS[i].as_bytes()) {
-            Some(k) => k,
-            None => panic!("a compressed extension longer than EXT_KEY_MAX"),
-        };
-        i += 1;
-    }
-    // Insertion sort: a const context has no `sort`.
-    let mut i = 1;
-    while i < keys.len() {
-        let mut j = i;
-        while j > 0 && keys[j - 1] > keys[j] {
-            let t = keys[j];
-            keys[j] = keys[j - 1];
-            keys[j - 1] = t;
-            j -= 1;
-        }
-        i += 1;
-    }
-    keys
-};
+const COMPRESSED_KEYS: [u64; COMPRESSED_EXTENSIONS.len()] = sorted_keys(COMPRESSED_EXTENSIONS);
 
 #[cfg(test)]
 mod tests {
@@ -227,7 +199,8 @@ mod tests {
 
     #[test]
     fn one_search_answers_as_each_rule_alone() {
-        // The rule as three separate questions, each parsing the name.
+        // The rule as separate questions, each parsing the name.
+        let types = Types::parse(crate::types::BUILTIN, &[]);
         let separate = |name: &str, len: u64, min: u64| {
             let compressed = match name.rsplit_once('.') {
                 Some((stem, ext)) => !stem.is_empty() && is_compressed_ext(ext.as_bytes()),
@@ -237,6 +210,12 @@ mod tests {
                 Some(SkipReason::Delta)
             } else if compressed {
                 Some(SkipReason::Compressed)
+            } else if crate::types::is_script_name(name.as_bytes()) {
+                Some(SkipReason::Script)
+            } else if types.kind(name.as_bytes()) == Kind::Untyped {
+                Some(SkipReason::Untyped)
+            } else if types.kind(name.as_bytes()) == Kind::Other {
+                Some(SkipReason::Incompressible)
             } else if len < min {
                 Some(SkipReason::TooSmall)
             } else {
@@ -259,6 +238,10 @@ mod tests {
             "\u{e9}.\u{e9}",
             "a..gz",
             "a.html.gz.dcz",
+            "wp-config.php",
+            "lib.inc",
+            "blob.bin",
+            "x.php.gz",
         ]
         .map(String::from)
         .into();
@@ -275,7 +258,7 @@ mod tests {
         for n in &names {
             for len in [0, 99, 100, 101] {
                 assert_eq!(
-                    compress_rule(n, len, 100),
+                    compress_rule(n, len, 100, &types),
                     separate(n, len, 100),
                     "{n} {len}"
                 );

@@ -9,6 +9,7 @@
 pub(crate) mod error_vary;
 pub(crate) mod fixup;
 mod name;
+mod script;
 
 use crate::config::{Settings, UseAsDictionary};
 use crate::facts::disk::{Copy, Disk, Scope};
@@ -44,6 +45,9 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     let kind = original_kind(req);
     if kind == FileKind::Directory {
         return Status::DECLINED;
+    }
+    if let Some(st) = script::refuse(req, filename, kind) {
+        return st;
     }
     if let Some(st) = give_way_to_content_filter(req, kind) {
         return st;
@@ -152,12 +156,20 @@ fn on_demand<'r>(
         .on_demand()
         .then(cache::active)
         .flatten()
-        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)));
+        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)))
+        .filter(|_| original.is_none() || static_type(req));
     let made = match (cache, original) {
         (Some(_), Some(_)) => deltas_on_demand(req, settings),
         _ => None,
     };
     (cache, made)
+}
+
+/// True when the type Apache gave the request is one that compresses:
+/// an `AddType` or `ForceType` of the admin's decides over the name.
+fn static_type(req: &Request<'_>) -> bool {
+    req.content_type()
+        .is_some_and(gdn_core::types::is_compressible_type)
 }
 
 /// What the counters need of the resource beside the walk: the

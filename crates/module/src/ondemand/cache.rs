@@ -253,9 +253,10 @@ pub enum CachedCopy<'r> {
 
 impl Active {
     /// Whether a file in the cache is one the compressor made: a regular
-    /// file its user owns (anything else at a cache name was planted).
+    /// file its user owns that no one else may write (anything else at a
+    /// cache name was planted, or could have been rewritten).
     fn made_here(&self, f: &Finfo) -> bool {
-        f.kind() == FileKind::Regular && f.user() == self.uid
+        f.kind() == FileKind::Regular && f.user() == self.uid && !f.writable_by_others()
     }
 
     /// The digest of the bytes of the file `f` describes, as this host's
@@ -274,7 +275,7 @@ impl Active {
         let v = version_of(f);
         let file = req.open_nofollow(&self.records).ok()?;
         let info = file.info();
-        (self.made_here(info) && !info.writable_by_others()).then_some(())?;
+        self.made_here(info).then_some(())?;
         let at = digests::window_of(&v, info.size())?;
         let mut window = [0u8; digests::WINDOW_BYTES];
         file.reader(at).read_exact(&mut window).ok()?;
@@ -294,6 +295,9 @@ impl Active {
         let mut name = NameBuf::new();
         let path = req.path_with_suffix(&self.root, source.write_copy_name(kind, &mut name));
         let st = match req.open_nofollow(path) {
+            // Not served, and asked for again: the compressor removes it
+            // and makes it anew, the server user's alone.
+            Ok(f) if f.info().writable_by_others() => return CachedCopy::Missing,
             Ok(f) if !self.made_here(f.info()) => return CachedCopy::NotWorth,
             Ok(f) if f.info().size() == 0 => return CachedCopy::NotWorth,
             Ok(f) => return CachedCopy::Ready(path, f),
