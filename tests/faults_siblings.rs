@@ -500,3 +500,42 @@ fn slow_readers_on_decoded_pages_hold_no_worker() {
     );
     a.assert_no_crash();
 }
+
+/// A sibling past what the request that meets it decodes (512 KiB) is its
+/// page only once the checker thread decoded it to the original's bytes:
+/// one that holds other content of the same length, fresh by its mtime,
+/// is never sent, from the first request on; a good one is sent once
+/// verified.
+#[test]
+fn a_large_sibling_is_sent_only_once_verified() {
+    let half = |seed| [noise(600_000, seed), page(600_000, seed)].concat();
+    let (old, new, good) = (half(21), half(22), half(23));
+    assert_eq!(old.len(), new.len());
+    let a = Apache::start(one_child(), |d| {
+        let t = past();
+        write_with_mtime(&d.join("big.html"), &old, t);
+        write_with_mtime(
+            &d.join("big.html.gz"),
+            &gzip(&new),
+            t + Duration::from_secs(50),
+        );
+        write_with_mtime(&d.join("good.html"), &good, t);
+        write_with_mtime(&d.join("good.html.gz"), &gzip(&good), t);
+    });
+    assert!(gzip(&new).len() > 512 << 10, "past the in-request check");
+    for _ in 0..10 {
+        let r = a.get("/big.html", Some("gzip"));
+        assert_eq!(r.status, 200);
+        assert!(
+            r.decoded() == old,
+            "other content sent as the page ({:?})",
+            r.coding()
+        );
+    }
+    wait_for("the good sibling verified and sent", || {
+        let r = a.get("/good.html", Some("gzip"));
+        assert!(r.decoded() == good);
+        r.coding() == Some("gzip")
+    });
+    a.assert_no_crash();
+}

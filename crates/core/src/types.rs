@@ -17,13 +17,18 @@ use std::fmt;
 
 /// Extensions a server-side handler runs rather than sends (PHP in all its
 /// spellings, CGI and FastCGI, Perl, Python, Ruby and shell scripts, ASP,
-/// JSP, ColdFusion, server-side includes), in any position of a name: with
-/// `AddHandler`, Apache runs `page.php.html` too.
+/// JSP, ColdFusion), in any position of a name: with `AddHandler`, Apache
+/// runs `page.php.html` too.
 pub const SCRIPT_EXTENSIONS: &[&str] = &[
     "asp", "aspx", "ashx", "asmx", "cfm", "cfml", "cgi", "fcgi", "jsp", "jspx", "phar", "php",
-    "php3", "php4", "php5", "php7", "php8", "phps", "pht", "phtml", "pl", "py", "rb", "sh", "shtm",
-    "shtml", "stm",
+    "php3", "php4", "php5", "php7", "php8", "phps", "pht", "phtml", "pl", "py", "rb", "sh",
 ];
+
+/// Extensions of pages server-side includes parse (mod_include's
+/// `INCLUDES` filter): sent as bytes where no filter parses them, so the
+/// handler serves them as core does, but never compressed, as a sibling
+/// would hold the directives rather than what they include.
+pub const SSI_EXTENSIONS: &[&str] = &["shtm", "shtml", "stm"];
 
 /// What the rule makes of a name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -31,7 +36,8 @@ pub enum Kind {
     /// A type that compresses: worth a sibling.
     Compressible,
     /// An extension a server-side handler runs, or a type one claims
-    /// (`application/x-httpd-php`): never compressed, never sent as bytes.
+    /// (`application/x-httpd-php`), or a page server-side includes parse:
+    /// never compressed (and, but for the last, never sent as bytes).
     Script,
     /// No extension the map knows: not a page Apache types.
     Untyped,
@@ -164,6 +170,9 @@ pub(crate) const fn sorted_keys<const N: usize>(list: &[&str]) -> [u64; N] {
 /// `SCRIPT_EXTENSIONS`' keys.
 const SCRIPT_KEYS: [u64; SCRIPT_EXTENSIONS.len()] = sorted_keys(SCRIPT_EXTENSIONS);
 
+/// `SSI_EXTENSIONS`' keys.
+const SSI_KEYS: [u64; SSI_EXTENSIONS.len()] = sorted_keys(SSI_EXTENSIONS);
+
 /// The extensions mod_mime reads in a name: its last path component split
 /// at dots, the part before the first dot left out (`index.html.en` has
 /// `html` and `en`; `.htaccess` has `htaccess`).
@@ -241,7 +250,7 @@ impl Types {
             }
         }
         // Scripts are scripts whatever the map says of them.
-        for k in SCRIPT_KEYS {
+        for k in SCRIPT_KEYS.into_iter().chain(SSI_KEYS) {
             by_key.insert(k, Kind::Script);
         }
         let mut short: Vec<(u64, Kind)> = by_key.into_iter().collect();
@@ -347,6 +356,7 @@ mod tests {
             ("page.php.html", Kind::Script),
             ("page.phtml", Kind::Script),
             ("index.shtml", Kind::Script),
+            ("index.stm", Kind::Script),
             ("run.cgi", Kind::Script),
             ("tool.pl", Kind::Script),
             ("config.php.bak", Kind::Script),
@@ -441,6 +451,11 @@ mod tests {
             assert!(!is_script_ext(&e.as_bytes()[1..]) || SCRIPT_EXTENSIONS.contains(&&e[1..]));
         }
         assert!(!is_script_ext(b"php\0"));
+        assert!(
+            !is_script_name(b"/var/www/index.shtml"),
+            "a filter's, not a handler's"
+        );
+        assert!(is_script_name(b"/var/www/index.php.html"));
         assert!(!is_script_ext(b""));
         assert!(SCRIPT_KEYS.windows(2).all(|w| w[0] < w[1]));
     }

@@ -210,7 +210,7 @@ mod tests {
                 Some(SkipReason::Delta)
             } else if compressed {
                 Some(SkipReason::Compressed)
-            } else if crate::types::is_script_name(name.as_bytes()) {
+            } else if types.kind(name.as_bytes()) == Kind::Script {
                 Some(SkipReason::Script)
             } else if types.kind(name.as_bytes()) == Kind::Untyped {
                 Some(SkipReason::Untyped)
@@ -242,6 +242,7 @@ mod tests {
             "lib.inc",
             "blob.bin",
             "x.php.gz",
+            "index.shtml",
         ]
         .map(String::from)
         .into();

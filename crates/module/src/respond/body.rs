@@ -40,8 +40,9 @@ pub(super) fn set_marker(a: &Responder<'_, '_>, m: Marker) {
 /// Sends a sibling as core sends a static file: a file bucket (sendfile or
 /// mmap), validators, conditionals, and ranges through the byterange filter.
 /// With jitter on, the padding is spliced in around the file bucket. A
-/// sibling version judged broken, or one browsers cannot decode, gives way
-/// (`judge`: one memo lookup once judged).
+/// sibling version judged broken, one browsers cannot decode, and one of
+/// an existing original not yet decoded to its bytes give way (`judge`:
+/// one memo lookup once judged).
 pub(super) fn send_sibling<'r>(
     a: &Responder<'_, 'r>,
     c: Coding,
@@ -52,7 +53,12 @@ pub(super) fn send_sibling<'r>(
         return Err(Skip::Refused);
     }
     match judge::judged(a, c, &file, s.path) {
-        memo::verdict::Judged::Cheap | memo::verdict::Judged::Whole => {}
+        memo::verdict::Judged::Whole => {}
+        // A sibling of an existing original is that page only once it is
+        // known to decode to the original's current bytes: until its
+        // check ends, the next representation answers.
+        memo::verdict::Judged::Cheap if a.original().is_some() => return Err(Skip::Refused),
+        memo::verdict::Judged::Cheap => {}
         memo::verdict::Judged::Refused => {
             inspect::refused_by_browsers(a.req, c, &file, s.path);
             return Err(Skip::Refused);

@@ -9,8 +9,10 @@
 //! request and compared with the original's SHA-256: a few milliseconds,
 //! once per version and process, so no client ever gets a small broken
 //! sibling. A larger one (up to `BACKGROUND_MAX`) is checked the same way
-//! by this process's checker thread, off the request path, and sent on
-//! the cheap checks' word until its check ends. One found broken, by
+//! by this process's checker thread, off the request path: one with an
+//! original is not sent until its check ends (the original, or another
+//! representation, answers meanwhile); one without, the only file, is
+//! sent on the cheap checks' word. One found broken, by
 //! either check or by a decode that failed, is never sent nor decoded
 //! again in its version: the next representation answers, and one
 //! warning names the file and the fix.
