@@ -18,7 +18,10 @@
 //! gzip, brotli and zstd command-line tools) to bytes the same client gets
 //! from the oracle for a direct GET of that URI or of one of its
 //! siblings' URIs (`.gz`, `.br`, `.zst`). Nothing else, and so nothing of
-//! the cache root or another host's files, may be sent.
+//! the cache root or another host's files, may be sent; and never a
+//! server-side script's bytes (`conf.php` and its old sibling in each
+//! directory, some configurations typing `.php` or `.html` as PHP), even
+//! where core would send them.
 //!
 //! `DIFF_SEED=n` runs one seed; `DIFF_CONFIGS=n` runs n seeds from
 //! `DIFF_FIRST` (default 0); `DIFF_MINUTES=m` runs random seeds for m
@@ -140,6 +143,9 @@ fn fill_root(docroot: &Path, root: &str) {
         );
         page_files(docroot, root, &format!("{d}/text.txt"), true, &[".gz"]);
         page_files(docroot, root, &format!("{d}/plain.html"), true, &[]);
+        // A script with the sibling an older publish tool wrote of it:
+        // its bytes are its source, never sent whatever core would do.
+        page_files(docroot, root, &format!("{d}/{SCRIPT}"), true, &[".gz"]);
     }
     page_files(docroot, root, "a/index.html", true, &[".gz", ".br"]);
     page_files(docroot, root, "c/link.html", true, &[]);
@@ -157,11 +163,14 @@ fn fill_root(docroot: &Path, root: &str) {
     }
 }
 
+/// A server-side script in each directory.
+const SCRIPT: &str = "conf.php";
+
 /// The URIs asked of the module (each also the base of siblings' URIs).
 fn uris(cfg: &Config) -> Vec<String> {
     let mut u = vec![];
     for d in DIRS {
-        for f in ["page.html", "only.html", "text.txt", "plain.html"] {
+        for f in ["page.html", "only.html", "text.txt", "plain.html", SCRIPT] {
             u.push(format!("/{d}/{f}"));
         }
     }
@@ -291,6 +300,8 @@ fn handler_or_filter(rng: &mut Rng, cfg: &mut Config) -> String {
         "RemoveHandler .gz",
         "SetHandler none",
         "AddType application/x-httpd-php .zst",
+        "AddType application/x-httpd-php .html",
+        "AddType text/html .php",
         "ForceType text/plain",
         "AddOutputFilter INCLUDES .gz",
         "SetOutputFilter DEFLATE",
@@ -561,6 +572,8 @@ struct Got {
     status: u16,
     coding: Option<String>,
     body: Vec<u8>,
+    /// The handler that answered (`X-Diff-Handler`, the module's server).
+    handler: Option<String>,
 }
 
 /// The client's requests for `asks` (URI, Accept-Encoding), in order: one
@@ -622,21 +635,23 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
         .map(|i| {
             let head = fs::read_to_string(dir.path().join(format!("h{i}"))).unwrap_or_default();
             let body = fs::read(dir.path().join(format!("b{i}"))).unwrap_or_default();
-            let mut lines = head.lines();
-            let status = lines
+            let status = head
+                .lines()
                 .next()
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(0);
-            let coding = lines.find_map(|l| {
-                let (k, v) = l.split_once(':')?;
-                k.eq_ignore_ascii_case("content-encoding")
-                    .then(|| v.trim().to_owned())
-            });
+            let header = |name: &str| {
+                head.lines().skip(1).find_map(|l| {
+                    let (k, v) = l.split_once(':')?;
+                    k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
+                })
+            };
             Got {
                 status,
-                coding,
+                coding: header("content-encoding"),
                 body,
+                handler: header("x-diff-handler"),
             }
         })
         .collect()
@@ -732,10 +747,19 @@ fn start_one(cfg: &Config, with_module: bool) -> Result<(Apache, u16), String> {
     server = format!("Listen 127.0.0.1:{port2}\n{server}")
         .replace("{port2}", &port2.to_string())
         .replace("{sethandler}", sethandler);
+    let mut modules = cfg.modules.clone();
+    if with_module {
+        // Which handler answered, so a script's bytes are laid at the
+        // module's door only where it did.
+        server += "\nHeader always set X-Diff-Handler \"expr=%{HANDLER}\"";
+        if !modules.contains(&"headers") {
+            modules.push("headers");
+        }
+    }
     let opts = Options {
         dir: format!("{sethandler}\n{}", cfg.dir),
         server,
-        modules: cfg.modules.clone(),
+        modules,
         log_level: if with_module {
             "warn gzip_disk_ng:debug"
         } else {
@@ -889,9 +913,15 @@ fn check(
         None => Some(r.body.clone()),
         Some(ce) => cli_decode(ce, &r.body),
     };
-    if body
-        .as_ref()
-        .is_some_and(|b| allowed(uri, oracle).contains(b))
+    // A script's bytes are its source: never sent by the module, even
+    // where core, the oracle, would send them (its handler set above the
+    // script's own, or no handler for it at all).
+    let module = r.handler.as_deref() == Some("gzip-disk-ng");
+    let script = module && body.as_deref().is_some_and(|b| tag(b).contains(SCRIPT));
+    if !script
+        && body
+            .as_ref()
+            .is_some_and(|b| allowed(uri, oracle).contains(b))
     {
         return None;
     }

@@ -112,6 +112,19 @@ pub fn full(
     facts: Option<&Facts>,
     original: Option<&Original>,
 ) -> Result<u64, Broken> {
+    full_within(coding, src, facts, original, u64::MAX)
+}
+
+/// `full`, decoding at most `limit` bytes where there is no original (with
+/// one, at most its length and a byte): a stream that decodes to more is
+/// not judged (`DecodeError::TooLarge`), so a bomb costs a bounded decode.
+pub fn full_within(
+    coding: Coding,
+    src: impl Read,
+    facts: Option<&Facts>,
+    original: Option<&Original>,
+    limit: u64,
+) -> Result<u64, Broken> {
     let mut dec = Decoder::with_facts(coding, src, facts).map_err(Broken::Undecodable)?;
     let mut h = Sha256::new();
     let mut buf = vec![0u8; 64 * 1024];
@@ -122,6 +135,11 @@ pub fn full(
             break;
         }
         total += n as u64;
+        if original.is_none() && total > limit {
+            return Err(Broken::Undecodable(crate::decode::DecodeError::TooLarge(
+                limit,
+            )));
+        }
         if let Some(o) = original {
             if total > o.len {
                 return Err(Broken::Differs {
@@ -178,6 +196,16 @@ mod tests {
             // Without the original, what decodes is not broken.
             let facts = cheap(c, &stale[..], stale.len() as u64, None).unwrap();
             assert!(full(c, &stale[..], Some(&facts), None).is_ok());
+            let within = full_within(c, &stale[..], Some(&facts), None, 10);
+            assert!(
+                matches!(
+                    within,
+                    Err(Broken::Undecodable(crate::decode::DecodeError::TooLarge(
+                        10
+                    )))
+                ),
+                "{c:?}"
+            );
         }
         let garbage: Vec<u8> = (0..5000u32).map(|i| (i * 7919 % 256) as u8).collect();
         for c in Coding::ALL {

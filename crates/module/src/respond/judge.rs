@@ -22,7 +22,7 @@ use crate::memo::verdict::{self, Judged, Key, Why};
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use gdn_core::coding::Coding;
-use gdn_core::decode::verdict::{cheap, full, Broken, Original};
+use gdn_core::decode::verdict::{cheap, full_within, Broken, Original};
 use gdn_core::decode::{self as decode, Facts};
 use gdn_httpd::{File, FileVersion, Level, Request};
 use std::ffi::CStr;
@@ -43,6 +43,12 @@ const ORIGINAL_MAX: u64 = 16 << 20;
 /// Largest sibling (and original) the checker thread decodes; larger ones
 /// are judged by the cheap checks and by the decodes that read them whole.
 const BACKGROUND_MAX: u64 = 64 << 20;
+
+/// Most bytes the full check of a sibling without an original decodes
+/// (one with an original decodes at most its length and a byte): a bomb
+/// costs this much once per version and process, not its whole content.
+/// A sibling past it is judged by the cheap checks.
+const DECODED_MAX: u64 = 64 << 20;
 
 /// Checks waiting for the checker thread at most; one that finds it full
 /// is asked again by a later request.
@@ -126,12 +132,19 @@ fn full_check(
             let Ok(o) = crate::lookup::open_as_allowed(a.req, a.filename) else {
                 // The original unreadable now: the sibling is judged by
                 // its decode alone.
-                return full(c, file.reader(0), Some(facts), None).map(|_| ());
+                return full_within(c, file.reader(0), Some(facts), None, DECODED_MAX).map(|_| ());
             };
             Original::of(o.reader(0)).ok()
         }
     };
-    full(c, file.reader(0), Some(facts), original.as_ref()).map(|_| ())
+    full_within(
+        c,
+        file.reader(0),
+        Some(facts),
+        original.as_ref(),
+        DECODED_MAX,
+    )
+    .map(|_| ())
 }
 
 /// Says once, per process and version, that a sibling is broken, and
@@ -244,11 +257,12 @@ fn run_check(ch: Check) {
             }
         }
     };
-    let j = match full(
+    let j = match full_within(
         ch.coding,
         BufReader::new(sib),
         Some(&ch.facts),
         original.as_ref(),
+        DECODED_MAX,
     ) {
         Ok(_) => Judged::Whole,
         Err(Broken::Undecodable(decode::DecodeError::Io(_)))
