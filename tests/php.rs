@@ -198,18 +198,25 @@ fn mod_php_runs_beneath_the_handler_in_directory_and_nothing_is_copied() {
     a.assert_no_crash();
 }
 
+/// A PHP site with the sibling an older tool wrote of its config.
+fn old_site(d: &Path) {
+    php_site(d);
+    plant_old_sibling(d);
+}
+
+/// The script and its old sibling refused, in every coding, never sent.
+fn assert_refused(a: &Apache) {
+    let statuses = assert_no_source(a, "/wp-config.php");
+    assert!(statuses.iter().all(|&s| s == 500), "{statuses:?}");
+    assert_no_source(a, "/wp-config.php.gz");
+}
+
 #[test]
 fn mod_php_handler_in_location_refuses_scripts_rather_than_send_source() {
     let Some(so) = mod_php() else { return };
     let server = "<Location />\n    SetHandler gzip-disk-ng\n</Location>";
-    let a = Apache::start(with_mod_php(&so, server, ""), |d| {
-        php_site(d);
-        plant_old_sibling(d);
-    });
-    assert!(assert_no_source(&a, "/wp-config.php")
-        .iter()
-        .all(|&s| s == 500));
-    assert_no_source(&a, "/wp-config.php.gz");
+    let a = Apache::start(with_mod_php(&so, server, ""), old_site);
+    assert_refused(&a);
     let logged = a.module_log_about("server-side script");
     assert!(
         logged.iter().any(|l| l.contains("<Directory>")),
@@ -227,14 +234,8 @@ fn mod_php_handler_set_by_rewrite_for_every_url_refuses_scripts() {
     let server = "RewriteEngine On\nRewriteRule ^ - [H=gzip-disk-ng]";
     let mut opts = with_mod_php(&so, server, "");
     opts.modules.push("rewrite");
-    let a = Apache::start(opts, |d| {
-        php_site(d);
-        plant_old_sibling(d);
-    });
-    assert!(assert_no_source(&a, "/wp-config.php")
-        .iter()
-        .all(|&s| s == 500));
-    assert_no_source(&a, "/wp-config.php.gz");
+    let a = Apache::start(opts, old_site);
+    assert_refused(&a);
     assert_eq!(a.get("/index.html", Some("gzip")).coding(), Some("gzip"));
     a.assert_no_crash();
 }

@@ -989,8 +989,7 @@ fn a_fast_copy_served_is_made_again_at_the_best_level() {
         wait_until("the fast copy", || {
             lines.count(Level::Debug, "br copy of") > before
         });
-        // This fast copy's inode: the first one's went with it and may be
-        // the filesystem's next.
+        // Not the first copy's inode: that one was freed, and may be reused.
         let fast = fs::metadata(&made).unwrap().ino();
         tx.write_all(&touch).unwrap();
         fast
