@@ -539,16 +539,12 @@ pub fn parse_version_stem(stem: &str) -> Option<Version> {
 /// dumps) is better published with the tool.
 pub const MAX_SIZE: u64 = 64 << 20;
 
-/// The system's MIME map, where Apache's `TypesConfig` reads it on
-/// Debian and RHEL.
-pub const MIME_TYPES: &str = "/etc/mime.types";
-
 /// The types on-demand compression takes (`gdn_core::types`): the
 /// system's `mime.types`, else the common web types. Read once per
 /// process; the module reads it at start-up, before its children fork.
 pub fn types() -> &'static Types {
     static TYPES: std::sync::LazyLock<Types> = std::sync::LazyLock::new(|| {
-        let text = fs::read_to_string(MIME_TYPES);
+        let text = fs::read_to_string(gdn_core::types::SYSTEM_MIME_TYPES);
         Types::parse(text.as_deref().unwrap_or(gdn_core::types::BUILTIN), &[])
     });
     &TYPES

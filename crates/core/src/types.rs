@@ -207,6 +207,10 @@ pub struct Types {
     long: HashMap<Box<[u8]>, Kind>,
 }
 
+/// The system's MIME map, where Apache's `TypesConfig` reads it on Debian
+/// and RHEL: what the publish tool and the on-demand compressor read.
+pub const SYSTEM_MIME_TYPES: &str = "/etc/mime.types";
+
 /// The common web types, for a system without a `mime.types`.
 pub const BUILTIN: &str = "text/html html htm shtml\ntext/css css\ntext/javascript js mjs\n\
 text/plain txt\ntext/csv csv\ntext/markdown md\ntext/xml\napplication/json json\n\

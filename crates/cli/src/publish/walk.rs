@@ -7,10 +7,6 @@ use gdn_core::types::{self, Types};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
 
-/// The system's MIME map, which Apache's `TypesConfig` reads on Debian
-/// and RHEL.
-pub const SYSTEM_MIME_TYPES: &str = "/etc/mime.types";
-
 /// The types that give files their kind: the map at `path` (an error
 /// when it cannot be read), else the system's, else the common web types
 /// (a system without `mime.types`), with the admin's `extra` types
@@ -18,7 +14,7 @@ pub const SYSTEM_MIME_TYPES: &str = "/etc/mime.types";
 pub fn load_types(path: Option<&Path>, extra: &[String]) -> Result<Types, String> {
     let text = match path {
         Some(p) => std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?,
-        None => std::fs::read_to_string(SYSTEM_MIME_TYPES)
+        None => std::fs::read_to_string(types::SYSTEM_MIME_TYPES)
             .unwrap_or_else(|_| types::BUILTIN.to_string()),
     };
     Ok(Types::parse(&text, extra))
