@@ -182,7 +182,7 @@ fn extensions(name: &[u8]) -> impl Iterator<Item = &[u8]> {
 }
 
 /// A type without its parameters (`text/html; charset=utf-8`).
-fn essence(t: &[u8]) -> &[u8] {
+pub fn essence(t: &[u8]) -> &[u8] {
     // A type is a few dozen bytes: a plain loop beats memchr's set-up.
     let t = t.iter().position(|&b| b == b';').map_or(t, |i| &t[..i]);
     t.trim_ascii()

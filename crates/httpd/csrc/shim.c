@@ -29,6 +29,45 @@ void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b)
     APR_BRIGADE_INSERT_TAIL(bb, b);
 }
 
+/* The first bucket of a brigade, or NULL when it is empty. */
+apr_bucket *gdn_brigade_first(apr_bucket_brigade *bb)
+{
+    return APR_BRIGADE_EMPTY(bb) ? NULL : APR_BRIGADE_FIRST(bb);
+}
+
+/* What a bucket is: 0 data, 1 EOS, 2 FLUSH, 3 other metadata. */
+int gdn_bucket_kind(const apr_bucket *b)
+{
+    if (APR_BUCKET_IS_EOS(b))
+        return 1;
+    if (APR_BUCKET_IS_FLUSH(b))
+        return 2;
+    return APR_BUCKET_IS_METADATA(b) ? 3 : 0;
+}
+
+apr_status_t gdn_bucket_read(apr_bucket *b, const char **data, apr_size_t *len,
+                             int block)
+{
+    return apr_bucket_read(b, data, len, block ? APR_BLOCK_READ : APR_NONBLOCK_READ);
+}
+
+int gdn_status_is_eagain(apr_status_t st)
+{
+    return APR_STATUS_IS_EAGAIN(st);
+}
+
+void gdn_bucket_delete(apr_bucket *b)
+{
+    apr_bucket_delete(b);
+}
+
+/* Moves a bucket from its brigade to the end of another. */
+void gdn_bucket_move(apr_bucket *b, apr_bucket_brigade *to)
+{
+    APR_BUCKET_REMOVE(b);
+    APR_BRIGADE_INSERT_TAIL(to, b);
+}
+
 int gdn_log_enabled(const request_rec *r, int module_index, int level)
 {
     return APLOG_R_MODULE_IS_LEVEL(r, module_index, level);

@@ -6,6 +6,13 @@
 #include "apr_buckets.h"
 
 void gdn_brigade_insert_tail(apr_bucket_brigade *bb, apr_bucket *b);
+apr_bucket *gdn_brigade_first(apr_bucket_brigade *bb);
+int gdn_bucket_kind(const apr_bucket *b);
+apr_status_t gdn_bucket_read(apr_bucket *b, const char **data, apr_size_t *len,
+                             int block);
+int gdn_status_is_eagain(apr_status_t st);
+void gdn_bucket_delete(apr_bucket *b);
+void gdn_bucket_move(apr_bucket *b, apr_bucket_brigade *to);
 int gdn_log_enabled(const request_rec *r, int module_index, int level);
 void gdn_log_r(const request_rec *r, int module_index, int level,
                apr_status_t status, const char *msg);

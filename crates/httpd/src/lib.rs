@@ -10,6 +10,7 @@
 mod brigade;
 pub mod ffi;
 mod file;
+pub mod filter;
 pub mod helper;
 mod host;
 mod index;
@@ -23,6 +24,7 @@ use std::ffi::{c_int, CStr};
 pub use brigade::Brigade;
 pub use ffi::{apr_status_t, M_GET, M_INVALID, M_OPTIONS};
 pub use file::{File, FileKind, FileReader, FileVersion, Finfo, PoolBytes, SymlinkPolicy};
+pub use filter::{Filter, Input, Piece};
 pub use log::{Level, ServerLog};
 pub use module::{
     Args, Command, Config, Directive, Hook, Module, Order, Parms, PostConfig, Scope, Set, Takes,

@@ -6,7 +6,8 @@
 //! dead child. A module implements [`Module`] and names its symbol with
 //! [`declare_module!`](crate::declare_module).
 
-use super::{ffi, Level, Request, Status};
+use super::filter::{Filter, Input};
+use super::{apr_status_t, ffi, Level, Request, Status};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
 use std::marker::PhantomData;
@@ -65,6 +66,9 @@ pub enum Hook {
     CheckConfig(Order),
     /// A section in mod_status's `server-status` page.
     Status(Order),
+    /// An output filter of this name, of the type mod_deflate's is (after
+    /// content filters such as mod_include's, before the protocol's).
+    OutputFilter(&'static CStr),
 }
 
 /// A directive's arguments, by the form its table entry declares.
@@ -256,6 +260,11 @@ pub trait Module: Sized + 'static {
         Status::DECLINED
     }
     fn insert_error_filter(_req: &Request<'_>) {}
+    /// The output filter a [`Hook::OutputFilter`] registered: by default
+    /// it passes every brigade on untouched.
+    fn output_filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
+        f.pass_input(input)
+    }
     /// After the configuration is read, in the parent, before children
     /// fork: an error stops the server with the message logged.
     fn post_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
@@ -680,7 +689,7 @@ unsafe extern "C" fn list_directive<M: Module>(
 }
 
 /// Moves `value` into `pool`, dropped when the pool is cleared.
-fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
+pub(crate) fn pool_box<T>(pool: *mut ffi::apr_pool_t, value: T) -> *mut c_void {
     unsafe extern "C" fn drop_it<T>(data: *mut c_void) -> ffi::apr_status_t {
         // SAFETY: registered only for a T written by pool_box.
         unsafe { ptr::drop_in_place(data as *mut T) };
@@ -788,6 +797,14 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
                         o.raw(),
                     ),
                     Hook::Status(o) => ffi::gdn_hook_status(Some(status::<M>), o.raw()),
+                    Hook::OutputFilter(name) => {
+                        ffi::ap_register_output_filter(
+                            name.as_ptr(),
+                            Some(output_filter::<M>),
+                            None,
+                            ffi::ap_filter_type_AP_FTYPE_CONTENT_SET + 1,
+                        );
+                    }
                 }
             }
         }
@@ -849,15 +866,19 @@ fn guarded(
     match catch_unwind(AssertUnwindSafe(|| f(&req))) {
         Ok(st) => st.code(),
         Err(e) => {
-            let what = e
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| e.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
+            let what = panic_text(&*e);
             req.log(Level::Err, 0, &format!("internal error (panic): {what}"));
             on_panic.code()
         }
     }
+}
+
+/// What a panic said.
+fn panic_text(e: &(dyn std::any::Any + Send)) -> String {
+    e.downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| e.downcast_ref::<String>().cloned())
+        .unwrap_or_default()
 }
 
 unsafe extern "C" fn handler<M: Module>(r: *mut ffi::request_rec) -> c_int {
@@ -879,6 +900,28 @@ unsafe extern "C" fn status<M: Module>(r: *mut ffi::request_rec, flags: c_int) -
         Status::OK
     });
     ffi::OK as c_int
+}
+
+unsafe extern "C" fn output_filter<M: Module>(
+    f: *mut ffi::ap_filter_t,
+    bb: *mut ffi::apr_bucket_brigade,
+) -> apr_status_t {
+    let run = || super::filter::call(f, bb, M::output_filter);
+    catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|e| {
+        if !f.is_null() {
+            // SAFETY: httpd passes a live filter of a live request.
+            let req = unsafe { Request::from_raw((*f).r) };
+            req.log(
+                Level::Err,
+                0,
+                &format!(
+                    "internal error (panic) in the output filter: {}",
+                    panic_text(&*e)
+                ),
+            );
+        }
+        ffi::APR_EGENERAL as apr_status_t
+    })
 }
 
 unsafe extern "C" fn fixups<M: Module>(r: *mut ffi::request_rec) -> c_int {

@@ -183,6 +183,12 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_unset(self.raw().headers_in, name.as_ptr()) }
     }
 
+    /// Removes a response header.
+    pub fn unset_header_out(&self, name: &CStr) {
+        // SAFETY: live table.
+        unsafe { ffi::apr_table_unset(self.raw().headers_out, name.as_ptr()) }
+    }
+
     /// Whether no environment variable is set at all (the common case,
     /// which spares looking up each name).
     pub fn env_is_empty(&self) -> bool {

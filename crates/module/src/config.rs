@@ -6,7 +6,9 @@
 //! dispatch (`gdn_httpd::module`) puts it in front.
 
 use gdn_core::coding::Coding;
+use gdn_core::dynamic::DEFAULT_MIN_SIZE;
 use gdn_core::jitter::Secret;
+use gdn_core::stream::StreamLevels;
 use std::path::{Path, PathBuf};
 
 /// Default name of the marker header.
@@ -392,6 +394,10 @@ pub struct DirConfig {
     /// `GzipDiskNgDeltaVersions`: earlier versions kept for deltas on
     /// demand.
     pub delta_versions: Option<u8>,
+    /// `GzipDiskNgFilterLevels`: the output filter's level per coding.
+    pub filter_levels: Option<StreamLevels>,
+    /// `GzipDiskNgFilterMinSize`: the smallest body the filter codes.
+    pub filter_min_size: Option<u64>,
 }
 
 // An inner scope overrides the settings it sets.
@@ -403,6 +409,8 @@ gdn_httpd::config_by_field!(DirConfig {
     use_as_dictionary,
     on_demand,
     delta_versions,
+    filter_levels,
+    filter_min_size,
 });
 
 impl DirConfig {
@@ -425,6 +433,16 @@ impl DirConfig {
     /// Allowed codings in preference order.
     pub fn encodings(&self) -> &[Coding] {
         self.encodings.as_deref().unwrap_or(&Coding::ALL)
+    }
+
+    /// The output filter's levels (default `StreamLevels::default`).
+    pub fn filter_levels(&self) -> StreamLevels {
+        self.filter_levels.unwrap_or_default()
+    }
+
+    /// The smallest body the output filter codes (default 256 bytes).
+    pub fn filter_min_size(&self) -> u64 {
+        self.filter_min_size.unwrap_or(DEFAULT_MIN_SIZE)
     }
 
     /// Whether decompression on the fly is on.
@@ -454,6 +472,37 @@ impl DirConfig {
             Some(JitterSetting::On(j)) => Some(j),
             _ => None,
         }
+    }
+}
+
+/// `GzipDiskNgFilterLevels zstd=6 br=5 gzip=6`: any of the three, the
+/// others keep their defaults (or the enclosing scope's list as a whole
+/// is replaced: one line says every level that scope uses).
+pub fn parse_filter_levels(args: &[&str]) -> Result<StreamLevels, String> {
+    if args.is_empty() {
+        return Err("needs coding=level pairs: zstd=1..19 br=0..11 gzip=1..9".into());
+    }
+    let mut l = StreamLevels::default();
+    for a in args {
+        let bad = || format!("'{a}' is not coding=level (zstd=1..19, br=0..11, gzip=1..9)");
+        let (c, n) = a.split_once('=').ok_or_else(bad)?;
+        let n: u32 = n.parse().map_err(|_| bad())?;
+        match (Coding::from_token(c), n) {
+            (Some(Coding::Zstd), 1..=19) => l.zstd = n as i32,
+            (Some(Coding::Br), 0..=11) => l.brotli_quality = n,
+            (Some(Coding::Gzip), 1..=9) => l.gzip = n,
+            _ => return Err(bad()),
+        }
+    }
+    Ok(l)
+}
+
+/// `GzipDiskNgFilterMinSize 256`: bytes, at most 1 MiB (what the filter
+/// holds back before it knows a body is that long).
+pub fn parse_filter_min_size(arg: &str) -> Result<u64, String> {
+    match arg.parse::<u64>() {
+        Ok(n) if n <= 1 << 20 => Ok(n),
+        _ => Err(format!("'{arg}' is not a size in bytes from 0 to 1048576")),
     }
 }
 

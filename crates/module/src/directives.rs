@@ -16,7 +16,7 @@ pub type DirectiveDoc = Directive<DirConfig, ServerConfig>;
 /// Every directive, in the manual's order. httpd's command table
 /// dispatches each to its own setter, whose error the dispatch prefixes
 /// with the directive's name.
-pub static DIRECTIVES: [DirectiveDoc; 13] = [
+pub static DIRECTIVES: [DirectiveDoc; 15] = [
     Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
@@ -53,6 +53,32 @@ pub static DIRECTIVES: [DirectiveDoc; 13] = [
         main_server: false,
         set: Set::Dir(|d, a, _| {
             d.status_header = Some(config::parse_status_header(a.one()?)?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgFilterLevels",
+        takes: Takes::List,
+        scope: Scope::DirectoryFileInfo,
+        help: c"zstd=<1-19> br=<0-11> gzip=<1-9>: the GZIP_DISK_NG output filter's levels (default zstd=6 br=5 gzip=6)",
+        syntax: "GzipDiskNgFilterLevels coding=level [coding=level] [coding=level]",
+        default: "`zstd=6 br=5 gzip=6`",
+        main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.filter_levels = Some(config::parse_filter_levels(a.list()?)?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgFilterMinSize",
+        takes: Takes::One,
+        scope: Scope::DirectoryFileInfo,
+        help: c"<bytes>: the smallest body the GZIP_DISK_NG output filter codes (default 256)",
+        syntax: "GzipDiskNgFilterMinSize bytes",
+        default: "`256`",
+        main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.filter_min_size = Some(config::parse_filter_min_size(a.one()?)?);
             Ok(())
         }),
     },

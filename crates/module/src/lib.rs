@@ -15,6 +15,7 @@ mod answer;
 pub mod config;
 pub mod directives;
 mod facts;
+mod filter;
 mod handler;
 mod lookup;
 mod memo;

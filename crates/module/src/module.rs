@@ -46,6 +46,7 @@ impl gdn_httpd::Module for GzipDiskNg {
         Hook::PostConfig(Order::Middle),
         Hook::CheckConfig(Order::Middle),
         Hook::Status(Order::Middle),
+        Hook::OutputFilter(crate::filter::NAME),
     ];
 
     fn record() -> &'static gdn_httpd::module::ModuleRecord {
@@ -63,6 +64,13 @@ impl gdn_httpd::Module for GzipDiskNg {
             return st;
         }
         handler::fixup::fixup(req, || dir_config(req))
+    }
+
+    fn output_filter(
+        f: &mut gdn_httpd::Filter<'_>,
+        input: &mut gdn_httpd::Input,
+    ) -> gdn_httpd::apr_status_t {
+        crate::filter::filter(f, input)
     }
 
     fn insert_error_filter(req: &Request<'_>) {
@@ -161,7 +169,7 @@ fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
 }
 
 /// The request's directory settings (the defaults where no scope set any).
-fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
+pub(crate) fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
     static DEFAULT: DirConfig = DirConfig {
         encodings: None,
         decompress: None,
@@ -170,6 +178,8 @@ fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
         use_as_dictionary: None,
         on_demand: None,
         delta_versions: None,
+        filter_levels: None,
+        filter_min_size: None,
     };
     req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
 }

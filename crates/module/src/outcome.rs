@@ -22,6 +22,9 @@ pub enum Outcome {
     /// The original, or a sibling decoded, that an output filter
     /// (mod_deflate, mod_brotli) compressed on its way out.
     OnTheFly(Coding),
+    /// A response no file holds (PHP, CGI, a proxy's), coded by the
+    /// `GZIP_DISK_NG` output filter.
+    Dynamic(Coding),
     /// The original file.
     Original,
     /// 406: no acceptable coding, decompression off.
@@ -34,7 +37,7 @@ pub enum Outcome {
 }
 
 /// The response outcomes, as the counters index them.
-pub const OUTCOMES: usize = 24;
+pub const OUTCOMES: usize = 27;
 
 impl Outcome {
     /// Every outcome, in counter order.
@@ -63,6 +66,9 @@ impl Outcome {
         Outcome::Other,
         Outcome::CachedDelta(DeltaCoding::Dcz),
         Outcome::CachedDelta(DeltaCoding::Dcb),
+        Outcome::Dynamic(Coding::Zstd),
+        Outcome::Dynamic(Coding::Br),
+        Outcome::Dynamic(Coding::Gzip),
     ];
 
     /// Position in `ALL`.
@@ -80,6 +86,7 @@ impl Outcome {
             Outcome::Error => 20,
             Outcome::Other => 21,
             Outcome::CachedDelta(d) => 22 + d.index(),
+            Outcome::Dynamic(c) => 24 + c.index(),
         }
     }
 
@@ -93,6 +100,7 @@ impl Outcome {
             Outcome::Decoded(_) => "decoded",
             Outcome::DecodedCopy(_) => "decoded_copy",
             Outcome::OnTheFly(_) => "on_the_fly",
+            Outcome::Dynamic(_) => "dynamic",
             Outcome::Original => "original",
             Outcome::NotAcceptable => "not_acceptable",
             Outcome::NotFound => "not_found",
@@ -108,6 +116,7 @@ impl Outcome {
             Outcome::Precompressed(c)
             | Outcome::Cached(c)
             | Outcome::OnTheFly(c)
+            | Outcome::Dynamic(c)
             | Outcome::Decoded(c)
             | Outcome::DecodedCopy(c) => Some(c.token()),
             Outcome::Delta(d) | Outcome::CachedDelta(d) => Some(d.token()),
@@ -126,6 +135,7 @@ impl Outcome {
                 | Outcome::CachedDelta(_)
                 | Outcome::Cached(_)
                 | Outcome::OnTheFly(_)
+                | Outcome::Dynamic(_)
         )
     }
 

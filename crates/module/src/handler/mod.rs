@@ -8,7 +8,7 @@
 
 pub(crate) mod error_vary;
 pub(crate) mod fixup;
-mod name;
+pub(crate) mod name;
 mod script;
 
 use crate::config::{Settings, UseAsDictionary};

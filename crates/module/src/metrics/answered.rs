@@ -12,12 +12,12 @@ use gdn_httpd::{Request, Status};
 use std::ffi::CStr;
 
 /// Request note for `LogFormat "%{gzip-disk-ng}n"`.
-const NOTE: &CStr = c"gzip-disk-ng";
+pub const NOTE: &CStr = c"gzip-disk-ng";
 /// Request note: the body's size uncompressed (as mod_deflate's `Input`).
-const NOTE_ORIGINAL: &CStr = c"gzip-disk-ng-original";
+pub const NOTE_ORIGINAL: &CStr = c"gzip-disk-ng-original";
 /// Request note: the body sent as a percentage of that (as mod_deflate's
 /// `Ratio`).
-const NOTE_RATIO: &CStr = c"gzip-disk-ng-ratio";
+pub const NOTE_RATIO: &CStr = c"gzip-disk-ng-ratio";
 
 /// Why siblings were passed over, by coding: found stale, failed to
 /// decode, over the decoding window.

@@ -24,11 +24,15 @@ use std::ffi::CStr;
 
 /// The marker header, where configured (`plan::Marker`).
 pub(super) fn set_marker(a: &Responder<'_, '_>, m: Marker) {
-    let (req, value) = (a.req, m.value());
     if !knobs::marker() {
         return;
     }
-    match a.settings.dir.status_header() {
+    mark(a.req, a.settings.dir, m.value());
+}
+
+/// Writes the marker header `dir` configures, if any, with `value`.
+pub(crate) fn mark(req: &Request<'_>, dir: &crate::config::DirConfig, value: &'static CStr) {
+    match dir.status_header() {
         Some(crate::config::DEFAULT_STATUS_HEADER) => {
             req.set_header_static(c"Mod-Gzip-Disk-Ng", value)
         }

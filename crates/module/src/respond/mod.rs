@@ -17,6 +17,7 @@ mod padding;
 mod plan;
 mod responder;
 
+pub(crate) use body::mark;
 pub use body::send_static;
 pub use responder::Responder;
 

@@ -1,0 +1,288 @@
+//! Coding a body as it passes, for responses no file holds (the output
+//! filter's coder): bytes in, coded bytes out in pieces, a flush that
+//! makes everything given so far decodable at once (a server-sent event,
+//! PHP's `flush()`), and an end. Memory is bounded per stream: zstd's
+//! window within RFC 9659's 8 MiB for HTTP, brotli's within 4 MiB, and
+//! gzip's 32 KiB.
+
+use crate::coding::Coding;
+use crate::dictionary::{self, Hash};
+use std::io::{self, Write};
+
+/// zstd's window for a stream of unknown length: 8 MiB, the most RFC 9659
+/// lets a decoder of `Content-Encoding: zstd` require.
+pub const ZSTD_WINDOW_LOG: u32 = 23;
+
+/// Brotli's window for a stream: 4 MiB (what a page can use; the encoder's
+/// memory grows with it).
+pub const BROTLI_LGWIN: u32 = 22;
+
+/// The level of each coding for a body coded as it is sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamLevels {
+    pub zstd: i32,
+    pub brotli_quality: u32,
+    pub gzip: u32,
+}
+
+impl Default for StreamLevels {
+    /// The defaults, chosen by `bench/dynamic.sh` on the Apache manual's
+    /// pages rendered through PHP-FPM (docs/dynamic.md has the figures).
+    fn default() -> Self {
+        StreamLevels {
+            zstd: 6,
+            brotli_quality: 5,
+            gzip: 6,
+        }
+    }
+}
+
+impl StreamLevels {
+    /// Each level lowered for a busy server: coding still, at a fraction
+    /// of the CPU.
+    pub fn cheaper(self) -> StreamLevels {
+        StreamLevels {
+            zstd: 1,
+            brotli_quality: self.brotli_quality.min(3),
+            gzip: self.gzip.min(1),
+        }
+    }
+}
+
+/// What a stream is coded as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamCoding {
+    Plain(Coding),
+    /// `dcz`: zstd against a raw dictionary whose SHA-256 the client
+    /// announced (RFC 9842).
+    Dcz,
+}
+
+/// A body's coder.
+pub struct Encoder {
+    inner: Inner,
+}
+
+enum Inner {
+    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+    Br(Box<brotli::CompressorWriter<Vec<u8>>>),
+    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+    /// Finished: nothing more is coded.
+    Done,
+}
+
+/// The brotli coder's own buffer between its state and the output.
+const BROTLI_BUFFER: usize = 4096;
+
+/// Whether `dictionary` can be a `dcz` one as a zstd raw-content
+/// dictionary: one that starts with zstd's dictionary magic would be read
+/// as a structured dictionary, not the raw prefix RFC 9842 names.
+pub fn dcz_usable(dictionary: &[u8]) -> bool {
+    !dictionary.starts_with(&[0x37, 0xA4, 0x30, 0xEC]) && !dictionary.is_empty()
+}
+
+impl Encoder {
+    /// A coder of `coding` at `levels`.
+    pub fn new(coding: Coding, levels: &StreamLevels) -> io::Result<Encoder> {
+        let inner = match coding {
+            Coding::Zstd => {
+                let mut e = zstd::stream::write::Encoder::new(Vec::new(), levels.zstd)?;
+                e.window_log(ZSTD_WINDOW_LOG)?;
+                e.include_checksum(true)?;
+                Inner::Zstd(e)
+            }
+            Coding::Br => Inner::Br(Box::new(brotli::CompressorWriter::new(
+                Vec::new(),
+                BROTLI_BUFFER,
+                levels.brotli_quality.min(11),
+                BROTLI_LGWIN,
+            ))),
+            Coding::Gzip => Inner::Gzip(flate2::write::GzEncoder::new(
+                Vec::new(),
+                flate2::Compression::new(levels.gzip.clamp(1, 9)),
+            )),
+        };
+        Ok(Encoder { inner })
+    }
+
+    /// A `dcz` coder against `dictionary` (whose hash is `hash`): the
+    /// RFC 9842 header is its first output.
+    pub fn dcz(level: i32, dictionary: &[u8], hash: &Hash) -> io::Result<Encoder> {
+        if !dcz_usable(dictionary) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                "not a raw dictionary",
+            ));
+        }
+        let head = dictionary::header(crate::coding::DeltaCoding::Dcz, hash);
+        let mut e = zstd::stream::write::Encoder::with_dictionary(head, level, dictionary)?;
+        e.window_log(ZSTD_WINDOW_LOG)?;
+        e.include_checksum(true)?;
+        Ok(Encoder {
+            inner: Inner::Zstd(e),
+        })
+    }
+
+    /// Codes `input`; coded bytes ready so far are appended to `out`.
+    pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Zstd(e) => e.write_all(input)?,
+            Inner::Br(e) => e.write_all(input)?,
+            Inner::Gzip(e) => e.write_all(input)?,
+            Inner::Done => return Err(finished()),
+        }
+        self.drain(out);
+        Ok(())
+    }
+
+    /// Makes everything written so far decodable from what is in `out`.
+    pub fn flush(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        match &mut self.inner {
+            Inner::Zstd(e) => e.flush()?,
+            Inner::Br(e) => e.flush()?,
+            Inner::Gzip(e) => e.flush()?,
+            Inner::Done => return Err(finished()),
+        }
+        self.drain(out);
+        Ok(())
+    }
+
+    /// Ends the stream: its last bytes are appended to `out`.
+    pub fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        self.drain(out);
+        let tail = match std::mem::replace(&mut self.inner, Inner::Done) {
+            Inner::Zstd(e) => e.finish()?,
+            Inner::Br(e) => e.into_inner(),
+            Inner::Gzip(e) => e.finish()?,
+            Inner::Done => return Err(finished()),
+        };
+        out.extend_from_slice(&tail);
+        Ok(())
+    }
+
+    /// Moves what the coder made into `out`.
+    fn drain(&mut self, out: &mut Vec<u8>) {
+        let made = match &mut self.inner {
+            Inner::Zstd(e) => e.get_mut(),
+            Inner::Br(e) => e.get_mut(),
+            Inner::Gzip(e) => e.get_mut(),
+            Inner::Done => return,
+        };
+        if out.is_empty() {
+            std::mem::swap(out, made);
+        } else {
+            out.append(made);
+        }
+    }
+}
+
+fn finished() -> io::Error {
+    io::Error::other("stream already finished")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    fn page(n: usize) -> Vec<u8> {
+        (0..n)
+            .map(|i| b"<p>Apache HTTP Server <a href=x>docs</a></p>\n"[i % 45])
+            .collect()
+    }
+
+    fn decode(coding: Coding, data: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        match coding {
+            Coding::Zstd => {
+                zstd::stream::read::Decoder::new(data)
+                    .and_then(|mut d| d.read_to_end(&mut out))
+                    .expect("zstd");
+            }
+            Coding::Br => {
+                brotli::Decompressor::new(data, 4096)
+                    .read_to_end(&mut out)
+                    .expect("br");
+            }
+            Coding::Gzip => {
+                flate2::read::GzDecoder::new(data)
+                    .read_to_end(&mut out)
+                    .expect("gzip");
+            }
+        }
+        out
+    }
+
+    /// What a streaming decoder yields of a prefix of a stream.
+    fn decode_prefix(coding: Coding, data: &[u8]) -> Vec<u8> {
+        let mut out = vec![0u8; 1 << 20];
+        let n = match coding {
+            Coding::Zstd => zstd::stream::read::Decoder::new(data)
+                .expect("zstd")
+                .read(&mut out),
+            Coding::Br => brotli::Decompressor::new(data, 4096).read(&mut out),
+            Coding::Gzip => flate2::read::GzDecoder::new(data).read(&mut out),
+        }
+        .unwrap_or(0);
+        out.truncate(n);
+        out
+    }
+
+    #[test]
+    fn every_coding_round_trips_in_pieces() {
+        let body = page(300_000);
+        for coding in [Coding::Zstd, Coding::Br, Coding::Gzip] {
+            let mut e = Encoder::new(coding, &StreamLevels::default()).expect("encoder");
+            let mut out = Vec::new();
+            for piece in body.chunks(7_919) {
+                e.write(piece, &mut out).expect("write");
+            }
+            e.finish(&mut out).expect("finish");
+            assert!(out.len() < body.len() / 10, "{coding:?} compresses");
+            assert_eq!(decode(coding, &out), body, "{coding:?}");
+            assert!(e.write(b"x", &mut out).is_err(), "{coding:?} ended");
+        }
+    }
+
+    #[test]
+    fn a_flush_makes_what_was_written_decodable() {
+        for coding in [Coding::Zstd, Coding::Br, Coding::Gzip] {
+            let mut e = Encoder::new(coding, &StreamLevels::default()).expect("encoder");
+            let mut out = Vec::new();
+            e.write(b"data: first event\n\n", &mut out).expect("write");
+            e.flush(&mut out).expect("flush");
+            assert_eq!(
+                decode_prefix(coding, &out),
+                b"data: first event\n\n",
+                "{coding:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn dcz_starts_with_its_header_and_decodes_with_the_dictionary() {
+        let dict = page(50_000);
+        let hash = dictionary::hash(&dict);
+        let body = page(60_000);
+        let mut e = Encoder::dcz(3, &dict, &hash).expect("encoder");
+        let mut out = Vec::new();
+        e.write(&body, &mut out).expect("write");
+        e.finish(&mut out).expect("finish");
+        let head = dictionary::header(crate::coding::DeltaCoding::Dcz, &hash);
+        assert!(out.starts_with(&head));
+        let mut d = zstd::stream::read::Decoder::with_dictionary(&out[head.len()..], &dict)
+            .expect("decoder");
+        let mut got = Vec::new();
+        d.read_to_end(&mut got).expect("decode");
+        assert_eq!(got, body);
+    }
+
+    #[test]
+    fn a_structured_zstd_dictionary_is_not_a_dcz_one() {
+        assert!(!dcz_usable(&[0x37, 0xA4, 0x30, 0xEC, 1, 2, 3]));
+        assert!(!dcz_usable(b""));
+        assert!(dcz_usable(b"<html>"));
+        let h = dictionary::hash(b"x");
+        assert!(Encoder::dcz(3, &[0x37, 0xA4, 0x30, 0xEC], &h).is_err());
+    }
+}

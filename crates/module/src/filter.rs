@@ -1,0 +1,331 @@
+//! The `GZIP_DISK_NG` output filter: responses no file holds (PHP, CGI,
+//! a proxy's) coded in zstd, br or gzip as they pass, negotiated as the
+//! handler negotiates. The first call decides (`gdn_core::dynamic`) and
+//! sets the headers; later calls code bucket by bucket, a FLUSH flushing
+//! the coder, so a stream's events reach the client one by one.
+
+use crate::config::DirConfig;
+use crate::metrics::answered;
+use crate::metrics::counters;
+use crate::metrics::tally::Counted;
+use crate::outcome::Outcome;
+use gdn_core::coding::Coding;
+use gdn_core::dynamic::{self, Aside};
+use gdn_core::negotiate::Accepted;
+use gdn_core::stream::{Encoder, StreamLevels};
+use gdn_httpd::filter::is_eagain;
+use gdn_httpd::{apr_status_t, Filter, Input, Level, Piece, Request};
+
+/// The filter's name, as `AddOutputFilterByType` and `SetOutputFilter`
+/// give it.
+pub const NAME: &std::ffi::CStr = c"GZIP_DISK_NG";
+
+/// Coded bytes held before they are passed on: the core output filter's
+/// own threshold for writing, so a pass is a write.
+const OUT_CHUNK: usize = 64 * 1024;
+
+/// Where a response's body stands.
+enum Mode {
+    /// The first bytes, held until the body reaches the minimum size.
+    Holding,
+    /// Coded: the headers say so.
+    Coding(Box<Encoder>),
+    /// Passed on as it is (short, or no coder could be had).
+    Plain,
+    /// The end passed.
+    Ended,
+}
+
+/// One response being coded.
+struct Stream {
+    coding: Coding,
+    levels: StreamLevels,
+    /// Bytes held back until the body is known to reach the minimum.
+    held: Vec<u8>,
+    min_size: u64,
+    mode: Mode,
+    out: Vec<u8>,
+    bytes_in: u64,
+    bytes_out: u64,
+}
+
+/// httpd's call of the filter, brigade by brigade.
+pub fn filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
+    let mut s = match f.take_state::<Stream>() {
+        Some(s) => s,
+        None => match begin(f.request()) {
+            Some(s) => Box::new(s),
+            None => {
+                f.remove();
+                return f.pass_input(input);
+            }
+        },
+    };
+    let st = run(f, input, &mut s);
+    if !matches!(s.mode, Mode::Ended) {
+        f.put_state(s);
+    }
+    st
+}
+/// The first look at a response: its coding, or `None` (with `Vary`
+/// where others could get it coded) when it goes out as it is.
+fn begin(req: &Request<'_>) -> Option<Stream> {
+    if req.is_subrequest() {
+        return None;
+    }
+    let dir = crate::module::dir_config(req);
+    let facts = response_facts(req);
+    if let Err(why) = dynamic::eligible(&facts, dir.filter_min_size()) {
+        aside(req, why);
+        return None;
+    }
+    if !req.env_is_set(c"dont-vary") {
+        req.vary(c"Accept-Encoding");
+    }
+    let coding = negotiate(req, dir)?;
+    Some(Stream {
+        coding,
+        levels: dir.filter_levels(),
+        held: Vec::new(),
+        min_size: dir.filter_min_size(),
+        mode: Mode::Holding,
+        out: Vec::new(),
+        bytes_in: 0,
+        bytes_out: 0,
+    })
+}
+
+fn response_facts<'r>(req: &Request<'r>) -> dynamic::Response<'r> {
+    dynamic::Response {
+        status: u16::try_from(req.status().code()).unwrap_or(0),
+        content_encoding: req.content_encoding(),
+        cache_control: req.header_out(c"Cache-Control"),
+        request_cache_control: req.header_in(c"Cache-Control"),
+        content_type: req.content_type(),
+        content_length: req
+            .header_out(c"Content-Length")
+            .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok()),
+        no_gzip: req.env_is_set(c"no-gzip"),
+        only_html: req.env_is_set(c"gzip-only-text/html"),
+    }
+}
+
+/// Says why a response was not coded, and varies where it could be.
+fn aside(req: &Request<'_>, why: Aside) {
+    if why.varies() && !req.env_is_set(c"dont-vary") {
+        req.vary(c"Accept-Encoding");
+    }
+    req.log_with(Level::Debug, 0, || {
+        format!("output filter steps aside: {}", why.word())
+    });
+}
+
+/// The client's coding among the configured ones, each removable by its
+/// environment variable (`no-gzip`'s family).
+fn negotiate(req: &Request<'_>, dir: &DirConfig) -> Option<Coding> {
+    let mut acc = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
+    for c in Coding::ALL {
+        if req.env_is_set(c.no_env()) {
+            acc.forbid(c);
+        }
+    }
+    dynamic::choose(&acc, dir.encodings())
+}
+
+/// Codes the brigade handed in.
+fn run(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
+    loop {
+        let piece = match input.first(false) {
+            None => return f.pass(),
+            Some(Err(st)) if is_eagain(st) => {
+                // The handler has nothing more for now (a CGI, a proxy
+                // between events): what is coded goes out first.
+                let st = flush(f, s);
+                if st != 0 {
+                    return st;
+                }
+                match input.first(true) {
+                    Some(Err(st)) => return st,
+                    _ => continue,
+                }
+            }
+            Some(Err(st)) => return st,
+            Some(Ok(p)) => p,
+        };
+        let st = match piece {
+            Piece::Data(d) => {
+                let st = take(f, s, d);
+                input.drop_first();
+                st
+            }
+            Piece::Flush => {
+                input.drop_first();
+                flush(f, s)
+            }
+            Piece::Eos => return end(f, input, s),
+            Piece::Meta => {
+                f.send_first_of(input);
+                0
+            }
+        };
+        if st != 0 {
+            return st;
+        }
+    }
+}
+
+/// Codes one bucket's bytes, passing them on when enough are made.
+fn take(f: &mut Filter<'_>, s: &mut Stream, d: &[u8]) -> apr_status_t {
+    s.bytes_in += d.len() as u64;
+    if let Mode::Holding = s.mode {
+        if ((s.held.len() + d.len()) as u64) < s.min_size {
+            s.held.extend_from_slice(d);
+            return 0;
+        }
+        start(f, s);
+    }
+    match &mut s.mode {
+        Mode::Coding(e) => {
+            if let Err(err) = e.write(d, &mut s.out) {
+                return failed(f, &err);
+            }
+        }
+        _ => {
+            f.send(d);
+            return 0;
+        }
+    }
+    if s.out.len() >= OUT_CHUNK {
+        return emit(f, s);
+    }
+    0
+}
+
+/// Everything so far to the client: the coder flushed, then a FLUSH.
+/// Held bytes start the coding: a body that flushes is a stream.
+fn flush(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
+    if let Mode::Holding = s.mode {
+        start(f, s);
+    }
+    if let Mode::Coding(e) = &mut s.mode {
+        if let Err(err) = e.flush(&mut s.out) {
+            return failed(f, &err);
+        }
+    }
+    s.bytes_out += s.out.len() as u64;
+    f.send(&s.out);
+    s.out.clear();
+    f.send_flush();
+    f.pass()
+}
+
+/// The end: the coder finished, the response counted, EOS passed on.
+fn end(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
+    if let Mode::Holding = s.mode {
+        if (s.held.len() as u64) < s.min_size {
+            aside(f.request(), Aside::Small);
+            s.mode = Mode::Plain;
+            f.send(&s.held);
+        } else {
+            start(f, s);
+        }
+    }
+    if let Mode::Coding(e) = &mut s.mode {
+        if let Err(err) = e.finish(&mut s.out) {
+            return failed(f, &err);
+        }
+        s.bytes_out += s.out.len() as u64;
+        f.send(&s.out);
+        s.out.clear();
+        record(f.request(), s);
+    }
+    s.mode = Mode::Ended;
+    f.send_first_of(input);
+    f.pass()
+}
+
+/// Passes on the coded bytes made so far.
+fn emit(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
+    s.bytes_out += s.out.len() as u64;
+    f.send(&s.out);
+    s.out.clear();
+    f.pass()
+}
+
+/// Commits to coding: the headers of a coded body, the held bytes coded.
+/// Without a coder the body goes out as it is.
+fn start(f: &mut Filter<'_>, s: &mut Stream) {
+    let req = f.request();
+    let mut e = match Encoder::new(s.coding, &s.levels) {
+        Ok(e) => e,
+        Err(err) => {
+            req.log(
+                Level::Warn,
+                0,
+                &format!("no {} coder: {err}; sent as it is", s.coding.token()),
+            );
+            s.mode = Mode::Plain;
+            f.send(&std::mem::take(&mut s.held));
+            return;
+        }
+    };
+    coded_headers(req, s.coding);
+    let held = std::mem::take(&mut s.held);
+    if let Err(err) = e.write(&held, &mut s.out) {
+        req.log(Level::Warn, 0, &format!("coding failed: {err}"));
+    }
+    s.mode = Mode::Coding(Box::new(e));
+}
+
+/// What a body coded on the fly goes out with: its coding; no length,
+/// `Content-MD5` or ranges (its bytes are known only as they are made,
+/// and differ with the level: a range of one response is no range of
+/// another, so the request's `Range` is dropped and the whole body sent);
+/// the handler's ETag made weak and suffixed with the coding.
+fn coded_headers(req: &Request<'_>, c: Coding) {
+    req.set_content_encoding(c.c_token());
+    req.unset_header_out(c"Content-Length");
+    req.unset_header_out(c"Content-MD5");
+    req.unset_header_out(c"Accept-Ranges");
+    req.unset_header_in(c"Range");
+    if let Some(tag) = req
+        .header_out(c"ETag")
+        .and_then(|t| dynamic::coded_etag(t, c.token()))
+    {
+        req.set_header_value(c"ETag", tag);
+    }
+    crate::respond::mark(req, crate::module::dir_config(req), c":-)");
+}
+
+/// A coder's error mid-body: the response cannot be finished as a valid
+/// coded body, so the connection is ended without a clean end.
+fn failed(f: &mut Filter<'_>, err: &std::io::Error) -> apr_status_t {
+    f.request()
+        .log(Level::Err, 0, &format!("coding the response failed: {err}"));
+    f.remove();
+    gdn_httpd::ffi::APR_EGENERAL as apr_status_t
+}
+
+/// Counts a coded response as its own outcome, and notes it for the log,
+/// unless the module's handler sent it (it counts what it sent, coded by
+/// a filter or not).
+fn record(req: &Request<'_>, s: &Stream) {
+    if req.handler_is(crate::handler::name::HANDLER) {
+        return;
+    }
+    let outcome = Outcome::Dynamic(s.coding);
+    if let Some(n) = crate::answer::note(outcome, false) {
+        req.add_note(answered::NOTE, n);
+    }
+    req.add_note_numbers([
+        (answered::NOTE_ORIGINAL, s.bytes_in),
+        (answered::NOTE_RATIO, s.bytes_out * 100 / s.bytes_in.max(1)),
+    ]);
+    if counters::counting() {
+        counters::response(Counted {
+            outcome,
+            sent: s.bytes_out,
+            uncompressed: Some(s.bytes_in),
+        });
+    }
+}
