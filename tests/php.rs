@@ -13,8 +13,7 @@ mod common;
 use common::*;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// What no response may hold: the script's source.
 const SECRET: &str = "db-password-7f3a9c";
@@ -238,79 +237,6 @@ fn mod_php_handler_set_by_rewrite_for_every_url_refuses_scripts() {
     assert_refused(&a);
     assert_eq!(a.get("/index.html", Some("gzip")).coding(), Some("gzip"));
     a.assert_no_crash();
-}
-
-/// A PHP-FPM of its own, listening on a socket in `dir`; stopped on drop.
-struct Fpm {
-    child: Child,
-    socket: PathBuf,
-}
-
-impl Fpm {
-    fn start(dir: &Path) -> Option<Fpm> {
-        let Some(bin) = fpm_binary() else {
-            skip("PHP-FPM (php-fpm) is not installed");
-            return None;
-        };
-        let socket = dir.join("fpm.sock");
-        let user = if is_root() {
-            "user = nobody\ngroup = nogroup\n"
-        } else {
-            ""
-        };
-        let conf = dir.join("fpm.conf");
-        let d = dir.display();
-        fs::write(
-            &conf,
-            format!(
-                "[global]\npid = {d}/fpm.pid\nerror_log = {d}/fpm.log\ndaemonize = no\n\
-                 [www]\nlisten = {}\nlisten.mode = 0666\n{user}pm = static\npm.max_children = 2\n",
-                socket.display()
-            ),
-        )
-        .expect("fpm conf");
-        let child = Command::new(bin)
-            .arg("-n")
-            .arg("-y")
-            .arg(&conf)
-            .arg("-F")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("php-fpm");
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while !socket.exists() {
-            assert!(Instant::now() < deadline, "php-fpm did not listen");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        Some(Fpm { child, socket })
-    }
-
-    /// The handler that hands a script to it.
-    fn handler(&self) -> String {
-        format!("proxy:unix:{}|fcgi://localhost", self.socket.display())
-    }
-}
-
-impl Drop for Fpm {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn fpm_binary() -> Option<PathBuf> {
-    let mut found: Vec<PathBuf> = fs::read_dir("/usr/sbin")
-        .ok()?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with("php-fpm"))
-        })
-        .collect();
-    found.sort();
-    found.pop()
 }
 
 /// Apache (event) handing `.php` to `fpm`, the module's handler in

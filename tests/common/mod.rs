@@ -10,6 +10,7 @@ mod browser;
 mod codec;
 mod data;
 mod files;
+mod fpm;
 mod harness;
 mod oracle;
 
@@ -21,5 +22,6 @@ pub use browser::*;
 pub use codec::*;
 pub use data::*;
 pub use files::*;
+pub use fpm::*;
 pub use harness::*;
 pub use oracle::*;

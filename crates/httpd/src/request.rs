@@ -177,16 +177,32 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// A response header as the client will get it: `headers_out`, else
+    /// `err_headers_out` (where a CGI's or FastCGI script's own headers
+    /// go).
+    pub fn header_out_any(&self, name: &CStr) -> Option<&'r [u8]> {
+        self.header_out(name).or_else(|| {
+            // SAFETY: table strings live in the request pool.
+            unsafe {
+                let p = ffi::apr_table_get(self.raw().err_headers_out, name.as_ptr());
+                (!p.is_null()).then(|| CStr::from_ptr(p).to_bytes())
+            }
+        })
+    }
+
     /// Removes a request header (e.g. Range where ranges are not offered).
     pub fn unset_header_in(&self, name: &CStr) {
         // SAFETY: live table.
         unsafe { ffi::apr_table_unset(self.raw().headers_in, name.as_ptr()) }
     }
 
-    /// Removes a response header.
+    /// Removes a response header, from both tables it may be in.
     pub fn unset_header_out(&self, name: &CStr) {
-        // SAFETY: live table.
-        unsafe { ffi::apr_table_unset(self.raw().headers_out, name.as_ptr()) }
+        // SAFETY: live tables.
+        unsafe {
+            ffi::apr_table_unset(self.raw().headers_out, name.as_ptr());
+            ffi::apr_table_unset(self.raw().err_headers_out, name.as_ptr());
+        }
     }
 
     /// Whether no environment variable is set at all (the common case,

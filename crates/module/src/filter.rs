@@ -98,8 +98,10 @@ fn begin(req: &Request<'_>) -> Option<Stream> {
 fn response_facts<'r>(req: &Request<'r>) -> dynamic::Response<'r> {
     dynamic::Response {
         status: u16::try_from(req.status().code()).unwrap_or(0),
-        content_encoding: req.content_encoding(),
-        cache_control: req.header_out(c"Cache-Control"),
+        content_encoding: req
+            .content_encoding()
+            .or_else(|| req.header_out_any(c"Content-Encoding")),
+        cache_control: req.header_out_any(c"Cache-Control"),
         request_cache_control: req.header_in(c"Cache-Control"),
         content_type: req.content_type(),
         content_length: req
@@ -222,7 +224,11 @@ fn flush(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
 /// The end: the coder finished, the response counted, EOS passed on.
 fn end(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
     if let Mode::Holding = s.mode {
-        if (s.held.len() as u64) < s.min_size {
+        if s.held.is_empty() && f.request().header_only() {
+            // HEAD, whose handler made no body: GET's headers, as
+            // mod_deflate gives them.
+            coded_headers(f.request(), s.coding);
+        } else if (s.held.len() as u64) < s.min_size {
             aside(f.request(), Aside::Small);
             s.mode = Mode::Plain;
             f.send(&s.held);
@@ -289,9 +295,10 @@ fn coded_headers(req: &Request<'_>, c: Coding) {
     req.unset_header_out(c"Accept-Ranges");
     req.unset_header_in(c"Range");
     if let Some(tag) = req
-        .header_out(c"ETag")
+        .header_out_any(c"ETag")
         .and_then(|t| dynamic::coded_etag(t, c.token()))
     {
+        req.unset_header_out(c"ETag");
         req.set_header_value(c"ETag", tag);
     }
     crate::respond::mark(req, crate::module::dir_config(req), c":-)");

@@ -1,0 +1,226 @@
+//! The `GZIP_DISK_NG` output filter on responses no file holds, against
+//! real engines: PHP-FPM through mod_proxy_fcgi, a CGI, a mod_proxy_http
+//! backend (one that codes some responses itself), and a server-sent
+//! events stream. Every body is decoded by an independent decoder and
+//! compared with what the handler made; what steps aside (a coded body,
+//! `no-transform`, images, small bodies, `no-gzip`) goes out as it is.
+
+mod common;
+
+use common::*;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+/// What every page script prints: long enough to be worth coding, and
+/// the same bytes whatever the request (the test compares them).
+fn page_text() -> String {
+    let mut s = String::from("<!DOCTYPE html><html><head><title>Dynamic</title></head><body>\n");
+    for i in 0..400 {
+        s += &format!(
+            "<p class=\"row\">Row {i}: the Apache HTTP Server documentation, rendered.</p>\n"
+        );
+    }
+    s + "</body></html>\n"
+}
+
+/// A PHP page printing `page_text()`, and the small and special ones.
+fn php_pages(d: &Path) {
+    let page = page_text().replace('\\', "\\\\").replace('\'', "\\'");
+    fs::write(d.join("page.php"), format!("<?php echo '{page}';")).expect("page.php");
+    fs::write(d.join("small.php"), "<?php echo 'short';").expect("small.php");
+    fs::write(
+        d.join("nt.php"),
+        format!("<?php header('Cache-Control: no-transform'); echo '{page}';"),
+    )
+    .expect("nt.php");
+    fs::write(
+        d.join("png.php"),
+        format!("<?php header('Content-Type: image/png'); echo '{page}';"),
+    )
+    .expect("png.php");
+    fs::write(
+        d.join("etag.php"),
+        format!("<?php header('ETag: \"v1\"'); echo '{page}';"),
+    )
+    .expect("etag.php");
+}
+
+const ASKED: [(Option<&str>, Option<&str>); 7] = [
+    (Some("gzip, deflate, br, zstd"), Some("zstd")),
+    (Some("br"), Some("br")),
+    (Some("gzip"), Some("gzip")),
+    (Some("gzip;q=0.5, br;q=0.8"), Some("br")),
+    (Some("identity"), None),
+    (Some("gzip;q=0.5, identity"), None),
+    (None, None),
+];
+
+/// Apache (event) running `.php` through `fpm`, the filter on by type.
+fn fpm_site(fpm: &Fpm, extra: &str) -> Options {
+    Options {
+        dir: format!(
+            "<FilesMatch \"\\.php$\">\n    SetHandler \"{}\"\n</FilesMatch>\n\
+             AddOutputFilterByType GZIP_DISK_NG text/html image/png\n{extra}",
+            fpm.handler()
+        ),
+        modules: vec!["proxy", "proxy_fcgi", "filter", "setenvif"],
+        ..Options::default()
+    }
+}
+
+/// Checks one coded (or not) response of `want` bytes.
+fn assert_served(r: &Response, want: &[u8], coding: Option<&str>, what: &str) {
+    assert_eq!(r.status, 200, "{what}");
+    assert_eq!(r.coding(), coding, "{what}");
+    assert_eq!(
+        r.decoded(),
+        want,
+        "{what}: decodes to what the handler made"
+    );
+    if coding.is_some() {
+        assert!(r.body.len() * 4 < want.len(), "{what}: coded smaller");
+        if let Some(n) = r.header("Content-Length") {
+            assert_eq!(n, r.body.len().to_string(), "{what}: the coded length");
+        }
+        assert_eq!(r.header("Mod-Gzip-Disk-Ng"), Some(":-)"), "{what}: marked");
+    }
+}
+
+#[test]
+fn php_fpm_pages_are_coded_as_the_client_asks() {
+    let run = world_readable_tempdir();
+    let Some(fpm) = Fpm::start(run.path()) else {
+        panic!("php-fpm is installed by scripts/test");
+    };
+    let a = Apache::start(fpm_site(&fpm, ""), php_pages);
+    let want = page_text().into_bytes();
+    for (ae, coding) in ASKED {
+        for h2 in [false, true] {
+            let mut extra = vec![];
+            if let Some(ae) = ae {
+                extra.push(format!("Accept-Encoding: {ae}"));
+            }
+            let mut args: Vec<&str> = extra.iter().flat_map(|h| ["-H", h.as_str()]).collect();
+            if h2 {
+                args.push("--http2-prior-knowledge");
+            }
+            let r = a.request("/page.php", &args);
+            let what = format!("{ae:?} h2={h2}");
+            assert_served(&r, &want, coding, &what);
+            assert!(
+                r.tokens("Vary").iter().any(|v| v == "Accept-Encoding"),
+                "{what}: varies"
+            );
+            assert_eq!(
+                r.http_version.contains('2'),
+                h2,
+                "{what}: {}",
+                r.http_version
+            );
+        }
+    }
+    assert!(
+        a.access_log()
+            .contains("/page.php HTTP/1.1 200 zstd dynamic"),
+        "the log note"
+    );
+    a.assert_no_crash();
+}
+
+#[test]
+fn what_steps_aside_goes_out_as_the_handler_made_it() {
+    let run = world_readable_tempdir();
+    let Some(fpm) = Fpm::start(run.path()) else {
+        panic!("php-fpm is installed by scripts/test");
+    };
+    let a = Apache::start(
+        fpm_site(&fpm, "SetEnvIf Request_URI nogz\\.php no-gzip\n"),
+        |d| {
+            php_pages(d);
+            fs::copy(d.join("page.php"), d.join("nogz.php")).expect("copy");
+        },
+    );
+    let want = page_text().into_bytes();
+    let all = Some("zstd, br, gzip");
+    for path in ["/nt.php", "/png.php", "/nogz.php"] {
+        let r = a.get(path, all);
+        assert_served(&r, &want, None, path);
+    }
+    let r = a.get("/small.php", all);
+    assert_served(&r, b"short", None, "small");
+    assert!(
+        r.tokens("Vary").iter().any(|v| v == "Accept-Encoding"),
+        "small: others may get it coded"
+    );
+    let r = a.get("/etag.php", Some("br"));
+    assert_served(&r, &want, Some("br"), "etag");
+    assert_eq!(
+        r.header("ETag"),
+        Some("W/\"v1-br\""),
+        "the coding's own, weak ETag"
+    );
+    let r = a.request(
+        "/page.php",
+        &["-H", "Accept-Encoding: zstd", "-H", "Range: bytes=0-99"],
+    );
+    assert_served(
+        &r,
+        &want,
+        Some("zstd"),
+        "a range of a coded body: the whole body",
+    );
+    let head = a.request("/page.php", &["-I", "-H", "Accept-Encoding: zstd"]);
+    assert_eq!(head.coding(), Some("zstd"), "HEAD has GET's headers");
+    assert!(head.tokens("Vary").iter().any(|v| v == "Accept-Encoding"));
+    assert_eq!(
+        head.header("Content-Length"),
+        None,
+        "no length of another coding"
+    );
+    a.assert_no_crash();
+}
+
+/// A CGI (mod_cgid) printing `page_text()`.
+fn cgi_site(d: &Path) {
+    let script = d.join("page.cgi");
+    let body = page_text();
+    fs::write(
+        &script,
+        format!("#!/bin/sh\nprintf 'Content-Type: text/html\\n\\n'\ncat <<'EOF'\n{body}EOF\n"),
+    )
+    .expect("cgi");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+#[test]
+fn a_cgi_is_coded_and_mod_deflate_beside_codes_nothing_twice() {
+    let opts = Options {
+        dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n\
+              AddOutputFilterByType GZIP_DISK_NG text/html\n\
+              AddOutputFilterByType DEFLATE text/html\n"
+            .into(),
+        modules: vec!["cgid", "deflate", "filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, cgi_site);
+    let want = page_text().into_bytes();
+    for (ae, coding) in [
+        ("zstd, br, gzip", None),
+        ("br", Some("br")),
+        ("gzip", Some("gzip")),
+    ] {
+        let r = a.get("/page.cgi", Some(ae));
+        assert_eq!(r.status, 200, "{ae}");
+        assert_eq!(
+            r.tokens("Content-Encoding").len(),
+            1,
+            "{ae}: one coding, never two"
+        );
+        if let Some(c) = coding {
+            assert_eq!(r.coding(), Some(c), "{ae}");
+        }
+        assert_eq!(r.decoded(), want, "{ae}");
+    }
+    a.assert_no_crash();
+}
