@@ -224,3 +224,138 @@ fn a_cgi_is_coded_and_mod_deflate_beside_codes_nothing_twice() {
     }
     a.assert_no_crash();
 }
+
+/// A CGI sending three server-sent events a second apart.
+fn events_site(d: &Path) {
+    let script = d.join("events.cgi");
+    fs::write(
+        &script,
+        "#!/usr/bin/python3\nimport sys, time\n\
+         sys.stdout.write('Content-Type: text/event-stream\\r\\nCache-Control: no-cache\\r\\n\\r\\n')\n\
+         sys.stdout.flush()\n\
+         for i in range(3):\n    \
+             sys.stdout.write('data: event %d %s\\n\\n' % (i, 'x' * 300))\n    \
+             sys.stdout.flush()\n    \
+             time.sleep(1)\n",
+    )
+    .expect("cgi");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
+}
+
+/// A client reading `path` in `coding` as it arrives, decoding with
+/// Python's own decoders: each event's arrival in seconds, and the whole
+/// text.
+const STREAM_CLIENT: &str = r#"
+import http.client, sys, time, zlib, brotli, zstandard
+port, path, coding = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+c = http.client.HTTPConnection('127.0.0.1', port)
+c.request('GET', path, headers={'Accept-Encoding': coding})
+r = c.getresponse()
+assert r.getheader('Content-Encoding') == coding, r.getheader('Content-Encoding')
+d = {'gzip': lambda: zlib.decompressobj(31).decompress,
+     'br': lambda: brotli.Decompressor().process,
+     'zstd': lambda: zstandard.ZstdDecompressor().decompressobj().decompress}[coding]()
+t0, text, seen = time.time(), b'', 0
+while True:
+    chunk = r.read1(65536)
+    if not chunk:
+        break
+    text += d(chunk)
+    while text.count(b'\n\n') > seen:
+        seen += 1
+        print('event %.2f' % (time.time() - t0))
+print('text', len(text), text.count(b'data: event'))
+"#;
+
+#[test]
+fn server_sent_events_arrive_one_by_one_in_every_coding() {
+    let opts = Options {
+        dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n\
+              AddOutputFilterByType GZIP_DISK_NG text/event-stream\n"
+            .into(),
+        modules: vec!["cgid", "filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, events_site);
+    for coding in ["zstd", "br", "gzip"] {
+        let out = std::process::Command::new("/usr/bin/python3")
+            .args([
+                "-c",
+                STREAM_CLIENT,
+                &a.port.to_string(),
+                "/events.cgi",
+                coding,
+            ])
+            .output()
+            .expect("python3");
+        let text = stdout(&out);
+        assert!(out.status.success(), "{coding}: {text}{}", stderr(&out));
+        let times: Vec<f64> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("event ")?.parse().ok())
+            .collect();
+        assert_eq!(times.len(), 3, "{coding}: three events decoded: {text}");
+        assert!(
+            times[0] < 0.8,
+            "{coding}: the first event at once: {times:?}"
+        );
+        assert!(
+            times[1] - times[0] > 0.5 && times[2] - times[1] > 0.5,
+            "{coding}: one by one: {times:?}"
+        );
+        let whole: usize = (0..3)
+            .map(|i| format!("data: event {i} {}\n\n", "x".repeat(300)).len())
+            .sum();
+        assert!(
+            text.contains(&format!("text {whole} 3")),
+            "{coding}: the whole stream: {text}"
+        );
+    }
+    a.assert_no_crash();
+}
+
+#[test]
+fn a_proxied_backend_is_coded_unless_it_coded_itself_and_counted_as_dynamic() {
+    let backend = Apache::start(
+        Options {
+            dir: String::new(),
+            server: "<Location /coded/>\nSetOutputFilter DEFLATE\n</Location>".into(),
+            modules: vec!["deflate"],
+            ..Options::default()
+        },
+        |d| {
+            fs::write(d.join("page.html"), page_text()).expect("page");
+            fs::create_dir(d.join("coded")).expect("dir");
+            fs::write(d.join("coded/page.html"), page_text()).expect("page");
+        },
+    );
+    let front = Apache::start(
+        Options {
+            dir: String::new(),
+            server: format!(
+                "ProxyPass /back/ http://127.0.0.1:{}/\n\
+                 AddOutputFilterByType GZIP_DISK_NG text/html\n\
+                 <Location /metrics>\nSetHandler gzip-disk-ng-metrics\n</Location>",
+                backend.port
+            ),
+            modules: vec!["proxy", "proxy_http", "filter"],
+            ..Options::default()
+        },
+        |_| {},
+    );
+    let want = page_text().into_bytes();
+    let r = front.get("/back/page.html", Some("gzip, zstd"));
+    assert_served(&r, &want, Some("zstd"), "a plain backend response");
+    let r = front.get("/back/coded/page.html", Some("gzip, zstd"));
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "the backend's own gzip passes"
+    );
+    assert_eq!(r.decoded(), want);
+    assert_eq!(r.header("Mod-Gzip-Disk-Ng"), None, "not the module's");
+    let sent = r#"gzip_disk_ng_responses_total{outcome="dynamic",coding="zstd"}"#;
+    assert_eq!(metric(&front, sent), 1, "counted as its own outcome");
+    front.assert_no_crash();
+    backend.assert_no_crash();
+}
