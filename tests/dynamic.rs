@@ -359,3 +359,27 @@ fn a_proxied_backend_is_coded_unless_it_coded_itself_and_counted_as_dynamic() {
     front.assert_no_crash();
     backend.assert_no_crash();
 }
+
+#[test]
+fn jitter_pads_dynamic_bodies_keyed_by_the_body() {
+    let run = world_readable_tempdir();
+    let Some(fpm) = Fpm::start(run.path()) else {
+        panic!("php-fpm is installed by scripts/test");
+    };
+    let extra = "<Files jit.php>\nGzipDiskNgJitter 64\n</Files>\n";
+    let a = Apache::start(fpm_site(&fpm, extra), |d| {
+        php_pages(d);
+        fs::copy(d.join("page.php"), d.join("jit.php")).expect("copy");
+    });
+    let want = page_text().into_bytes();
+    for coding in ["zstd", "br", "gzip"] {
+        let plain = a.get("/page.php", Some(coding));
+        let padded = a.get("/jit.php", Some(coding));
+        assert_served(&padded, &want, Some(coding), coding);
+        let (p, j) = (plain.body.len(), padded.body.len());
+        assert!(j > p && j <= p + 64 + 32, "{coding}: padded {j}, plain {p}");
+        let again = a.get("/jit.php", Some(coding));
+        assert_eq!(again.body.len(), j, "{coding}: one body, one length");
+    }
+    a.assert_no_crash();
+}

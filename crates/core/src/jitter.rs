@@ -311,6 +311,15 @@ fn metadata_header(b: &mut Bits, len: usize) {
     b.put(skip, 8 * bytes);
 }
 
+/// Empty stored deflate blocks (not final) of at least `n` bytes in all,
+/// five bytes each: padding a deflate stream can carry wherever it is at a
+/// block boundary and byte-aligned (after a sync flush), which decodes to
+/// nothing and leaves gzip's CRC-32 and length as they were.
+pub fn deflate_empty_blocks(n: usize) -> Vec<u8> {
+    const EMPTY_STORED: [u8; 5] = [0x00, 0x00, 0x00, 0xFF, 0xFF];
+    EMPTY_STORED.repeat(n.div_ceil(5).max(1))
+}
+
 /// A byte-aligned brotli metadata meta-block carrying `data`, which must
 /// be at most 16 MiB; longer data is cut.
 pub fn brotli_metadata_block(data: &[u8]) -> Vec<u8> {

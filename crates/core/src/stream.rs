@@ -7,6 +7,7 @@
 
 use crate::coding::Coding;
 use crate::dictionary::{self, Hash};
+use crate::jitter;
 use std::io::{self, Write};
 
 /// zstd's window for a stream of unknown length: 8 MiB, the most RFC 9659
@@ -160,6 +161,33 @@ impl Encoder {
         Ok(())
     }
 
+    /// Ends the stream with about `pad` bytes of BREACH padding that
+    /// decode to nothing: a zstd skippable frame after the frame, a
+    /// brotli metadata meta-block or empty deflate blocks before the end,
+    /// each after a flush has byte-aligned the coder's output.
+    pub fn finish_padded(&mut self, pad: usize, out: &mut Vec<u8>) -> io::Result<()> {
+        if pad == 0 {
+            return self.finish(out);
+        }
+        match self.inner {
+            Inner::Zstd(_) => {
+                self.finish(out)?;
+                out.extend_from_slice(&jitter::zstd_skippable_frame(pad));
+                return Ok(());
+            }
+            Inner::Br(_) => {
+                self.flush(out)?;
+                out.extend_from_slice(&jitter::brotli_metadata_block(&jitter::padding(pad)));
+            }
+            Inner::Gzip(_) => {
+                self.flush(out)?;
+                out.extend_from_slice(&jitter::deflate_empty_blocks(pad));
+            }
+            Inner::Done => return Err(finished()),
+        }
+        self.finish(out)
+    }
+
     /// Moves what the coder made into `out`.
     fn drain(&mut self, out: &mut Vec<u8>) {
         let made = match &mut self.inner {
@@ -256,6 +284,29 @@ mod tests {
                 b"data: first event\n\n",
                 "{coding:?}"
             );
+        }
+    }
+
+    #[test]
+    fn padding_decodes_to_nothing_and_lengthens_the_body() {
+        let body = page(20_000);
+        for coding in [Coding::Zstd, Coding::Br, Coding::Gzip] {
+            let coded = |pad| {
+                let mut e = Encoder::new(coding, &StreamLevels::default()).expect("encoder");
+                let mut out = Vec::new();
+                e.write(&body, &mut out).expect("write");
+                e.finish_padded(pad, &mut out).expect("finish");
+                out
+            };
+            let (plain, padded) = (coded(0), coded(37));
+            assert_eq!(decode(coding, &padded), body, "{coding:?}");
+            assert!(
+                padded.len() >= plain.len() + 37,
+                "{coding:?}: {} {}",
+                plain.len(),
+                padded.len()
+            );
+            assert!(padded.len() <= plain.len() + 37 + 16, "{coding:?}");
         }
     }
 

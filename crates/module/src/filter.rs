@@ -4,13 +4,14 @@
 //! sets the headers; later calls code bucket by bucket, a FLUSH flushing
 //! the coder, so a stream's events reach the client one by one.
 
-use crate::config::DirConfig;
+use crate::config::{DirConfig, Jitter, JitterLength};
 use crate::metrics::answered;
 use crate::metrics::counters;
 use crate::metrics::tally::Counted;
 use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use gdn_core::dynamic::{self, Aside};
+use gdn_core::jitter::{self, KEYED_TAIL};
 use gdn_core::negotiate::Accepted;
 use gdn_core::stream::{Encoder, StreamLevels};
 use gdn_httpd::filter::is_eagain;
@@ -47,6 +48,62 @@ struct Stream {
     out: Vec<u8>,
     bytes_in: u64,
     bytes_out: u64,
+    pad: Option<Pad>,
+}
+
+/// `GzipDiskNgJitter` on a dynamic body: its length drawn per response,
+/// or keyed by the body as a file's is (its length, first bytes and last
+/// bytes), so one body always gets one length.
+struct Pad {
+    max: u32,
+    /// For a keyed length: how many of the first bytes count.
+    keyed: Option<usize>,
+    head: Vec<u8>,
+    tail: Vec<u8>,
+}
+
+/// Most first bytes of a dynamic body a keyed padding length reads.
+const PAD_HEAD_MAX: usize = 64 * 1024;
+
+impl Pad {
+    fn new(j: Jitter) -> Pad {
+        let keyed = match j.length {
+            JitterLength::Random => None,
+            JitterLength::Keyed { hashed } => Some((hashed as usize).min(PAD_HEAD_MAX)),
+        };
+        Pad {
+            max: j.max,
+            keyed,
+            head: Vec::new(),
+            tail: Vec::new(),
+        }
+    }
+
+    /// Keeps what a keyed length reads of `d`.
+    fn see(&mut self, d: &[u8]) {
+        let Some(hashed) = self.keyed else { return };
+        let room = hashed.saturating_sub(self.head.len());
+        self.head.extend_from_slice(&d[..room.min(d.len())]);
+        let keep = KEYED_TAIL as usize;
+        if d.len() >= keep {
+            self.tail.clear();
+            self.tail.extend_from_slice(&d[d.len() - keep..]);
+        } else {
+            self.tail.extend_from_slice(d);
+            let over = self.tail.len().saturating_sub(keep);
+            self.tail.drain(..over);
+        }
+    }
+
+    /// The padding length of a body of `len` bytes.
+    fn len(&self, req: &Request<'_>, len: u64) -> usize {
+        let secret = crate::module::jitter_secret(req);
+        let n = match (self.keyed, secret) {
+            (Some(_), Some(s)) => Ok(jitter::keyed_len(self.max, s, len, &self.head, &self.tail)),
+            _ => crate::respond::random_len(req, secret, self.max),
+        };
+        n.unwrap_or(self.max) as usize
+    }
 }
 
 /// httpd's call of the filter, brigade by brigade.
@@ -92,6 +149,7 @@ fn begin(req: &Request<'_>) -> Option<Stream> {
         out: Vec::new(),
         bytes_in: 0,
         bytes_out: 0,
+        pad: dir.jitter().map(Pad::new),
     })
 }
 
@@ -179,6 +237,9 @@ fn run(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
 /// Codes one bucket's bytes, passing them on when enough are made.
 fn take(f: &mut Filter<'_>, s: &mut Stream, d: &[u8]) -> apr_status_t {
     s.bytes_in += d.len() as u64;
+    if let Some(p) = &mut s.pad {
+        p.see(d);
+    }
     if let Mode::Holding = s.mode {
         if ((s.held.len() + d.len()) as u64) < s.min_size {
             s.held.extend_from_slice(d);
@@ -237,7 +298,8 @@ fn end(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
         }
     }
     if let Mode::Coding(e) = &mut s.mode {
-        if let Err(err) = e.finish(&mut s.out) {
+        let pad = s.pad.as_ref().map_or(0, |p| p.len(f.request(), s.bytes_in));
+        if let Err(err) = e.finish_padded(pad, &mut s.out) {
             return failed(f, &err);
         }
         s.bytes_out += s.out.len() as u64;

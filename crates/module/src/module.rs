@@ -186,7 +186,7 @@ pub(crate) fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
 
 /// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
 /// the random key made at start-up.
-fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
+pub(crate) fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.jitter_key.as_ref())
         .or_else(|| startup_secret())

@@ -19,6 +19,7 @@ mod responder;
 
 pub(crate) use body::mark;
 pub use body::send_static;
+pub(crate) use padding::random_len;
 pub use responder::Responder;
 
 use crate::answer::{Answer, Skip};

@@ -106,7 +106,7 @@ fn jitter_len(
 /// A padding length drawn per response from APR's random source or,
 /// should it fail, from the key (`jitter::drawn_len`, with an error line
 /// once per process): never a fixed length.
-fn random_len(
+pub(crate) fn random_len(
     req: &Request<'_>,
     secret: Option<&Secret>,
     max: u32,
