@@ -7,6 +7,7 @@
 # mod_brotli's) and req/s (wrk, CONNS connections, the pages in turn,
 # ROUNDS interleaved rounds of DURATION seconds, median), with ratios.
 #   bench/dynamic.sh            (PAGES_N=40 DURATION=3 ROUNDS=3 CONNS=8)
+# FILTER_LEVELS="zstd=3 gzip=7" measures other levels than the defaults.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc wrk php-fpm
 build
@@ -70,6 +71,7 @@ DocumentRoot $D
 </Directory>
 <Directory $D/gdn>
     AddOutputFilterByType GZIP_DISK_NG text/html
+    ${FILTER_LEVELS:+GzipDiskNgFilterLevels $FILTER_LEVELS}
 </Directory>
 CONF
 } >"$WORK/httpd.conf"

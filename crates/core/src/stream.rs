@@ -2,21 +2,31 @@
 //! filter's coder): bytes in, coded bytes out in pieces, a flush that
 //! makes everything given so far decodable at once (a server-sent event,
 //! PHP's `flush()`), and an end. Memory is bounded per stream: zstd's
-//! window within RFC 9659's 8 MiB for HTTP, brotli's within 4 MiB, and
+//! window 1 MiB (RFC 9659 allows 8 MiB for HTTP), brotli's 256 KiB, and
 //! gzip's 32 KiB.
 
 use crate::coding::Coding;
 use crate::dictionary::{self, Hash};
 use crate::jitter;
 use std::io::{self, Write};
+use std::sync::{Mutex, PoisonError};
+use zstd::stream::raw::Operation;
 
-/// zstd's window for a stream of unknown length: 8 MiB, the most RFC 9659
-/// lets a decoder of `Content-Encoding: zstd` require.
-pub const ZSTD_WINDOW_LOG: u32 = 23;
+/// zstd's window for a stream of unknown length: 1 MiB, within the 8 MiB
+/// RFC 9659 lets a decoder of `Content-Encoding: zstd` require, and as
+/// far back as a page's repeats reach; the coder's memory follows it.
+pub const ZSTD_WINDOW_LOG: u32 = 20;
 
-/// Brotli's window for a stream: 4 MiB (what a page can use; the encoder's
-/// memory grows with it).
-pub const BROTLI_LGWIN: u32 = 22;
+/// zstd coders kept for the next response, per process: a coder's tables
+/// are set up once, not per response.
+const ZSTD_POOL: usize = 8;
+
+/// Idle zstd coders, with their level.
+static ZSTD_IDLE: Mutex<Vec<(i32, zstd::stream::raw::Encoder<'static>)>> = Mutex::new(Vec::new());
+
+/// Brotli's window for a stream: 256 KiB, mod_brotli's default (the
+/// encoder's memory and set-up grow with it; a page gains little beyond).
+pub const BROTLI_LGWIN: u32 = 18;
 
 /// The level of each coding for a body coded as it is sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -38,36 +48,19 @@ impl Default for StreamLevels {
     }
 }
 
-impl StreamLevels {
-    /// Each level lowered for a busy server: coding still, at a fraction
-    /// of the CPU.
-    pub fn cheaper(self) -> StreamLevels {
-        StreamLevels {
-            zstd: 1,
-            brotli_quality: self.brotli_quality.min(3),
-            gzip: self.gzip.min(1),
-        }
-    }
-}
-
-/// What a stream is coded as.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum StreamCoding {
-    Plain(Coding),
-    /// `dcz`: zstd against a raw dictionary whose SHA-256 the client
-    /// announced (RFC 9842).
-    Dcz,
-}
-
 /// A body's coder.
 pub struct Encoder {
     inner: Inner,
+    /// Bytes that go out before the coder's first (a `dcz` header).
+    head: Vec<u8>,
 }
 
 enum Inner {
-    Zstd(zstd::stream::write::Encoder<'static, Vec<u8>>),
+    /// With its level, under which it goes back to the pool (`None`: a
+    /// coder with a dictionary, not kept).
+    Zstd(zstd::stream::raw::Encoder<'static>, Option<i32>),
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
-    Gzip(flate2::write::GzEncoder<Vec<u8>>),
+    Gzip(Box<flate2::write::GzEncoder<Vec<u8>>>),
     /// Finished: nothing more is coded.
     Done,
 }
@@ -86,24 +79,22 @@ impl Encoder {
     /// A coder of `coding` at `levels`.
     pub fn new(coding: Coding, levels: &StreamLevels) -> io::Result<Encoder> {
         let inner = match coding {
-            Coding::Zstd => {
-                let mut e = zstd::stream::write::Encoder::new(Vec::new(), levels.zstd)?;
-                e.window_log(ZSTD_WINDOW_LOG)?;
-                e.include_checksum(true)?;
-                Inner::Zstd(e)
-            }
+            Coding::Zstd => Inner::Zstd(zstd_coder(levels.zstd)?, Some(levels.zstd)),
             Coding::Br => Inner::Br(Box::new(brotli::CompressorWriter::new(
                 Vec::new(),
                 BROTLI_BUFFER,
                 levels.brotli_quality.min(11),
                 BROTLI_LGWIN,
             ))),
-            Coding::Gzip => Inner::Gzip(flate2::write::GzEncoder::new(
+            Coding::Gzip => Inner::Gzip(Box::new(flate2::write::GzEncoder::new(
                 Vec::new(),
                 flate2::Compression::new(levels.gzip.clamp(1, 9)),
-            )),
+            ))),
         };
-        Ok(Encoder { inner })
+        Ok(Encoder {
+            inner,
+            head: Vec::new(),
+        })
     }
 
     /// A `dcz` coder against `dictionary` (whose hash is `hash`): the
@@ -115,19 +106,19 @@ impl Encoder {
                 "not a raw dictionary",
             ));
         }
-        let head = dictionary::header(crate::coding::DeltaCoding::Dcz, hash);
-        let mut e = zstd::stream::write::Encoder::with_dictionary(head, level, dictionary)?;
-        e.window_log(ZSTD_WINDOW_LOG)?;
-        e.include_checksum(true)?;
+        let mut e = zstd::stream::raw::Encoder::with_dictionary(level, dictionary)?;
+        zstd_params(&mut e)?;
         Ok(Encoder {
-            inner: Inner::Zstd(e),
+            inner: Inner::Zstd(e, None),
+            head: dictionary::header(crate::coding::DeltaCoding::Dcz, hash),
         })
     }
 
     /// Codes `input`; coded bytes ready so far are appended to `out`.
     pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
+        self.start(out);
         match &mut self.inner {
-            Inner::Zstd(e) => e.write_all(input)?,
+            Inner::Zstd(e, _) => return zstd_run(e, input, out),
             Inner::Br(e) => e.write_all(input)?,
             Inner::Gzip(e) => e.write_all(input)?,
             Inner::Done => return Err(finished()),
@@ -138,8 +129,9 @@ impl Encoder {
 
     /// Makes everything written so far decodable from what is in `out`.
     pub fn flush(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        self.start(out);
         match &mut self.inner {
-            Inner::Zstd(e) => e.flush()?,
+            Inner::Zstd(e, _) => return zstd_drive(out, |o| e.flush(o)),
             Inner::Br(e) => e.flush()?,
             Inner::Gzip(e) => e.flush()?,
             Inner::Done => return Err(finished()),
@@ -150,9 +142,16 @@ impl Encoder {
 
     /// Ends the stream: its last bytes are appended to `out`.
     pub fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        self.start(out);
         self.drain(out);
         let tail = match std::mem::replace(&mut self.inner, Inner::Done) {
-            Inner::Zstd(e) => e.finish()?,
+            Inner::Zstd(mut e, level) => {
+                zstd_drive(out, |o| e.finish(o, true))?;
+                if let Some(level) = level {
+                    zstd_keep(level, e);
+                }
+                return Ok(());
+            }
             Inner::Br(e) => e.into_inner(),
             Inner::Gzip(e) => e.finish()?,
             Inner::Done => return Err(finished()),
@@ -170,7 +169,7 @@ impl Encoder {
             return self.finish(out);
         }
         match self.inner {
-            Inner::Zstd(_) => {
+            Inner::Zstd(..) => {
                 self.finish(out)?;
                 out.extend_from_slice(&jitter::zstd_skippable_frame(pad));
                 return Ok(());
@@ -191,16 +190,97 @@ impl Encoder {
     /// Moves what the coder made into `out`.
     fn drain(&mut self, out: &mut Vec<u8>) {
         let made = match &mut self.inner {
-            Inner::Zstd(e) => e.get_mut(),
             Inner::Br(e) => e.get_mut(),
             Inner::Gzip(e) => e.get_mut(),
-            Inner::Done => return,
+            Inner::Zstd(..) | Inner::Done => return,
         };
         if out.is_empty() {
             std::mem::swap(out, made);
         } else {
             out.append(made);
         }
+    }
+}
+
+impl Encoder {
+    /// Puts out what goes before the coder's first bytes.
+    fn start(&mut self, out: &mut Vec<u8>) {
+        if !self.head.is_empty() {
+            out.append(&mut self.head);
+        }
+    }
+}
+
+/// A zstd coder at `level`: an idle one of that level, else a new one.
+fn zstd_coder(level: i32) -> io::Result<zstd::stream::raw::Encoder<'static>> {
+    let reused = {
+        let mut pool = ZSTD_IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+        let i = pool.iter().position(|(l, _)| *l == level);
+        i.map(|i| pool.swap_remove(i).1)
+    };
+    if let Some(e) = reused {
+        return Ok(e);
+    }
+    let mut e = zstd::stream::raw::Encoder::new(level)?;
+    zstd_params(&mut e)?;
+    Ok(e)
+}
+
+fn zstd_params(e: &mut zstd::stream::raw::Encoder<'static>) -> io::Result<()> {
+    use zstd::stream::raw::CParameter;
+    e.set_parameter(CParameter::WindowLog(ZSTD_WINDOW_LOG))?;
+    e.set_parameter(CParameter::ChecksumFlag(true))
+}
+
+/// Gives a finished coder back for the next response, while the pool
+/// has room.
+fn zstd_keep(level: i32, mut e: zstd::stream::raw::Encoder<'static>) {
+    if e.reinit().is_err() {
+        return;
+    }
+    let mut pool = ZSTD_IDLE.lock().unwrap_or_else(PoisonError::into_inner);
+    if pool.len() < ZSTD_POOL {
+        pool.push((level, e));
+    }
+}
+
+/// Codes all of `input` into `out`.
+fn zstd_run(
+    e: &mut zstd::stream::raw::Encoder<'static>,
+    input: &[u8],
+    out: &mut Vec<u8>,
+) -> io::Result<()> {
+    let mut inb = zstd::stream::raw::InBuffer::around(input);
+    while inb.pos() < input.len() {
+        room(out);
+        let pos = out.len();
+        e.run(
+            &mut inb,
+            &mut zstd::stream::raw::OutBuffer::around_pos(out, pos),
+        )?;
+    }
+    Ok(())
+}
+
+/// Runs a flush or an end step until it has nothing more to put out.
+fn zstd_drive(
+    out: &mut Vec<u8>,
+    mut step: impl FnMut(&mut zstd::stream::raw::OutBuffer<'_, Vec<u8>>) -> io::Result<usize>,
+) -> io::Result<()> {
+    loop {
+        room(out);
+        let pos = out.len();
+        if step(&mut zstd::stream::raw::OutBuffer::around_pos(out, pos))? == 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// Spare capacity for a coder's step.
+fn room(out: &mut Vec<u8>) {
+    const STEP: usize = 16 * 1024;
+    if out.capacity() - out.len() < STEP {
+        out.reserve(2 * STEP);
     }
 }
 
