@@ -414,12 +414,43 @@ fn site_options(tls: Option<&Tls>) -> Options {
     if let Some(tls) = tls {
         server = tls.server_lines() + &server;
     }
+    server += "<Directory {docroot}/app>\nOptions +ExecCGI\nSetHandler cgi-script\n\
+               AddOutputFilterByType GZIP_DISK_NG text/html\n</Directory>\n";
+    let mut modules = vec!["cgid", "filter"];
+    if tls.is_some() {
+        modules.push("ssl");
+    }
     Options {
-        modules: if tls.is_some() { vec!["ssl"] } else { vec![] },
+        modules,
         dir: "SetHandler gzip-disk-ng\nGzipDiskNgOnDemand On".into(),
         server,
         ..Default::default()
     }
+}
+
+/// What the site's dynamic page (a CGI) says in its own words.
+const DYNAMIC_TEXT: &str = "Rendered for this visit by the application.";
+
+/// The site's dynamic page: the template around a body no file holds,
+/// printed by a CGI.
+fn dynamic_page() -> Vec<u8> {
+    format!(
+        "{}<main><h1 id=\"title\">Dynamic</h1>\n<p id=\"text\">{DYNAMIC_TEXT}</p></main>\n{}",
+        template_head("Dynamic"),
+        template_foot()
+    )
+    .into_bytes()
+}
+
+fn put_dynamic_page(d: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    fs::create_dir(d.join("app")).unwrap();
+    let script = d.join("app/page.cgi");
+    let mut text = b"#!/bin/sh\nprintf 'Content-Type: text/html\\n\\n'\ncat <<'EOF'\n".to_vec();
+    text.extend(dynamic_page());
+    text.extend(b"EOF\n");
+    fs::write(&script, text).unwrap();
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).unwrap();
 }
 
 /// The docroot: the pages (older than a second: `put`), the launcher,
@@ -430,6 +461,7 @@ fn fill_site(d: &Path, pages: &[SitePage]) {
         put(d, &p.path[1..], &p.html);
     }
     put(d, "go.html", LAUNCHER.as_bytes());
+    put_dynamic_page(d);
     make_cache_root(&d.join("../cache"));
 }
 
@@ -603,6 +635,26 @@ fn chromium_navigations_get_deltas_against_the_site_dictionary() {
             a.access_log()
         );
     }
+    // A page no file holds, coded by the GZIP_DISK_NG filter against the
+    // same dictionary, is shown as the CGI made it.
+    let from = a.access_log().len();
+    let dom = visit(
+        &a,
+        &tls,
+        profile.path(),
+        http_cache.path(),
+        "/go.html#/app/page.cgi",
+    );
+    assert!(
+        dom.contains(DYNAMIC_TEXT),
+        "the dynamic page did not render: {dom}"
+    );
+    let line = served(&a, from, "/app/page.cgi");
+    assert!(
+        line.contains("HTTP/2.0") && line.contains(" dcz dynamic"),
+        "no dcz for Chromium's dynamic page: {line}\n{}",
+        a.access_log()
+    );
     a.assert_no_crash();
 }
 
@@ -659,6 +711,7 @@ fn site_dictionary_deltas_decode_against_the_served_dictionary() {
             a.access_log()
         );
     }
+    assert_dynamic_dcz(&a, &web, dict, &named);
     // A dictionary the server never made gets the normal negotiation.
     let forged = available(b"not the site dictionary");
     let r = web.get(&pages[5].path, &[&forged, "Accept-Encoding: dcz, dcb, br"]);
@@ -673,6 +726,45 @@ fn site_dictionary_deltas_decode_against_the_served_dictionary() {
         "Vary: {vary:?}"
     );
     a.assert_no_crash();
+}
+
+/// The dynamic page (a CGI through the GZIP_DISK_NG filter): `dcz`
+/// against the site dictionary for a client that announces it, smaller
+/// than zstd alone and decoding to what the CGI printed; zstd for one
+/// that does not, or names another dictionary; linking the dictionary.
+fn assert_dynamic_dcz(a: &Apache, web: &Client, dict: &[u8], named: &str) {
+    let page = dynamic_page();
+    let ae = "Accept-Encoding: dcz, zstd, br, gzip";
+    let r = web.get("/app/page.cgi", &[named, ae]);
+    assert_eq!((r.status, r.coding()), (200, Some("dcz")), "{r:?}");
+    let decoded = oracle_decode_delta("dcz", dict, &r.body).expect("dcz decodes");
+    assert!(decoded == page, "the dynamic dcz decodes to something else");
+    let vary: Vec<String> = r
+        .tokens("Vary")
+        .iter()
+        .map(|t| t.to_ascii_lowercase())
+        .collect();
+    assert!(
+        vary.contains(&"available-dictionary".to_owned()),
+        "Vary: {vary:?}"
+    );
+    assert!(a.last_access_ends_with("dcz dynamic"), "{}", a.access_log());
+    let plain = web.get("/app/page.cgi", &[ae]);
+    assert_eq!(plain.coding(), Some("zstd"), "{plain:?}");
+    assert!(plain.decoded() == page);
+    assert!(
+        r.body.len() * 2 < plain.body.len(),
+        "dcz {} bytes against zstd's {}",
+        r.body.len(),
+        plain.body.len()
+    );
+    assert!(
+        links_to(&plain, &site_dictionary_url(DICTIONARY, dict)),
+        "{plain:?}"
+    );
+    let forged = available(b"not the site dictionary");
+    let r = web.get("/app/page.cgi", &[&forged, ae]);
+    assert_eq!(r.coding(), Some("zstd"), "{r:?}");
 }
 
 /// What a delta from the cache carries: caches must key it on the

@@ -103,6 +103,8 @@ pub fn note(o: Outcome, stale: bool) -> Option<&'static CStr> {
         Dynamic(Zstd) => c"zstd dynamic",
         Dynamic(Br) => c"br dynamic",
         Dynamic(Gzip) => c"gzip dynamic",
+        DynamicDelta(Dcz) => c"dcz dynamic",
+        DynamicDelta(Dcb) => c"dcb dynamic",
         Original if stale => c"stale",
         Original => c"original",
         NotAcceptable => c"not-acceptable",

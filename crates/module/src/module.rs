@@ -163,7 +163,7 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
 }
 
 /// The virtual host's `GzipDiskNgSiteDictionary`.
-fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
+pub(crate) fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.site_dictionary.as_deref())
 }

@@ -25,6 +25,8 @@ pub enum Outcome {
     /// A response no file holds (PHP, CGI, a proxy's), coded by the
     /// `GZIP_DISK_NG` output filter.
     Dynamic(Coding),
+    /// A dynamic response coded against the client's site dictionary.
+    DynamicDelta(DeltaCoding),
     /// The original file.
     Original,
     /// 406: no acceptable coding, decompression off.
@@ -37,7 +39,7 @@ pub enum Outcome {
 }
 
 /// The response outcomes, as the counters index them.
-pub const OUTCOMES: usize = 27;
+pub const OUTCOMES: usize = 29;
 
 impl Outcome {
     /// Every outcome, in counter order.
@@ -69,6 +71,8 @@ impl Outcome {
         Outcome::Dynamic(Coding::Zstd),
         Outcome::Dynamic(Coding::Br),
         Outcome::Dynamic(Coding::Gzip),
+        Outcome::DynamicDelta(DeltaCoding::Dcz),
+        Outcome::DynamicDelta(DeltaCoding::Dcb),
     ];
 
     /// Position in `ALL`.
@@ -87,6 +91,7 @@ impl Outcome {
             Outcome::Other => 21,
             Outcome::CachedDelta(d) => 22 + d.index(),
             Outcome::Dynamic(c) => 24 + c.index(),
+            Outcome::DynamicDelta(d) => 27 + d.index(),
         }
     }
 
@@ -101,6 +106,7 @@ impl Outcome {
             Outcome::DecodedCopy(_) => "decoded_copy",
             Outcome::OnTheFly(_) => "on_the_fly",
             Outcome::Dynamic(_) => "dynamic",
+            Outcome::DynamicDelta(_) => "dynamic_delta",
             Outcome::Original => "original",
             Outcome::NotAcceptable => "not_acceptable",
             Outcome::NotFound => "not_found",
@@ -119,7 +125,9 @@ impl Outcome {
             | Outcome::Dynamic(c)
             | Outcome::Decoded(c)
             | Outcome::DecodedCopy(c) => Some(c.token()),
-            Outcome::Delta(d) | Outcome::CachedDelta(d) => Some(d.token()),
+            Outcome::Delta(d) | Outcome::CachedDelta(d) | Outcome::DynamicDelta(d) => {
+                Some(d.token())
+            }
             Outcome::Original => Some("identity"),
             _ => None,
         }
@@ -136,6 +144,7 @@ impl Outcome {
                 | Outcome::Cached(_)
                 | Outcome::OnTheFly(_)
                 | Outcome::Dynamic(_)
+                | Outcome::DynamicDelta(_)
         )
     }
 

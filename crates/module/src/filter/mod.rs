@@ -9,13 +9,16 @@ use crate::metrics::answered;
 use crate::metrics::counters;
 use crate::metrics::tally::Counted;
 use crate::outcome::Outcome;
-use gdn_core::coding::Coding;
+use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dynamic::{self, Aside};
 use gdn_core::jitter::{self, KEYED_TAIL};
 use gdn_core::negotiate::Accepted;
 use gdn_core::stream::{Encoder, StreamLevels};
 use gdn_httpd::filter::is_eagain;
 use gdn_httpd::{apr_status_t, Filter, Input, Level, Piece, Request};
+use std::ffi::CStr;
+
+mod delta;
 
 /// The filter's name, as `AddOutputFilterByType` and `SetOutputFilter`
 /// give it.
@@ -40,6 +43,9 @@ enum Mode {
 /// One response being coded.
 struct Stream {
     coding: Coding,
+    /// The client's site dictionary, for a `dcz` body (then `coding` is
+    /// zstd).
+    delta: Option<delta::Dictionary>,
     levels: StreamLevels,
     /// Bytes held back until the body is known to reach the minimum.
     held: Vec<u8>,
@@ -136,12 +142,20 @@ fn begin(req: &Request<'_>) -> Option<Stream> {
         aside(req, why);
         return None;
     }
+    let dictionary = delta::offered(req);
     if !req.env_is_set(c"dont-vary") {
         req.vary(c"Accept-Encoding");
+        if dictionary {
+            req.vary(c"Available-Dictionary");
+        }
     }
-    let coding = negotiate(req, dir)?;
+    let (coding, delta) = negotiate(req, dir)?;
+    if dictionary {
+        link_dictionary(req, &facts, delta.as_ref());
+    }
     Some(Stream {
         coding,
+        delta,
         levels: dir.filter_levels(),
         held: Vec::new(),
         min_size: dir.filter_min_size(),
@@ -181,15 +195,45 @@ fn aside(req: &Request<'_>, why: Aside) {
 }
 
 /// The client's coding among the configured ones, each removable by its
-/// environment variable (`no-gzip`'s family).
-fn negotiate(req: &Request<'_>, dir: &DirConfig) -> Option<Coding> {
+/// environment variable (`no-gzip`'s family); `dcz` against the host's
+/// site dictionary where the client holds it and zstd is configured.
+fn negotiate(req: &Request<'_>, dir: &DirConfig) -> Option<(Coding, Option<delta::Dictionary>)> {
     let mut acc = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
     for c in Coding::ALL {
         if req.env_is_set(c.no_env()) {
             acc.forbid(c);
         }
     }
-    dynamic::choose(&acc, dir.encodings())
+    if dir.encodings().contains(&Coding::Zstd) && !req.env_is_set(Coding::Zstd.no_env()) {
+        if let Some(d) = delta::for_client(req, &acc) {
+            return Some((Coding::Zstd, Some(d)));
+        }
+    }
+    Some((dynamic::choose(&acc, dir.encodings())?, None))
+}
+
+/// A page's `Link` to the host's site dictionary, so a browser fetches it
+/// and announces it on its next navigations (HTML only).
+fn link_dictionary(
+    req: &Request<'_>,
+    facts: &dynamic::Response<'_>,
+    held: Option<&delta::Dictionary>,
+) {
+    let html = facts
+        .content_type
+        .map(gdn_core::types::essence)
+        .is_some_and(|t| t.eq_ignore_ascii_case(b"text/html"));
+    let (Some(path), Some(cache)) = (
+        crate::module::site_dictionary(req),
+        crate::ondemand::cache::active(),
+    ) else {
+        return;
+    };
+    if html {
+        if let Some(link) = crate::site::page_link(req, cache, path, held.map(|d| &d.hash)) {
+            req.add_header_kept(c"Link", link);
+        }
+    }
 }
 
 /// Codes the brigade handed in.
@@ -288,7 +332,7 @@ fn end(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
         if s.held.is_empty() && f.request().header_only() {
             // HEAD, whose handler made no body: GET's headers, as
             // mod_deflate gives them.
-            coded_headers(f.request(), s.coding);
+            coded_headers(f.request(), token(s));
         } else if (s.held.len() as u64) < s.min_size {
             aside(f.request(), Aside::Small);
             s.mode = Mode::Plain;
@@ -324,7 +368,11 @@ fn emit(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
 /// Without a coder the body goes out as it is.
 fn start(f: &mut Filter<'_>, s: &mut Stream) {
     let req = f.request();
-    let mut e = match Encoder::new(s.coding, &s.levels) {
+    let made = match &s.delta {
+        Some(d) => Encoder::dcz(s.levels.zstd, &d.bytes, &d.hash),
+        None => Encoder::new(s.coding, &s.levels),
+    };
+    let mut e = match made {
         Ok(e) => e,
         Err(err) => {
             req.log(
@@ -337,7 +385,7 @@ fn start(f: &mut Filter<'_>, s: &mut Stream) {
             return;
         }
     };
-    coded_headers(req, s.coding);
+    coded_headers(req, token(s));
     let held = std::mem::take(&mut s.held);
     if let Err(err) = e.write(&held, &mut s.out) {
         req.log(Level::Warn, 0, &format!("coding failed: {err}"));
@@ -350,20 +398,28 @@ fn start(f: &mut Filter<'_>, s: &mut Stream) {
 /// and differ with the level: a range of one response is no range of
 /// another, so the request's `Range` is dropped and the whole body sent);
 /// the handler's ETag made weak and suffixed with the coding.
-fn coded_headers(req: &Request<'_>, c: Coding) {
-    req.set_content_encoding(c.c_token());
+fn coded_headers(req: &Request<'_>, c: &'static CStr) {
+    req.set_content_encoding(c);
     req.unset_header_out(c"Content-Length");
     req.unset_header_out(c"Content-MD5");
     req.unset_header_out(c"Accept-Ranges");
     req.unset_header_in(c"Range");
     if let Some(tag) = req
         .header_out_any(c"ETag")
-        .and_then(|t| dynamic::coded_etag(t, c.token()))
+        .and_then(|t| dynamic::coded_etag(t, &c.to_string_lossy()))
     {
         req.unset_header_out(c"ETag");
         req.set_header_value(c"ETag", tag);
     }
     crate::respond::mark(req, crate::module::dir_config(req), c":-)");
+}
+
+/// The `Content-Encoding` a stream's body goes out in.
+fn token(s: &Stream) -> &'static CStr {
+    match s.delta {
+        Some(_) => DeltaCoding::Dcz.c_token(),
+        None => s.coding.c_token(),
+    }
 }
 
 /// A coder's error mid-body: the response cannot be finished as a valid
@@ -382,7 +438,10 @@ fn record(req: &Request<'_>, s: &Stream) {
     if req.handler_is(crate::handler::name::HANDLER) {
         return;
     }
-    let outcome = Outcome::Dynamic(s.coding);
+    let outcome = match s.delta {
+        Some(_) => Outcome::DynamicDelta(DeltaCoding::Dcz),
+        None => Outcome::Dynamic(s.coding),
+    };
     if let Some(n) = crate::answer::note(outcome, false) {
         req.add_note(answered::NOTE, n);
     }
