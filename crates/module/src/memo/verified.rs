@@ -32,8 +32,9 @@ const LAYOUT: u64 = 0x6764_6e76_0000_0001;
 
 static TABLE: Counters<{ 2 * SLOTS }> = Counters::new();
 
-/// The hash's key: drawn in the parent at each (re)start, inherited by
-/// the children it forks; entries of an earlier key never match again.
+/// The hash's key: drawn in the parent when it first attaches the table
+/// (again after a restart that loads the module anew), inherited by the
+/// children it forks; entries made under another key never match.
 static KEYS: OnceLock<RandomState> = OnceLock::new();
 
 /// Finds or makes the table (post_config, in the parent, before the
