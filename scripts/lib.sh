@@ -6,7 +6,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # What the tests use (scripts/test installs them); scripts/install
 # installs none of them: building needs only BUILD_NEEDS below.
-APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli python3-zstandard bc openssl php-fpm libapache2-mod-php chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind cppcheck debootstrap rpm cpio build-essential libssl-dev libbrotli-dev zlib1g-dev libnghttp2-dev)
+APT_PACKAGES=(apache2 apache2-utils apache2-dev apache2-doc libclang-dev curl wget2 brotli zstd pigz zopfli python3 python3-brotli python3-zstandard bc openssl php-fpm libapache2-mod-php libapache2-mod-evasive chromium dpkg-dev binutils lintian man-db groff-base prometheus varnish nginx-light squid trafficserver haproxy tidy valgrind cppcheck debootstrap rpm cpio build-essential libssl-dev libbrotli-dev zlib1g-dev libnghttp2-dev)
 # The oldest Rust that builds the project (rust-version in Cargo.toml),
 # and what building the module needs besides, for each family of systems
 # (scripts/install names them, never installs them).

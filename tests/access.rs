@@ -78,10 +78,12 @@ fn denied_siblings_count_as_absent() {
         assert!(r.body.len() < 1000, "a body of {} bytes", r.body.len());
     }
     assert!(refusal_logged(&a, "backup.tar.gz"), "{:?}", a.module_log());
-    // Refused sibling, original present: the original.
+    // Original present: the sibling, verified to decode to it, is the
+    // page, whatever its own name's rules; its own URI stays refused.
     let r = a.get("/files/page.html", Some("gzip"));
-    assert_eq!((r.status, r.coding()), (200, None));
-    assert_eq!(r.body, data);
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    assert_eq!(r.decoded(), data);
+    assert_eq!(a.get("/files/page.html.gz", None).status, 403);
     // The next acceptable sibling is used; without one, decompression.
     let r = a.get("/files/both.html", Some("gzip, br"));
     assert_eq!((r.status, r.coding()), (200, Some("br")));
@@ -120,8 +122,9 @@ fn denied_siblings_count_as_absent() {
 fn literal_prefix_sections_answer_as_their_regex() {
     let data = page(20_000, 5);
     let fill = |d: &Path| {
+        // Without the original, the sibling's own name's rules decide.
         for dir in ["files", "short", "other", "lm"] {
-            publish(d, &format!("{dir}/page.html"), &data, true, &[".gz"]);
+            publish(d, &format!("{dir}/page.html"), &data, false, &[".gz"]);
         }
     };
     let server = [
@@ -143,12 +146,7 @@ fn literal_prefix_sections_answer_as_their_regex() {
     let a = start_with(server, vec![], fill);
     for dir in ["files", "short", "lm"] {
         let r = a.get(&format!("/{dir}/page.html"), Some("gzip"));
-        assert_eq!(
-            (r.status, r.coding()),
-            (200, None),
-            "{dir}: refused sibling served"
-        );
-        assert_eq!(r.body, data);
+        assert_eq!(r.status, 404, "{dir}: refused sibling served");
     }
     let r = a.get("/other/page.html", Some("gzip"));
     assert_eq!((r.status, r.coding()), (200, Some("gzip")));
@@ -170,7 +168,7 @@ fn literal_prefix_sections_answer_as_their_regex() {
         "after the restart"
     );
     let r = a.get("/other/page.html", Some("gzip"));
-    assert_eq!((r.status, r.coding()), (200, None), "after the restart");
+    assert_eq!(r.status, 404, "after the restart");
     a.assert_no_crash();
     drop(a);
 
@@ -188,11 +186,7 @@ fn literal_prefix_sections_answer_as_their_regex() {
     .concat();
     let a = start_with(server, vec![], fill);
     let r = a.get("/files/page.html", Some("gzip"));
-    assert_eq!(
-        (r.status, r.coding()),
-        (200, None),
-        "caseless section ignored"
-    );
+    assert_eq!(r.status, 404, "caseless section ignored");
     let r = a.get("/other/page.html", Some("gzip"));
     assert_eq!((r.status, r.coding()), (200, Some("gzip")));
     a.assert_no_crash();
@@ -226,12 +220,12 @@ fn sections_the_names_do_not_outgrow_answer_as_apache() {
     ]
     .concat();
     let a = start_with(server, vec![], |d| {
-        publish(d, "f/fx.html", &data, true, &[".gz"]);
-        publish(d, "f/fm.html", &data, true, &[".gz"]);
-        publish(d, "lx/page.html", &data, true, &[".gz"]);
-        publish(d, "lend/page.html", &data, true, &[".gz"]);
-        publish(d, "fend/fe.html", &data, true, &[".gz"]);
-        publish(d, "open/op.html", &data, true, &[".gz"]);
+        publish(d, "f/fx.html", &data, false, &[".gz"]);
+        publish(d, "f/fm.html", &data, false, &[".gz"]);
+        publish(d, "lx/page.html", &data, false, &[".gz"]);
+        publish(d, "lend/page.html", &data, false, &[".gz"]);
+        publish(d, "fend/fe.html", &data, false, &[".gz"]);
+        publish(d, "open/op.html", &data, false, &[".gz"]);
     });
     for (uri, sibling) in [
         ("/f/fx.html", "fx.html.gz"),
@@ -243,8 +237,7 @@ fn sections_the_names_do_not_outgrow_answer_as_apache() {
         let direct = a.get(&format!("{uri}.gz"), None).status;
         assert_eq!(direct, 403, "{uri}: Apache refuses the sibling's own GET");
         let r = a.get(uri, Some("gzip"));
-        assert_eq!((r.status, r.coding()), (200, None), "{uri}: sibling served");
-        assert_eq!(r.body, data, "{uri}");
+        assert_eq!(r.status, 404, "{uri}: sibling served");
         assert!(refusal_logged(&a, sibling), "{uri}: {:?}", a.module_log());
     }
     let r = a.get("/open/op.html", Some("gzip"));
@@ -256,6 +249,63 @@ fn sections_the_names_do_not_outgrow_answer_as_apache() {
         "{:?}",
         a.module_log()
     );
+    a.assert_no_crash();
+}
+
+/// With the original, a sibling verified to decode to it is the page:
+/// the sections that refuse its own name (above) change nothing for the
+/// page, whose own request decides; its own URI stays refused, a page the
+/// client may not GET stays refused, and a sibling of other content is
+/// never sent.
+#[test]
+fn verified_siblings_answer_for_their_page() {
+    let data = page(8_000, 17);
+    let other = page(8_000, 18);
+    let server = [
+        "<Files \"fx.html.gz\">\nRequire all denied\n</Files>\n",
+        "<FilesMatch \"^fm\\.html\\.gz\">\nRequire all denied\n</FilesMatch>\n",
+        "<Location \"/lx/page.html.gz\">\nRequire all denied\n</Location>\n",
+        "<Directory {docroot}/lend>\nRequire all denied\n</Directory>\n",
+        "<Location \"/lend/page.html\">\nRequire all granted\n</Location>\n",
+        "<FilesMatch \"\\.gz$\">\nRequire all denied\n</FilesMatch>\n",
+        "<Files \"hidden.html\">\nRequire all denied\n</Files>\n",
+    ]
+    .concat();
+    let a = start_with(server, vec![], |d| {
+        publish(d, "f/fx.html", &data, true, &[".gz"]);
+        publish(d, "f/fm.html", &data, true, &[".gz"]);
+        publish(d, "lx/page.html", &data, true, &[".gz"]);
+        publish(d, "lend/page.html", &data, true, &[".gz"]);
+        publish(d, "f/hidden.html", &data, true, &[".gz"]);
+        put(d, "f/other.html", &data);
+        put(d, "f/other.html.gz", &gzip(&other));
+    });
+    for uri in [
+        "/f/fx.html",
+        "/f/fm.html",
+        "/lx/page.html",
+        "/lend/page.html",
+    ] {
+        let direct = a.get(&format!("{uri}.gz"), None).status;
+        assert_eq!(direct, 403, "{uri}: Apache refuses the sibling's own GET");
+        let r = a.get(uri, Some("gzip"));
+        assert_eq!((r.status, r.coding()), (200, Some("gzip")), "{uri}");
+        assert_eq!(r.decoded(), data, "{uri}");
+    }
+    assert!(
+        !a.module_log()
+            .iter()
+            .any(|l| l.contains("refused by the access rules")),
+        "a sibling of an existing original was asked: {:?}",
+        a.module_log()
+    );
+    // The page's own rules still decide.
+    let r = a.get("/f/hidden.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (403, None));
+    // A sibling of other content than its original: never sent.
+    let r = a.get("/f/other.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, None));
+    assert_eq!(r.body, data);
     a.assert_no_crash();
 }
 
@@ -687,25 +737,20 @@ fn rules_subrequests_skip_apply_to_siblings() {
     .concat();
     let a = start_with(server, vec!["rewrite", "authz_host"], |d| {
         for dir in ["redir", "ns", "proto", "env"] {
-            publish(d, &format!("{dir}/p.html"), &data, true, &[".gz"]);
+            publish(d, &format!("{dir}/p.html"), &data, false, &[".gz"]);
         }
     });
     for dir in ["redir", "ns", "env"] {
         let direct = a.get(&format!("/{dir}/p.html.gz"), None).status;
         assert_ne!(direct, 200, "{dir}: the direct GET is refused");
         let r = a.get(&format!("/{dir}/p.html"), Some("gzip"));
-        assert_eq!((r.status, r.coding()), (200, None), "{dir}");
-        assert_eq!(r.body, data, "{dir}");
+        assert_eq!(r.status, 404, "{dir}");
     }
     let r = a.request(
         "/proto/p.html",
         &["--http1.0", "-H", "Accept-Encoding: gzip"],
     );
-    assert_eq!(
-        (r.status, r.coding()),
-        (200, None),
-        "HTTP/1.0 refused the .gz"
-    );
+    assert_eq!(r.status, 404, "HTTP/1.0 refused the .gz");
     let r = a.request("/proto/p.html", &["-H", "Accept-Encoding: gzip"]);
     assert_eq!(
         (r.status, r.coding()),

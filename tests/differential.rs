@@ -121,8 +121,22 @@ fn page_files(docroot: &Path, root: &str, name: &str, original: bool, sibs: &[&s
     }
 }
 
+/// `name` with siblings that decode to its own bytes: verified, they are
+/// the page, sent whatever the rules for their own names.
+fn same_files(docroot: &Path, root: &str, name: &str, sibs: &[&str]) {
+    let bytes = content(root, name);
+    write(&docroot.join(name), &bytes);
+    for s in sibs {
+        write(
+            &docroot.join(format!("{name}{s}")),
+            &encoded(coding_of(s), &bytes),
+        );
+    }
+}
+
 /// Fills one document root: in each directory a page with three
-/// siblings, one with only siblings, a text file with a `.gz`; an index
+/// siblings of other content, one with siblings of its own content
+/// (`same.html`), one with only siblings, a text file with a `.gz`; an index
 /// in `a`; in `c`, siblings that are symlinks into `b` (one owned by
 /// another user where the tests run as root).
 fn fill_root(docroot: &Path, root: &str) {
@@ -143,6 +157,12 @@ fn fill_root(docroot: &Path, root: &str) {
         );
         page_files(docroot, root, &format!("{d}/text.txt"), true, &[".gz"]);
         page_files(docroot, root, &format!("{d}/plain.html"), true, &[]);
+        same_files(
+            docroot,
+            root,
+            &format!("{d}/same.html"),
+            &[".gz", ".br", ".zst"],
+        );
         // A script with the sibling an older publish tool wrote of it:
         // its bytes are its source, never sent whatever core would do.
         page_files(docroot, root, &format!("{d}/{SCRIPT}"), true, &[".gz"]);
@@ -170,12 +190,20 @@ const SCRIPT: &str = "conf.php";
 fn uris(cfg: &Config) -> Vec<String> {
     let mut u = vec![];
     for d in DIRS {
-        for f in ["page.html", "only.html", "text.txt", "plain.html", SCRIPT] {
+        for f in [
+            "page.html",
+            "same.html",
+            "only.html",
+            "text.txt",
+            "plain.html",
+            SCRIPT,
+        ] {
             u.push(format!("/{d}/{f}"));
         }
     }
     u.push("/a/".into());
     u.push("/a/page.html.gz".into());
+    u.push("/a/same.html.gz".into());
     u.push("/c/link.html".into());
     if cfg.alias {
         u.push("/al/page.html".into());
@@ -673,11 +701,7 @@ fn cli_decode(coding: &str, body: &[u8]) -> Option<Vec<u8>> {
 /// The names whose direct GET may give what the module sends for `uri`:
 /// itself and its siblings' (of the index, for a directory).
 fn candidates(uri: &str) -> Vec<String> {
-    let base = if uri.ends_with('/') {
-        format!("{uri}index.html")
-    } else {
-        uri.to_owned()
-    };
+    let base = page_of(uri);
     let mut names = vec![uri.to_owned()];
     for s in ["", ".gz", ".br", ".zst"] {
         names.push(format!("{base}{s}"));
@@ -686,11 +710,29 @@ fn candidates(uri: &str) -> Vec<String> {
     names
 }
 
+/// The page `uri` names: itself, or a directory's index.
+fn page_of(uri: &str) -> String {
+    if uri.ends_with('/') {
+        format!("{uri}index.html")
+    } else {
+        uri.to_owned()
+    }
+}
+
 /// Bytes a client may GET for `uri`: the oracle's 200 answers for the
 /// candidates, each as sent and, for a sibling, decoded by its suffix.
+/// A sibling's own URI counts only where the page's file is not what
+/// answers the page: a sibling of an existing original is sent only
+/// verified to decode to the original's bytes, allowed by the page's
+/// own answer, never for its own name's sake.
 fn allowed(uri: &str, oracle: &Memo) -> Vec<Vec<u8>> {
     let mut out = vec![];
+    let base = page_of(uri);
+    let original = original_answers(&base, oracle);
     for n in candidates(uri) {
+        if original && n != uri && n != base {
+            continue;
+        }
         let Some(r) = oracle.get(&n) else { continue };
         if r.status != 200 {
             continue;
@@ -709,6 +751,15 @@ fn allowed(uri: &str, oracle: &Memo) -> Vec<Vec<u8>> {
         out.push(body);
     }
     out
+}
+
+/// Whether the oracle answered `base` (a page's URI) with that page's
+/// own file, as it is: then its original exists.
+fn original_answers(base: &str, oracle: &Memo) -> bool {
+    let own = format!(":{}]", base.trim_start_matches('/'));
+    oracle
+        .get(base)
+        .is_some_and(|r| r.status == 200 && r.coding.is_none() && tag(&r.body).ends_with(&own))
 }
 
 /// The oracle answers to one client, by URI.

@@ -539,3 +539,49 @@ fn a_large_sibling_is_sent_only_once_verified() {
     });
     a.assert_no_crash();
 }
+
+/// A sibling is decoded to its end once per version for the whole
+/// server: the first request verifies it, and the other children serving
+/// it later take that verdict instead of decoding it again.
+#[test]
+fn a_sibling_is_verified_once_for_every_child() {
+    let data = page(60_000, 41);
+    let a = Apache::start(
+        Options {
+            mpm: Mpm::Prefork,
+            server: "KeepAlive Off\nStartServers 4\nMinSpareServers 4\nMaxSpareServers 8".into(),
+            ..Default::default()
+        },
+        |d| publish(d, "v.html", &data, true, &[".gz"]),
+    );
+    let r = a.get("/v.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    // Concurrent requests, so that children other than the first serve.
+    for _ in 0..4 {
+        let clients: Vec<_> = (0..6)
+            .map(|_| {
+                let url = a.url("/v.html");
+                std::thread::spawn(move || {
+                    curl(&url, &["-H".into(), "Accept-Encoding: gzip".into()])
+                })
+            })
+            .collect();
+        for c in clients {
+            let r = c.join().unwrap();
+            assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+            assert!(r.decoded() == data);
+        }
+    }
+    let log = a.module_log();
+    let decoded = log
+        .iter()
+        .filter(|l| l.contains("sibling decoded to its end"))
+        .count();
+    let shared = log
+        .iter()
+        .filter(|l| l.contains("sibling verified by another check"))
+        .count();
+    assert_eq!(decoded, 1, "decoded more than once: {log:?}");
+    assert!(shared > 0, "no other child served it: {log:?}");
+    a.assert_no_crash();
+}

@@ -36,7 +36,8 @@ fn options(mpm: Mpm) -> Options {
 
 /// The pages: `a.html` with every sibling, `g.html` only as `.gz`,
 /// `plain.html` without siblings, `s.html` with a stale `.gz`, `r.html`
-/// whose `.br` the access rules refuse, `u.html` only as a corrupt `.gz`.
+/// only as a `.gz` and a `.br` the access rules refuse (a sibling without
+/// its original, which its own name's rules decide), `u.html` only as a corrupt `.gz`.
 fn fill(d: &Path) -> usize {
     let a = page(120_000, 1);
     publish(d, "a.html", &a, true, &[".zst", ".br", ".gz"]);
@@ -45,7 +46,7 @@ fn fill(d: &Path) -> usize {
     publish(d, "s.html", &page(20_000, 4), true, &[".gz"]);
     // The original edited after its sibling was made: the sibling is stale.
     set_mtime(&d.join("s.html"), std::time::SystemTime::now());
-    publish(d, "r.html", &page(25_000, 5), true, &[".br"]);
+    publish(d, "r.html", &page(25_000, 5), false, &[".br", ".gz"]);
     publish(d, "u.html", &page(25_000, 6), false, &[".gz"]);
     corrupt(&d.join("u.html.gz"));
     a.len()
@@ -161,7 +162,8 @@ fn one_request(a: &Apache, kind: usize, a_len: u64, etag: &str, e: &mut Expected
                 (200, None),
                 "refused sibling passed over"
             );
-            e.response("OriginalIdentity", body_len(&r), body_len(&r));
+            assert_eq!(r.body, page(25_000, 5), "decoded from the .gz");
+            e.response("DecodedGzip", body_len(&r), body_len(&r));
             e.add("GzipDiskNgSiblingsPassedOverRefusedBr", 1);
         }
         12 => {

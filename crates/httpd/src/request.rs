@@ -474,6 +474,16 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// Whether the configuration was read as one that keeps `Options`
+    /// where the directory walk reads them (csrc/access.c's list holds
+    /// for this request's server): then `symlink_policy` is the policy
+    /// Apache's walk applied to the request's own directory.
+    pub fn options_are_the_walks(&self) -> bool {
+        // SAFETY: live request; the shim only reads what post_config
+        // learned of its server.
+        unsafe { ffi::gdn_short_answer_refused(self.r).is_null() }
+    }
+
     /// Whether Apache's rules could treat `filename + suffix` differently
     /// from the request's own file. False only where the configuration
     /// was read as one whose sections alone tell names apart (see

@@ -1,6 +1,11 @@
-//! Finding a request's siblings as Apache would serve them under their
-//! own names: stat (symlinks per `Options`), the access rules for the
-//! sibling's name, and opening with the symlink check repeated.
+//! Finding a request's siblings: stat (symlinks per `Options`), and
+//! opening with the symlink check repeated. A sibling of an existing
+//! original is that page's representation, sent only once verified to
+//! decode to its current bytes (`respond::judge`), so the page's own
+//! request, already past its rules, decides for it (`Route::Verified`).
+//! A sibling without an original, the only file, is served as Apache
+//! would serve it under its own name: the access rules for that name
+//! decide (`Route::OwnName`).
 
 use crate::memo;
 use crate::metrics::counters;
@@ -30,13 +35,31 @@ pub struct Sibling<'r> {
     pub opened: Option<File<'r>>,
 }
 
+/// Whose rules decide whether a sibling may be served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The sibling of the request's own file, which exists as a regular
+    /// file and is what the sibling represents: it is sent only once
+    /// known to decode to that file's current bytes (`respond::judge`
+    /// refuses it until then), which this very request was allowed; its
+    /// own name's rules add nothing, so they are not asked (no twin
+    /// request, which rate limiters would count as the client's).
+    Verified,
+    /// A sibling without an original, the only file: its bytes are what
+    /// its own name holds, so the rules for that name decide.
+    OwnName,
+}
+
 /// How a sibling was judged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Judged {
-    /// By sections and `Options` alone.
+    /// By the page's own request (`Route::Verified`), or by sections and
+    /// `Options` alone.
     Short,
     /// By Apache's own lookup of its URI, which found `info`, under the
-    /// symlink policy of the sibling's own `Options`.
+    /// symlink policy of the sibling's own `Options`; or, with
+    /// `SymlinkPolicy::Never`, by an lstat that found a regular file
+    /// (`no_link`). Its open must find that very file.
     Asked { policy: SymlinkPolicy },
 }
 
@@ -101,33 +124,18 @@ enum NotServed {
 }
 
 /// A sibling of the request's file at `path` (the file's name plus
-/// `suffix`), as Apache would serve it under its own URI: a regular file
-/// (or a symlink to one that `Options` allow) that its rules permit.
-/// Judged by sections alone where the configuration allows it (one stat),
-/// else asked of Apache once the name exists (its twin request).
+/// `suffix`). On `Route::Verified`, and where the configuration's
+/// sections treat both names alike, a regular file (or a symlink to one
+/// that `Options` allow) is enough: one stat. Otherwise the sibling's
+/// own URI is asked of Apache once the name exists (its twin request).
 fn stat_sibling<'r>(
     req: &Request<'r>,
     path: &'r CStr,
     suffix: &CStr,
+    route: Route,
 ) -> Result<Sibling<'r>, NotServed> {
-    if !req.sibling_rules_may_differ(suffix) {
-        if req.symlink_policy() == SymlinkPolicy::Always {
-            return open_followed(req, path);
-        }
-        let info = resolve(req, path).ok_or(NotServed::Absent)?;
-        if info.kind() != FileKind::Regular {
-            req.log_with(Level::Debug, 0, || {
-                format!("ignoring {}: not a regular file", path.to_string_lossy())
-            });
-            return Err(NotServed::Absent);
-        }
-        let (judged, opened) = (Judged::Short, None);
-        return Ok(Sibling {
-            path,
-            info,
-            judged,
-            opened,
-        });
+    if route == Route::Verified || !req.sibling_rules_may_differ(suffix) {
+        return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
     let (info, policy) = req.ask_sibling(path, suffix).map_err(|refusal| {
@@ -146,6 +154,69 @@ fn stat_sibling<'r>(
         info,
         judged,
         opened,
+    })
+}
+
+/// A sibling judged without asking Apache: a regular file, or a symlink
+/// followed only as the request's `Options` allow, those of the
+/// directory both names are in. A verified sibling's content is the
+/// page's, but its file may hold bytes besides (a gzip comment, a zstd
+/// skippable frame), sent as they are: so a link is followed only where
+/// Apache's walk would follow one there, and its open is checked again
+/// (`open_sibling`) against a swap. Where the configuration may set
+/// `Options` outside `<Directory>` (in `<Files>`, `<Location>`), the
+/// request's merged options are not the walk's: a verified sibling
+/// must then be no symlink at all.
+fn stat_short<'r>(
+    req: &Request<'r>,
+    path: &'r CStr,
+    route: Route,
+) -> Result<Sibling<'r>, NotServed> {
+    if route == Route::Verified && !req.options_are_the_walks() {
+        return no_link(req, path);
+    }
+    if req.symlink_policy() == SymlinkPolicy::Always {
+        return open_followed(req, path);
+    }
+    let info = resolve(req, path).ok_or(NotServed::Absent)?;
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!("ignoring {}: not a regular file", path.to_string_lossy())
+        });
+        return Err(NotServed::Absent);
+    }
+    let (judged, opened) = (Judged::Short, None);
+    Ok(Sibling {
+        path,
+        info,
+        judged,
+        opened,
+    })
+}
+
+/// A sibling that must be a regular file under its own name (an lstat),
+/// opened without following a link (`Judged::Asked` with
+/// `SymlinkPolicy::Never`: the opened file must be the one found).
+fn no_link<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, NotServed> {
+    let info = req.stat(path, true).map_err(|_| NotServed::Absent)?;
+    if info.kind() != FileKind::Regular {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "ignoring {}: not a regular file (symlinks to a verified sibling are \
+                 followed only where Options are set in <Directory>)",
+                path.to_string_lossy()
+            )
+        });
+        return Err(NotServed::Absent);
+    }
+    let judged = Judged::Asked {
+        policy: SymlinkPolicy::Never,
+    };
+    Ok(Sibling {
+        path,
+        info,
+        judged,
+        opened: None,
     })
 }
 
@@ -183,13 +254,18 @@ fn open_followed<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, N
 }
 
 /// The first sibling of `base` for one coding (`.zst`, then `.zstd`) that
-/// exists and that Apache would serve under its own name.
-pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sibling<'r>> {
+/// exists and that `route`'s rules allow.
+pub fn find_sibling<'r>(
+    req: &Request<'r>,
+    base: &CStr,
+    c: Coding,
+    route: Route,
+) -> Option<Sibling<'r>> {
     c.suffixes()
         .iter()
         .zip(c.c_suffixes())
         .find_map(|(suffix, c_suffix)| {
-            match stat_sibling(req, req.path_with_suffix(base, suffix), c_suffix) {
+            match stat_sibling(req, req.path_with_suffix(base, suffix), c_suffix, route) {
                 Ok(s) => Some(s),
                 Err(NotServed::Refused) => {
                     counters::passed_over(Reason::Refused, c);
@@ -201,7 +277,10 @@ pub fn find_sibling<'r>(req: &Request<'r>, base: &CStr, c: Coding) -> Option<Sib
 }
 
 /// The delta of `base` against the dictionary with SHA-256 `hash`, if it
-/// exists and Apache would serve it under its own name.
+/// exists and Apache would serve it under its own name: a delta is sent
+/// once its header names the dictionary, not once decoded against it
+/// (the module does not hold a published delta's dictionary), so it is
+/// never `Route::Verified` and its own name's rules decide.
 pub fn find_delta<'r>(
     req: &Request<'r>,
     base: &CStr,
@@ -213,7 +292,7 @@ pub fn find_delta<'r>(
     // The suffix as a C string: the tail of the path just built.
     let c_suffix = &path.to_bytes_with_nul()[base.to_bytes().len()..];
     let c_suffix = CStr::from_bytes_with_nul(c_suffix).ok()?;
-    stat_sibling(req, path, c_suffix).ok()
+    stat_sibling(req, path, c_suffix, Route::OwnName).ok()
 }
 
 /// Warns once per sibling version per process (`memo::stale`).

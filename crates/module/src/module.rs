@@ -95,6 +95,9 @@ impl gdn_httpd::Module for GzipDiskNg {
         gdn_compressor::key::types();
         // Before the compressor forks: it counts too.
         counters::attach(ctx);
+        // Before the children fork: a sibling verified by one is
+        // verified for all.
+        crate::memo::verified::attach(ctx);
         cache::start(ctx, ctx.server_config::<GzipDiskNg>());
         Ok(())
     }

@@ -6,7 +6,7 @@
 //! costs one lookup and none is made twice.
 
 use super::{Facts, Held, Seen};
-use crate::lookup::{self, Sibling};
+use crate::lookup::{self, Route, Sibling};
 use crate::memo;
 use crate::ondemand::cache::{Active, CachedCopy};
 use gdn_compressor::key::{Kind, Named, Source, Version};
@@ -118,7 +118,13 @@ impl<'a, 'r> Disk<'a, 'r> {
             if !self.scope.allowed.contains(&c) {
                 return None;
             }
-            let found = lookup::find_sibling(self.req, self.scope.filename, c);
+            // With the original, a sibling is sent only once verified
+            // to decode to it (`lookup::Route::Verified`).
+            let route = match self.scope.original {
+                Some(_) => Route::Verified,
+                None => Route::OwnName,
+            };
+            let found = lookup::find_sibling(self.req, self.scope.filename, c, route);
             let fresh = found
                 .as_ref()
                 .filter(|s| variant::usable(lookup::meta(&s.info), self.scope.original));

@@ -25,7 +25,7 @@ pub fn fixup<'r>(req: &Request<'r>, dir: impl FnOnce() -> &'r DirConfig) -> Stat
     let first = dir()
         .encodings()
         .iter()
-        .find_map(|&c| lookup::find_sibling(req, filename, c));
+        .find_map(|&c| lookup::find_sibling(req, filename, c, lookup::Route::OwnName));
     if let Some(s) = first {
         req.set_finfo(&s.info);
         // For the handler, on this request (run as a subrequest) and on

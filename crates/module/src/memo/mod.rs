@@ -2,7 +2,8 @@
 //! bounded, on the one per-version memory (`version`): what a sibling's
 //! header said (`header`), the sizes that order equal-q codings (`size`),
 //! RFC 9530 digests (`digest`), the digests that name on-demand copies
-//! (`source`), sibling verdicts (`verdict`), delta headers (`delta`),
+//! (`source`), sibling verdicts (`verdict`, the verified ones also shared
+//! by every process: `verified`), delta headers (`delta`),
 //! jitter's padding lengths and brotli proofs (`padding`), the site
 //! dictionary's hash (`dictionary`), stale siblings reported (`stale`)
 //! and files found in a store (`store`). Not to be confused with the
@@ -18,4 +19,5 @@ pub(crate) mod source;
 pub(crate) mod stale;
 pub(crate) mod store;
 pub(crate) mod verdict;
+pub(crate) mod verified;
 pub(crate) mod version;

@@ -7,8 +7,10 @@
 //! original's). A sibling of at most `IN_REQUEST_MAX` bytes, whose
 //! original is at most `ORIGINAL_MAX`, is then decoded to its end in that
 //! request and compared with the original's SHA-256: a few milliseconds,
-//! once per version and process, so no client ever gets a small broken
-//! sibling. A larger one (up to `BACKGROUND_MAX`) is checked the same way
+//! once per version, so no client ever gets a small broken sibling. A
+//! sibling found whole is so for every process of the server
+//! (`memo::verified`): the check runs once per version of both files for
+//! the whole server, not once per child. A larger one (up to `BACKGROUND_MAX`) is checked the same way
 //! by this process's checker thread, off the request path: one with an
 //! original is not sent until its check ends (the original, or another
 //! representation, answers meanwhile); one without, the only file, is
@@ -19,6 +21,7 @@
 
 use super::responder::Responder;
 use crate::memo::verdict::{self, Judged, Key, Why};
+use crate::memo::verified;
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use gdn_core::coding::Coding;
@@ -60,6 +63,9 @@ const QUEUE: usize = 64;
 pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr) -> Judged {
     let key = (file.info().version(), c);
     let j = match verdict::get(&key, a.original()) {
+        None | Some(Judged::Cheap) if verified::get(&key, a.original()) => {
+            verified_elsewhere(a, key, path)
+        }
         Some(j) => j,
         None => judge(a, c, file, path, key),
     };
@@ -67,6 +73,23 @@ pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &C
         tell(a.req, c, path, &key, why.text());
     }
     j
+}
+
+/// A sibling version another process (or this one's checker thread)
+/// decoded to its end and found equal to its original: remembered here
+/// too, never decoded again.
+fn verified_elsewhere(a: &Responder<'_, '_>, key: Key, path: &CStr) -> Judged {
+    match verdict::get(&key, a.original()) {
+        None => verdict::put(key, a.original(), Judged::Whole),
+        Some(_) => verdict::checked(key, a.original(), Judged::Whole),
+    }
+    a.req.log_with(Level::Debug, 0, || {
+        format!(
+            "sibling verified by another check: {}",
+            path.to_string_lossy()
+        )
+    });
+    Judged::Whole
 }
 
 /// Judges a sibling version met for the first time.
@@ -101,7 +124,13 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
             }
             Judged::Cheap
         }
-        Some(Ok(())) => Judged::Whole,
+        Some(Ok(())) => {
+            verified::put(&key, a.original());
+            a.req.log_with(Level::Debug, 0, || {
+                format!("sibling decoded to its end: {}", path.to_string_lossy())
+            });
+            Judged::Whole
+        }
         // Over the decoding limit, or a read that failed: not judged.
         Some(Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))))
         | Some(Err(Broken::Undecodable(decode::DecodeError::Io(_)))) => Judged::Cheap,
@@ -264,7 +293,10 @@ fn run_check(ch: Check) {
         original.as_ref(),
         DECODED_MAX,
     ) {
-        Ok(_) => Judged::Whole,
+        Ok(_) => {
+            verified::put(&ch.key, ch.original.as_ref().map(|(_, v)| *v));
+            Judged::Whole
+        }
         Err(Broken::Undecodable(decode::DecodeError::Io(_)))
         | Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))) => return,
         Err(b) => Judged::Broken {
