@@ -3,7 +3,7 @@
 //! The filter's state lives in the request pool (dropped with it), with a
 //! brigade of its own for what it passes on.
 
-use super::module::pool_box;
+use super::pool::pool_box;
 use super::{apr_status_t, ffi, Request};
 use std::any::Any;
 use std::ffi::c_char;

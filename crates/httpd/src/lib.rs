@@ -16,6 +16,7 @@ mod host;
 mod index;
 mod log;
 pub mod module;
+mod pool;
 mod request;
 pub mod shm;
 

@@ -70,7 +70,8 @@ impl gdn_httpd::Module for GzipDiskNg {
         f: &mut gdn_httpd::Filter<'_>,
         input: &mut gdn_httpd::Input,
     ) -> gdn_httpd::apr_status_t {
-        crate::filter::filter(f, input)
+        let settings = settings(f.request());
+        crate::filter::filter(f, input, &settings)
     }
 
     fn insert_error_filter(req: &Request<'_>) {
@@ -166,13 +167,13 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
 }
 
 /// The virtual host's `GzipDiskNgSiteDictionary`.
-pub(crate) fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
+fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.site_dictionary.as_deref())
 }
 
 /// The request's directory settings (the defaults where no scope set any).
-pub(crate) fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
+fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
     static DEFAULT: DirConfig = DirConfig {
         encodings: None,
         decompress: None,
@@ -189,7 +190,7 @@ pub(crate) fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
 
 /// The key for jitter lengths: this server's `GzipDiskNgJitterKey`, else
 /// the random key made at start-up.
-pub(crate) fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
+fn jitter_secret<'r>(req: &Request<'r>) -> Option<&'r Secret> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.jitter_key.as_ref())
         .or_else(|| startup_secret())

@@ -32,15 +32,19 @@ static LAST: Mutex<Option<Read>> = Mutex::new(None);
 
 /// Whether the host has a site dictionary the filter could code against:
 /// responses then vary on `Available-Dictionary` too.
-pub fn offered(req: &Request<'_>) -> bool {
-    crate::module::site_dictionary(req).is_some() && cache::active().is_some()
+pub fn offered(site: Option<&str>) -> bool {
+    site.is_some() && cache::active().is_some()
 }
 
 /// The dictionary a `dcz` body is coded against for this client: the
 /// host's, under the hash the client announced, where it offers `dcz`
 /// and this server holds that dictionary.
-pub fn for_client(req: &Request<'_>, accepted: &Accepted) -> Option<Dictionary> {
-    if accepted.delta_q(DeltaCoding::Dcz) == 0 || !offered(req) {
+pub fn for_client(
+    req: &Request<'_>,
+    accepted: &Accepted,
+    site: Option<&str>,
+) -> Option<Dictionary> {
+    if accepted.delta_q(DeltaCoding::Dcz) == 0 || !offered(site) {
         return None;
     }
     let hash = negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)?;

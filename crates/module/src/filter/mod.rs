@@ -4,13 +4,14 @@
 //! sets the headers; later calls code bucket by bucket, a FLUSH flushing
 //! the coder, so a stream's events reach the client one by one.
 
-use crate::config::{DirConfig, Jitter, JitterLength};
+use crate::config::{DirConfig, Jitter, JitterLength, Settings};
 use crate::metrics::answered;
 use crate::metrics::counters;
 use crate::metrics::tally::Counted;
 use crate::outcome::Outcome;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dynamic::{self, Aside};
+use gdn_core::jitter::Secret;
 use gdn_core::jitter::{self, KEYED_TAIL};
 use gdn_core::negotiate::Accepted;
 use gdn_core::stream::{Encoder, StreamLevels};
@@ -102,8 +103,7 @@ impl Pad {
     }
 
     /// The padding length of a body of `len` bytes.
-    fn len(&self, req: &Request<'_>, len: u64) -> usize {
-        let secret = crate::module::jitter_secret(req);
+    fn len(&self, req: &Request<'_>, secret: Option<&Secret>, len: u64) -> usize {
         let n = match (self.keyed, secret) {
             (Some(_), Some(s)) => Ok(jitter::keyed_len(self.max, s, len, &self.head, &self.tail)),
             _ => crate::respond::random_len(req, secret, self.max),
@@ -113,10 +113,10 @@ impl Pad {
 }
 
 /// httpd's call of the filter, brigade by brigade.
-pub fn filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
+pub fn filter(f: &mut Filter<'_>, input: &mut Input, settings: &Settings<'_>) -> apr_status_t {
     let mut s = match f.take_state::<Stream>() {
         Some(s) => s,
-        None => match begin(f.request()) {
+        None => match begin(f.request(), settings) {
             Some(s) => Box::new(s),
             None => {
                 f.remove();
@@ -124,7 +124,7 @@ pub fn filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
             }
         },
     };
-    let st = run(f, input, &mut s);
+    let st = run(f, input, &mut s, settings);
     if !matches!(s.mode, Mode::Ended) {
         f.put_state(s);
     }
@@ -132,26 +132,26 @@ pub fn filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
 }
 /// The first look at a response: its coding, or `None` (with `Vary`
 /// where others could get it coded) when it goes out as it is.
-fn begin(req: &Request<'_>) -> Option<Stream> {
+fn begin(req: &Request<'_>, settings: &Settings<'_>) -> Option<Stream> {
     if req.is_subrequest() {
         return None;
     }
-    let dir = crate::module::dir_config(req);
+    let dir = settings.dir;
     let facts = response_facts(req);
     if let Err(why) = dynamic::eligible(&facts, dir.filter_min_size()) {
         aside(req, why);
         return None;
     }
-    let dictionary = delta::offered(req);
+    let dictionary = delta::offered(settings.site_dictionary);
     if !req.env_is_set(c"dont-vary") {
         req.vary(c"Accept-Encoding");
         if dictionary {
             req.vary(c"Available-Dictionary");
         }
     }
-    let (coding, delta) = negotiate(req, dir)?;
+    let (coding, delta) = negotiate(req, settings)?;
     if dictionary {
-        link_dictionary(req, &facts, delta.as_ref());
+        link_dictionary(req, &facts, delta.as_ref(), settings.site_dictionary);
     }
     Some(Stream {
         coding,
@@ -197,7 +197,11 @@ fn aside(req: &Request<'_>, why: Aside) {
 /// The client's coding among the configured ones, each removable by its
 /// environment variable (`no-gzip`'s family); `dcz` against the host's
 /// site dictionary where the client holds it and zstd is configured.
-fn negotiate(req: &Request<'_>, dir: &DirConfig) -> Option<(Coding, Option<delta::Dictionary>)> {
+fn negotiate(
+    req: &Request<'_>,
+    settings: &Settings<'_>,
+) -> Option<(Coding, Option<delta::Dictionary>)> {
+    let dir = settings.dir;
     let mut acc = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
     for c in Coding::ALL {
         if req.env_is_set(c.no_env()) {
@@ -205,7 +209,7 @@ fn negotiate(req: &Request<'_>, dir: &DirConfig) -> Option<(Coding, Option<delta
         }
     }
     if dir.encodings().contains(&Coding::Zstd) && !req.env_is_set(Coding::Zstd.no_env()) {
-        if let Some(d) = delta::for_client(req, &acc) {
+        if let Some(d) = delta::for_client(req, &acc, settings.site_dictionary) {
             return Some((Coding::Zstd, Some(d)));
         }
     }
@@ -218,15 +222,13 @@ fn link_dictionary(
     req: &Request<'_>,
     facts: &dynamic::Response<'_>,
     held: Option<&delta::Dictionary>,
+    site: Option<&str>,
 ) {
     let html = facts
         .content_type
         .map(gdn_core::types::essence)
         .is_some_and(|t| t.eq_ignore_ascii_case(b"text/html"));
-    let (Some(path), Some(cache)) = (
-        crate::module::site_dictionary(req),
-        crate::ondemand::cache::active(),
-    ) else {
+    let (Some(path), Some(cache)) = (site, crate::ondemand::cache::active()) else {
         return;
     };
     if html {
@@ -237,14 +239,19 @@ fn link_dictionary(
 }
 
 /// Codes the brigade handed in.
-fn run(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
+fn run(
+    f: &mut Filter<'_>,
+    input: &mut Input,
+    s: &mut Stream,
+    settings: &Settings<'_>,
+) -> apr_status_t {
     loop {
         let piece = match input.first(false) {
             None => return f.pass(),
             Some(Err(st)) if is_eagain(st) => {
                 // The handler has nothing more for now (a CGI, a proxy
                 // between events): what is coded goes out first.
-                let st = flush(f, s);
+                let st = flush(f, s, settings);
                 if st != 0 {
                     return st;
                 }
@@ -258,15 +265,15 @@ fn run(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
         };
         let st = match piece {
             Piece::Data(d) => {
-                let st = take(f, s, d);
+                let st = take(f, s, d, settings);
                 input.drop_first();
                 st
             }
             Piece::Flush => {
                 input.drop_first();
-                flush(f, s)
+                flush(f, s, settings)
             }
-            Piece::Eos => return end(f, input, s),
+            Piece::Eos => return end(f, input, s, settings),
             Piece::Meta => {
                 f.send_first_of(input);
                 0
@@ -279,7 +286,7 @@ fn run(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
 }
 
 /// Codes one bucket's bytes, passing them on when enough are made.
-fn take(f: &mut Filter<'_>, s: &mut Stream, d: &[u8]) -> apr_status_t {
+fn take(f: &mut Filter<'_>, s: &mut Stream, d: &[u8], settings: &Settings<'_>) -> apr_status_t {
     s.bytes_in += d.len() as u64;
     if let Some(p) = &mut s.pad {
         p.see(d);
@@ -289,7 +296,7 @@ fn take(f: &mut Filter<'_>, s: &mut Stream, d: &[u8]) -> apr_status_t {
             s.held.extend_from_slice(d);
             return 0;
         }
-        start(f, s);
+        start(f, s, settings);
     }
     match &mut s.mode {
         Mode::Coding(e) => {
@@ -310,9 +317,9 @@ fn take(f: &mut Filter<'_>, s: &mut Stream, d: &[u8]) -> apr_status_t {
 
 /// Everything so far to the client: the coder flushed, then a FLUSH.
 /// Held bytes start the coding: a body that flushes is a stream.
-fn flush(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
+fn flush(f: &mut Filter<'_>, s: &mut Stream, settings: &Settings<'_>) -> apr_status_t {
     if let Mode::Holding = s.mode {
-        start(f, s);
+        start(f, s, settings);
     }
     if let Mode::Coding(e) = &mut s.mode {
         if let Err(err) = e.flush(&mut s.out) {
@@ -327,22 +334,30 @@ fn flush(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
 }
 
 /// The end: the coder finished, the response counted, EOS passed on.
-fn end(f: &mut Filter<'_>, input: &mut Input, s: &mut Stream) -> apr_status_t {
+fn end(
+    f: &mut Filter<'_>,
+    input: &mut Input,
+    s: &mut Stream,
+    settings: &Settings<'_>,
+) -> apr_status_t {
     if let Mode::Holding = s.mode {
         if s.held.is_empty() && f.request().header_only() {
             // HEAD, whose handler made no body: GET's headers, as
             // mod_deflate gives them.
-            coded_headers(f.request(), token(s));
+            coded_headers(f.request(), token(s), settings.dir);
         } else if (s.held.len() as u64) < s.min_size {
             aside(f.request(), Aside::Small);
             s.mode = Mode::Plain;
             f.send(&s.held);
         } else {
-            start(f, s);
+            start(f, s, settings);
         }
     }
     if let Mode::Coding(e) = &mut s.mode {
-        let pad = s.pad.as_ref().map_or(0, |p| p.len(f.request(), s.bytes_in));
+        let pad = s
+            .pad
+            .as_ref()
+            .map_or(0, |p| p.len(f.request(), settings.secret, s.bytes_in));
         if let Err(err) = e.finish_padded(pad, &mut s.out) {
             return failed(f, &err);
         }
@@ -366,7 +381,7 @@ fn emit(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
 
 /// Commits to coding: the headers of a coded body, the held bytes coded.
 /// Without a coder the body goes out as it is.
-fn start(f: &mut Filter<'_>, s: &mut Stream) {
+fn start(f: &mut Filter<'_>, s: &mut Stream, settings: &Settings<'_>) {
     let req = f.request();
     let made = match &s.delta {
         Some(d) => Encoder::dcz(s.levels.zstd, &d.bytes, &d.hash),
@@ -385,7 +400,7 @@ fn start(f: &mut Filter<'_>, s: &mut Stream) {
             return;
         }
     };
-    coded_headers(req, token(s));
+    coded_headers(req, token(s), settings.dir);
     let held = std::mem::take(&mut s.held);
     if let Err(err) = e.write(&held, &mut s.out) {
         req.log(Level::Warn, 0, &format!("coding failed: {err}"));
@@ -398,7 +413,7 @@ fn start(f: &mut Filter<'_>, s: &mut Stream) {
 /// and differ with the level: a range of one response is no range of
 /// another, so the request's `Range` is dropped and the whole body sent);
 /// the handler's ETag made weak and suffixed with the coding.
-fn coded_headers(req: &Request<'_>, c: &'static CStr) {
+fn coded_headers(req: &Request<'_>, c: &'static CStr, dir: &DirConfig) {
     req.set_content_encoding(c);
     req.unset_header_out(c"Content-Length");
     req.unset_header_out(c"Content-MD5");
@@ -411,7 +426,7 @@ fn coded_headers(req: &Request<'_>, c: &'static CStr) {
         req.unset_header_out(c"ETag");
         req.set_header_value(c"ETag", tag);
     }
-    crate::respond::mark(req, crate::module::dir_config(req), c":-)");
+    crate::respond::mark(req, dir, c":-)");
 }
 
 /// The `Content-Encoding` a stream's body goes out in.
