@@ -383,3 +383,24 @@ fn jitter_pads_dynamic_bodies_keyed_by_the_body() {
     }
     a.assert_no_crash();
 }
+
+#[test]
+fn mod_includes_output_is_coded_after_it() {
+    let opts = Options {
+        dir: "Options +Includes\nAddType text/html .shtml\nAddOutputFilter INCLUDES .shtml\n\
+              AddOutputFilterByType GZIP_DISK_NG text/html\n"
+            .into(),
+        modules: vec!["include", "filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| {
+        fs::write(d.join("part.html"), page_text()).expect("part");
+        fs::write(d.join("page.shtml"), "<!--#include virtual=\"/part.html\" -->tail\n").expect("shtml");
+    });
+    let want = format!("{}tail\n", page_text()).into_bytes();
+    for coding in ["zstd", "br", "gzip"] {
+        let r = a.get("/page.shtml", Some(coding));
+        assert_served(&r, &want, Some(coding), coding);
+    }
+    a.assert_no_crash();
+}
