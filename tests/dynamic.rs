@@ -395,12 +395,64 @@ fn mod_includes_output_is_coded_after_it() {
     };
     let a = Apache::start(opts, |d| {
         fs::write(d.join("part.html"), page_text()).expect("part");
-        fs::write(d.join("page.shtml"), "<!--#include virtual=\"/part.html\" -->tail\n").expect("shtml");
+        fs::write(
+            d.join("page.shtml"),
+            "<!--#include virtual=\"/part.html\" -->tail\n",
+        )
+        .expect("shtml");
     });
     let want = format!("{}tail\n", page_text()).into_bytes();
     for coding in ["zstd", "br", "gzip"] {
         let r = a.get("/page.shtml", Some(coding));
         assert_served(&r, &want, Some(coding), coding);
+    }
+    a.assert_no_crash();
+}
+
+/// The one-minute load average, as the module reads it.
+fn load_average() -> f64 {
+    let text = fs::read_to_string("/proc/loadavg").expect("/proc/loadavg");
+    text.split_whitespace()
+        .next()
+        .and_then(|l| l.parse().ok())
+        .expect("a load")
+}
+
+#[test]
+fn a_busy_server_codes_at_cheaper_levels_rather_than_not_at_all() {
+    let run = world_readable_tempdir();
+    let Some(fpm) = Fpm::start(run.path()) else {
+        panic!("php-fpm is installed by scripts/test");
+    };
+    let extra = "<Files busy.php>\nGzipDiskNgFilterLoadLimit 0.01\n</Files>\n\
+                 <Files idle.php>\nGzipDiskNgFilterLoadLimit 900\n</Files>\n";
+    let a = Apache::start(fpm_site(&fpm, extra), |d| {
+        php_pages(d);
+        fs::copy(d.join("page.php"), d.join("busy.php")).expect("copy");
+        fs::copy(d.join("page.php"), d.join("idle.php")).expect("copy");
+    });
+    let want = page_text().into_bytes();
+    for coding in ["zstd", "gzip"] {
+        let normal = a.get("/page.php", Some(coding));
+        let idle = a.get("/idle.php", Some(coding));
+        assert_served(&idle, &want, Some(coding), coding);
+        assert_eq!(
+            idle.body.len(),
+            normal.body.len(),
+            "{coding}: a limit not reached changes nothing"
+        );
+        let busy = a.get("/busy.php", Some(coding));
+        assert_served(&busy, &want, Some(coding), coding);
+        // The module reads the load once a second: one well above the
+        // limit then is above it now.
+        if load_average() >= 0.05 {
+            assert_ne!(
+                busy.body.len(),
+                normal.body.len(),
+                "{coding}: cheaper levels at load {}",
+                load_average()
+            );
+        }
     }
     a.assert_no_crash();
 }

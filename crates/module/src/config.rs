@@ -398,6 +398,9 @@ pub struct DirConfig {
     pub filter_levels: Option<StreamLevels>,
     /// `GzipDiskNgFilterMinSize`: the smallest body the filter codes.
     pub filter_min_size: Option<u64>,
+    /// `GzipDiskNgFilterLoadLimit`: the load average (hundredths) from
+    /// which the filter codes at cheaper levels; 0: never.
+    pub filter_load_limit: Option<u32>,
 }
 
 // An inner scope overrides the settings it sets.
@@ -411,6 +414,7 @@ gdn_httpd::config_by_field!(DirConfig {
     delta_versions,
     filter_levels,
     filter_min_size,
+    filter_load_limit,
 });
 
 impl DirConfig {
@@ -443,6 +447,12 @@ impl DirConfig {
     /// The smallest body the output filter codes (default 256 bytes).
     pub fn filter_min_size(&self) -> u64 {
         self.filter_min_size.unwrap_or(DEFAULT_MIN_SIZE)
+    }
+
+    /// The load average, in hundredths, from which the output filter
+    /// codes at cheaper levels (`None`: off, the default).
+    pub fn filter_load_limit(&self) -> Option<u32> {
+        self.filter_load_limit.filter(|&l| l > 0)
     }
 
     /// Whether decompression on the fly is on.
@@ -504,6 +514,26 @@ pub fn parse_filter_min_size(arg: &str) -> Result<u64, String> {
         Ok(n) if n <= 1 << 20 => Ok(n),
         _ => Err(format!("'{arg}' is not a size in bytes from 0 to 1048576")),
     }
+}
+
+/// `GzipDiskNgFilterLoadLimit 4.0`: a load average (one minute), with
+/// at most two decimals; `Off` (or 0) for none.
+pub fn parse_filter_load_limit(arg: &str) -> Result<u32, String> {
+    if arg.eq_ignore_ascii_case("off") {
+        return Ok(0);
+    }
+    let bad = || format!("'{arg}' is not Off or a load average such as 4 or 2.5");
+    let (whole, frac) = arg.split_once('.').unwrap_or((arg, ""));
+    if frac.len() > 2 || whole.is_empty() || !frac.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(bad());
+    }
+    let whole: u32 = whole.parse().map_err(|_| bad())?;
+    let frac: u32 = format!("{frac:0<2}").parse().map_err(|_| bad())?;
+    whole
+        .checked_mul(100)
+        .and_then(|w| w.checked_add(frac))
+        .filter(|&l| l <= 100_000)
+        .ok_or_else(bad)
 }
 
 /// `GzipDiskNgEncodings zstd br gzip`
@@ -589,6 +619,31 @@ pub fn parse_jitter(args: &[&str]) -> Result<JitterSetting, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn filter_settings_parse_as_documented() {
+        assert_eq!(parse_filter_load_limit("4"), Ok(400));
+        assert_eq!(parse_filter_load_limit("2.5"), Ok(250));
+        assert_eq!(parse_filter_load_limit("0.75"), Ok(75));
+        assert_eq!(parse_filter_load_limit("Off"), Ok(0));
+        for bad in ["", ".5", "2.555", "-1", "x", "2.x", "5000"] {
+            assert!(parse_filter_load_limit(bad).is_err(), "{bad}");
+        }
+        let l = parse_filter_levels(&["zstd=3", "gzip=9"]).expect("levels");
+        assert_eq!((l.zstd, l.brotli_quality, l.gzip), (3, 5, 9));
+        for bad in [
+            &["zstd=0"][..],
+            &["br=12"],
+            &["gzip=10"],
+            &["deflate=1"],
+            &["zstd"],
+            &[],
+        ] {
+            assert!(parse_filter_levels(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(parse_filter_min_size("0"), Ok(0));
+        assert!(parse_filter_min_size("1048577").is_err());
+    }
     use gdn_httpd::Config;
 
     #[test]

@@ -16,7 +16,7 @@ pub type DirectiveDoc = Directive<DirConfig, ServerConfig>;
 /// Every directive, in the manual's order. httpd's command table
 /// dispatches each to its own setter, whose error the dispatch prefixes
 /// with the directive's name.
-pub static DIRECTIVES: [DirectiveDoc; 15] = [
+pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
@@ -79,6 +79,19 @@ pub static DIRECTIVES: [DirectiveDoc; 15] = [
         main_server: false,
         set: Set::Dir(|d, a, _| {
             d.filter_min_size = Some(config::parse_filter_min_size(a.one()?)?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgFilterLoadLimit",
+        takes: Takes::One,
+        scope: Scope::DirectoryFileInfo,
+        help: c"Off|<load>: from this one-minute load average the GZIP_DISK_NG filter codes at cheaper levels (default Off)",
+        syntax: "GzipDiskNgFilterLoadLimit Off|load",
+        default: "`Off`",
+        main_server: false,
+        set: Set::Dir(|d, a, _| {
+            d.filter_load_limit = Some(config::parse_filter_load_limit(a.one()?)?);
             Ok(())
         }),
     },

@@ -184,6 +184,7 @@ fn dir_config<'r>(req: &Request<'r>) -> &'r DirConfig {
         delta_versions: None,
         filter_levels: None,
         filter_min_size: None,
+        filter_load_limit: None,
     };
     req.dir_config::<GzipDiskNg>().unwrap_or(&DEFAULT)
 }

@@ -20,6 +20,7 @@ use gdn_httpd::{apr_status_t, Filter, Input, Level, Piece, Request};
 use std::ffi::CStr;
 
 mod delta;
+mod load;
 
 /// The filter's name, as `AddOutputFilterByType` and `SetOutputFilter`
 /// give it.
@@ -156,7 +157,7 @@ fn begin(req: &Request<'_>, settings: &Settings<'_>) -> Option<Stream> {
     Some(Stream {
         coding,
         delta,
-        levels: dir.filter_levels(),
+        levels: levels(req, dir),
         held: Vec::new(),
         min_size: dir.filter_min_size(),
         mode: Mode::Holding,
@@ -165,6 +166,21 @@ fn begin(req: &Request<'_>, settings: &Settings<'_>) -> Option<Stream> {
         bytes_out: 0,
         pad: dir.jitter().map(Pad::new),
     })
+}
+
+/// The configured levels, or cheaper ones while the load average is at
+/// `GzipDiskNgFilterLoadLimit`: coding still, at a fraction of the CPU.
+fn levels(req: &Request<'_>, dir: &DirConfig) -> StreamLevels {
+    let levels = dir.filter_levels();
+    match dir.filter_load_limit() {
+        Some(limit) if load::busy(limit, req.request_time_secs()) => {
+            req.log_with(Level::Debug, 0, || {
+                "busy: coding at cheaper levels".to_owned()
+            });
+            levels.cheaper()
+        }
+        _ => levels,
+    }
 }
 
 fn response_facts<'r>(req: &Request<'r>) -> dynamic::Response<'r> {
