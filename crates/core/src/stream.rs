@@ -2,7 +2,7 @@
 //! filter's coder): bytes in, coded bytes out in pieces, a flush that
 //! makes everything given so far decodable at once (a server-sent event,
 //! PHP's `flush()`), and an end. Memory is bounded per stream: zstd's
-//! window 1 MiB (RFC 9659 allows 8 MiB for HTTP), brotli's 256 KiB, and
+//! window 256 KiB (RFC 9659 allows 8 MiB for HTTP), brotli's 256 KiB, and
 //! gzip's 32 KiB.
 
 use crate::coding::Coding;
@@ -12,10 +12,16 @@ use std::io::{self, Write};
 use std::sync::{Mutex, PoisonError};
 use zstd::stream::raw::Operation;
 
-/// zstd's window for a stream of unknown length: 1 MiB, within the 8 MiB
-/// RFC 9659 lets a decoder of `Content-Encoding: zstd` require, and as
-/// far back as a page's repeats reach; the coder's memory follows it.
-pub const ZSTD_WINDOW_LOG: u32 = 20;
+/// zstd's window for a stream of unknown length: 256 KiB, within the
+/// 8 MiB RFC 9659 lets a decoder of `Content-Encoding: zstd` require, and
+/// as far back as a page's repeats reach; the coder's memory follows it.
+pub const ZSTD_WINDOW_LOG: u32 = 18;
+
+/// zstd's match tables for such a window: 128 Ki hash and 64 Ki chain
+/// entries, so a stream holds about 1 MiB (the level's own tables are
+/// sized for files of megabytes).
+const ZSTD_HASH_LOG: u32 = 17;
+const ZSTD_CHAIN_LOG: u32 = 16;
 
 /// zstd coders kept for the next response, per process: a coder's tables
 /// are set up once, not per response.
@@ -241,6 +247,8 @@ fn zstd_coder(level: i32) -> io::Result<zstd::stream::raw::Encoder<'static>> {
 fn zstd_params(e: &mut zstd::stream::raw::Encoder<'static>) -> io::Result<()> {
     use zstd::stream::raw::CParameter;
     e.set_parameter(CParameter::WindowLog(ZSTD_WINDOW_LOG))?;
+    e.set_parameter(CParameter::HashLog(ZSTD_HASH_LOG))?;
+    e.set_parameter(CParameter::ChainLog(ZSTD_CHAIN_LOG))?;
     e.set_parameter(CParameter::ChecksumFlag(true))
 }
 
