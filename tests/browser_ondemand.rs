@@ -739,11 +739,7 @@ fn assert_dynamic_dcz(a: &Apache, web: &Client, dict: &[u8], named: &str) {
     assert_eq!((r.status, r.coding()), (200, Some("dcz")), "{r:?}");
     let decoded = oracle_decode_delta("dcz", dict, &r.body).expect("dcz decodes");
     assert!(decoded == page, "the dynamic dcz decodes to something else");
-    let vary: Vec<String> = r
-        .tokens("Vary")
-        .iter()
-        .map(|t| t.to_ascii_lowercase())
-        .collect();
+    let vary = vary_of(&r);
     assert!(
         vary.contains(&"available-dictionary".to_owned()),
         "Vary: {vary:?}"
@@ -767,14 +763,18 @@ fn assert_dynamic_dcz(a: &Apache, web: &Client, dict: &[u8], named: &str) {
     assert_eq!(r.coding(), Some("zstd"), "{r:?}");
 }
 
+/// The `Vary` of `r`, lowercased.
+fn vary_of(r: &Response) -> Vec<String> {
+    r.tokens("Vary")
+        .iter()
+        .map(|t| t.to_ascii_lowercase())
+        .collect()
+}
+
 /// What a delta from the cache carries: caches must key it on the
 /// dictionary too, its own strong ETag, the module's marker.
 fn assert_delta_headers(r: &Response, coding: &str) {
-    let vary: Vec<String> = r
-        .tokens("Vary")
-        .iter()
-        .map(|t| t.to_ascii_lowercase())
-        .collect();
+    let vary = vary_of(r);
     assert!(
         vary.contains(&"accept-encoding".to_owned())
             && vary.contains(&"available-dictionary".to_owned()),
