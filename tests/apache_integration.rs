@@ -421,6 +421,10 @@ fn shipped_files_install_and_pass_configtest() {
         "GzipDiskNgStatusHeader",
         "GzipDiskNgJitter",
         "GzipDiskNgJitterKey",
+        "GzipDiskNgFilterLevels",
+        "GzipDiskNgFilterMinSize",
+        "GzipDiskNgFilterLoadLimit",
+        "GZIP_DISK_NG",
     ] {
         assert!(conf_text.contains(d), "{d} undocumented");
     }
@@ -458,7 +462,7 @@ fn shipped_files_install_and_pass_configtest() {
         .filter_map(|l| l.trim().strip_prefix("#GzipDiskNg"))
         .map(|l| format!("GzipDiskNg{l}\n"))
         .collect();
-    assert_eq!(active.lines().count(), 4, "{active}");
+    assert_eq!(active.lines().count(), 7, "{active}");
     let (ok, msg) = configtest(&active);
     assert!(ok, "{msg}");
     // The Debian package metadata installs the same files.
