@@ -550,6 +550,7 @@ fn a_sibling_is_verified_once_for_every_child() {
         Options {
             mpm: Mpm::Prefork,
             server: "KeepAlive Off\nStartServers 4\nMinSpareServers 4\nMaxSpareServers 8".into(),
+            log_level: "info gzip_disk_ng:trace1",
             ..Default::default()
         },
         |d| publish(d, "v.html", &data, true, &[".gz"]),

@@ -11,6 +11,9 @@ pub enum Level {
     Notice = ffi::APLOG_NOTICE as isize,
     Info = ffi::APLOG_INFO as isize,
     Debug = ffi::APLOG_DEBUG as isize,
+    /// What each check did, for `LogLevel gzip_disk_ng:trace1`: a line
+    /// per request that went well, which debug leaves out.
+    Trace1 = ffi::APLOG_TRACE1 as isize,
 }
 
 impl Request<'_> {

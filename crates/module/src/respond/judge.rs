@@ -83,7 +83,7 @@ fn verified_elsewhere(a: &Responder<'_, '_>, key: Key, path: &CStr) -> Judged {
         None => verdict::put(key, a.original(), Judged::Whole),
         Some(_) => verdict::checked(key, a.original(), Judged::Whole),
     }
-    a.req.log_with(Level::Debug, 0, || {
+    a.req.log_with(Level::Trace1, 0, || {
         format!(
             "sibling verified by another check: {}",
             path.to_string_lossy()
@@ -126,7 +126,7 @@ fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Ke
         }
         Some(Ok(())) => {
             verified::put(&key, a.original());
-            a.req.log_with(Level::Debug, 0, || {
+            a.req.log_with(Level::Trace1, 0, || {
                 format!("sibling decoded to its end: {}", path.to_string_lossy())
             });
             Judged::Whole
