@@ -111,7 +111,7 @@ for p in "${OURS[@]}"; do
     if [ -e "$p" ]; then fail "$p exists: the test would change it"; fi
 done
 if dpkg-query -W "$NAME" >/dev/null 2>&1; then fail "$NAME is installed; the test would change it"; fi
-if ! $WAS_RUNNING && ss -Hltn 'sport = :80' | grep -q .; then
+if ! $WAS_RUNNING && [ -n "$(ss -Hltn 'sport = :80')" ]; then
     fail "the system's Apache is stopped and something else listens on port 80"
 fi
 trap 'cleanup; restore_state; rm -rf "$W"' EXIT
@@ -171,7 +171,10 @@ step install
 step enable
 said '^Syntax OK' || fail "configtest"
 answers enable
-apache2ctl -M 2>/dev/null | grep -q gzip_disk_ng_module || fail "the module is not loaded"
+# Read whole before grep: httpd writes -M a line at a time, and grep -q
+# leaving early would end it with SIGPIPE, which pipefail counts a failure.
+loaded="$(apache2ctl -M 2>/dev/null)" || fail "apache2ctl -M"
+grep -q gzip_disk_ng_module <<<"$loaded" || fail "the module is not loaded"
 [ -n "$(mapping)" ] || fail "no process maps $SO"
 
 step serve
