@@ -451,13 +451,39 @@ fn slow_reader(port: u16, path: &str) -> TcpStream {
 /// `Retry-After`, the rest their body.
 #[test]
 fn slow_readers_on_decoded_pages_hold_no_worker() {
+    slow_readers_leave_workers(one_child());
+}
+
+/// The streaming bound is the server's, not each process's: 12 workers
+/// in three processes of four threads, or in twelve prefork processes,
+/// are not all taken by 20 clients that never read (4 streams a process
+/// took all twelve).
+#[test]
+fn slow_readers_leave_workers_whatever_the_processes() {
+    slow_readers_leave_workers(Options {
+        server: "ServerLimit 3\nStartServers 3\nThreadsPerChild 4\nMaxRequestWorkers 12\n\
+                 MinSpareThreads 4\nMaxSpareThreads 12"
+            .into(),
+        ..Default::default()
+    });
+    // Prefork: a keep-alive connection holds its process, for core's
+    // files as for the module's answers.
+    slow_readers_leave_workers(Options {
+        mpm: Mpm::Prefork,
+        server: "KeepAlive Off\nServerLimit 12\nStartServers 12\nMaxRequestWorkers 12\n\
+                 MinSpareServers 12\nMaxSpareServers 12"
+            .into(),
+        ..Default::default()
+    });
+}
+
+fn slow_readers_leave_workers(opts: Options) {
     let big = page(24 << 20, 31);
     let small = page(200_000, 32);
     let a = Apache::start(
         Options {
-            server: one_child().server,
             log_level: "info",
-            ..Default::default()
+            ..opts
         },
         |d| {
             publish(d, "big.html", &big, false, &[".gz"]);

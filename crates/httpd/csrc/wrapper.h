@@ -5,6 +5,7 @@
 #include "http_log.h"
 #include "http_protocol.h"
 #include "http_request.h"
+#include "ap_mpm.h"
 #include "mod_core.h"
 #include "util_filter.h"
 #include "apr_buckets.h"

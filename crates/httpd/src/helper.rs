@@ -148,6 +148,18 @@ pub fn nice_this_thread(nice: i32) -> bool {
     }
 }
 
+/// Whether process `pid` still exists: a shared slot an ended process
+/// held is free again (a child killed while it held one never gave it
+/// back).
+pub fn process_exists(pid: u32) -> bool {
+    let Ok(pid) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    // SAFETY: signal 0 only checks that the process exists.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 /// SIGTERM held back from every thread of a helper, for one to wait on:
 /// a helper that writes something down before it ends (Apache's parent
 /// ends a helper with SIGTERM at a stop or restart, and SIGKILL three

@@ -313,6 +313,27 @@ impl PostConfig<'_> {
         unsafe { ffi::gdn_config_dry_run() != 0 }
     }
 
+    /// The MPM's bound on workers: processes at most and threads in each
+    /// (`MaxRequestWorkers` divided by `ThreadsPerChild`, and
+    /// `ThreadsPerChild`; prefork's processes of one thread each). Known
+    /// once the MPM read its directives, as it has at post_config.
+    pub fn mpm_workers(&self) -> (u32, u32) {
+        let query = |code: u32| {
+            let mut v: c_int = 0;
+            // SAFETY: a query of the MPM's state into a plain integer.
+            let st = unsafe { ffi::ap_mpm_query(code as c_int, &mut v) };
+            if st == ffi::APR_SUCCESS as ffi::apr_status_t {
+                v.max(1) as u32
+            } else {
+                1
+            }
+        };
+        (
+            query(ffi::AP_MPMQ_MAX_DAEMONS),
+            query(ffi::AP_MPMQ_MAX_THREADS),
+        )
+    }
+
     /// The main server's configuration of module `M`.
     pub fn server_config<M: Module>(&self) -> Option<&M::Server> {
         // SAFETY: the main server record lives as long as pconf.

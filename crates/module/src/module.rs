@@ -99,6 +99,9 @@ impl gdn_httpd::Module for GzipDiskNg {
         // Before the children fork: a sibling verified by one is
         // verified for all.
         crate::memo::verified::attach(ctx);
+        // Before the children fork: slow readers of decoded bodies are
+        // bounded for the whole server.
+        crate::respond::streams::attach(ctx);
         cache::start(ctx, ctx.server_config::<GzipDiskNg>());
         Ok(())
     }

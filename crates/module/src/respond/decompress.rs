@@ -8,6 +8,7 @@ use super::inspect::{sibling_header, Readable};
 use super::judge;
 use super::plan::{self, Ranges, Sent};
 use super::responder::Responder;
+use super::streams;
 use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
 use crate::memo;
@@ -20,7 +21,6 @@ use gdn_core::digest::{Algorithm, Hasher};
 use gdn_core::variant::Window;
 use gdn_httpd::{Brigade, File, FileVersion, Level, Request, Status};
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Decoded bytes per pass down the filter chain.
 const OUT_CHUNK: usize = 64 * 1024;
@@ -189,34 +189,6 @@ fn start<'s, 'r>(
 /// most, for as long as the write takes.
 const WHOLE_MAX: usize = 1 << 20;
 
-/// Decodes streamed past `WHOLE_MAX` at once in a process at most: each
-/// holds a worker until its client has read it all, so clients that read
-/// slowly (or never) could otherwise take every worker. Over it, the
-/// page's next representation answers, else a 503 with `Retry-After`.
-const STREAMS_MAX: usize = 4;
-
-/// Decodes streaming in this process now.
-static STREAMS: AtomicUsize = AtomicUsize::new(0);
-
-/// A streaming decode's place under `STREAMS_MAX`, given back when dropped.
-struct Stream;
-
-impl Stream {
-    fn take() -> Option<Stream> {
-        let taken = STREAMS.fetch_add(1, Ordering::AcqRel) < STREAMS_MAX;
-        if !taken {
-            STREAMS.fetch_sub(1, Ordering::AcqRel);
-        }
-        taken.then_some(Stream)
-    }
-}
-
-impl Drop for Stream {
-    fn drop(&mut self) {
-        STREAMS.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 /// What was decoded before the headers: the first chunk, where the body
 /// ended within it (still in the decoder's buffer: sent without a copy);
 /// else up to `WHOLE_MAX` bytes, and whether the body ended there.
@@ -262,8 +234,8 @@ fn gather(
 /// `WHOLE_MAX` bytes are decoded before any header is set, so a sibling
 /// that fails early gives way to the next candidate, and a body that ends
 /// within them goes out whole with its exact Content-Length (and leaves
-/// the handler as a file does); a longer one streams, `STREAMS_MAX` at a
-/// time, with the length its headers make certain or an earlier complete
+/// the handler as a file does); a longer one streams, within `streams`'
+/// bound, with the length its headers make certain or an earlier complete
 /// decode established, else none.
 pub(super) fn decompress<'r>(
     a: &Responder<'_, 'r>,
@@ -282,7 +254,7 @@ pub(super) fn decompress<'r>(
     let whole = gathered.whole();
     let stream = match whole {
         Some(_) => None,
-        None => Some(Stream::take().ok_or(Skip::Busy)?),
+        None => Some(streams::Stream::take().ok_or(Skip::Busy)?),
     };
     let declared = whole.or(facts.declared_len);
     set_decoded_headers(a, c, &file, s.path, declared);

@@ -16,6 +16,7 @@ mod knobs;
 mod padding;
 mod plan;
 mod responder;
+pub(crate) mod streams;
 
 pub(crate) use body::mark;
 pub use body::send_static;
@@ -77,7 +78,7 @@ impl<'r> Responder<'_, 'r> {
 }
 
 /// 503 with `Retry-After` when every decode that could answer gave way
-/// to the bound on streamed decodes (`decompress::STREAMS_MAX`).
+/// to the bound on streamed decodes (`streams`).
 fn busy(a: &Responder<'_, '_>) -> Answer {
     a.req.set_error_header_value(c"Retry-After", "1");
     a.req.log_with(Level::Info, 0, || {
