@@ -572,6 +572,8 @@ fn a_large_sibling_is_sent_only_once_verified() {
 #[test]
 fn a_sibling_is_verified_once_for_every_child() {
     let data = page(60_000, 41);
+    // A bomb with no original: its check decodes to the bound, once.
+    let bomb = vec![0u8; 80 << 20];
     let a = Apache::start(
         Options {
             mpm: Mpm::Prefork,
@@ -579,15 +581,23 @@ fn a_sibling_is_verified_once_for_every_child() {
             log_level: "info gzip_disk_ng:trace1",
             ..Default::default()
         },
-        |d| publish(d, "v.html", &data, true, &[".gz"]),
+        |d| {
+            publish(d, "v.html", &data, true, &[".gz"]);
+            publish(d, "b.html", &bomb, false, &[".gz"]);
+        },
     );
-    let r = a.get("/v.html", Some("gzip"));
-    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    for path in ["/v.html", "/b.html"] {
+        let r = a.get(path, Some("gzip"));
+        assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    }
     // Concurrent requests, so that children other than the first serve.
     for _ in 0..4 {
-        let clients: Vec<_> = (0..6)
-            .map(|_| {
-                let url = a.url("/v.html");
+        let clients: Vec<_> = ["/v.html", "/b.html"]
+            .iter()
+            .cycle()
+            .take(12)
+            .map(|path| {
+                let url = a.url(path);
                 std::thread::spawn(move || {
                     curl(&url, &["-H".into(), "Accept-Encoding: gzip".into()])
                 })
@@ -596,7 +606,7 @@ fn a_sibling_is_verified_once_for_every_child() {
         for c in clients {
             let r = c.join().unwrap();
             assert_eq!((r.status, r.coding()), (200, Some("gzip")));
-            assert!(r.decoded() == data);
+            assert!(r.decoded() == data || r.decoded() == bomb);
         }
     }
     let log = a.module_log();
@@ -604,11 +614,20 @@ fn a_sibling_is_verified_once_for_every_child() {
         .iter()
         .filter(|l| l.contains("sibling decoded to its end"))
         .count();
-    let shared = log
-        .iter()
-        .filter(|l| l.contains("sibling verified by another check"))
-        .count();
+    let count = |what: &str| log.iter().filter(|l| l.contains(what)).count();
     assert_eq!(decoded, 1, "decoded more than once: {log:?}");
-    assert!(shared > 0, "no other child served it: {log:?}");
+    assert!(
+        count("judged by another check (Whole)") > 0,
+        "no other child served it: {log:?}"
+    );
+    assert_eq!(
+        count("sibling decodes past 64 MiB"),
+        1,
+        "the bomb decoded more than once: {log:?}"
+    );
+    assert!(
+        count("judged by another check (PastBound)") > 0,
+        "no other child served the bomb: {log:?}"
+    );
     a.assert_no_crash();
 }

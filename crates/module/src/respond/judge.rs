@@ -8,10 +8,12 @@
 //! original is at most `ORIGINAL_MAX`, is then decoded to its end in that
 //! request and compared with the original's SHA-256: a few milliseconds,
 //! once per version, so no client ever gets a small broken sibling. A
-//! sibling found whole is so for every process of the server
-//! (`memo::verified`): the check runs once per version of both files for
-//! the whole server, not once per child. A larger one (up to `BACKGROUND_MAX`) is checked the same way
-//! by this process's checker thread, off the request path: one with an
+//! check's finding (whole, broken, or past the bound of a decode without
+//! an original) holds for every process of the server (`memo::verified`):
+//! the check runs once per version of both files for the whole server,
+//! not once per child. A larger one (up to `BACKGROUND_MAX`) is checked
+//! the same way by the checker thread of the process that claimed its
+//! check first, off the request path: one with an
 //! original is not sent until its check ends (the original, or another
 //! representation, answers meanwhile); one without, the only file, is
 //! sent on the cheap checks' word. One found broken, by
@@ -21,7 +23,7 @@
 
 use super::responder::Responder;
 use crate::memo::verdict::{self, Judged, Key, Why};
-use crate::memo::verified;
+use crate::memo::verified::{self, Found};
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use gdn_core::coding::Coding;
@@ -49,7 +51,8 @@ const BACKGROUND_MAX: u64 = 64 << 20;
 
 /// Most bytes the full check of a sibling without an original decodes
 /// (one with an original decodes at most its length and a byte): a bomb
-/// costs this much once per version and process, not its whole content.
+/// costs this much once per version for the server, not its whole
+/// content in every child.
 /// A sibling past it is judged by the cheap checks.
 const DECODED_MAX: u64 = 64 << 20;
 
@@ -62,12 +65,16 @@ const QUEUE: usize = 64;
 /// the checker thread is told here, once.
 pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr) -> Judged {
     let key = (file.info().version(), c);
-    let j = match verdict::get(&key, a.original()) {
-        None | Some(Judged::Cheap) if verified::get(&key, a.original()) => {
-            verified_elsewhere(a, key, path)
-        }
-        Some(j) => j,
-        None => judge(a, c, file, path, key),
+    let memo = verdict::get(&key, a.original());
+    let shared = match memo {
+        None | Some(Judged::Cheap) => verified::found(&key, a.original()),
+        Some(_) => None,
+    };
+    let j = match (memo, shared) {
+        (_, Some(f)) => found_elsewhere(a, key, path, memo.is_some(), f),
+        (Some(Judged::Cheap), None) if waits_for_a_check(file) => ask_again(a, c, file, path, key),
+        (Some(j), None) => j,
+        (None, None) => judge(a, c, file, path, key, false),
     };
     if let Judged::Broken { why, told: false } = j {
         tell(a.req, c, path, &key, why.text());
@@ -75,76 +82,135 @@ pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &C
     j
 }
 
-/// A sibling version another process (or this one's checker thread)
-/// decoded to its end and found equal to its original: remembered here
-/// too, never decoded again.
-fn verified_elsewhere(a: &Responder<'_, '_>, key: Key, path: &CStr) -> Judged {
-    match verdict::get(&key, a.original()) {
-        None => verdict::put(key, a.original(), Judged::Whole),
-        Some(_) => verdict::checked(key, a.original(), Judged::Whole),
+/// What another process's check (or this one's checker thread) found of
+/// a sibling version: remembered here too, never decoded again. A broken
+/// one was told by the process that found it.
+fn found_elsewhere(a: &Responder<'_, '_>, key: Key, path: &CStr, known: bool, f: Found) -> Judged {
+    let j = match f {
+        Found::Whole => Judged::Whole,
+        Found::PastBound => Judged::Cheap,
+        Found::Broken(why) => Judged::Broken { why, told: true },
+    };
+    match known {
+        false => verdict::put(key, a.original(), j),
+        true => verdict::checked(key, a.original(), j),
     }
     a.req.log_with(Level::Trace1, 0, || {
         format!(
-            "sibling verified by another check: {}",
+            "sibling judged by another check ({f:?}): {}",
             path.to_string_lossy()
         )
     });
-    Judged::Whole
+    j
 }
 
-/// Judges a sibling version met for the first time.
-fn judge(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Key) -> Judged {
-    let src = Readable(file);
+/// Whether a sibling is decoded to its end in the request that meets it.
+fn in_request(a: &Responder<'_, '_>, size: u64) -> bool {
+    size <= IN_REQUEST_MAX && a.original().is_none_or(|o| o.size <= ORIGINAL_MAX)
+}
+
+/// Whether a sibling judged by the cheap checks alone still waits for a
+/// full check that may be asked for again: one is made, and its finding
+/// shared (else this process's one check was all).
+fn waits_for_a_check(file: &File<'_>) -> bool {
+    file.info().size() <= BACKGROUND_MAX && verified::shared()
+}
+
+/// A sibling whose check has found nothing yet: judged again where no
+/// process holds a claim of its check (the one that did was killed, its
+/// read failed, or its queue was full).
+fn ask_again(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Key) -> Judged {
+    match verified::claim(&key, a.original()) {
+        true => judge(a, c, file, path, key, true),
+        false => Judged::Cheap,
+    }
+}
+
+/// Judges a sibling version met for the first time (or asked again,
+/// `claimed`).
+fn judge(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    key: Key,
+    claimed: bool,
+) -> Judged {
     let size = file.info().size();
-    let broken = |b: &Broken| Judged::Broken {
-        why: Why::of(b),
-        told: false,
-    };
-    let facts = match cheap(c, &src, size, a.original().map(|o| o.size)) {
+    let facts = match cheap(c, &Readable(file), size, a.original().map(|o| o.size)) {
         Ok(f) => f,
         Err(b) => {
-            let j = broken(&b);
-            verdict::put(key, a.original(), j);
+            verdict::put(key, a.original(), broken(&b, false));
             tell(a.req, c, path, &key, &b.to_string());
-            return Judged::Broken {
-                why: Why::of(&b),
-                told: true,
-            };
+            return broken(&b, true);
         }
     };
     if facts.browser_refusal(c).is_some() {
         verdict::put(key, a.original(), Judged::Refused);
         return Judged::Refused;
     }
-    let small = size <= IN_REQUEST_MAX && a.original().is_none_or(|o| o.size <= ORIGINAL_MAX);
-    let j = match small.then(|| full_check(a, c, file, &facts)) {
-        None => {
-            if size <= BACKGROUND_MAX {
+    // One process checks for all; a sibling with no original is the only
+    // file, and is checked here whatever another does.
+    let claimed = claimed || verified::claim(&key, a.original());
+    let j = match in_request(a, size) {
+        true if claimed || a.original().is_none() => {
+            checked_here(a, c, path, key, full_check(a, c, file, &facts))
+        }
+        true => Judged::Cheap,
+        false => {
+            if claimed && size <= BACKGROUND_MAX {
                 queue_check(a, c, path, key, facts);
             }
             Judged::Cheap
         }
-        Some(Ok(())) => {
-            verified::put(&key, a.original());
-            a.req.log_with(Level::Trace1, 0, || {
-                format!("sibling decoded to its end: {}", path.to_string_lossy())
-            });
-            Judged::Whole
-        }
-        // Over the decoding limit, or a read that failed: not judged.
-        Some(Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))))
-        | Some(Err(Broken::Undecodable(decode::DecodeError::Io(_)))) => Judged::Cheap,
-        Some(Err(b)) => {
-            verdict::put(key, a.original(), broken(&b));
+    };
+    if !matches!(j, Judged::Broken { .. }) {
+        verdict::put(key, a.original(), j);
+    }
+    j
+}
+
+fn broken(b: &Broken, told: bool) -> Judged {
+    Judged::Broken {
+        why: Why::of(b),
+        told,
+    }
+}
+
+/// What the full check in the request found, shared with every process
+/// (a broken sibling also remembered and told here).
+fn checked_here(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    path: &CStr,
+    key: Key,
+    check: Result<(), Broken>,
+) -> Judged {
+    let found = match check {
+        Ok(()) => Found::Whole,
+        Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))) => Found::PastBound,
+        // A read that failed: not judged.
+        Err(Broken::Undecodable(decode::DecodeError::Io(_))) => return Judged::Cheap,
+        Err(b) => {
+            verified::put(&key, a.original(), Found::Broken(Why::of(&b)));
+            verdict::put(key, a.original(), broken(&b, false));
             tell(a.req, c, path, &key, &b.to_string());
-            return Judged::Broken {
-                why: Why::of(&b),
-                told: true,
-            };
+            return broken(&b, true);
         }
     };
-    verdict::put(key, a.original(), j);
-    j
+    verified::put(&key, a.original(), found);
+    a.req.log_with(Level::Trace1, 0, || match found {
+        Found::PastBound => format!(
+            "sibling decodes past {} MiB, judged by its cheap checks: {}",
+            DECODED_MAX >> 20,
+            path.to_string_lossy()
+        ),
+        _ => format!("sibling decoded to its end: {}", path.to_string_lossy()),
+    });
+    match found {
+        Found::Whole => Judged::Whole,
+        _ => Judged::Cheap,
+    }
 }
 
 /// Decodes `file` to its end in this request and compares it with the
@@ -293,16 +359,17 @@ fn run_check(ch: Check) {
         original.as_ref(),
         DECODED_MAX,
     ) {
-        Ok(_) => {
-            verified::put(&ch.key, ch.original.as_ref().map(|(_, v)| *v));
-            Judged::Whole
-        }
-        Err(Broken::Undecodable(decode::DecodeError::Io(_)))
-        | Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))) => return,
-        Err(b) => Judged::Broken {
-            why: Why::of(&b),
-            told: false,
-        },
+        Ok(_) => Found::Whole,
+        Err(Broken::Undecodable(decode::DecodeError::Io(_))) => return,
+        Err(Broken::Undecodable(decode::DecodeError::TooLarge(_))) => Found::PastBound,
+        Err(b) => Found::Broken(Why::of(&b)),
+    };
+    let original_version = ch.original.as_ref().map(|(_, v)| *v);
+    verified::put(&ch.key, original_version, j);
+    let j = match j {
+        Found::Whole => Judged::Whole,
+        Found::PastBound => return,
+        Found::Broken(why) => Judged::Broken { why, told: false },
     };
     verdict::checked(ch.key, ch.original.map(|(_, v)| v), j);
 }
