@@ -456,3 +456,124 @@ fn a_busy_server_codes_at_cheaper_levels_rather_than_not_at_all() {
     }
     a.assert_no_crash();
 }
+
+/// A PHP page that validates as applications do: its own strong tag
+/// (`"v1"`, or `?v=`'s), compared whole with `If-None-Match`, a 304
+/// where it matches.
+const CONDITIONAL_PHP: &str = "<?php $tag = '\"' . ($_GET['v'] ?? 'v1') . '\"';\n\
+     header('ETag: ' . $tag);\n\
+     if (($_SERVER['HTTP_IF_NONE_MATCH'] ?? '') === $tag) { http_response_code(304); exit; }\n";
+
+/// A request for `path` in `coding` with `If-None-Match: tag`.
+fn revalidate(a: &Apache, path: &str, coding: &str, tag: &str) -> Response {
+    a.request(
+        path,
+        &[
+            "-H",
+            &format!("Accept-Encoding: {coding}"),
+            "-H",
+            &format!("If-None-Match: {tag}"),
+        ],
+    )
+}
+
+/// A 304 that refreshes what the client stored: the tag it sent, `Vary`,
+/// no body.
+fn assert_not_modified(r: &Response, tag: &str, what: &str) {
+    assert_eq!(r.status, 304, "{what}");
+    assert_eq!(
+        r.header("ETag"),
+        Some(tag),
+        "{what}: the tag the client holds"
+    );
+    assert!(
+        r.tokens("Vary").iter().any(|v| v == "Accept-Encoding"),
+        "{what}: varies"
+    );
+    assert!(r.body.is_empty(), "{what}: no body");
+}
+
+#[test]
+fn a_coded_pages_own_tag_revalidates_to_a_304() {
+    let run = world_readable_tempdir();
+    let Some(fpm) = Fpm::start(run.path()) else {
+        panic!("php-fpm is installed by scripts/test");
+    };
+    let a = Apache::start(fpm_site(&fpm, ""), |d| {
+        let page = page_text().replace('\\', "\\\\").replace('\'', "\\'");
+        fs::write(
+            d.join("cond.php"),
+            format!("{CONDITIONAL_PHP}echo '{page}';"),
+        )
+        .expect("cond.php");
+    });
+    let want = page_text().into_bytes();
+    for coding in ["br", "zstd", "gzip"] {
+        let first = a.get("/cond.php", Some(coding));
+        assert_served(&first, &want, Some(coding), coding);
+        let tag = format!("W/\"v1-{coding}\"");
+        assert_eq!(first.header("ETag"), Some(tag.as_str()), "{coding}");
+        let again = revalidate(&a, "/cond.php", coding, &tag);
+        assert_not_modified(&again, &tag, coding);
+    }
+    let other = revalidate(&a, "/cond.php", "br", "W/\"v1-gzip\"");
+    assert_served(&other, &want, Some("br"), "another coding's tag");
+    assert_eq!(
+        other.header("ETag"),
+        Some("W/\"v1-br\""),
+        "another coding's tag"
+    );
+    let changed = revalidate(&a, "/cond.php?v=v2", "br", "W/\"v1-br\"");
+    assert_served(&changed, &want, Some("br"), "a changed page");
+    assert_eq!(
+        changed.header("ETag"),
+        Some("W/\"v2-br\""),
+        "a changed page"
+    );
+    a.assert_no_crash();
+}
+
+/// A file core's handler sends, through the filter: by `SetOutputFilter`
+/// on a directory core serves, and by type where `SetHandler
+/// gzip-disk-ng` gives way to core for the filter (and the filter stands
+/// twice in the chain: the tag is suffixed once).
+#[test]
+fn a_file_core_serves_through_the_filter_revalidates_to_a_304() {
+    let opts = Options {
+        dir: "AddOutputFilterByType GZIP_DISK_NG text/html
+"
+        .into(),
+        server:
+            "<Directory \"{docroot}/static\">\n    SetOutputFilter GZIP_DISK_NG\n</Directory>\n\
+                 <Directory \"{docroot}/handler\">\n    SetHandler gzip-disk-ng\n</Directory>\n"
+                .into(),
+        modules: vec!["filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| {
+        for sub in ["static", "handler"] {
+            fs::create_dir(d.join(sub)).expect("mkdir");
+            fs::write(d.join(sub).join("page.html"), page_text()).expect("page");
+        }
+    });
+    let want = page_text().into_bytes();
+    for (path, coding) in [("/static/page.html", "zstd"), ("/handler/page.html", "br")] {
+        let first = a.get(path, Some(coding));
+        assert_served(&first, &want, Some(coding), path);
+        let tag = first
+            .header("ETag")
+            .expect("core's tag, suffixed")
+            .to_owned();
+        let once = format!("-{coding}\"");
+        let twice = format!("-{coding}-{coding}\"");
+        assert!(
+            tag.starts_with("W/\"") && tag.ends_with(&once),
+            "{path}: {tag}"
+        );
+        assert!(!tag.ends_with(&twice), "{path}: {tag}");
+        assert_not_modified(&revalidate(&a, path, coding, &tag), &tag, path);
+        let other = revalidate(&a, path, "gzip", &tag);
+        assert_served(&other, &want, Some("gzip"), path);
+    }
+    a.assert_no_crash();
+}

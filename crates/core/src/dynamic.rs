@@ -150,6 +150,104 @@ pub fn coded_etag(etag: &[u8], token: &str) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Which precondition a list of entity tags comes from: they differ in
+/// how a tag the filter made may stand for the handler's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precondition {
+    /// `If-None-Match`, compared weakly (RFC 9110 13.1.2).
+    IfNoneMatch,
+    /// `If-Match`, compared strongly.
+    IfMatch,
+}
+
+/// A conditional header's list with each tag the filter made for `token`
+/// (weak, `W/"v1-br"`, as [`coded_etag`] makes it) given back as the
+/// handler's own (`"v1"`), so the handler's comparison, or a backend's,
+/// matches what the client stored. `None` where no tag changed, or the
+/// list is `*` or not a list of entity tags (left as it came).
+///
+/// In `If-None-Match` the tag becomes strong: a weak comparison treats
+/// `"v1"` and `W/"v1"` alike, and a backend comparing the header whole
+/// with its strong tag (most applications do) then matches too. In
+/// `If-Match` it stays weak: a body coded on the fly is never the
+/// handler's bytes, so a strong comparison must still fail.
+pub fn handler_tags(list: &[u8], token: &str, which: Precondition) -> Option<Vec<u8>> {
+    let tags = entity_tags(list)?;
+    let mut changed = false;
+    let mut out = Vec::with_capacity(list.len());
+    for (weak, inner) in tags {
+        let own = weak.then(|| strip_coding(inner, token)).flatten();
+        if !out.is_empty() {
+            out.extend_from_slice(b", ");
+        }
+        let keep_weak = match own {
+            Some(_) => which == Precondition::IfMatch,
+            None => weak,
+        };
+        if keep_weak {
+            out.extend_from_slice(b"W/");
+        }
+        out.push(b'"');
+        out.extend_from_slice(own.unwrap_or(inner));
+        out.push(b'"');
+        changed |= own.is_some();
+    }
+    changed.then_some(out)
+}
+
+/// `inner` without its `-token` suffix, where it has one and something
+/// before it.
+fn strip_coding<'a>(inner: &'a [u8], token: &str) -> Option<&'a [u8]> {
+    let head = inner.strip_suffix(token.as_bytes())?.strip_suffix(b"-")?;
+    (!head.is_empty()).then_some(head)
+}
+
+/// The entity tags of a list, each as (weak, the bytes inside its
+/// quotes); `None` for `*` or anything that is not such a list. A comma
+/// may sit inside the quotes, so the list is read tag by tag, not split.
+fn entity_tags(mut s: &[u8]) -> Option<Vec<(bool, &[u8])>> {
+    let mut tags = Vec::new();
+    loop {
+        while let [b' ' | b'\t' | b',', rest @ ..] = s {
+            s = rest;
+        }
+        if s.is_empty() {
+            return (!tags.is_empty()).then_some(tags);
+        }
+        let weak = s.starts_with(b"W/");
+        if weak {
+            s = &s[2..];
+        }
+        let rest = s.strip_prefix(b"\"")?;
+        let end = rest.iter().position(|&b| b == b'"')?;
+        tags.push((weak, &rest[..end]));
+        s = &rest[end + 1..];
+        if !matches!(s, [] | [b' ' | b'\t' | b',', ..]) {
+            return None;
+        }
+    }
+}
+
+/// Whether a 304 gets the coded response's validators (its ETag suffixed
+/// for the client's coding now, `Vary`), so the response the client
+/// stored is refreshed rather than left to expire. Where a 200 would
+/// step aside for its coding, `no-transform` or the environment, so does
+/// its 304. Its type counts where it has one that compresses, or where
+/// the request named the coding's tag (`named`): a 304 often carries no
+/// type at all, and a client holding a tag the filter made holds a body
+/// it coded.
+pub fn refreshes(r: &Response<'_>, named: bool) -> Result<(), Aside> {
+    let as_ok = Response {
+        status: 200,
+        content_length: None,
+        ..*r
+    };
+    match eligible(&as_ok, 0) {
+        Err(Aside::Type) if named => Ok(()),
+        other => other,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -340,5 +438,83 @@ mod tests {
         assert!(has_token(b"public, no-transform", b"no-transform"));
         assert!(!has_token(b"no-transformx", b"no-transform"));
         assert!(has_token(b" NO-TRANSFORM ", b"no-transform"));
+    }
+
+    #[test]
+    fn the_filters_tags_are_given_back_as_the_handlers() {
+        let nm = |l: &str, t| handler_tags(l.as_bytes(), t, Precondition::IfNoneMatch);
+        let own = |l: &str, t| nm(l, t).map(|v| String::from_utf8(v).expect("ascii"));
+        assert_eq!(own("W/\"v1-br\"", "br").as_deref(), Some("\"v1\""));
+        assert_eq!(
+            own("\"a\", W/\"v1-br\" ,W/\"x,y-br\"", "br").as_deref(),
+            Some("\"a\", \"v1\", \"x,y\"")
+        );
+        assert_eq!(
+            own("W/\"v1-gzip\", W/\"v1-br\"", "br").as_deref(),
+            Some("W/\"v1-gzip\", \"v1\""),
+            "another coding's tag stays as it is"
+        );
+        assert_eq!(own("W/\"v1-dcz\"", "dcz").as_deref(), Some("\"v1\""));
+        for untouched in [
+            "W/\"v1-gzip\"",
+            "\"v1-br\"",
+            "W/\"-br\"",
+            "W/\"v1br\"",
+            "*",
+            "",
+            "W/\"v1-br",
+            "W/\"v1-br\"x",
+            "v1-br",
+        ] {
+            assert_eq!(nm(untouched, "br"), None, "{untouched}");
+        }
+        let im = handler_tags(b"W/\"v1-zstd\", \"s\"", "zstd", Precondition::IfMatch);
+        assert_eq!(im.as_deref(), Some(&b"W/\"v1\", \"s\""[..]), "stays weak");
+    }
+
+    #[test]
+    fn the_handlers_tag_round_trips() {
+        for (tag, want) in [("\"v1\"", "\"v1\""), ("W/\"v1\"", "\"v1\"")] {
+            let coded = coded_etag(tag.as_bytes(), "br").expect("a tag");
+            let back = handler_tags(&coded, "br", Precondition::IfNoneMatch);
+            assert_eq!(back.as_deref(), Some(want.as_bytes()), "{tag}");
+        }
+    }
+
+    #[test]
+    fn a_304_is_refreshed_where_its_200_would_be_coded() {
+        let nm = Response {
+            status: 304,
+            ..html()
+        };
+        assert_eq!(refreshes(&nm, false), Ok(()));
+        let bare = Response {
+            content_type: None,
+            ..nm
+        };
+        assert_eq!(refreshes(&bare, false), Err(Aside::Type));
+        assert_eq!(refreshes(&bare, true), Ok(()), "the client named the tag");
+        let cases = [
+            Response {
+                content_encoding: Some(b"gzip"),
+                ..nm
+            },
+            Response {
+                cache_control: Some(b"no-transform"),
+                ..nm
+            },
+            Response {
+                no_gzip: true,
+                ..nm
+            },
+        ];
+        for r in cases {
+            assert!(refreshes(&r, true).is_err(), "{r:?}");
+        }
+        let short = Response {
+            content_length: Some(3),
+            ..nm
+        };
+        assert_eq!(refreshes(&short, false), Ok(()), "a 304's length is none");
     }
 }

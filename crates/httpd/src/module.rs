@@ -68,7 +68,8 @@ pub enum Hook {
     /// A section in mod_status's `server-status` page.
     Status(Order),
     /// An output filter of this name, of the type mod_deflate's is (after
-    /// content filters such as mod_include's, before the protocol's).
+    /// content filters such as mod_include's, before the protocol's),
+    /// with its init function ([`Module::output_filter_init`]).
     OutputFilter(&'static CStr),
 }
 
@@ -266,6 +267,12 @@ pub trait Module: Sized + 'static {
     fn output_filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
         f.pass_input(input)
     }
+    /// Before the handler runs, once for each place the filter holds in
+    /// the request's chain: as itself (`SetOutputFilter`) or as a
+    /// provider mod_filter may choose once the type is known
+    /// (`AddOutputFilterByType`). The only moment a filter can change
+    /// what the handler reads of the request.
+    fn output_filter_init(_req: &Request<'_>) {}
     /// After the configuration is read, in the parent, before children
     /// fork: an error stops the server with the message logged.
     fn post_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
@@ -790,7 +797,7 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
                         ffi::ap_register_output_filter(
                             name.as_ptr(),
                             Some(output_filter::<M>),
-                            None,
+                            Some(output_filter_init::<M>),
                             ffi::ap_filter_type_AP_FTYPE_CONTENT_SET + 1,
                         );
                     }
@@ -911,6 +918,21 @@ unsafe extern "C" fn output_filter<M: Module>(
         }
         ffi::APR_EGENERAL as apr_status_t
     })
+}
+
+unsafe extern "C" fn output_filter_init<M: Module>(f: *mut ffi::ap_filter_t) -> c_int {
+    if f.is_null() {
+        return ffi::OK as c_int;
+    }
+    // SAFETY: httpd (ap_invoke_handler, or mod_filter's harness for its
+    // providers) passes a live filter of a live request; only its request
+    // is read, never its context, which mod_filter owns in the harness.
+    let r = unsafe { (*f).r };
+    guarded(r, Status::OK, |req| {
+        M::output_filter_init(req);
+        Status::OK
+    });
+    ffi::OK as c_int
 }
 
 unsafe extern "C" fn fixups<M: Module>(r: *mut ffi::request_rec) -> c_int {

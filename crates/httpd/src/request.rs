@@ -190,6 +190,29 @@ impl<'r> Request<'r> {
         })
     }
 
+    /// Sets a request header to a value copied into the pool (for what the
+    /// handler is to read; none may hold a NUL, which would end it early).
+    pub fn set_header_in(&self, name: &'static CStr, value: impl AsRef<[u8]>) {
+        let v = self.pool_concat(&[value.as_ref()]);
+        // SAFETY: static name, pool copy of the value.
+        unsafe { ffi::apr_table_setn(self.raw().headers_in, name.as_ptr(), v) }
+    }
+
+    /// Adds a registered output filter to this response's chain (before
+    /// the handler runs, where it is to see the whole response).
+    pub fn add_output_filter(&self, name: &CStr) {
+        // SAFETY: live request and connection; httpd looks the name up
+        // among registered filters and adds nothing for an unknown one.
+        unsafe {
+            ffi::ap_add_output_filter(
+                name.as_ptr(),
+                ptr::null_mut(),
+                self.r,
+                self.raw().connection,
+            );
+        }
+    }
+
     /// Removes a request header (e.g. Range where ranges are not offered).
     pub fn unset_header_in(&self, name: &CStr) {
         // SAFETY: live table.

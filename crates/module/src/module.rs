@@ -47,6 +47,7 @@ impl gdn_httpd::Module for GzipDiskNg {
         Hook::CheckConfig(Order::Middle),
         Hook::Status(Order::Middle),
         Hook::OutputFilter(crate::filter::NAME),
+        Hook::OutputFilter(crate::filter::NOT_MODIFIED),
     ];
 
     fn record() -> &'static gdn_httpd::module::ModuleRecord {
@@ -72,6 +73,10 @@ impl gdn_httpd::Module for GzipDiskNg {
     ) -> gdn_httpd::apr_status_t {
         let settings = settings(f.request());
         crate::filter::filter(f, input, &settings)
+    }
+
+    fn output_filter_init(req: &Request<'_>) {
+        crate::filter::prepare_conditional(req, &settings(req))
     }
 
     fn insert_error_filter(req: &Request<'_>) {

@@ -13,14 +13,18 @@ use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dynamic::{self, Aside};
 use gdn_core::jitter::Secret;
 use gdn_core::jitter::{self, KEYED_TAIL};
-use gdn_core::negotiate::Accepted;
 use gdn_core::stream::{Encoder, StreamLevels};
 use gdn_httpd::filter::is_eagain;
 use gdn_httpd::{apr_status_t, Filter, Input, Level, Piece, Request};
 use std::ffi::CStr;
 
+mod choice;
+mod conditional;
 mod delta;
 mod load;
+
+use choice::{aside, negotiate, response_facts, suffix};
+pub use conditional::{prepare as prepare_conditional, NOT_MODIFIED};
 
 /// The filter's name, as `AddOutputFilterByType` and `SetOutputFilter`
 /// give it.
@@ -115,6 +119,12 @@ impl Pad {
 
 /// httpd's call of the filter, brigade by brigade.
 pub fn filter(f: &mut Filter<'_>, input: &mut Input, settings: &Settings<'_>) -> apr_status_t {
+    if f.name()
+        .to_bytes()
+        .eq_ignore_ascii_case(NOT_MODIFIED.to_bytes())
+    {
+        return conditional::refresh(f, input, settings);
+    }
     let mut s = match f.take_state::<Stream>() {
         Some(s) => s,
         None => match begin(f.request(), settings) {
@@ -139,6 +149,10 @@ fn begin(req: &Request<'_>, settings: &Settings<'_>) -> Option<Stream> {
     }
     let dir = settings.dir;
     let facts = response_facts(req);
+    if facts.status == 304 {
+        conditional::not_modified(req, settings, &facts);
+        return None;
+    }
     if let Err(why) = dynamic::eligible(&facts, dir.filter_min_size()) {
         aside(req, why);
         return None;
@@ -181,55 +195,6 @@ fn levels(req: &Request<'_>, dir: &DirConfig) -> StreamLevels {
         }
         _ => levels,
     }
-}
-
-fn response_facts<'r>(req: &Request<'r>) -> dynamic::Response<'r> {
-    dynamic::Response {
-        status: u16::try_from(req.status().code()).unwrap_or(0),
-        content_encoding: req
-            .content_encoding()
-            .or_else(|| req.header_out_any(c"Content-Encoding")),
-        cache_control: req.header_out_any(c"Cache-Control"),
-        request_cache_control: req.header_in(c"Cache-Control"),
-        content_type: req.content_type(),
-        content_length: req
-            .header_out(c"Content-Length")
-            .and_then(|v| std::str::from_utf8(v).ok()?.trim().parse().ok()),
-        no_gzip: req.env_is_set(c"no-gzip"),
-        only_html: req.env_is_set(c"gzip-only-text/html"),
-    }
-}
-
-/// Says why a response was not coded, and varies where it could be.
-fn aside(req: &Request<'_>, why: Aside) {
-    if why.varies() && !req.env_is_set(c"dont-vary") {
-        req.vary(c"Accept-Encoding");
-    }
-    req.log_with(Level::Debug, 0, || {
-        format!("output filter steps aside: {}", why.word())
-    });
-}
-
-/// The client's coding among the configured ones, each removable by its
-/// environment variable (`no-gzip`'s family); `dcz` against the host's
-/// site dictionary where the client holds it and zstd is configured.
-fn negotiate(
-    req: &Request<'_>,
-    settings: &Settings<'_>,
-) -> Option<(Coding, Option<delta::Dictionary>)> {
-    let dir = settings.dir;
-    let mut acc = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
-    for c in Coding::ALL {
-        if req.env_is_set(c.no_env()) {
-            acc.forbid(c);
-        }
-    }
-    if dir.encodings().contains(&Coding::Zstd) && !req.env_is_set(Coding::Zstd.no_env()) {
-        if let Some(d) = delta::for_client(req, &acc, settings.site_dictionary) {
-            return Some((Coding::Zstd, Some(d)));
-        }
-    }
-    Some((dynamic::choose(&acc, dir.encodings())?, None))
 }
 
 /// A page's `Link` to the host's site dictionary, so a browser fetches it
@@ -447,10 +412,7 @@ fn coded_headers(req: &Request<'_>, c: &'static CStr, dir: &DirConfig) {
 
 /// The `Content-Encoding` a stream's body goes out in.
 fn token(s: &Stream) -> &'static CStr {
-    match s.delta {
-        Some(_) => DeltaCoding::Dcz.c_token(),
-        None => s.coding.c_token(),
-    }
+    suffix(s.coding, s.delta.as_ref())
 }
 
 /// A coder's error mid-body: the response cannot be finished as a valid
