@@ -790,6 +790,46 @@ fn mod_cache_same_server() {
     front.0.assert_no_crash();
 }
 
+/// A page answered from a sibling whose own name's rules tell clients
+/// apart (here `Require ip` on the `.gz`, the page having no original):
+/// the answer says `Cache-Control: private`, so mod_cache on the same
+/// server keeps what one client was allowed from another it refuses.
+#[test]
+fn mod_cache_keeps_an_answer_that_depended_on_the_client_to_it() {
+    let data = b"<p>for one address only</p>\n".repeat(300);
+    let rules = "<Files \"only.html.gz\">\nRequire ip 127.0.0.1\n</Files>";
+    let gz = gzip(&data);
+    let mut opts = cached(
+        "",
+        &format!("SetHandler gzip-disk-ng\n{FRESH}\n{rules}"),
+        false,
+    );
+    opts.modules.push("authz_host");
+    let a = Apache::start(opts, move |d| {
+        cache_root(d);
+        fs::write(d.join("only.html.gz"), &gz).expect("sibling");
+    });
+    let other = |path: &str| {
+        let args = ["--interface", "127.0.0.2", "-H", "Accept-Encoding: gzip"];
+        a.request(path, &args)
+    };
+    assert_ne!(other("/only.html.gz").status, 200, "the rule holds");
+    for _ in 0..3 {
+        let r = a.get("/only.html", Some("gzip"));
+        assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+        assert_eq!(r.decoded(), data);
+        assert!(
+            r.tokens("Cache-Control").contains(&"private".into()),
+            "{r:?}"
+        );
+    }
+    for _ in 0..3 {
+        let r = other("/only.html");
+        assert_ne!(r.status, 200, "another client got the cached answer: {r:?}");
+    }
+    a.assert_no_crash();
+}
+
 #[test]
 fn mod_cache_reverse_proxy() {
     let backend = module_with_fresh_responses();

@@ -602,6 +602,9 @@ struct Got {
     body: Vec<u8>,
     /// The handler that answered (`X-Diff-Handler`, the module's server).
     handler: Option<String>,
+    /// Whether a shared cache may store it (RFC 9111 §3): no `private`
+    /// or `no-store`, and a request without credentials.
+    storable: bool,
 }
 
 /// The client's requests for `asks` (URI, Accept-Encoding), in order: one
@@ -675,11 +678,15 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
                     k.eq_ignore_ascii_case(name).then(|| v.trim().to_owned())
                 })
             };
+            let cc = header("cache-control")
+                .unwrap_or_default()
+                .to_ascii_lowercase();
             Got {
                 status,
                 coding: header("content-encoding"),
                 body,
                 handler: header("x-diff-handler"),
+                storable: c.user.is_none() && !cc.contains("private") && !cc.contains("no-store"),
             }
         })
         .collect()
@@ -905,6 +912,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     }
     let all = uris(&cfg);
     let found = std::sync::Mutex::new(vec![]);
+    let seen = std::sync::Mutex::new(vec![]);
     let rounds = if cfg.ondemand { 2 } else { 1 };
     let asks: Vec<Vec<(String, Option<&str>)>> = (0..cs.len() * rounds)
         .map(|_| {
@@ -915,7 +923,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
         .collect();
     std::thread::scope(|scope| {
         for (ci, c) in cs.iter().enumerate() {
-            let (s, found, asks, all) = (&s, &found, &asks, &all);
+            let (s, found, seen, asks, all) = (&s, &found, &seen, &asks, &all);
             scope.spawn(move || {
                 let i = usize::from(c.second);
                 let names: BTreeSet<String> = all.iter().flat_map(|u| candidates(u)).collect();
@@ -927,16 +935,25 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
                         std::thread::sleep(Duration::from_millis(1500));
                     }
                     let ask = &asks[ci * rounds + round];
+                    let mut answers = vec![];
                     for ((uri, ae), r) in ask.iter().zip(fetch_all(s.ports[i], c, ask)) {
                         if let Some(v) = check(c, uri, *ae, &r, &oracle) {
                             found.lock().expect("lock").push(v);
                         }
+                        answers.push((uri.clone(), *ae, r));
                     }
+                    seen.lock()
+                        .expect("lock")
+                        .push((ci, oracle.clone(), answers));
                 }
             });
         }
     });
-    let found = found.into_inner().expect("lock");
+    let mut found = found.into_inner().expect("lock");
+    found.extend(shared_cache_violations(
+        &cs,
+        &seen.into_inner().expect("lock"),
+    ));
     if std::env::var_os("DIFF_DEBUG").is_some() {
         eprintln!("oracle log:\n{}", s._oracle.error_log());
         eprintln!("module log:\n{}", s.module.error_log());
@@ -1000,6 +1017,54 @@ fn check(
             .map_or("a body that does not decode".into(), tag),
         oracle: said,
     })
+}
+
+/// What one client was answered: its index, the oracle's answers to it,
+/// and the module's (URI, Accept-Encoding, answer).
+type Seen = (usize, Memo, Vec<(String, Option<&'static str>, Got)>);
+
+/// Answers a shared cache in front would give the wrong client: a body
+/// the module sent one client, storable, that another client of the same
+/// host may not GET, where Apache itself answers both clients alike for
+/// that URI (where it tells them apart, the cache's trouble is Apache's
+/// own). An answer that depended on the client must say so (`private`).
+fn shared_cache_violations(cs: &[Client], seen: &[Seen]) -> Vec<Violation> {
+    let mut out = vec![];
+    for (a, oracle_a, answers) in seen {
+        for (uri, ae, r) in answers {
+            if r.status != 200 || !r.storable {
+                continue;
+            }
+            let Some(body) = r
+                .coding
+                .as_deref()
+                .map_or(Some(r.body.clone()), |ce| cli_decode(ce, &r.body))
+            else {
+                continue;
+            };
+            for (b, oracle_b, _) in seen {
+                let same = |x: Option<&Got>, y: Option<&Got>| match (x, y) {
+                    (Some(x), Some(y)) => x.status == y.status && x.body == y.body,
+                    _ => false,
+                };
+                if cs[*b].second != cs[*a].second
+                    || !same(oracle_a.get(uri), oracle_b.get(uri))
+                    || allowed(uri, oracle_b).contains(&body)
+                {
+                    continue;
+                }
+                out.push(Violation {
+                    client: cs[*b].clone(),
+                    uri: uri.clone(),
+                    ae: *ae,
+                    coding: r.coding.clone(),
+                    sent: format!("{} (stored from {:?})", tag(&body), cs[*a]),
+                    oracle: "a shared cache's answer".into(),
+                });
+            }
+        }
+    }
+    out
 }
 
 /// A page mod_status made.

@@ -1305,7 +1305,7 @@ static const char *client_dependence(request_rec *rr)
  * and no content filter. */
 static int ask_at(request_rec *r, const char *uri, const char *path,
                   apr_finfo_t *found, int anonymous, const char **refusal,
-                  int *options)
+                  int *options, int *client)
 {
     conn_rec *c = r->connection;
     ap_filter_t *out = c->output_filters, *in = c->input_filters;
@@ -1317,6 +1317,9 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
         return HTTP_FORBIDDEN;
     }
     status = run_twin(t);
+    /* Whether another client could have been answered otherwise, which
+     * shared caches in front must be told. */
+    *client = client_dependence(t) != NULL;
     if (status == HTTP_OK
         && (!t->filename || strcmp(t->filename, path)
             || t->finfo.filetype != APR_REG
@@ -1348,7 +1351,7 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
  * direct request for it would have. */
 static int ask(request_rec *r, const char *path, const char *suffix,
                apr_finfo_t *found, int anonymous, const char **refusal,
-               int *options)
+               int *options, int *client)
 {
     apr_size_t ul = 0;
     const char *uri = file_uri(r, &ul);
@@ -1358,38 +1361,40 @@ static int ask(request_rec *r, const char *path, const char *suffix,
     uri = ap_escape_uri(r->pool,
                         apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
                                     suffix, NULL));
-    return ask_at(r, uri, path, found, anonymous, refusal, options);
+    return ask_at(r, uri, path, found, anonymous, refusal, options, client);
 }
 
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found, const char **refusal, int *options)
+                    apr_finfo_t *found, const char **refusal, int *options,
+                    int *client)
 {
     *refusal = NULL;
-    return ask(r, path, suffix, found, 0, refusal, options);
+    *client = 1;
+    return ask(r, path, suffix, found, 0, refusal, options, client);
 }
 
 int gdn_public_ask(request_rec *r, const char **refusal)
 {
     apr_finfo_t found;
-    int options;
+    int options, client;
     *refusal = NULL;
     if (!r->filename) {
         return HTTP_FORBIDDEN;
     }
-    return ask(r, r->filename, "", &found, 1, refusal, &options);
+    return ask(r, r->filename, "", &found, 1, refusal, &options, &client);
 }
 
 int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,
                       const char **refusal)
 {
     apr_finfo_t found;
-    int options;
+    int options, client;
     *refusal = NULL;
     if (!uri || *uri != '/' || !path || *path != '/') {
         return HTTP_FORBIDDEN;
     }
     return ask_at(r, ap_escape_uri(r->pool, uri), path, &found, 1, refusal,
-                  &options);
+                  &options, &client);
 }
 
 /* ---- Where URLs map into the filesystem besides DocumentRoot ---- */

@@ -36,7 +36,8 @@ int gdn_literal_prefix_matches(const ap_regex_t *r, const char *name, size_t nl)
 /* The length of the literal `r` was learned as, or 0. */
 size_t gdn_literal_prefix_length(const ap_regex_t *r);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found, const char **refusal, int *options);
+                    apr_finfo_t *found, const char **refusal, int *options,
+                    int *client);
 int gdn_in_sibling_check(const request_rec *r);
 int gdn_public_ask(request_rec *r, const char **refusal);
 int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,

@@ -306,6 +306,20 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_mergen(self.raw().headers_out, c"Vary".as_ptr(), header.as_ptr()) }
     }
 
+    /// Adds a `Cache-Control` directive, on error responses too
+    /// (`err_headers_out`, sent beside `headers_out`'s, which a cache
+    /// reads as one list).
+    pub fn cache_control_on_error(&self, directive: &'static CStr) {
+        // SAFETY: static strings, so mergen needs no copy.
+        unsafe {
+            ffi::apr_table_mergen(
+                self.raw().err_headers_out,
+                c"Cache-Control".as_ptr(),
+                directive.as_ptr(),
+            )
+        }
+    }
+
     /// Also on error responses (406/500), which only keep err_headers_out.
     pub fn vary_on_error(&self, header: &'static CStr) {
         // SAFETY: static strings, so mergen needs no copy.
@@ -525,15 +539,20 @@ impl<'r> Request<'r> {
     /// A found file is refused (with why) where the direct request would
     /// run another handler or a content filter.
     /// With the file, the symlink policy of the sibling's own `Options`,
-    /// which its open must keep to.
+    /// which its open must keep to. Beside the answer, whether the rules
+    /// that gave it could answer another client otherwise (authorization
+    /// other than `Require all granted`, `Allow`/`Deny`, `<If>`, rewrite
+    /// rules, hooks of modules not known): the module's answer then
+    /// depended on the client in a way a cache cannot see.
     pub fn ask_sibling(
         &self,
         path: &CStr,
         suffix: &CStr,
-    ) -> Result<(Finfo, SymlinkPolicy), Refusal<'r>> {
+    ) -> (Result<(Finfo, SymlinkPolicy), Refusal<'r>>, bool) {
         let mut raw = ffi::apr_finfo_t::default();
         let mut why = std::ptr::null();
         let mut opts: c_int = 0;
+        let mut client: c_int = 1;
         // SAFETY: live request; the twin is destroyed by the shim before
         // it returns, and `raw` is copied out of it; `why` is
         // NULL or a request-pool string.
@@ -545,13 +564,15 @@ impl<'r> Request<'r> {
                 &mut raw,
                 &mut why,
                 &mut opts,
+                &mut client,
             )
         };
-        if st == ffi::HTTP_OK as c_int {
+        let answer = if st == ffi::HTTP_OK as c_int {
             Ok((Finfo { raw }, policy_of(opts as u32)))
         } else {
             Err(self.refusal(st, why))
-        }
+        };
+        (answer, client != 0)
     }
 
     /// Asks Apache whether a client no rule knows (no user, no headers

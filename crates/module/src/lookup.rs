@@ -138,7 +138,11 @@ fn stat_sibling<'r>(
         return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
-    let (info, policy) = req.ask_sibling(path, suffix).map_err(|refusal| {
+    let (answer, client_dependent) = req.ask_sibling(path, suffix);
+    if client_dependent {
+        depends_on_client(req);
+    }
+    let (info, policy) = answer.map_err(|refusal| {
         req.log_with(Level::Debug, 0, || {
             format!(
                 "sibling refused by the access rules for its own name ({refusal}): {}",
@@ -155,6 +159,23 @@ fn stat_sibling<'r>(
         judged,
         opened,
     })
+}
+
+/// Says to shared caches (mod_cache included) that this response was
+/// chosen by rules of a sibling's name that could answer another client
+/// otherwise: what a cache stored for one client must not reach another.
+/// Core's answer for the page's own name is its own: it is not marked.
+fn depends_on_client(req: &Request<'_>) {
+    const NOTE: &CStr = c"gzip-disk-ng-private";
+    if req.notes_get(NOTE).is_none() {
+        req.add_note(NOTE, c"1");
+        req.cache_control_on_error(c"private");
+        req.log_with(Level::Debug, 0, || {
+            "Cache-Control: private: a sibling's own rules could answer another client \
+             otherwise"
+                .into()
+        });
+    }
 }
 
 /// A sibling judged without asking Apache: a regular file, or a symlink
