@@ -337,10 +337,20 @@ fn handler_or_filter(rng: &mut Rng, cfg: &mut Config) -> String {
         "<FilesMatch \"\\.gz$\">\nSetHandler server-status\n</FilesMatch>",
         "AddEncoding x-gzip .gz",
         "Header set X-Diff 1",
+        // A filter is what it runs, not its name: a mod_filter chain
+        // named as one of mod_cache's runs mod_substitute.
+        "FilterDeclare cache_save\nFilterProvider cache_save SUBSTITUTE \"%{CONTENT_TYPE} =~ m|^text/|\"\n\
+         FilterChain cache_save\nSubstitute \"s/d1/S1/\"",
+        "AddOutputFilterByType SUBSTITUTE text/html\nSubstitute \"s/d1/S1/\"",
     ];
     let o = rng.pick(&opts).to_string();
     if o.contains("INCLUDES") && !cfg.modules.contains(&"include") {
         cfg.modules.push("include");
+    }
+    for (word, module) in [("Substitute", "substitute"), ("Filter", "filter")] {
+        if o.contains(word) && !cfg.modules.contains(&module) {
+            cfg.modules.push(module);
+        }
     }
     o
 }

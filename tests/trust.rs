@@ -677,7 +677,7 @@ fn content_filters_keep_what_they_remove_out_of_every_copy() {
     let sub = around(b"<p>SECRET-SUB</p>", 33);
     let plain = around(b"<p>nothing to hide</p>", 35);
     let fill = |d: &Path| {
-        for dir in ["inc", "sub", "plain"] {
+        for dir in ["inc", "sub", "named", "ext", "plain"] {
             fs::create_dir_all(d.join(dir)).unwrap();
         }
         // Compressed on demand only, and published with a sibling made
@@ -686,6 +686,10 @@ fn content_filters_keep_what_they_remove_out_of_every_copy() {
         publish(d, "inc/g.html", &ssi, true, &[".gz", ".br", ".zst"]);
         put(&d.join("sub"), "p.html", &sub);
         publish(d, "sub/g.html", &sub, true, &[".gz", ".br", ".zst"]);
+        put(&d.join("named"), "p.html", &sub);
+        publish(d, "named/g.html", &sub, true, &[".gz", ".br", ".zst"]);
+        put(&d.join("ext"), "p.html", &sub);
+        publish(d, "ext/g.html", &sub, true, &[".gz", ".br", ".zst"]);
         put(&d.join("plain"), "c.html", &plain);
         make_cache_root(&d.join("../cache"));
     };
@@ -693,12 +697,30 @@ fn content_filters_keep_what_they_remove_out_of_every_copy() {
         server: "GzipDiskNgCacheRoot {docroot}/../cache\n\
                  <Directory {docroot}/inc>\nOptions +Includes\nAddOutputFilter INCLUDES .html\n</Directory>\n\
                  <Directory {docroot}/sub>\nAddOutputFilterByType SUBSTITUTE text/html\n\
-                 Substitute \"s/SECRET-SUB/gone/\"\n</Directory>\n"
+                 Substitute \"s/SECRET-SUB/gone/\"\n</Directory>\n\
+                 <Directory {docroot}/named>\nFilterDeclare cache_save\n\
+                 FilterProvider cache_save SUBSTITUTE \"%{CONTENT_TYPE} =~ m|^text/html|\"\n\
+                 FilterChain cache_save\nSubstitute \"s/SECRET-SUB/gone/\"\n</Directory>\n\
+                 ExtFilterDefine cache_out mode=output intype=text/html \
+                 cmd=\"/bin/sed s/SECRET-SUB/gone/\"\n\
+                 <Directory {docroot}/ext>\nSetOutputFilter cache_out\n</Directory>\n"
             .into(),
         dir: "GzipDiskNgOnDemand On",
-        modules: vec!["include", "substitute", "filter"],
+        modules: vec!["include", "substitute", "filter", "ext_filter"],
     };
-    let pages = ["/inc/p.html", "/inc/g.html", "/sub/p.html", "/sub/g.html"];
+    // A filter is what it runs, not the name an admin declared it by:
+    // the chain named as mod_cache's filter runs mod_substitute, and
+    // mod_ext_filter's filter takes another of mod_cache's names.
+    let pages = [
+        "/inc/p.html",
+        "/inc/g.html",
+        "/sub/p.html",
+        "/sub/g.html",
+        "/named/p.html",
+        "/named/g.html",
+        "/ext/p.html",
+        "/ext/g.html",
+    ];
     let secrets: &[&[u8]] = &[SSI_SECRET, SUB_SECRET];
     both_ways(case, true, fill, |a| {
         // Apache's own answer: the page through its filter.

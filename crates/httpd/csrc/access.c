@@ -19,6 +19,10 @@
  * on the list (a directive, an override, a module hooking the request's
  * translation, access or fixups) makes every sibling of that server a
  * twin: the list fails closed. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <dlfcn.h>
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
@@ -69,13 +73,30 @@ static const char *const known_handler_modules[] = {
 
 /* Output filters that leave a response's content as the file holds it:
  * compression (which the module accounts for), caching, and header
- * edits. Any other filter before the protocol's may change the bytes. */
-static const char *const plain_filters[] = {
-    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
-    "subreq_core", "cache", "cache_save", "cache_save_subreq", "cache_out",
-    "cache_out_subreq", "cache_remove_url", "cache_invalidate",
-    "fixup_headers_out", "fixup_headers_err", "mod_expires",
-    "logio_ttfb_out", NULL
+ * edits, each with the module that registers it. Any other filter
+ * before the protocol's may change the bytes. A filter is known by its
+ * record and by its function lying in that module's object, never by its
+ * name alone: mod_ext_filter's ExtFilterDefine may take a name of this
+ * list and put its own function in the record. */
+static const struct plain_filter {
+    const char *name, *module;
+    int compressor;
+} plain_filters[] = {
+    {"deflate", "mod_deflate.c", 1},
+    {"brotli_compress", "mod_brotli.c", 1},
+    {"subreq_core", "core.c", 0},
+    {"cache", "mod_cache.c", 0},
+    {"cache_save", "mod_cache.c", 0},
+    {"cache_save_subreq", "mod_cache.c", 0},
+    {"cache_out", "mod_cache.c", 0},
+    {"cache_out_subreq", "mod_cache.c", 0},
+    {"cache_remove_url", "mod_cache.c", 0},
+    {"cache_invalidate", "mod_cache.c", 0},
+    {"fixup_headers_out", "mod_headers.c", 0},
+    {"fixup_headers_err", "mod_headers.c", 0},
+    {"mod_expires", "mod_expires.c", 0},
+    {"logio_ttfb_out", "mod_logio.c", 0},
+    {NULL, NULL, 0}
 };
 
 /* Extensions a sibling, copy or delta name carries and its page does
@@ -933,104 +954,91 @@ int gdn_in_sibling_check(const request_rec *r)
     return is_sibling_check(r);
 }
 
-/* Output filters that step aside, leaving no trace, from a response that
- * already has a Content-Encoding: mod_deflate's and mod_brotli's first
- * checks all end in removing themselves (no header is touched before),
- * and mod_filter's harness for AddOutputFilterByType dispatches to them. */
-static const char *const compressors[] = {
-    "deflate", "brotli_compress", "bytype:deflate", "bytype:brotli_compress",
-    NULL
-};
-
-/* The records of the filters named in `plain_filters`, found once per
- * configuration, so that a request tells them by address: those httpd
- * registered, and the ones mod_filter declared in the configuration's
- * sections (its harness for AddOutputFilterByType). A record not found
- * here (one declared in .htaccess, or past the table's end) is judged
- * by its name, as before. */
+/* The records of `plain_filters` httpd registered, found once per
+ * configuration, so that a request tells them by address. mod_deflate's
+ * and mod_brotli's (the compressors) step aside, leaving no trace, from a
+ * response that already has a Content-Encoding: their first checks all
+ * end in removing themselves, no header touched before. */
 #define KNOWN_FILTERS 32
 enum { FILTER_UNKNOWN, FILTER_PLAIN, FILTER_COMPRESSOR };
 static struct {
     const ap_filter_rec_t *frec;
+    ap_out_filter_func func;
     int kind;
 } known_filters[KNOWN_FILTERS];
 static int known_filter_count;
 
-static int filter_kind(const ap_filter_rec_t *frec)
+/* mod_filter's provider record, as httpd 2.4 lays it out
+ * (modules/filters/mod_filter.c): read, never written. A record with
+ * providers is mod_filter's harness (FilterDeclare, and
+ * AddOutputFilterByType's `BYTYPE:` ones), named as the admin chose. */
+struct filter_provider {
+    void *expr;
+    const char **types;
+    ap_filter_rec_t *frec;
+    struct filter_provider *next;
+};
+
+static int registered_kind(const ap_filter_rec_t *frec)
 {
     int i;
     for (i = 0; i < known_filter_count; i++) {
         if (known_filters[i].frec == frec) {
-            return known_filters[i].kind;
+            return known_filters[i].func == frec->filter_func.out_func
+                ? known_filters[i].kind : FILTER_UNKNOWN;
         }
     }
     return FILTER_UNKNOWN;
 }
 
-static void know_filter(const ap_filter_rec_t *frec)
+/* What a filter record is: one of `plain_filters`, or mod_filter's
+ * harness of such filters alone (a compressor where one of them is),
+ * else unknown. */
+static int filter_kind(const ap_filter_rec_t *frec)
 {
-    if (!frec || !frec->name || !listed(plain_filters, frec->name)
-        || filter_kind(frec) || known_filter_count == KNOWN_FILTERS) {
-        return;
+    const struct filter_provider *p;
+    int kind = registered_kind(frec), any = 0;
+    if (kind || !frec->providers) {
+        return kind;
     }
-    known_filters[known_filter_count].frec = frec;
-    known_filters[known_filter_count].kind =
-        listed(compressors, frec->name) ? FILTER_COMPRESSOR : FILTER_PLAIN;
-    known_filter_count++;
-}
-
-/* mod_filter's per-directory record, as httpd 2.4 lays it out
- * (modules/filters/mod_filter.c): read, never written, and only its
- * leading field. */
-typedef struct {
-    apr_hash_t *live_filters; /* name -> ap_filter_rec_t */
-} filter_dir;
-
-static void know_declared_filters(apr_pool_t *p, const module *m,
-                                  ap_conf_vector_t *v)
-{
-    const filter_dir *f = v ? ap_get_module_config(v, m) : NULL;
-    apr_hash_index_t *hi;
-    if (!f || !f->live_filters) {
-        return;
-    }
-    for (hi = apr_hash_first(p, f->live_filters); hi; hi = apr_hash_next(hi)) {
-        void *frec;
-        apr_hash_this(hi, NULL, NULL, &frec);
-        know_filter(frec);
-    }
-}
-
-static void know_section_filters(apr_pool_t *p, const module *m,
-                                 const apr_array_header_t *secs)
-{
-    int i;
-    for (i = 0; secs && i < secs->nelts; i++) {
-        ap_conf_vector_t *v = ((ap_conf_vector_t **)secs->elts)[i];
-        const core_dir_config *e = ap_get_core_module_config(v);
-        know_declared_filters(p, m, v);
-        if (e->sec_file != secs) {
-            know_section_filters(p, m, e->sec_file);
+    kind = FILTER_PLAIN;
+    for (p = (const struct filter_provider *)frec->providers; p; p = p->next) {
+        int k = p->frec ? registered_kind(p->frec) : FILTER_UNKNOWN;
+        if (k == FILTER_UNKNOWN) {
+            return FILTER_UNKNOWN;
         }
+        kind = k == FILTER_COMPRESSOR ? k : kind;
+        any = 1;
     }
+    return any ? kind : FILTER_UNKNOWN;
+}
+
+/* The object (shared module or httpd itself) holding `addr`. */
+static const void *object_of(const void *addr)
+{
+    Dl_info info;
+    return addr && dladdr(addr, &info) ? info.dli_fbase : NULL;
 }
 
 static void learn_filters(apr_pool_t *p, server_rec *main_server)
 {
-    const module *m = ap_find_linked_module("mod_filter.c");
-    const char *const *name;
-    server_rec *s;
+    const struct plain_filter *pf;
+    (void)p;
+    (void)main_server;
     known_filter_count = 0;
-    for (name = plain_filters; *name; name++) {
-        know_filter(ap_get_output_filter_handle(*name));
-    }
-    for (s = main_server; m && s; s = s->next) {
-        const core_server_config *sc = ap_get_core_module_config(s->module_config);
-        const core_dir_config *d = ap_get_core_module_config(s->lookup_defaults);
-        know_declared_filters(p, m, s->lookup_defaults);
-        know_section_filters(p, m, sc->sec_dir);
-        know_section_filters(p, m, sc->sec_url);
-        know_section_filters(p, m, d ? d->sec_file : NULL);
+    for (pf = plain_filters; pf->name && known_filter_count < KNOWN_FILTERS; pf++) {
+        ap_filter_rec_t *frec = ap_get_output_filter_handle(pf->name);
+        const module *m = ap_find_linked_module(pf->module);
+        const void *home = object_of(m);
+        if (!frec || !m || !home
+            || object_of((const void *)frec->filter_func.out_func) != home) {
+            continue;
+        }
+        known_filters[known_filter_count].frec = frec;
+        known_filters[known_filter_count].func = frec->filter_func.out_func;
+        known_filters[known_filter_count].kind =
+            pf->compressor ? FILTER_COMPRESSOR : FILTER_PLAIN;
+        known_filter_count++;
     }
 }
 
@@ -1044,10 +1052,7 @@ const char *gdn_content_filter(const request_rec *r)
         if (f->frec->ftype >= AP_FTYPE_PROTOCOL) {
             break;
         }
-        if (filter_kind(f->frec)) {
-            continue;
-        }
-        if (!f->frec->name || !listed(plain_filters, f->frec->name)) {
+        if (!filter_kind(f->frec)) {
             return f->frec->name ? f->frec->name : "an unnamed filter";
         }
     }
@@ -1069,12 +1074,9 @@ void gdn_skip_compressors(request_rec *r)
         }
     }
     for (f = r->output_filters; f && f != r->proto_output_filters; f = next) {
-        int kind = filter_kind(f->frec);
         next = f->next;
         if (f->frec->ftype < AP_FTYPE_PROTOCOL
-            && (kind == FILTER_COMPRESSOR
-                || (kind == FILTER_UNKNOWN && f->frec->name
-                    && listed(compressors, f->frec->name)))) {
+            && filter_kind(f->frec) == FILTER_COMPRESSOR) {
             ap_remove_output_filter(f);
         }
     }
