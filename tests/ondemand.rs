@@ -19,6 +19,7 @@ use gdn_compressor::key::{copy_name, Kind, NameBuf};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary;
 use std::fs;
+use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -871,9 +872,19 @@ fn copies_are_the_servers_alone_and_one_others_could_write_is_made_anew() {
     );
     let mode = |p: &Path| fs::metadata(p).expect("copy").permissions().mode() & 0o7777;
     assert_eq!(mode(&copy), 0o600);
-    // Rewritten in place where others may write it.
+    // Rewritten in place where others may write it. Never created anew:
+    // a compressor job still queued by the first requests may remove the
+    // copy once it is 0666, and a file this test made then would be
+    // another user's, not one others could write.
     fs::set_permissions(&copy, fs::Permissions::from_mode(0o666)).expect("chmod");
-    fs::write(&copy, gzip(b"rewritten by another user")).expect("rewrite");
+    let rewrite = fs::OpenOptions::new()
+        .write(true)
+        .truncate(true)
+        .open(&copy)
+        .and_then(|mut f| f.write_all(&gzip(b"rewritten by another user")));
+    if let Err(e) = rewrite {
+        assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "rewrite: {e}");
+    }
     for _ in 0..4 {
         served(&a);
     }
