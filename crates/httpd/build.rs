@@ -136,7 +136,7 @@ fn generate() -> Result<(), Box<dyn std::error::Error>> {
         .allowlist_type("(request_rec|module|command_rec|cmd_parms|etag_rec)")
         .allowlist_var("(AP|APR|APLOG|HTTP|M|OK|DECLINED|DONE|MODULE|OPT|ACCESS|RSRC|OR|ENABLE)_.*")
         .allowlist_var("(OK|DECLINED|DONE)")
-        .allowlist_var("ap_unixd_config")
+        .allowlist_var("ap_unixd_config|ap_conftree|ap_top_module")
         .layout_tests(false)
         .derive_default(true)
         .generate_comments(false);

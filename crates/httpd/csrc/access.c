@@ -1,24 +1,21 @@
-/* Whether Apache would serve another file name of a request's directory
- * (a sibling: page.html.gz beside page.html) to this request's client.
+/* The mechanism of the sibling checks; the module decides (its policy
+ * crate, at post_config and on each answer).
  *
- * The exact answer is Apache's own: the sibling's twin, a GET request of
- * its own for the sibling's URI, built as httpd builds a URI (escaped,
- * slashes merged as configured, path info left out), from this client
- * (its request line's protocol, its headers as read, its address), run as
- * httpd runs a request it has read: post_read_request, translate_name,
- * the directory and location walks, <If>, header_parser, access,
- * authentication and fixups, with nothing of the page's request reused.
- * A sibling is served only when the twin would reach its handler on that
- * very file, and that handler is core's (or this module's).
+ * A sibling (page.html.gz beside page.html) is asked of Apache as its
+ * twin: a GET request of its own for the sibling's URI, built as httpd
+ * builds a URI (escaped, slashes merged as configured, path info left
+ * out), from this client (its request line's protocol, its headers as
+ * read, its address), run as httpd runs a request it has read:
+ * post_read_request, translate_name, the directory and location walks,
+ * <If>, header_parser, access, authentication and fixups, with nothing
+ * of the page's request reused. What would answer it (its handler, type
+ * and content filters) goes back to the module, which judges it.
  *
- * The twin costs a request walk, so a configuration is checked once,
- * when it is read, against a list of what it may contain for a shorter
- * answer to be provably the same: then only the <Files>, <FilesMatch>,
- * <Location> and <LocationMatch> sections are compared for the two names
- * (and <If> or .htaccess still send the request to Apache). Anything not
- * on the list (a directive, an override, a module hooking the request's
- * translation, access or fixups) makes every sibling of that server a
- * twin: the list fails closed. */
+ * The twin costs a request walk. Where the module judged a server's
+ * configuration to allow it (gdn_sibling_rules), a shorter answer is
+ * given: only the <Files>, <FilesMatch>, <Location> and <LocationMatch>
+ * sections are compared for the two names (and <If> or .htaccess still
+ * send the request to Apache). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -38,335 +35,7 @@
 #include <string.h>
 #include <strings.h>
 
-/* ---- What a configuration may contain for the short answer ---- */
-
-/* Modules whose request hooks (translate, storage, environment, access,
- * authentication, types, fixups) treat two names of one directory alike
- * unless a directive refused below says otherwise. */
-static const char *const known_modules[] = {
-    "core.c", "http_core.c", "mod_so.c", "mod_unixd.c", "mod_log_config.c",
-    "mod_logio.c", "mod_version.c", "mod_watchdog.c", "mod_access_compat.c",
-    "mod_alias.c", "mod_auth_basic.c", "mod_authn_core.c", "mod_authn_file.c",
-    "mod_authz_core.c", "mod_authz_host.c", "mod_authz_user.c",
-    "mod_authz_groupfile.c", "mod_autoindex.c", "mod_deflate.c",
-    "mod_brotli.c", "mod_dir.c", "mod_env.c", "mod_filter.c", "mod_headers.c",
-    "mod_expires.c", "mod_mime.c", "mod_negotiation.c", "mod_reqtimeout.c",
-    "mod_setenvif.c", "mod_status.c", "mod_rewrite.c", "mod_ssl.c",
-    "mod_http2.c", "event.c", "worker.c", "prefork.c", "mod_gzip_disk_ng.c",
-    NULL
-};
-
-/* Modules whose content handlers run only for the handler names they
- * own (a `SetHandler`/`AddHandler` name, or a type httpd passes as the
- * name when none is set, of the shapes `magic_type` knows): a file whose
- * handler is unset and whose type is none of those goes to core's
- * default handler. Any other module's handler might claim any type. */
-static const char *const known_handler_modules[] = {
-    "core.c", "mod_autoindex.c", "mod_status.c", "mod_negotiation.c",
-    "mod_cgi.c", "mod_cgid.c", "mod_info.c", "mod_asis.c", "mod_proxy.c",
-    "mod_proxy_balancer.c", "mod_ldap.c", "mod_md.c", "mod_http2.c",
-    "mod_php.c", "mod_php7.c", "mod_php5.c", "mod_wsgi.c", "mod_rewrite.c",
-    "mod_imagemap.c", "mod_cache.c", "mod_file_cache.c", "mod_auth_form.c",
-    "mod_dav.c", "mod_reflector.c", "mod_heartmonitor.c", "util_ldap.c",
-    "mod_gzip_disk_ng.c", NULL
-};
-
-/* Output filters that leave a response's content as the file holds it:
- * compression (which the module accounts for), caching, and header
- * edits, each with the module that registers it. Any other filter
- * before the protocol's may change the bytes. A filter is known by its
- * record and by its function lying in that module's object, never by its
- * name alone: mod_ext_filter's ExtFilterDefine may take a name of this
- * list and put its own function in the record. */
-static const struct plain_filter {
-    const char *name, *module;
-    int compressor;
-} plain_filters[] = {
-    {"deflate", "mod_deflate.c", 1},
-    {"brotli_compress", "mod_brotli.c", 1},
-    {"subreq_core", "core.c", 0},
-    {"cache", "mod_cache.c", 0},
-    {"cache_save", "mod_cache.c", 0},
-    {"cache_save_subreq", "mod_cache.c", 0},
-    {"cache_out", "mod_cache.c", 0},
-    {"cache_out_subreq", "mod_cache.c", 0},
-    {"cache_remove_url", "mod_cache.c", 0},
-    {"cache_invalidate", "mod_cache.c", 0},
-    {"fixup_headers_out", "mod_headers.c", 0},
-    {"fixup_headers_err", "mod_headers.c", 0},
-    {"mod_expires", "mod_expires.c", 0},
-    {"logio_ttfb_out", "mod_logio.c", 0},
-    {NULL, NULL, 0}
-};
-
-/* Extensions a sibling, copy or delta name carries and its page does
- * not: mod_mime acts on each of a name's extensions. */
-static const char *const coding_extensions[] = {
-    "gz", "br", "zst", "zstd", "dcz", "dcb", NULL
-};
-
-/* Directives that cannot make Apache judge one name of a directory
- * differently from another. */
-static const char *const blind_directives[] = {
-    "AcceptFilter", "AcceptPathInfo", "AccessFileName", "AddCharset",
-    "AddDefaultCharset", "AddDescription", "AddEncoding", "AddHandler",
-    "AddIcon", "AddIconByEncoding", "AddIconByType", "AddInputFilter",
-    "AddLanguage", "AddOutputFilter", "AddOutputFilterByType", "AddType",
-    "AllowEncodedSlashes", "AuthBasicAuthoritative", "AuthBasicProvider",
-    "AuthGroupFile", "AuthMerging", "AuthName", "AuthType", "AuthUserFile",
-    "AuthzSendForbiddenOnFailure", "BrowserMatch", "BrowserMatchNoCase",
-    "BufferedLogs", "CacheNegotiatedDocs", "CustomLog", "DefaultIcon",
-    "DefaultLanguage", "DefaultRuntimeDir", "DefaultType", "Define",
-    "DirectoryIndex", "DirectoryIndexRedirect", "DirectorySlash",
-    "DocumentRoot", "EnableMMAP", "EnableSendfile", "ErrorDocument",
-    "ErrorLog", "ErrorLogFormat", "ExpiresActive", "ExpiresByType",
-    "ExpiresDefault", "ExtendedStatus", "FallbackResource", "FileETag",
-    "FilterChain", "FilterDeclare", "FilterProtocol", "FilterProvider",
-    "FilterTrace", "ForceLanguagePriority", "ForceType",
-    "GracefulShutdownTimeout", "Group", "Header", "HeaderName",
-    "HostnameLookups", "HttpProtocolOptions", "Include", "IncludeOptional",
-    "IndexHeadInsert", "IndexIgnore", "IndexIgnoreReset", "IndexOptions",
-    "IndexOrderDefault", "IndexStyleSheet", "KeepAlive", "KeepAliveTimeout",
-    "LanguagePriority", "LimitInternalRecursion", "LimitRequestBody",
-    "LimitRequestFields", "LimitRequestFieldSize", "LimitRequestLine",
-    "LimitXMLRequestBody", "Listen", "ListenBacklog", "LoadFile",
-    "LoadModule", "LogFormat", "LogIOTrackTTFB", "LogLevel",
-    "MaxConnectionsPerChild", "MaxKeepAliveRequests", "MaxRequestWorkers",
-    "MaxRequestsPerChild", "MaxSpareServers", "MaxSpareThreads",
-    "MimeMagicFile", "MinSpareServers", "MinSpareThreads", "MultiviewsMatch",
-    "Mutex", "PassEnv", "PidFile", "Protocols", "ProtocolsHonorOrder",
-    "ProxyStatus", "ReadBufferSize", "ReadmeName", "ReceiveBufferSize",
-    "RegexDefaultOptions",
-    "RemoveCharset", "RemoveEncoding", "RemoveHandler", "RemoveInputFilter",
-    "RemoveLanguage", "RemoveOutputFilter", "RemoveType", "RequestHeader",
-    "RequestReadTimeout", "Satisfy", "Order", "ScoreBoardFile",
-    "SendBufferSize", "ServerAdmin", "ServerAlias", "ServerLimit",
-    "ServerName", "ServerRoot", "ServerSignature", "ServerTokens", "SetEnv",
-    "SetHandler", "SetInputFilter", "SetOutputFilter", "SSLCACertificateFile",
-    "SSLCACertificatePath", "SSLCertificateChainFile", "SSLCertificateFile",
-    "SSLCertificateKeyFile", "SSLCipherSuite", "SSLCompression", "SSLEngine",
-    "SSLHonorCipherOrder", "SSLOptions", "SSLPassPhraseDialog",
-    "SSLProtocol", "SSLRandomSeed", "SSLRequireSSL", "SSLSessionCache",
-    "SSLSessionCacheTimeout", "SSLSessionTickets", "SSLStaplingCache",
-    "SSLUseStapling", "StartServers", "StartThreads", "ThreadLimit",
-    "ThreadsPerChild", "ThreadStackSize", "Timeout", "TraceEnable",
-    "TransferLog", "TypesConfig", "UnDefine", "UnsetEnv", "UseCanonicalName",
-    "UseCanonicalPhysicalPort", "User", "H2Direct", "H2Push", "H2Upgrade",
-    "H2MaxSessionStreams", "H2WindowSize", "H2StreamMaxMemSize",
-    NULL
-};
-
-/* Sections whose contents are judged as if written around them: they
- * apply alike to both names, or the request compares them per name. */
-static const char *const sections[] = {
-    "<IfModule", "<IfDefine", "<IfVersion", "<IfFile", "<IfDirective",
-    "<IfSection", "<VirtualHost", "<Directory", "<DirectoryMatch", "<Files",
-    "<FilesMatch", "<Location", "<LocationMatch", "<Limit", "<LimitExcept",
-    "<RequireAll", "<RequireAny", "<RequireNone", "<If", "<ElseIf", "<Else",
-    NULL
-};
-
-/* Require providers whose answer cannot depend on the file name. `env`
- * is one while no SetEnvIf tests the request's URI (refused below). */
-static const char *const blind_providers[] = {
-    "all", "env", "ip", "host", "forward-dns", "local", "method", "user",
-    "group", "valid-user", "dbd-group", "dbd-login", "dbd-logout",
-    "dbm-group", "ldap-user", "ldap-group", "ldap-dn", "ldap-attribute",
-    "ldap-filter", "ldap-search", NULL
-};
-
-/* SetEnvIf attributes that do not depend on the name asked for: the
- * request's headers, and these. */
-static const char *const blind_attributes[] = {
-    "Remote_Host", "Remote_Addr", "Server_Addr", "Request_Method",
-    "Request_Protocol", NULL
-};
-
-static int listed(const char *const *list, const char *word)
-{
-    for (; *list; list++) {
-        if (!strcasecmp(*list, word)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Whether mod_mime's extension `ext` (with or without its dot) may be
- * one of a sibling's that its page lacks: a coding's, or a delta's hash. */
-static int sibling_extension(const char *ext)
-{
-    size_t n;
-    if (*ext == '.') {
-        ext++;
-    }
-    n = strlen(ext);
-    return listed(coding_extensions, ext)
-           || (n == 64 && strspn(ext, "0123456789abcdefABCDEF") == n);
-}
-
-/* A type httpd hands a content handler as its name when no handler is
- * set: the magic types of mod_cgi, mod_include, mod_negotiation, PHP,
- * mod_imagemap and the like. */
-static int magic_type(const char *t)
-{
-    return !strncasecmp(t, "application/x-httpd-", 20)
-           || !strncasecmp(t, "text/x-server-parsed-html", 25)
-           || !strncasecmp(t, "application/x-type-map", 22)
-           || !strncasecmp(t, "httpd/", 6);
-}
-
-/* Whether mod_mime directive `d` (a handler, type or filter, then
- * extensions) names an extension only a sibling has. */
-static int names_sibling_extension(apr_pool_t *p, const ap_directive_t *d)
-{
-    const char *args = d->args;
-    ap_getword_conf(p, &args);
-    while (*args) {
-        const char *ext = ap_getword_conf(p, &args);
-        if (*ext && sibling_extension(ext)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-static const char *first_word(apr_pool_t *p, const char *args)
-{
-    return args ? ap_getword_conf(p, &args) : "";
-}
-
-/* The section `d` is in, looking through <IfModule>, <IfDefine> and the
- * other conditional sections (which hold what applies, where they
- * apply, as if written around them). */
-static const ap_directive_t *enclosing(const ap_directive_t *d)
-{
-    const ap_directive_t *up = d->parent;
-    while (up && !strncasecmp(up->directive, "<If", 3)
-           && strcasecmp(up->directive, "<If")) {
-        up = up->parent;
-    }
-    return up;
-}
-
-static int is_directory_section(const ap_directive_t *d)
-{
-    return d && !strcasecmp(d->directive, "<Directory") && d->args
-           && d->args[0] != '~';
-}
-
-/* Why directive `d` (outside the list, or on it with arguments that may
- * tell the names apart) rules the short answer out; NULL when it cannot. */
-static const char *directive_refusal(apr_pool_t *p, const ap_directive_t *d)
-{
-    const char *name = d->directive, *w = first_word(p, d->args);
-    if (!strcasecmp(name, "AddHandler") || !strcasecmp(name, "AddOutputFilter")) {
-        return names_sibling_extension(p, d)
-                   ? "a handler or filter chosen by a sibling's extension"
-                   : NULL;
-    }
-    if (!strcasecmp(name, "AddType")) {
-        return magic_type(w) && names_sibling_extension(p, d)
-                   ? "a handler's type given to a sibling's extension"
-                   : NULL;
-    }
-    if (!strcasecmp(name, "ForceType")) {
-        return magic_type(w) ? "a handler's type forced" : NULL;
-    }
-    if (!strncasecmp(name, "GzipDiskNg", 10) || listed(blind_directives, name)
-        || listed(sections, name)) {
-        return NULL;
-    }
-    if (!strcasecmp(name, "Require")) {
-        if (!strcasecmp(w, "not")) {
-            const char *rest = d->args;
-            ap_getword_conf(p, &rest);
-            w = first_word(p, rest);
-        }
-        return listed(blind_providers, w) ? NULL : "a Require provider that may read the file";
-    }
-    if (!strcasecmp(name, "Allow") || !strcasecmp(name, "Deny")) {
-        return NULL;
-    }
-    if (!strcasecmp(name, "Options")) {
-        const ap_directive_t *up = enclosing(d);
-        return (!up || !strcasecmp(up->directive, "<VirtualHost")
-                || is_directory_section(up))
-                   ? NULL
-                   : "Options outside <Directory>";
-    }
-    if (!strcasecmp(name, "AllowOverride") || !strcasecmp(name, "AllowOverrideList")) {
-        return !strcasecmp(w, "None") ? NULL : "an override beyond None";
-    }
-    if (!strcasecmp(name, "MergeSlashes")) {
-        return !strcasecmp(w, "Off") ? "MergeSlashes Off" : NULL;
-    }
-    if (!strcasecmp(name, "RewriteEngine")) {
-        return !strcasecmp(w, "Off") ? NULL : "RewriteEngine On";
-    }
-    if (!strcasecmp(name, "Alias") || !strcasecmp(name, "ScriptAlias")) {
-        /* A directory's alias maps both names alike; a file's does not. */
-        return (*w && w[strlen(w) - 1] == '/') ? NULL : "an Alias of a single name";
-    }
-    if (!strcasecmp(name, "SetEnvIf") || !strcasecmp(name, "SetEnvIfNoCase")) {
-        /* A header or one of these; a regex may name variables too. */
-        return (!strcasecmp(w, "Request_URI")
-                || (!listed(blind_attributes, w)
-                    && w[strspn(w, "-_ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                   "abcdefghijklmnopqrstuvwxyz0123456789")]))
-                   ? "a SetEnvIf that tests the URI"
-                   : NULL;
-    }
-    return "a directive outside the list";
-}
-
-struct scan {
-    apr_pool_t *p;
-    int edits_headers;      /* a RequestHeader, or an override that may add one */
-    const char *global;     /* a refusal outside every <VirtualHost> */
-    apr_hash_t *vhosts;     /* "file:line" of a <VirtualHost> -> refusal */
-};
-
-static const char *where(apr_pool_t *p, const ap_directive_t *d, const char *why)
-{
-    return apr_psprintf(p, "%s (%s at %s:%d)", why, d->directive,
-                        d->filename ? d->filename : "?", d->line_num);
-}
-
-static void scan_tree(struct scan *sc, const ap_directive_t *d,
-                      const char *vhost_key)
-{
-    for (; d; d = d->next) {
-        const char *key = vhost_key;
-        const char *why;
-        if (!strcasecmp(d->directive, "<VirtualHost")) {
-            key = apr_psprintf(sc->p, "%s:%d", d->filename, d->line_num);
-        }
-        if (!strcasecmp(d->directive, "RequestHeader")
-            || ((!strcasecmp(d->directive, "AllowOverride")
-                 || !strcasecmp(d->directive, "AllowOverrideList"))
-                && strcasecmp(first_word(sc->p, d->args), "None"))) {
-            sc->edits_headers = 1;
-        }
-        why = directive_refusal(sc->p, d);
-        if (why) {
-            const char *said = where(sc->p, d, why);
-            if (!key && !sc->global) {
-                sc->global = said;
-            }
-            else if (key && !apr_hash_get(sc->vhosts, key, APR_HASH_KEY_STRING)) {
-                apr_hash_set(sc->vhosts, key, APR_HASH_KEY_STRING, said);
-            }
-        }
-        if (d->first_child) {
-            scan_tree(sc, d->first_child, key);
-        }
-    }
-}
-
-/* A content handler of a module outside `known_handler_modules` (set
- * when the configuration is read), or NULL. */
-static const char *unknown_handler;
+/* ---- What the configuration was judged to allow ---- */
 
 /* The layout every hook's registration entry shares (apr_hooks.h's
  * APR_DECLARE_EXTERNAL_HOOK). */
@@ -378,95 +47,55 @@ typedef struct {
     int order;
 } hook_link;
 
-static const char *unknown_hook(apr_pool_t *p, const char *hook,
-                                apr_array_header_t *links)
-{
-    int i;
-    for (i = 0; links && i < links->nelts; i++) {
-        const char *m = ((hook_link *)links->elts)[i].name;
-        if (!m || !listed(known_modules, m)) {
-            return apr_psprintf(p, "%s hooks %s", m ? m : "a module", hook);
-        }
-    }
-    return NULL;
-}
+/* The hooks `gdn_hook_modules` reads, by name. */
+static const struct {
+    const char *name;
+    apr_array_header_t *(*get)(void);
+} hook_getters[] = {
+    {"post_read_request", ap_hook_get_post_read_request},
+    {"pre_translate_name", ap_hook_get_pre_translate_name},
+    {"translate_name", ap_hook_get_translate_name},
+    {"map_to_storage", ap_hook_get_map_to_storage},
+    {"post_perdir_config", ap_hook_get_post_perdir_config},
+    {"header_parser", ap_hook_get_header_parser},
+    {"access_checker", ap_hook_get_access_checker},
+    {"access_checker_ex", ap_hook_get_access_checker_ex},
+    {"check_user_id", ap_hook_get_check_user_id},
+    {"auth_checker", ap_hook_get_auth_checker},
+    {"type_checker", ap_hook_get_type_checker},
+    {"fixups", ap_hook_get_fixups},
+    {"insert_filter", ap_hook_get_insert_filter},
+    {"handler", ap_hook_get_handler},
+};
 
-/* A module with a content handler outside `known_handler_modules`, or
- * NULL: then such a module may answer any file whose handler is unset. */
-static const char *unknown_handler_module(apr_pool_t *p)
+const char *gdn_hook_modules(apr_pool_t *p, const char *hook)
 {
-    apr_array_header_t *links = ap_hook_get_handler();
-    int i;
-    for (i = 0; links && i < links->nelts; i++) {
-        const char *m = ((hook_link *)links->elts)[i].name;
-        if (!m || !listed(known_handler_modules, m)) {
-            return apr_psprintf(p, "%s has a content handler", m ? m : "a module");
-        }
-    }
-    return NULL;
-}
-
-/* A module outside `known_modules` hooking a request's translation,
- * environment, access, authentication, types or fixups; NULL when none. */
-static const char *unknown_request_hooks(apr_pool_t *p)
-{
-    const struct {
-        const char *name;
-        apr_array_header_t *(*get)(void);
-    } hooks[] = {
-        {"post_read_request", ap_hook_get_post_read_request},
-        {"pre_translate_name", ap_hook_get_pre_translate_name},
-        {"translate_name", ap_hook_get_translate_name},
-        {"map_to_storage", ap_hook_get_map_to_storage},
-        {"post_perdir_config", ap_hook_get_post_perdir_config},
-        {"header_parser", ap_hook_get_header_parser},
-        {"access_checker", ap_hook_get_access_checker},
-        {"access_checker_ex", ap_hook_get_access_checker_ex},
-        {"check_user_id", ap_hook_get_check_user_id},
-        {"auth_checker", ap_hook_get_auth_checker},
-        {"type_checker", ap_hook_get_type_checker},
-        {"fixups", ap_hook_get_fixups},
-    };
     size_t i;
-    for (i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
-        const char *why = unknown_hook(p, hooks[i].name, hooks[i].get());
-        if (why) {
-            return why;
+    for (i = 0; i < sizeof(hook_getters) / sizeof(hook_getters[0]); i++) {
+        if (!strcmp(hook_getters[i].name, hook)) {
+            apr_array_header_t *links = hook_getters[i].get();
+            const char *out = "";
+            int j;
+            for (j = 0; links && j < links->nelts; j++) {
+                const char *m = ((hook_link *)links->elts)[j].name;
+                out = apr_pstrcat(p, out, m ? m : "", "\n", NULL);
+            }
+            return out;
         }
     }
     return NULL;
-}
-
-static const char *hooks_refusal(apr_pool_t *p)
-{
-    const char *why = unknown_request_hooks(p);
-    return why ? why : unknown_handler;
 }
 
 /* ---- Verdicts, per server ---- */
 
+/* The verdicts the module gave at post_config (shim.h's
+ * gdn_sibling_rules): a refusal outside every <VirtualHost>, why a page is
+ * public to none, whether a request's headers may be edited after they
+ * are read (then the headers as read are kept for every request, for its
+ * siblings' twins). */
 static const char *global_refusal = "the configuration not read yet";
-
-/* Modules whose request hooks may tell clients apart beyond the rules
- * `client_dependence` reads: a page is then public to none. */
 static const char *unknown_client_hooks = "the configuration not read yet";
-
-/* Whether a request's headers may be edited after they are read
- * (mod_headers loaded, and a `RequestHeader` configured or an override
- * that may add one): then the headers as read are kept for every
- * request, for its siblings' twins. */
 static int headers_edited;
-
-static int module_loaded(const char *name)
-{
-    module *m;
-    for (m = ap_top_module; m; m = m->next) {
-        if (m->name && !strcmp(m->name, name)) {
-            return 1;
-        }
-    }
-    return 0;
-}
 
 /* One section of a list, as the short answer compares it for a name and
  * that name with a suffix after it. A section of bounded shape reads at
@@ -611,23 +240,32 @@ static const struct server_facts *facts_of(const server_rec *s)
     return f->s == s ? f : NULL;
 }
 
-static void learn_filters(apr_pool_t *p, server_rec *main_server);
+static void learn_filters(const gdn_sibling_rules *rules);
 
-void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server)
+static const char *pconf_copy(apr_pool_t *pconf, const char *s)
 {
-    struct scan sc = {pconf, 0, NULL, apr_hash_make(pconf)};
+    return s ? apr_pstrdup(pconf, s) : NULL;
+}
+
+void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
+                     const gdn_sibling_rules *rules)
+{
+    apr_hash_t *vhosts = apr_hash_make(pconf);
+    int i;
     servers = NULL;
-    unknown_handler = unknown_handler_module(pconf);
-    scan_tree(&sc, ap_conftree, NULL);
-    if (!sc.global) {
-        sc.global = hooks_refusal(pconf);
+    for (i = 0; i < rules->vhosts; i++) {
+        apr_hash_set(vhosts,
+                     apr_psprintf(pconf, "%s:%d", rules->vhost_files[i],
+                                  rules->vhost_lines[i]),
+                     APR_HASH_KEY_STRING,
+                     pconf_copy(pconf, rules->vhost_refusals[i]));
     }
-    global_refusal = sc.global;
-    unknown_client_hooks = unknown_request_hooks(pconf);
-    headers_edited = sc.edits_headers && module_loaded("mod_headers.c");
+    global_refusal = pconf_copy(pconf, rules->refusal);
+    unknown_client_hooks = pconf_copy(pconf, rules->client_hooks);
+    headers_edited = rules->headers_edited;
     gdn_learn_literal_sections(pconf, main_server);
-    learn_servers(pconf, main_server, sc.vhosts);
-    learn_filters(pconf, main_server);
+    learn_servers(pconf, main_server, vhosts);
+    learn_filters(rules);
 }
 
 /* A server the configuration did not list (none is expected) gets no
@@ -954,8 +592,9 @@ int gdn_in_sibling_check(const request_rec *r)
     return is_sibling_check(r);
 }
 
-/* The records of `plain_filters` httpd registered, found once per
- * configuration, so that a request tells them by address. mod_deflate's
+/* The records of the filters the module named as leaving a response's
+ * content as the file holds it (compression, caching, header edits),
+ * found once per configuration, so that a request tells them by address. mod_deflate's
  * and mod_brotli's (the compressors) step aside, leaving no trace, from a
  * response that already has a Content-Encoding: their first checks all
  * end in removing themselves, no header touched before. */
@@ -991,7 +630,7 @@ static int registered_kind(const ap_filter_rec_t *frec)
     return FILTER_UNKNOWN;
 }
 
-/* What a filter record is: one of `plain_filters`, or mod_filter's
+/* What a filter record is: one of `known_filters`, or mod_filter's
  * harness of such filters alone (a compressor where one of them is),
  * else unknown. */
 static int filter_kind(const ap_filter_rec_t *frec)
@@ -1020,15 +659,16 @@ static const void *object_of(const void *addr)
     return addr && dladdr(addr, &info) ? info.dli_fbase : NULL;
 }
 
-static void learn_filters(apr_pool_t *p, server_rec *main_server)
+/* The filters of `rules` that httpd registered: each found by its name,
+ * and kept only where its function lies in the object of the module
+ * named with it. */
+static void learn_filters(const gdn_sibling_rules *rules)
 {
-    const struct plain_filter *pf;
-    (void)p;
-    (void)main_server;
+    int i;
     known_filter_count = 0;
-    for (pf = plain_filters; pf->name && known_filter_count < KNOWN_FILTERS; pf++) {
-        ap_filter_rec_t *frec = ap_get_output_filter_handle(pf->name);
-        const module *m = ap_find_linked_module(pf->module);
+    for (i = 0; i < rules->filters && known_filter_count < KNOWN_FILTERS; i++) {
+        ap_filter_rec_t *frec = ap_get_output_filter_handle(rules->filter_names[i]);
+        const module *m = ap_find_linked_module(rules->filter_modules[i]);
         const void *home = object_of(m);
         if (!frec || !m || !home
             || object_of((const void *)frec->filter_func.out_func) != home) {
@@ -1037,14 +677,14 @@ static void learn_filters(apr_pool_t *p, server_rec *main_server)
         known_filters[known_filter_count].frec = frec;
         known_filters[known_filter_count].func = frec->filter_func.out_func;
         known_filters[known_filter_count].kind =
-            pf->compressor ? FILTER_COMPRESSOR : FILTER_PLAIN;
+            rules->filter_compressors[i] ? FILTER_COMPRESSOR : FILTER_PLAIN;
         known_filter_count++;
     }
 }
 
 /* Why the content filters about to run on `r` (those before the
  * protocol's) may change its bytes: the first filter not in
- * `plain_filters`; NULL when there is none. */
+ * `known_filters`; NULL when there is none. */
 const char *gdn_content_filter(const request_rec *r)
 {
     const ap_filter_t *f;
@@ -1082,31 +722,24 @@ void gdn_skip_compressors(request_rec *r)
     }
 }
 
-/* Why the answer to the looked-up request `rr` would not be core's
- * default handler (or this module's) sending its file through no
- * content filter; NULL when it would. The filters are the ones a
- * request of its own would get: the insert_filter hooks run on it
- * (a lookup does not run them), the connection's chains kept as
- * they were. */
-static const char *answer_refusal(request_rec *rr)
+/* What would answer the looked-up request `rr`, into `out`: its handler
+ * and type, and the first content filter that may change its bytes. The
+ * filters are the ones a request of its own would get: the insert_filter
+ * hooks run on it (a lookup does not run them), the connection's chains
+ * kept as they were. */
+static void read_answer(request_rec *r, request_rec *rr, gdn_twin *out)
 {
     conn_rec *c = rr->connection;
-    ap_filter_t *out = c->output_filters, *in = c->input_filters;
-    const char *h = rr->handler, *why;
-    if (h && strcasecmp(h, "default-handler") && strcasecmp(h, "gzip-disk-ng")) {
-        return apr_psprintf(rr->pool, "handler %s", h);
-    }
-    if (!h && rr->content_type && magic_type(rr->content_type)) {
-        return apr_psprintf(rr->pool, "a handler for type %s", rr->content_type);
-    }
-    if (!h && unknown_handler) {
-        return unknown_handler;
-    }
+    ap_filter_t *o = c->output_filters, *in = c->input_filters;
+    const char *filter;
+    out->handler = rr->handler ? apr_pstrdup(r->pool, rr->handler) : NULL;
+    out->content_type =
+        rr->content_type ? apr_pstrdup(r->pool, rr->content_type) : NULL;
     ap_run_insert_filter(rr);
-    why = gdn_content_filter(rr);
-    c->output_filters = out;
+    filter = gdn_content_filter(rr);
+    out->filter = filter ? apr_pstrdup(r->pool, filter) : NULL;
+    c->output_filters = o;
     c->input_filters = in;
-    return why ? apr_psprintf(rr->pool, "output filter %s", why) : NULL;
 }
 
 /* TEST-NET-1 (RFC 5737): an address no rule of a real site names. */
@@ -1299,29 +932,28 @@ static const char *client_dependence(request_rec *rr)
     return NULL;
 }
 
-/* The status of a GET for `uri` (escaped, as a request line carries it),
- * which names `path`, asked of Apache as its twin: from this request's
- * client, or, with `anonymous`, from a client no rule knows (and then
- * only where no rule tells clients apart). 200 only when Apache would
- * send that very file through its default handler (or this module's)
- * and no content filter. */
+/* A GET for `uri` (escaped, as a request line carries it), which names
+ * `path`, asked of Apache as its twin: from this request's client, or,
+ * with `anonymous`, from a client no rule knows. Its status (200 when
+ * its handler would run on that very file) and what would answer it go
+ * to `out`, for the module to judge. */
 static int ask_at(request_rec *r, const char *uri, const char *path,
-                  apr_finfo_t *found, int anonymous, const char **refusal,
-                  int *options, int *client)
+                  int anonymous, gdn_twin *out)
 {
     conn_rec *c = r->connection;
-    ap_filter_t *out = c->output_filters, *in = c->input_filters;
-    const char *why = NULL;
+    ap_filter_t *o = c->output_filters, *in = c->input_filters;
+    const char *client;
     request_rec *t;
     int status;
     t = make_twin(r, uri, anonymous);
     if (!t) {
-        return HTTP_FORBIDDEN;
+        return out->status = HTTP_FORBIDDEN;
     }
     status = run_twin(t);
     /* Whether another client could have been answered otherwise, which
      * shared caches in front must be told. */
-    *client = client_dependence(t) != NULL;
+    client = client_dependence(t);
+    out->client = client ? apr_pstrdup(r->pool, client) : NULL;
     if (status == HTTP_OK
         && (!t->filename || strcmp(t->filename, path)
             || t->finfo.filetype != APR_REG
@@ -1329,108 +961,65 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
         /* The URI names another file (a rewrite, an alias of one name). */
         status = HTTP_FORBIDDEN;
     }
-    if (status == HTTP_OK && (why = answer_refusal(t)) == NULL && anonymous) {
-        why = client_dependence(t);
-    }
-    if (status == HTTP_OK && why) {
-        *refusal = apr_pstrdup(r->pool, why);
-        status = HTTP_FORBIDDEN;
-    }
     if (status == HTTP_OK) {
-        *found = t->finfo;
-        *options = ap_allow_options(t);
+        read_answer(r, t, out);
+        out->found = t->finfo;
+        out->options = ap_allow_options(t);
     }
     /* Hooks may have put filters of the twin's on the connection's
      * chains (as a request of its own they were theirs): back as they
      * were, then the twin goes with its pool. */
-    c->output_filters = out;
+    c->output_filters = o;
     c->input_filters = in;
     apr_pool_destroy(t->pool);
-    return status;
+    return out->status = status;
 }
 
 /* `ask_at` for the request's own file plus `suffix`, under the URI a
  * direct request for it would have. */
 static int ask(request_rec *r, const char *path, const char *suffix,
-               apr_finfo_t *found, int anonymous, const char **refusal,
-               int *options, int *client)
+               int anonymous, gdn_twin *out)
 {
     apr_size_t ul = 0;
     const char *uri = file_uri(r, &ul);
     if (!uri) {
-        return HTTP_FORBIDDEN;
+        return out->status = HTTP_FORBIDDEN;
     }
     uri = ap_escape_uri(r->pool,
                         apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
                                     suffix, NULL));
-    return ask_at(r, uri, path, found, anonymous, refusal, options, client);
+    return ask_at(r, uri, path, anonymous, out);
+}
+
+static void twin_unknown(gdn_twin *out)
+{
+    memset(out, 0, sizeof(*out));
+    out->status = HTTP_FORBIDDEN;
+    out->client = "the twin not made";
 }
 
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found, const char **refusal, int *options,
-                    int *client)
+                    gdn_twin *out)
 {
-    *refusal = NULL;
-    *client = 1;
-    return ask(r, path, suffix, found, 0, refusal, options, client);
+    twin_unknown(out);
+    return ask(r, path, suffix, 0, out);
 }
 
-int gdn_public_ask(request_rec *r, const char **refusal)
+int gdn_public_ask(request_rec *r, gdn_twin *out)
 {
-    apr_finfo_t found;
-    int options, client;
-    *refusal = NULL;
+    twin_unknown(out);
     if (!r->filename) {
-        return HTTP_FORBIDDEN;
+        return out->status;
     }
-    return ask(r, r->filename, "", &found, 1, refusal, &options, &client);
+    return ask(r, r->filename, "", 1, out);
 }
 
 int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,
-                      const char **refusal)
+                      gdn_twin *out)
 {
-    apr_finfo_t found;
-    int options, client;
-    *refusal = NULL;
+    twin_unknown(out);
     if (!uri || *uri != '/' || !path || *path != '/') {
-        return HTTP_FORBIDDEN;
+        return out->status;
     }
-    return ask_at(r, ap_escape_uri(r->pool, uri), path, &found, 1, refusal,
-                  &options, &client);
-}
-
-/* ---- Where URLs map into the filesystem besides DocumentRoot ---- */
-
-static void map_targets(apr_pool_t *p, const ap_directive_t *d,
-                        apr_array_header_t *out)
-{
-    for (; d; d = d->next) {
-        const char *name = d->directive, *args = d->args, *target = NULL;
-        if (!strcasecmp(name, "Alias") || !strcasecmp(name, "ScriptAlias")
-            || !strcasecmp(name, "AliasMatch")
-            || !strcasecmp(name, "ScriptAliasMatch")) {
-            const char *first = ap_getword_conf(p, &args);
-            target = *args ? ap_getword_conf(p, &args) : first;
-        }
-        else if (!strcasecmp(name, "UserDir")) {
-            target = ap_getword_conf(p, &args);
-            if (!strcasecmp(target, "disabled") || !strcasecmp(target, "enabled")) {
-                target = NULL;
-            }
-        }
-        if (target && *target) {
-            *(const char **)apr_array_push(out) =
-                apr_psprintf(p, "%s\t%s", name, target);
-        }
-        if (d->first_child) {
-            map_targets(p, d->first_child, out);
-        }
-    }
-}
-
-const char *gdn_url_mappings(apr_pool_t *p)
-{
-    apr_array_header_t *out = apr_array_make(p, 8, sizeof(const char *));
-    map_targets(p, ap_conftree, out);
-    return apr_array_pstrcat(p, out, '\n');
+    return ask_at(r, ap_escape_uri(r->pool, uri), path, 1, out);
 }

@@ -26,7 +26,45 @@ void *gdn_request_state(const request_rec *r, int module_index);
 void gdn_set_request_state(request_rec *r, int module_index, void *value);
 
 /* Whether a sibling name of a request's file would be served (access.c). */
-void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server);
+/* What the module judged of the configuration at post_config: a refusal
+ * of the short answer outside every <VirtualHost> (NULL: none), one per
+ * <VirtualHost> by where it is defined, why a page is public to none
+ * (NULL: none), whether request headers may be edited after they are
+ * read, and the output filters that leave a response's bytes as they are
+ * (each with the module that registers it; compressors step aside from a
+ * coded response). Copied; the caller keeps its own. */
+typedef struct {
+    const char *refusal;
+    int vhosts;
+    const char *const *vhost_files;
+    const int *vhost_lines;
+    const char *const *vhost_refusals;
+    const char *client_hooks;
+    int headers_edited;
+    int filters;
+    const char *const *filter_names;
+    const char *const *filter_modules;
+    const int *filter_compressors;
+} gdn_sibling_rules;
+void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
+                     const gdn_sibling_rules *rules);
+/* The module names registered on a request hook, each ended by "\n"
+ * (empty for an unnamed entry); NULL for a hook not known here. */
+const char *gdn_hook_modules(apr_pool_t *p, const char *hook);
+/* What a twin came to: its status (200 when its handler would run on the
+ * very file asked for), and then its handler, type and first content
+ * filter that may change its bytes, the file and its Options; always,
+ * why another client could be answered otherwise (NULL: none). Strings
+ * are the asking request's pool's. */
+typedef struct {
+    int status;
+    const char *handler;
+    const char *content_type;
+    const char *filter;
+    const char *client;
+    apr_finfo_t found;
+    int options;
+} gdn_twin;
 const char *gdn_short_answer_refused(const request_rec *r);
 const char *gdn_server_refusal(const server_rec *s);
 int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
@@ -36,12 +74,11 @@ int gdn_literal_prefix_matches(const ap_regex_t *r, const char *name, size_t nl)
 /* The length of the literal `r` was learned as, or 0. */
 size_t gdn_literal_prefix_length(const ap_regex_t *r);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
-                    apr_finfo_t *found, const char **refusal, int *options,
-                    int *client);
+                    gdn_twin *out);
 int gdn_in_sibling_check(const request_rec *r);
-int gdn_public_ask(request_rec *r, const char **refusal);
+int gdn_public_ask(request_rec *r, gdn_twin *out);
 int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,
-                      const char **refusal);
+                      gdn_twin *out);
 const char *gdn_content_filter(const request_rec *r);
 void gdn_skip_compressors(request_rec *r);
 void gdn_register_sibling_hooks(void);
@@ -49,9 +86,6 @@ void gdn_register_sibling_hooks(void);
 void gdn_log_s(const server_rec *s, int module_index, int level,
                apr_status_t status, const char *msg);
 const char *gdn_document_root(server_rec *s);
-/* "Directive	target" lines, one per Alias, AliasMatch, ScriptAlias,
- * ScriptAliasMatch and UserDir of the configuration (access.c). */
-const char *gdn_url_mappings(apr_pool_t *p);
 int gdn_config_dry_run(void);
 
 /* A helper process started by the parent after the configuration is read,

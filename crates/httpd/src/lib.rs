@@ -8,6 +8,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod brigade;
+pub mod conftree;
 pub mod ffi;
 mod file;
 pub mod filter;
@@ -28,9 +29,10 @@ pub use file::{File, FileKind, FileReader, FileVersion, Finfo, PoolBytes, Symlin
 pub use filter::{Filter, Input, Piece};
 pub use log::{Level, ServerLog};
 pub use module::{
-    Args, Command, Config, Directive, Hook, Module, Order, Parms, PostConfig, Scope, Set, Takes,
+    Args, Command, Config, Directive, Hook, Module, Order, Parms, PlainFilter, PostConfig, Scope,
+    Set, SiblingRules, Takes,
 };
-pub use request::{Refusal, Request};
+pub use request::{Refusal, Request, Twin};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
 /// this type names them.

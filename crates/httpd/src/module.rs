@@ -10,7 +10,7 @@ use super::filter::{Filter, Input};
 use super::pool::{pool_box, pool_place};
 use super::{apr_status_t, ffi, Level, Request, Status};
 use std::cell::UnsafeCell;
-use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
+use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
 use std::marker::PhantomData;
 use std::os::unix::ffi::OsStrExt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -288,6 +288,37 @@ pub trait Module: Sized + 'static {
     fn status(_req: &Request<'_>, _short: bool) {}
 }
 
+/// What the module judged of a configuration, for the sibling checks of
+/// csrc/access.c: where the short answer (sections compared per name,
+/// no twin) holds, why a page is public to none, whether request headers
+/// may be edited after they are read, and which output filters leave a
+/// response's bytes as they are.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SiblingRules {
+    /// Why no server takes the short answer (a refusal outside every
+    /// `<VirtualHost>`); `None`: each server as `vhosts` says.
+    pub refusal: Option<String>,
+    /// A `<VirtualHost>`'s refusal, by the file and line it starts at.
+    pub vhosts: Vec<(String, u32, String)>,
+    /// Why a page's answer may depend on its client whatever its rules
+    /// say (hooks of modules not known); `None`: its rules decide.
+    pub client_hooks: Option<String>,
+    /// Whether a module may edit request headers after they are read:
+    /// then the headers as read are kept for every request's twins.
+    pub headers_edited: bool,
+    pub filters: Vec<PlainFilter>,
+}
+
+/// An output filter that leaves a response's bytes as the file holds
+/// them, known by its name and the module whose object holds its
+/// function; a compressor steps aside from a coded response.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PlainFilter {
+    pub name: &'static str,
+    pub module: &'static str,
+    pub compressor: bool,
+}
+
 /// What the configuration hooks get: the configuration pool and the main
 /// server.
 pub struct PostConfig<'p> {
@@ -353,17 +384,54 @@ impl PostConfig<'_> {
         super::log::ServerLog::new(self.s)
     }
 
-    /// Reads the configuration once for what decides whether a sibling's
-    /// name would be served (see `Request::sibling_rules_may_differ`).
-    /// Says, once per start, which servers ask Apache about every sibling
-    /// and why.
-    pub fn scan_sibling_rules(&self) {
-        // SAFETY: httpd's configuration tree and hooks are complete at
-        // post_config; the scan reads them and allocates from pconf.
-        unsafe { ffi::gdn_scan_config(self.pconf, self.s) }
-        if self.dry_run() {
-            return;
+    /// The configuration as httpd read it: directives, modules, hooks.
+    pub fn configuration(&self) -> super::conftree::Configuration {
+        super::conftree::read(self.pconf)
+    }
+
+    /// Hands the sibling checks what the module judged of this
+    /// configuration (see `SiblingRules`). Says, once per start, which
+    /// servers ask Apache about every sibling and why.
+    pub fn set_sibling_rules(&self, rules: &SiblingRules) {
+        let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
+        let opt = |s: &Option<String>| s.as_deref().map(c);
+        let refusal = opt(&rules.refusal);
+        let client = opt(&rules.client_hooks);
+        let files: Vec<CString> = rules.vhosts.iter().map(|v| c(&v.0)).collect();
+        let lines: Vec<c_int> = rules
+            .vhosts
+            .iter()
+            .map(|v| c_int::try_from(v.1).unwrap_or(0))
+            .collect();
+        let whys: Vec<CString> = rules.vhosts.iter().map(|v| c(&v.2)).collect();
+        let names: Vec<CString> = rules.filters.iter().map(|f| c(f.name)).collect();
+        let mods: Vec<CString> = rules.filters.iter().map(|f| c(f.module)).collect();
+        let comp: Vec<c_int> = rules.filters.iter().map(|f| f.compressor.into()).collect();
+        let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<_>>();
+        let (files_p, whys_p, names_p, mods_p) =
+            (ptrs(&files), ptrs(&whys), ptrs(&names), ptrs(&mods));
+        let raw = ffi::gdn_sibling_rules {
+            refusal: refusal.as_ref().map_or(ptr::null(), |s| s.as_ptr()),
+            vhosts: c_int::try_from(files.len()).unwrap_or(0),
+            vhost_files: files_p.as_ptr(),
+            vhost_lines: lines.as_ptr(),
+            vhost_refusals: whys_p.as_ptr(),
+            client_hooks: client.as_ref().map_or(ptr::null(), |s| s.as_ptr()),
+            headers_edited: rules.headers_edited.into(),
+            filters: c_int::try_from(names.len()).unwrap_or(0),
+            filter_names: names_p.as_ptr(),
+            filter_modules: mods_p.as_ptr(),
+            filter_compressors: comp.as_ptr(),
+        };
+        // SAFETY: httpd's configuration is complete at post_config; the
+        // shim copies every string into pconf before this returns.
+        unsafe { ffi::gdn_scan_config(self.pconf, self.s, &raw) }
+        if !self.dry_run() {
+            self.say_sibling_refusals();
         }
+    }
+
+    fn say_sibling_refusals(&self) {
         let (mut s, mut said) = (self.s, ptr::null());
         while !s.is_null() {
             // SAFETY: the server list is configuration, complete here; the
@@ -405,23 +473,6 @@ impl PostConfig<'_> {
     }
 
     /// The `DocumentRoot` of the main server and of every virtual host.
-    /// Where `Alias`, `AliasMatch`, `ScriptAlias`, `ScriptAliasMatch`
-    /// and `UserDir` map URLs, as written: (directive, target) pairs.
-    pub fn url_mappings(&self) -> Vec<(String, String)> {
-        // SAFETY: the configuration tree is complete here; the string is
-        // allocated from pconf.
-        let all = unsafe { ffi::gdn_url_mappings(self.pconf) };
-        if all.is_null() {
-            return Vec::new();
-        }
-        // SAFETY: NUL-terminated, as above.
-        let all = unsafe { CStr::from_ptr(all) }.to_string_lossy();
-        all.lines()
-            .filter_map(|l| l.split_once('\t'))
-            .map(|(d, t)| (d.to_string(), t.to_string()))
-            .collect()
-    }
-
     pub fn document_roots(&self) -> Vec<PathBuf> {
         let mut out = Vec::new();
         let mut s = self.s;

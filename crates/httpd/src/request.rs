@@ -26,6 +26,18 @@ impl std::fmt::Display for Refusal<'_> {
     }
 }
 
+/// What would answer a twin that reached the very file asked for: its
+/// handler and type (`None` where unset), the first output filter before
+/// the protocol's that may change its bytes, and why its rules could
+/// answer another client otherwise.
+#[derive(Debug, Clone, Copy)]
+pub struct Twin<'r> {
+    pub handler: Option<&'r CStr>,
+    pub content_type: Option<&'r CStr>,
+    pub filter: Option<&'r CStr>,
+    pub client: Option<&'r CStr>,
+}
+
 /// A borrowed `request_rec`.
 pub struct Request<'r> {
     pub(crate) r: *mut ffi::request_rec,
@@ -534,87 +546,89 @@ impl<'r> Request<'r> {
     /// Asks Apache (the sibling's twin: a GET request of its own for the
     /// sibling's URI from this client, run as httpd runs a request it has
     /// read, up to its handler) whether it would serve `path`, the
-    /// request's file plus
-    /// `suffix`: the file it found there, or the status it refused with.
-    /// A found file is refused (with why) where the direct request would
-    /// run another handler or a content filter.
+    /// request's file plus `suffix`: the file it found there, or the
+    /// status it refused with. Where the twin reached that very file,
+    /// `judge` says why what would answer it (`Twin`) is not the file as
+    /// it is, if so: then the answer is a 403 with that reason.
     /// With the file, the symlink policy of the sibling's own `Options`,
     /// which its open must keep to. Beside the answer, whether the rules
-    /// that gave it could answer another client otherwise (authorization
-    /// other than `Require all granted`, `Allow`/`Deny`, `<If>`, rewrite
-    /// rules, hooks of modules not known): the module's answer then
-    /// depended on the client in a way a cache cannot see.
+    /// that gave it could answer another client otherwise: the module's
+    /// answer then depended on the client in a way a cache cannot see.
     pub fn ask_sibling(
         &self,
         path: &CStr,
         suffix: &CStr,
+        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
     ) -> (Result<(Finfo, SymlinkPolicy), Refusal<'r>>, bool) {
-        let mut raw = ffi::apr_finfo_t::default();
-        let mut why = std::ptr::null();
-        let mut opts: c_int = 0;
-        let mut client: c_int = 1;
+        let mut raw = ffi::gdn_twin::default();
         // SAFETY: live request; the twin is destroyed by the shim before
-        // it returns, and `raw` is copied out of it; `why` is
-        // NULL or a request-pool string.
-        let st = unsafe {
-            ffi::gdn_sibling_ask(
-                self.r,
-                path.as_ptr(),
-                suffix.as_ptr(),
-                &mut raw,
-                &mut why,
-                &mut opts,
-                &mut client,
-            )
-        };
-        let answer = if st == ffi::HTTP_OK as c_int {
-            Ok((Finfo { raw }, policy_of(opts as u32)))
-        } else {
-            Err(self.refusal(st, why))
-        };
-        (answer, client != 0)
+        // it returns, and what it found is copied out of it (strings into
+        // this request's pool).
+        unsafe { ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw) };
+        let answer = self
+            .judged(&raw, judge)
+            .map(|()| (Finfo { raw: raw.found }, policy_of(raw.options as u32)));
+        (answer, !raw.client.is_null())
     }
 
     /// Asks Apache whether a client no rule knows (no user, no headers
     /// but `Host`, no environment, an address of RFC 5737's TEST-NET-1)
-    /// would get this request's file as it is under its own URI, and
-    /// whether every other client would too (see `ask_public_at`).
-    pub fn ask_public(&self) -> Result<(), Refusal<'r>> {
-        let mut why = std::ptr::null();
+    /// would get this request's file, as `judge` judges its twin.
+    pub fn ask_public(
+        &self,
+        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
+    ) -> Result<(), Refusal<'r>> {
+        let mut raw = ffi::gdn_twin::default();
         // SAFETY: live request, only read (the twin is a request of its
-        // own, destroyed before the shim returns); `why` is NULL or a
-        // pool string.
-        let st = unsafe { ffi::gdn_public_ask(self.r, &mut why) };
-        if st == ffi::HTTP_OK as c_int {
-            Ok(())
-        } else {
-            Err(self.refusal(st, why))
-        }
+        // own, destroyed before the shim returns).
+        unsafe { ffi::gdn_public_ask(self.r, &mut raw) };
+        self.judged(&raw, judge)
     }
 
-    /// `ask_public` for another file of the host: whether a client no
-    /// rule knows would get the file `path` as it is under the URI `uri`
-    /// (a decoded path), and every other client alike: no rule that
-    /// tells clients apart (anything but `Require all granted`, `Allow`
-    /// or `Deny`, `<If>`, rewrite rules, unknown modules' hooks) applies.
-    pub fn ask_public_at(&self, uri: &CStr, path: &CStr) -> Result<(), Refusal<'r>> {
-        let mut why = std::ptr::null();
+    /// `ask_public` for another file of the host: the file `path` under
+    /// the URI `uri` (a decoded path).
+    pub fn ask_public_at(
+        &self,
+        uri: &CStr,
+        path: &CStr,
+        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
+    ) -> Result<(), Refusal<'r>> {
+        let mut raw = ffi::gdn_twin::default();
         // SAFETY: live request; the shim puts back every field it
-        // changes before it returns; `why` is NULL or a pool string.
-        let st = unsafe { ffi::gdn_public_ask_at(self.r, uri.as_ptr(), path.as_ptr(), &mut why) };
-        if st == ffi::HTTP_OK as c_int {
-            Ok(())
-        } else {
-            Err(self.refusal(st, why))
-        }
+        // changes before it returns.
+        unsafe { ffi::gdn_public_ask_at(self.r, uri.as_ptr(), path.as_ptr(), &mut raw) };
+        self.judged(&raw, judge)
     }
 
-    fn refusal(&self, st: c_int, why: *const c_char) -> Refusal<'r> {
-        // SAFETY: NULL or a NUL-terminated request-pool string.
-        let why = (!why.is_null()).then(|| unsafe { CStr::from_ptr(why) });
-        Refusal {
-            status: Status(st),
-            why,
+    fn judged(
+        &self,
+        raw: &ffi::gdn_twin,
+        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
+    ) -> Result<(), Refusal<'r>> {
+        if raw.status != ffi::HTTP_OK as c_int {
+            return Err(Refusal {
+                status: Status(raw.status),
+                why: None,
+            });
+        }
+        // SAFETY: NULL or NUL-terminated strings of this request's pool.
+        let text = |p: *const c_char| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) });
+        let twin = Twin {
+            handler: text(raw.handler),
+            content_type: text(raw.content_type),
+            filter: text(raw.filter),
+            client: text(raw.client),
+        };
+        match judge(&twin) {
+            None => Ok(()),
+            Some(why) => {
+                // SAFETY: a NUL-terminated copy in the request's pool.
+                let why = unsafe { CStr::from_ptr(self.pool_str(&why.replace('\0', " "))) };
+                Err(Refusal {
+                    status: Status::FORBIDDEN,
+                    why: Some(why),
+                })
+            }
         }
     }
 

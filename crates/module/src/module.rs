@@ -87,7 +87,7 @@ impl gdn_httpd::Module for GzipDiskNg {
     /// children fork: whether siblings' names may be judged by sections
     /// alone or are asked of Apache, and the start-up padding key.
     fn post_config(ctx: &PostConfig<'_>) -> Result<(), String> {
-        ctx.scan_sibling_rules();
+        crate::policy::learn(ctx);
         store_guard::guard(
             ctx.server_config::<GzipDiskNg>()
                 .and_then(|c| c.cache_root.as_deref()),
@@ -129,7 +129,10 @@ impl gdn_httpd::Module for GzipDiskNg {
             return Ok(());
         };
         config::check_cache_root_served(root, &ctx.document_roots())?;
-        let warnings = config::check_cache_root_mapped(root, &ctx.url_mappings())?;
+        let warnings = config::check_cache_root_mapped(
+            root,
+            &crate::policy::url_mappings(&ctx.configuration()),
+        )?;
         if ctx.dry_run() {
             for why in warnings {
                 ctx.log().log(gdn_httpd::Level::Warn, &why);

@@ -1,0 +1,129 @@
+//! Which modules hook a request in ways the policy knows: a module
+//! outside these lists may treat two names of one directory, or two
+//! clients, differently, so the short answer (and a page's being public)
+//! is refused where one hooks the request.
+
+use super::words::listed;
+use gdn_httpd::conftree::Configuration;
+
+/// Modules whose request hooks (translate, storage, environment, access,
+/// authentication, types, fixups) treat two names of one directory alike
+/// unless a directive `scan` refuses says otherwise.
+const KNOWN_MODULES: &[&str] = &[
+    "core.c",
+    "http_core.c",
+    "mod_so.c",
+    "mod_unixd.c",
+    "mod_log_config.c",
+    "mod_logio.c",
+    "mod_version.c",
+    "mod_watchdog.c",
+    "mod_access_compat.c",
+    "mod_alias.c",
+    "mod_auth_basic.c",
+    "mod_authn_core.c",
+    "mod_authn_file.c",
+    "mod_authz_core.c",
+    "mod_authz_host.c",
+    "mod_authz_user.c",
+    "mod_authz_groupfile.c",
+    "mod_autoindex.c",
+    "mod_deflate.c",
+    "mod_brotli.c",
+    "mod_dir.c",
+    "mod_env.c",
+    "mod_filter.c",
+    "mod_headers.c",
+    "mod_expires.c",
+    "mod_mime.c",
+    "mod_negotiation.c",
+    "mod_reqtimeout.c",
+    "mod_setenvif.c",
+    "mod_status.c",
+    "mod_rewrite.c",
+    "mod_ssl.c",
+    "mod_http2.c",
+    "event.c",
+    "worker.c",
+    "prefork.c",
+    "mod_gzip_disk_ng.c",
+];
+
+/// Modules whose content handlers run only for the handler names they
+/// own (a `SetHandler`/`AddHandler` name, or a type httpd passes as the
+/// name when none is set, of the shapes `scan::magic_type` knows): a file
+/// whose handler is unset and whose type is none of those goes to core's
+/// default handler. Any other module's handler might claim any type.
+const KNOWN_HANDLER_MODULES: &[&str] = &[
+    "core.c",
+    "mod_autoindex.c",
+    "mod_status.c",
+    "mod_negotiation.c",
+    "mod_cgi.c",
+    "mod_cgid.c",
+    "mod_info.c",
+    "mod_asis.c",
+    "mod_proxy.c",
+    "mod_proxy_balancer.c",
+    "mod_ldap.c",
+    "mod_md.c",
+    "mod_http2.c",
+    "mod_php.c",
+    "mod_php7.c",
+    "mod_php5.c",
+    "mod_wsgi.c",
+    "mod_rewrite.c",
+    "mod_imagemap.c",
+    "mod_cache.c",
+    "mod_file_cache.c",
+    "mod_auth_form.c",
+    "mod_dav.c",
+    "mod_reflector.c",
+    "mod_heartmonitor.c",
+    "util_ldap.c",
+    "mod_gzip_disk_ng.c",
+];
+
+/// The hooks of a request's translation, environment, access,
+/// authentication, types and fixups.
+const REQUEST_HOOKS: &[&str] = &[
+    "post_read_request",
+    "pre_translate_name",
+    "translate_name",
+    "map_to_storage",
+    "post_perdir_config",
+    "header_parser",
+    "access_checker",
+    "access_checker_ex",
+    "check_user_id",
+    "auth_checker",
+    "type_checker",
+    "fixups",
+];
+
+/// A module outside `KNOWN_MODULES` hooking a request's translation,
+/// environment, access, authentication, types or fixups; `None` when none.
+pub fn unknown_request_hooks(conf: &Configuration) -> Option<String> {
+    REQUEST_HOOKS.iter().find_map(|hook| {
+        conf.hooked(hook).iter().find_map(|m| match m {
+            Some(m) if listed(KNOWN_MODULES, m) => None,
+            Some(m) => Some(format!("{m} hooks {hook}")),
+            None => Some(format!("a module hooks {hook}")),
+        })
+    })
+}
+
+/// A module with a content handler outside `KNOWN_HANDLER_MODULES`, or
+/// `None`: then such a module may answer any file whose handler is unset.
+pub fn unknown_handler(conf: &Configuration) -> Option<String> {
+    conf.hooked("handler").iter().find_map(|m| match m {
+        Some(m) if listed(KNOWN_HANDLER_MODULES, m) => None,
+        Some(m) => Some(format!("{m} has a content handler")),
+        None => Some("a module has a content handler".to_owned()),
+    })
+}
+
+/// Whether module `name` is loaded.
+pub fn loaded(conf: &Configuration, name: &str) -> bool {
+    conf.modules.iter().any(|m| m == name)
+}

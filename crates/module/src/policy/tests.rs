@@ -1,0 +1,343 @@
+//! The policy over configurations written here as httpd would read them:
+//! each rule's case, and the shapes the trust tests met through Apache.
+
+use super::scan::{magic_type, refusal, scan, sibling_extension};
+use super::{hooks, rules, twin, url_mappings};
+use gdn_httpd::conftree::{Configuration, Line};
+use gdn_httpd::Twin;
+use std::ffi::CStr;
+
+/// A configuration from indented lines: `name args`, two spaces of
+/// indent per section level, a section's name starting with `<`.
+fn conf(text: &str) -> Vec<Line> {
+    let mut out: Vec<Line> = Vec::new();
+    let mut open: Vec<usize> = Vec::new();
+    for (n, raw) in text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+    {
+        let depth = (raw.len() - raw.trim_start().len()) / 2;
+        open.truncate(depth);
+        let (name, args) = raw.trim().split_once(' ').unwrap_or((raw.trim(), ""));
+        out.push(Line {
+            name: name.to_owned(),
+            args: args.to_owned(),
+            file: "site.conf".to_owned(),
+            line: n as u32 + 1,
+            parent: open.last().copied(),
+        });
+        if name.starts_with('<') {
+            open.push(out.len() - 1);
+        }
+    }
+    out
+}
+
+fn refused(text: &str) -> Option<&'static str> {
+    let lines = conf(text);
+    (0..lines.len()).find_map(|i| refusal(&lines, i))
+}
+
+#[test]
+fn debians_default_site_takes_the_short_answer() {
+    let site = "
+DocumentRoot /var/www/html
+<Directory /var/www/>
+  Options Indexes FollowSymLinks
+  AllowOverride None
+  Require all granted
+<FilesMatch \"^\\.ht\">
+  Require all denied
+<IfModule mod_rewrite.c>
+  RewriteEngine Off
+SetEnvIf User-Agent EvilBot bad
+AddType text/html .html
+AddOutputFilterByType DEFLATE text/html
+GzipDiskNgEncodings zstd br gzip
+";
+    assert_eq!(refused(site), None);
+}
+
+#[test]
+fn each_rule_that_could_tell_names_apart_refuses() {
+    let cases = [
+        (
+            "AddHandler cgi-script .gz",
+            "a handler or filter chosen by a sibling's extension",
+        ),
+        (
+            "AddOutputFilter INCLUDES .br",
+            "a handler or filter chosen by a sibling's extension",
+        ),
+        (
+            "AddType application/x-httpd-php .zst",
+            "a handler's type given to a sibling's extension",
+        ),
+        (
+            "ForceType application/x-httpd-php",
+            "a handler's type forced",
+        ),
+        (
+            "Require expr %{REQUEST_URI} =~ /x/",
+            "a Require provider that may read the file",
+        ),
+        (
+            "Require not file-owner",
+            "a Require provider that may read the file",
+        ),
+        (
+            "<Location /a>\n  Options -FollowSymLinks",
+            "Options outside <Directory>",
+        ),
+        (
+            "<Directory ~ ^/x>\n  Options None",
+            "Options outside <Directory>",
+        ),
+        ("AllowOverride All", "an override beyond None"),
+        ("AllowOverrideList Redirect", "an override beyond None"),
+        ("MergeSlashes Off", "MergeSlashes Off"),
+        ("RewriteEngine On", "RewriteEngine On"),
+        (
+            "Alias /favicon.ico /srv/icon.ico",
+            "an Alias of a single name",
+        ),
+        (
+            "SetEnvIf Request_URI \\.gz$ coded",
+            "a SetEnvIf that tests the URI",
+        ),
+        (
+            "SetEnvIfNoCase ^Req.*URI \\.gz$ coded",
+            "a SetEnvIf that tests the URI",
+        ),
+        ("Redirect /a.gz /b", "a directive outside the list"),
+        (
+            "ProxyPass / http://127.0.0.1:9/",
+            "a directive outside the list",
+        ),
+    ];
+    for (text, why) in cases {
+        assert_eq!(refused(text), Some(why), "{text}");
+    }
+}
+
+#[test]
+fn the_same_rules_that_cannot_tell_names_apart_do_not() {
+    for text in [
+        "AddHandler cgi-script .cgi",
+        "AddOutputFilter INCLUDES .shtml",
+        "AddType application/x-httpd-php .php",
+        "AddType text/plain .gz",
+        "ForceType text/plain",
+        "Require not ip 192.0.2.1",
+        "Require valid-user",
+        "<IfModule mod_alias.c>\n  <Directory /x>\n    <IfDefine X>\n      Options None",
+        "<VirtualHost *:80>\n  Options None",
+        "Options None",
+        "AllowOverride None",
+        "MergeSlashes On",
+        "Alias /icons/ /usr/share/apache2/icons/",
+        "SetEnvIf Remote_Addr ^192 near",
+        "SetEnvIf X-Forwarded-For . proxied",
+        "Allow from 192.0.2.1",
+        "gzipdiskngjitter 16",
+    ] {
+        assert_eq!(refused(text), None, "{text}");
+    }
+}
+
+#[test]
+fn options_in_an_if_are_not_the_walks() {
+    assert_eq!(
+        refused("<Directory /x>\n  <If true>\n    Options None"),
+        Some("Options outside <Directory>")
+    );
+}
+
+#[test]
+fn a_refusal_is_the_hosts_where_it_is_in_one() {
+    let lines =
+        conf("<VirtualHost *:80>\n  RewriteEngine On\n<VirtualHost *:81>\n  Options None\n");
+    let read = scan(&lines);
+    assert_eq!(read.global, None);
+    assert_eq!(read.vhosts.len(), 1);
+    assert_eq!(
+        (read.vhosts[0].0.as_str(), read.vhosts[0].1),
+        ("site.conf", 1)
+    );
+    assert!(read.vhosts[0]
+        .2
+        .starts_with("RewriteEngine On (RewriteEngine at site.conf:2)"));
+    let global = scan(&conf(
+        "Redirect /a /b\n<VirtualHost *:80>\n  Redirect /c /d",
+    ));
+    assert!(global.global.is_some_and(|g| g.contains("site.conf:1")));
+}
+
+#[test]
+fn request_headers_may_be_edited_only_where_mod_headers_can() {
+    let with = |text: &str, modules: &[&str]| {
+        let c = Configuration {
+            lines: conf(text),
+            modules: modules.iter().map(|m| (*m).to_owned()).collect(),
+            hooks: Vec::new(),
+        };
+        rules(&c).0.headers_edited
+    };
+    assert!(with("RequestHeader set X 1", &["mod_headers.c"]));
+    assert!(with("AllowOverride FileInfo", &["mod_headers.c"]));
+    assert!(!with("RequestHeader set X 1", &["core.c"]));
+    assert!(!with("AllowOverride None", &["mod_headers.c"]));
+}
+
+fn hooked(hook: &'static str, modules: &[Option<&str>]) -> Configuration {
+    Configuration {
+        lines: Vec::new(),
+        modules: Vec::new(),
+        hooks: vec![(hook, modules.iter().map(|m| m.map(str::to_owned)).collect())],
+    }
+}
+
+#[test]
+fn modules_not_known_hooking_a_request_refuse_the_short_answer_and_publicness() {
+    let known = hooked(
+        "access_checker",
+        &[Some("mod_authz_core.c"), Some("MOD_AUTHZ_HOST.C")],
+    );
+    assert_eq!(hooks::unknown_request_hooks(&known), None);
+    assert_eq!(rules(&known).0.refusal, None);
+    let evasive = hooked(
+        "access_checker",
+        &[Some("mod_authz_core.c"), Some("mod_evasive24.c")],
+    );
+    let (r, _) = rules(&evasive);
+    assert_eq!(
+        r.refusal.as_deref(),
+        Some("mod_evasive24.c hooks access_checker")
+    );
+    assert_eq!(r.client_hooks, r.refusal);
+    let unnamed = hooked("fixups", &[None]);
+    assert_eq!(
+        hooks::unknown_request_hooks(&unnamed).as_deref(),
+        Some("a module hooks fixups")
+    );
+    // A content handler decides nothing of access: not the client's.
+    let handler = hooked("handler", &[Some("mod_security2.c")]);
+    let (r, unknown) = rules(&handler);
+    assert_eq!(
+        unknown.as_deref(),
+        Some("mod_security2.c has a content handler")
+    );
+    assert_eq!(r.refusal, unknown);
+    assert_eq!(r.client_hooks, None);
+    assert_eq!(
+        hooks::unknown_handler(&hooked("handler", &[Some("mod_php.c")])),
+        None
+    );
+    // insert_filter is judged per answer (the twin's filters), not here.
+    assert_eq!(
+        rules(&hooked("insert_filter", &[Some("mod_x.c")]))
+            .0
+            .refusal,
+        None
+    );
+}
+
+#[test]
+fn extensions_and_types() {
+    for e in ["gz", ".br", "ZST", "zstd", "dcz", "dcb", &"a".repeat(64)] {
+        assert!(sibling_extension(e), "{e}");
+    }
+    for e in ["html", "gzip", &"a".repeat(63), &"g".repeat(64)] {
+        assert!(!sibling_extension(e), "{e}");
+    }
+    for t in [
+        "application/x-httpd-php",
+        "TEXT/X-SERVER-PARSED-HTML",
+        "application/x-type-map",
+        "httpd/unix-directory",
+    ] {
+        assert!(magic_type(t), "{t}");
+    }
+    for t in ["text/html", "application/x-http", "httpd", ""] {
+        assert!(!magic_type(t), "{t}");
+    }
+}
+
+fn twin_of<'a>(
+    handler: Option<&'a CStr>,
+    content_type: Option<&'a CStr>,
+    filter: Option<&'a CStr>,
+    client: Option<&'a CStr>,
+) -> Twin<'a> {
+    Twin {
+        handler,
+        content_type,
+        filter,
+        client,
+    }
+}
+
+#[test]
+fn a_twin_gets_its_file_only_from_core_or_the_module_through_no_content_filter() {
+    let file = twin_of(None, Some(c"text/html"), None, None);
+    assert_eq!(twin::refusal(&file, None), None);
+    let set = twin_of(Some(c"Default-Handler"), None, None, None);
+    assert_eq!(twin::refusal(&set, None), None);
+    assert_eq!(
+        twin::refusal(&twin_of(Some(c"gzip-disk-ng"), None, None, None), None),
+        None
+    );
+    let php = twin_of(Some(c"application/x-httpd-php"), None, None, None);
+    assert_eq!(
+        twin::refusal(&php, None).as_deref(),
+        Some("handler application/x-httpd-php")
+    );
+    let typed = twin_of(None, Some(c"application/x-httpd-php"), None, None);
+    assert_eq!(
+        twin::refusal(&typed, None).as_deref(),
+        Some("a handler for type application/x-httpd-php")
+    );
+    assert_eq!(
+        twin::refusal(&file, Some("mod_x.c has a content handler")).as_deref(),
+        Some("mod_x.c has a content handler")
+    );
+    // A handler set by name is the known one: an unknown module's does not claim it.
+    assert_eq!(
+        twin::refusal(&set, Some("mod_x.c has a content handler")),
+        None
+    );
+    let filtered = twin_of(None, Some(c"text/html"), Some(c"INCLUDES"), None);
+    assert_eq!(
+        twin::refusal(&filtered, None).as_deref(),
+        Some("output filter INCLUDES")
+    );
+    let private = twin_of(None, Some(c"text/html"), None, Some(c"rewrite rules"));
+    assert_eq!(twin::refusal(&private, None), None);
+    assert_eq!(
+        twin::public_refusal(&private, None).as_deref(),
+        Some("rewrite rules")
+    );
+    assert_eq!(twin::public_refusal(&file, None), None);
+}
+
+#[test]
+fn url_mappings_are_every_alias_and_userdir() {
+    let c = Configuration {
+        lines: conf(
+            "Alias /icons/ /usr/share/icons/\n<VirtualHost *:80>\n  ScriptAliasMatch ^/cgi/(.*) /srv/cgi/$1\nUserDir public_html\nUserDir disabled root\nAlias /only\nRedirect /a /b",
+        ),
+        ..Configuration::default()
+    };
+    let got = url_mappings(&c);
+    let want = [
+        ("Alias", "/usr/share/icons/"),
+        ("ScriptAliasMatch", "/srv/cgi/$1"),
+        ("UserDir", "public_html"),
+        ("Alias", "/only"),
+    ];
+    assert_eq!(got.len(), want.len(), "{got:?}");
+    for ((n, t), (wn, wt)) in got.iter().zip(want) {
+        assert_eq!((n.as_str(), t.as_str()), (wn, wt));
+    }
+}

@@ -1,0 +1,41 @@
+//! What Apache's own request for a sibling (its twin) may come to for the
+//! module to send that file: core's default handler (or the module's)
+//! sending it through no content filter, and, for what every reader may
+//! GET (the site dictionary, a group's kept versions), no rule that tells
+//! clients apart.
+
+use super::scan::magic_type;
+use crate::names::HANDLER;
+use gdn_httpd::Twin;
+
+/// Why a twin that reached its file would not get it as it is; `None`
+/// when it would. `unknown_handler` is the configuration's module with a
+/// content handler that may claim any file whose handler is unset.
+pub fn refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
+    let text = |c: &std::ffi::CStr| c.to_string_lossy().into_owned();
+    match t.handler {
+        Some(h) => {
+            let h = text(h);
+            let file = h.eq_ignore_ascii_case("default-handler")
+                || h.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes());
+            if !file {
+                return Some(format!("handler {h}"));
+            }
+        }
+        None => {
+            if let Some(ct) = t.content_type.map(text).filter(|ct| magic_type(ct)) {
+                return Some(format!("a handler for type {ct}"));
+            }
+            if let Some(u) = unknown_handler {
+                return Some(u.to_owned());
+            }
+        }
+    }
+    t.filter.map(|f| format!("output filter {}", text(f)))
+}
+
+/// `refusal` for a client no rule knows, whose answer must be every
+/// client's.
+pub fn public_refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
+    refusal(t, unknown_handler).or_else(|| t.client.map(|c| c.to_string_lossy().into_owned()))
+}
