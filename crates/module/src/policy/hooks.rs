@@ -4,7 +4,7 @@
 //! is refused where one hooks the request.
 
 use super::words::listed;
-use gdn_httpd::conftree::Configuration;
+use gdn_httpd::conftree::{Configuration, HOOKS};
 
 /// Modules whose request hooks (translate, storage, environment, access,
 /// authentication, types, fixups) treat two names of one directory alike
@@ -84,27 +84,14 @@ const KNOWN_HANDLER_MODULES: &[&str] = &[
     "mod_gzip_disk_ng.c",
 ];
 
-/// The hooks of a request's translation, environment, access,
-/// authentication, types and fixups.
-const REQUEST_HOOKS: &[&str] = &[
-    "post_read_request",
-    "pre_translate_name",
-    "translate_name",
-    "map_to_storage",
-    "post_perdir_config",
-    "header_parser",
-    "access_checker",
-    "access_checker_ex",
-    "check_user_id",
-    "auth_checker",
-    "type_checker",
-    "fixups",
-];
-
 /// A module outside `KNOWN_MODULES` hooking a request's translation,
 /// environment, access, authentication, types or fixups; `None` when none.
 pub fn unknown_request_hooks(conf: &Configuration) -> Option<String> {
-    REQUEST_HOOKS.iter().find_map(|hook| {
+    // Every request hook read but the answer's own (judged per twin).
+    let request = HOOKS
+        .iter()
+        .filter(|h| !matches!(**h, "insert_filter" | "handler"));
+    request.into_iter().find_map(|hook| {
         conf.hooked(hook).iter().find_map(|m| match m {
             Some(m) if listed(KNOWN_MODULES, m) => None,
             Some(m) => Some(format!("{m} hooks {hook}")),
