@@ -797,7 +797,8 @@ fn mod_cache_same_server() {
 #[test]
 fn mod_cache_keeps_an_answer_that_depended_on_the_client_to_it() {
     let data = b"<p>for one address only</p>\n".repeat(300);
-    let rules = "<Files \"only.html.gz\">\nRequire ip 127.0.0.1\n</Files>";
+    let rules = "<Files \"only.html.gz\">\nRequire ip 127.0.0.1\n</Files>\n\
+                 <Files \"open.html.gz\">\nRequire all granted\n</Files>";
     let gz = gzip(&data);
     let mut opts = cached(
         "",
@@ -808,6 +809,7 @@ fn mod_cache_keeps_an_answer_that_depended_on_the_client_to_it() {
     let a = Apache::start(opts, move |d| {
         cache_root(d);
         fs::write(d.join("only.html.gz"), &gz).expect("sibling");
+        fs::write(d.join("open.html.gz"), &gz).expect("sibling");
     });
     let other = |path: &str| {
         let args = ["--interface", "127.0.0.2", "-H", "Accept-Encoding: gzip"];
@@ -827,6 +829,16 @@ fn mod_cache_keeps_an_answer_that_depended_on_the_client_to_it() {
         let r = other("/only.html");
         assert_ne!(r.status, 200, "another client got the cached answer: {r:?}");
     }
+    // A sibling asked of Apache whose rules grant every client stays
+    // storable: the modules' records were read (the start-up read-back
+    // held), not taken as telling every client apart.
+    let r = a.get("/open.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    assert!(
+        !r.tokens("Cache-Control").contains(&"private".into()),
+        "{r:?}"
+    );
+    assert!(!a.error_log().contains("taken as telling clients apart"));
     a.assert_no_crash();
 }
 

@@ -35,6 +35,15 @@
 #include <string.h>
 #include <strings.h>
 
+/* Other modules' private records (mod_filter's providers below, and
+ * those of mod_authz_core, mod_access_compat and mod_rewrite) are read
+ * only on the module ABI their layouts were written against. */
+#if MODULE_MAGIC_NUMBER_MAJOR == 20120211
+#define FOREIGN_LAYOUTS 1
+#else
+#define FOREIGN_LAYOUTS 0
+#endif
+
 /* ---- What the configuration was judged to allow ---- */
 
 /* The layout every hook's registration entry shares (apr_hooks.h's
@@ -89,12 +98,10 @@ const char *gdn_hook_modules(apr_pool_t *p, const char *hook)
 /* ---- Verdicts, per server ---- */
 
 /* The verdicts the module gave at post_config (shim.h's
- * gdn_sibling_rules): a refusal outside every <VirtualHost>, why a page is
- * public to none, whether a request's headers may be edited after they
- * are read (then the headers as read are kept for every request, for its
+ * gdn_sibling_rules): a refusal outside every <VirtualHost>, whether a
+ * request's headers may be edited after they are read (then the headers as read are kept for every request, for its
  * siblings' twins). */
 static const char *global_refusal = "the configuration not read yet";
-static const char *unknown_client_hooks = "the configuration not read yet";
 static int headers_edited;
 
 /* One section of a list, as the short answer compares it for a name and
@@ -241,6 +248,8 @@ static const struct server_facts *facts_of(const server_rec *s)
 }
 
 static void learn_filters(const gdn_sibling_rules *rules);
+static const char *read_back(apr_pool_t *pconf, server_rec *s);
+static const char *foreign_unread;
 
 static const char *pconf_copy(apr_pool_t *pconf, const char *s)
 {
@@ -261,11 +270,11 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      pconf_copy(pconf, rules->vhost_refusals[i]));
     }
     global_refusal = pconf_copy(pconf, rules->refusal);
-    unknown_client_hooks = pconf_copy(pconf, rules->client_hooks);
     headers_edited = rules->headers_edited;
     gdn_learn_literal_sections(pconf, main_server);
     learn_servers(pconf, main_server, vhosts);
     learn_filters(rules);
+    foreign_unread = read_back(pconf, main_server);
 }
 
 /* A server the configuration did not list (none is expected) gets no
@@ -637,7 +646,7 @@ static int filter_kind(const ap_filter_rec_t *frec)
 {
     const struct filter_provider *p;
     int kind = registered_kind(frec), any = 0;
-    if (kind || !frec->providers) {
+    if (kind || !frec->providers || !FOREIGN_LAYOUTS) {
         return kind;
     }
     kind = FILTER_PLAIN;
@@ -812,12 +821,17 @@ static int run_twin(request_rec *t)
     return status == DONE || status == DECLINED ? HTTP_FORBIDDEN : status;
 }
 
-/* ---- Whether a page's answer depends on who asks ---- */
+/* ---- What in a twin's configuration may tell clients apart ---- */
 
 /* The per-directory records of the modules whose rules may tell clients
  * apart, as httpd 2.4 lays them out (modules/aaa/mod_authz_core.c,
  * mod_access_compat.c, modules/mappers/mod_rewrite.c): read, never
- * written, and only their leading fields. */
+ * written, and only their leading fields. They are private to those
+ * modules, so they are read only for the module ABI they were written
+ * against, and only once `read_back` found a configuration of its own
+ * read back as written (else every page is taken as telling clients
+ * apart). */
+
 typedef struct authz_section authz_section;
 struct authz_section {
     const char *provider_name;
@@ -859,32 +873,26 @@ typedef struct {
 
 #define REWRITE_ENGINE_ENABLED (1 << 1)
 
-/* Whether every leaf of `s` is a plain `Require all granted` for GET:
- * then no client is told apart. Negation, any other provider (users,
- * groups, addresses, hosts, environment, expressions) and rules limited
- * to other methods are not. */
-static int grants_everyone(const authz_section *s)
+/* Why the foreign records are not read (set by the start-up read-back:
+ * until then, the configuration is not read). */
+static const char *foreign_unread = "the configuration not read yet";
+
+static const authz_core_dir *authz_of(ap_conf_vector_t *v)
 {
-    const authz_section *c;
-    if (!s || s->negate) {
-        return 0;
-    }
-    if (!s->first) {
-        const char *args = s->provider_args ? s->provider_args : "";
-        while (*args == ' ' || *args == '\t') {
-            args++;
-        }
-        return s->provider_name && !strcasecmp(s->provider_name, "all")
-            && !strncasecmp(args, "granted", 7)
-            && (args[7] == '\0' || args[7] == ' ' || args[7] == '\t')
-            && (s->limited & (AP_METHOD_BIT << M_GET));
-    }
-    for (c = s->first; c; c = c->next) {
-        if (!grants_everyone(c)) {
-            return 0;
-        }
-    }
-    return 1;
+    const module *m = ap_find_linked_module("mod_authz_core.c");
+    return m ? ap_get_module_config(v, m) : NULL;
+}
+
+static const access_compat_dir *access_of(ap_conf_vector_t *v)
+{
+    const module *m = ap_find_linked_module("mod_access_compat.c");
+    return m ? ap_get_module_config(v, m) : NULL;
+}
+
+static const rewrite_dir *rewrite_of(ap_conf_vector_t *v)
+{
+    const module *m = ap_find_linked_module("mod_rewrite.c");
+    return m ? ap_get_module_config(v, m) : NULL;
 }
 
 static int rules_enabled(int state, const apr_array_header_t *rules)
@@ -892,44 +900,178 @@ static int rules_enabled(int state, const apr_array_header_t *rules)
     return (state & REWRITE_ENGINE_ENABLED) && rules && rules->nelts > 0;
 }
 
-/* Why the answer to the looked-up request `rr` (made as a client no rule
- * knows) might differ for another client: its authorization is not
- * exactly `Require all granted` (or none), `Order`/`Allow`/`Deny` rules
- * apply, `<If>` sections or rewrite rules apply, or a module this file
- * does not know hooks the request. NULL when every client would get it.
- * Whatever sets the environment from a request's headers or address
- * only matters through those rules, each refused here. */
-static const char *client_dependence(request_rec *rr)
+#define AUTHZ_NODES 64
+
+/* `s` and what it holds, in order, into `out` (at most AUTHZ_NODES):
+ * the number of nodes, or -1 where there are more. */
+static int flatten(apr_pool_t *p, const authz_section *s, gdn_authz_node *out,
+                   int n)
 {
-    module *m;
-    const core_dir_config *core = ap_get_core_module_config(rr->per_dir_config);
-    if (unknown_client_hooks) {
-        return unknown_client_hooks;
+    const authz_section *c;
+    int me = n;
+    if (n >= AUTHZ_NODES) {
+        return -1;
     }
-    if (core && core->sec_if && core->sec_if->nelts > 0) {
-        return "an <If> section applies";
+    out[me].provider = !s->first && s->provider_name
+        ? apr_pstrdup(p, s->provider_name) : NULL;
+    out[me].args = s->provider_args ? apr_pstrdup(p, s->provider_args) : "";
+    out[me].negate = s->negate;
+    out[me].get = (s->limited & (AP_METHOD_BIT << M_GET)) != 0;
+    out[me].children = 0;
+    n++;
+    for (c = s->first; c; c = c->next) {
+        n = flatten(p, c, out, n);
+        if (n < 0) {
+            return -1;
+        }
+        out[me].children++;
     }
-    if ((m = ap_find_linked_module("mod_authz_core.c")) != NULL) {
-        const authz_core_dir *a = ap_get_module_config(rr->per_dir_config, m);
-        if (a && a->section && !grants_everyone(a->section)) {
-            return "authorization other than Require all granted";
+    return n;
+}
+
+/* What of the twin `t`'s configuration may tell clients apart, into
+ * `out` (strings in `p`, the asking request's pool). */
+static void read_client_rules(apr_pool_t *p, request_rec *t, gdn_twin *out)
+{
+    const core_dir_config *core = ap_get_core_module_config(t->per_dir_config);
+    const authz_core_dir *a;
+    const access_compat_dir *ac;
+    const rewrite_dir *rd;
+    const module *rm = ap_find_linked_module("mod_rewrite.c");
+    out->unread = foreign_unread;
+    out->if_sections = core && core->sec_if && core->sec_if->nelts > 0;
+    if (foreign_unread) {
+        return;
+    }
+    a = authz_of(t->per_dir_config);
+    if (a && a->section) {
+        gdn_authz_node *nodes = apr_pcalloc(p, sizeof(*nodes) * AUTHZ_NODES);
+        out->authz_count = flatten(p, a->section, nodes, 0);
+        out->authz = nodes;
+        if (out->authz_count < 0) {
+            out->unread = "an authorization too large to read";
         }
     }
-    if ((m = ap_find_linked_module("mod_access_compat.c")) != NULL) {
-        const access_compat_dir *a = ap_get_module_config(rr->per_dir_config, m);
-        if (a && ((a->allows && a->allows->nelts) || (a->denys && a->denys->nelts))) {
-            return "Allow or Deny rules";
+    ac = access_of(t->per_dir_config);
+    out->access_rules = ac && ((ac->allows && ac->allows->nelts)
+                               || (ac->denys && ac->denys->nelts));
+    rd = rewrite_of(t->per_dir_config);
+    out->rewrite_rules = rd && rules_enabled(rd->state, rd->rewriterules);
+    if (rm) {
+        const rewrite_server *s = ap_get_module_config(t->server->module_config, rm);
+        out->rewrite_rules |= s && rules_enabled(s->state, s->rewriterules);
+    }
+}
+
+const char *gdn_client_rules_unread(void)
+{
+    return foreign_unread;
+}
+
+/* A configuration read from a string, for the read-back. */
+static apr_status_t text_getc(char *ch, void *param)
+{
+    const char **at = param;
+    if (!**at) {
+        return APR_EOF;
+    }
+    *ch = *(*at)++;
+    return APR_SUCCESS;
+}
+
+static apr_status_t text_gets(void *buf, apr_size_t size, void *param)
+{
+    const char **at = param;
+    size_t n = strcspn(*at, "\n");
+    if (!**at) {
+        return APR_EOF;
+    }
+    if (n >= size) {
+        return APR_ENOSPC;
+    }
+    memcpy(buf, *at, n);
+    ((char *)buf)[n] = '\0';
+    *at += n + ((*at)[n] == '\n');
+    return APR_SUCCESS;
+}
+
+static apr_status_t text_close(void *param)
+{
+    (void)param;
+    return APR_SUCCESS;
+}
+
+/* Whether the records of a directory configured with `Require all
+ * granted`, `Allow from 192.0.2.1` and a rewrite rule (for the modules
+ * loaded) read back as written. */
+static const char *check_read_back(ap_conf_vector_t *v)
+{
+    const authz_core_dir *a = authz_of(v);
+    const access_compat_dir *ac = access_of(v);
+    const rewrite_dir *rd = rewrite_of(v);
+    if (ap_find_linked_module("mod_authz_core.c")) {
+        const authz_section *s = a ? a->section : NULL, *leaf = s ? s->first : NULL;
+        if (!leaf || leaf->next || leaf->first || leaf->negate
+            || !leaf->provider_name || strcmp(leaf->provider_name, "all")
+            || !leaf->provider_args || strcmp(leaf->provider_args, "granted")
+            || !(leaf->limited & (AP_METHOD_BIT << M_GET))) {
+            return "mod_authz_core's records read back wrong";
         }
     }
-    if ((m = ap_find_linked_module("mod_rewrite.c")) != NULL) {
-        const rewrite_dir *d = ap_get_module_config(rr->per_dir_config, m);
-        const rewrite_server *s = ap_get_module_config(rr->server->module_config, m);
-        if ((d && rules_enabled(d->state, d->rewriterules))
-            || (s && rules_enabled(s->state, s->rewriterules))) {
-            return "rewrite rules";
-        }
+    if (ap_find_linked_module("mod_access_compat.c")
+        && (!ac || !ac->allows || ac->allows->nelts != 1
+            || (ac->denys && ac->denys->nelts))) {
+        return "mod_access_compat's records read back wrong";
+    }
+    if (ap_find_linked_module("mod_rewrite.c")
+        && (!rd || !rules_enabled(rd->state, rd->rewriterules)
+            || rd->rewriterules->nelts != 1)) {
+        return "mod_rewrite's records read back wrong";
     }
     return NULL;
+}
+
+/* Configures a directory of its own through the modules' own directives
+ * and reads their records back: NULL when every one reads as written. */
+static const char *read_back(apr_pool_t *pconf, server_rec *s)
+{
+    apr_pool_t *p;
+    cmd_parms parms;
+    ap_directive_t *tree = NULL;
+    const char *text, *at, *err;
+    if (!FOREIGN_LAYOUTS) {
+        return "a module ABI the foreign records were not written for";
+    }
+    if (apr_pool_create(&p, pconf) != APR_SUCCESS) {
+        return "no pool for the read-back";
+    }
+    text = apr_pstrcat(p,
+        ap_find_linked_module("mod_authz_core.c") ? "Require all granted\n" : "",
+        ap_find_linked_module("mod_access_compat.c") ? "Allow from 192.0.2.1\n" : "",
+        ap_find_linked_module("mod_rewrite.c") ? "RewriteEngine On\nRewriteRule ^ -\n" : "",
+        NULL);
+    at = text;
+    memset(&parms, 0, sizeof(parms));
+    parms.pool = p;
+    parms.temp_pool = p;
+    parms.server = s;
+    parms.override = OR_ALL | ACCESS_CONF;
+    parms.override_opts = OPT_ALL;
+    parms.limited = -1;
+    parms.path = "/gzip-disk-ng-read-back/";
+    parms.config_file = ap_pcfg_open_custom(p, "the module's read-back", &at,
+                                            text_getc, text_gets, text_close);
+    err = ap_build_config(&parms, p, p, &tree);
+    if (!err) {
+        ap_conf_vector_t *v = ap_create_per_dir_config(p);
+        err = ap_walk_config(tree, &parms, v);
+        if (!err) {
+            err = check_read_back(v);
+        }
+    }
+    err = err ? apr_pstrcat(pconf, "the read-back: ", err, NULL) : NULL;
+    apr_pool_destroy(p);
+    return err;
 }
 
 /* A GET for `uri` (escaped, as a request line carries it), which names
@@ -942,7 +1084,6 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
 {
     conn_rec *c = r->connection;
     ap_filter_t *o = c->output_filters, *in = c->input_filters;
-    const char *client;
     request_rec *t;
     int status;
     t = make_twin(r, uri, anonymous);
@@ -950,10 +1091,9 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
         return out->status = HTTP_FORBIDDEN;
     }
     status = run_twin(t);
-    /* Whether another client could have been answered otherwise, which
-     * shared caches in front must be told. */
-    client = client_dependence(t);
-    out->client = client ? apr_pstrdup(r->pool, client) : NULL;
+    /* What could answer another client otherwise, which shared caches
+     * in front must be told. */
+    read_client_rules(r->pool, t, out);
     if (status == HTTP_OK
         && (!t->filename || strcmp(t->filename, path)
             || t->finfo.filetype != APR_REG
@@ -995,7 +1135,7 @@ static void twin_unknown(gdn_twin *out)
 {
     memset(out, 0, sizeof(*out));
     out->status = HTTP_FORBIDDEN;
-    out->client = "the twin not made";
+    out->unread = "the twin not made";
 }
 
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,

@@ -28,9 +28,8 @@ void gdn_set_request_state(request_rec *r, int module_index, void *value);
 /* Whether a sibling name of a request's file would be served (access.c). */
 /* What the module judged of the configuration at post_config: a refusal
  * of the short answer outside every <VirtualHost> (NULL: none), one per
- * <VirtualHost> by where it is defined, why a page is public to none
- * (NULL: none), whether request headers may be edited after they are
- * read, and the output filters that leave a response's bytes as they are
+ * <VirtualHost> by where it is defined, whether request headers may be
+ * edited after they are read, and the output filters that leave a response's bytes as they are
  * (each with the module that registers it; compressors step aside from a
  * coded response). Copied; the caller keeps its own. */
 typedef struct {
@@ -39,7 +38,6 @@ typedef struct {
     const char *const *vhost_files;
     const int *vhost_lines;
     const char *const *vhost_refusals;
-    const char *client_hooks;
     int headers_edited;
     int filters;
     const char *const *filter_names;
@@ -48,22 +46,43 @@ typedef struct {
 } gdn_sibling_rules;
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules);
+/* Why the records of the modules whose rules tell clients apart are not
+ * read (the start-up read-back failed, or an ABI they were not written
+ * for); NULL when they are. */
+const char *gdn_client_rules_unread(void);
 /* The module names registered on a request hook, each ended by "\n"
  * (empty for an unnamed entry); NULL for a hook not known here. */
 const char *gdn_hook_modules(apr_pool_t *p, const char *hook);
+/* One node of an authorization (mod_authz_core's sections), in order, a
+ * section's children after it: a leaf's provider and arguments, whether
+ * it is negated and applies to GET, a section's number of children. */
+typedef struct {
+    const char *provider;
+    const char *args;
+    int negate;
+    int get;
+    int children;
+} gdn_authz_node;
 /* What a twin came to: its status (200 when its handler would run on the
  * very file asked for), and then its handler, type and first content
- * filter that may change its bytes, the file and its Options; always,
- * why another client could be answered otherwise (NULL: none). Strings
- * are the asking request's pool's. */
+ * filter that may change its bytes, the file and its Options. Always,
+ * what of its configuration may tell clients apart: <If> sections, its
+ * authorization, Allow/Deny and rewrite rules; `unread` says why those
+ * records were not read (NULL: they were). Strings are the asking
+ * request's pool's. */
 typedef struct {
     int status;
     const char *handler;
     const char *content_type;
     const char *filter;
-    const char *client;
     apr_finfo_t found;
     int options;
+    const char *unread;
+    int if_sections;
+    int access_rules;
+    int rewrite_rules;
+    int authz_count;
+    const gdn_authz_node *authz;
 } gdn_twin;
 const char *gdn_short_answer_refused(const request_rec *r);
 const char *gdn_server_refusal(const server_rec *s);

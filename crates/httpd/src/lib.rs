@@ -32,7 +32,7 @@ pub use module::{
     Args, Command, Config, Directive, Hook, Module, Order, Parms, PlainFilter, PostConfig, Scope,
     Set, SiblingRules, Takes,
 };
-pub use request::{Refusal, Request, Twin};
+pub use request::{Asked, AuthzNode, ClientRules, Request, Twin};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
 /// this type names them.

@@ -290,7 +290,7 @@ pub trait Module: Sized + 'static {
 
 /// What the module judged of a configuration, for the sibling checks of
 /// csrc/access.c: where the short answer (sections compared per name,
-/// no twin) holds, why a page is public to none, whether request headers
+/// no twin) holds, whether request headers
 /// may be edited after they are read, and which output filters leave a
 /// response's bytes as they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -300,9 +300,6 @@ pub struct SiblingRules {
     pub refusal: Option<String>,
     /// A `<VirtualHost>`'s refusal, by the file and line it starts at.
     pub vhosts: Vec<(String, u32, String)>,
-    /// Why a page's answer may depend on its client whatever its rules
-    /// say (hooks of modules not known); `None`: its rules decide.
-    pub client_hooks: Option<String>,
     /// Whether a module may edit request headers after they are read:
     /// then the headers as read are kept for every request's twins.
     pub headers_edited: bool,
@@ -396,7 +393,6 @@ impl PostConfig<'_> {
         let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
         let opt = |s: &Option<String>| s.as_deref().map(c);
         let refusal = opt(&rules.refusal);
-        let client = opt(&rules.client_hooks);
         let files: Vec<CString> = rules.vhosts.iter().map(|v| c(&v.0)).collect();
         let lines: Vec<c_int> = rules
             .vhosts
@@ -416,7 +412,6 @@ impl PostConfig<'_> {
             vhost_files: files_p.as_ptr(),
             vhost_lines: lines.as_ptr(),
             vhost_refusals: whys_p.as_ptr(),
-            client_hooks: client.as_ref().map_or(ptr::null(), |s| s.as_ptr()),
             headers_edited: rules.headers_edited.into(),
             filters: c_int::try_from(names.len()).unwrap_or(0),
             filter_names: names_p.as_ptr(),
@@ -428,6 +423,20 @@ impl PostConfig<'_> {
         unsafe { ffi::gdn_scan_config(self.pconf, self.s, &raw) }
         if !self.dry_run() {
             self.say_sibling_refusals();
+            // SAFETY: NULL or a static or pconf string, set just above.
+            let unread = unsafe { ffi::gdn_client_rules_unread() };
+            if !unread.is_null() {
+                // SAFETY: as above.
+                let why = unsafe { CStr::from_ptr(unread) }.to_string_lossy();
+                self.log().log(
+                    Level::Warn,
+                    &format!(
+                        "every page's access is taken as telling clients apart \
+                         (siblings answered Cache-Control: private, nothing learned by a \
+                         shared dictionary): {why}"
+                    ),
+                );
+            }
         }
     }
 

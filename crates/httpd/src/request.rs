@@ -8,34 +8,94 @@ use std::io;
 use std::marker::PhantomData;
 use std::ptr;
 
-/// Why Apache would not answer a GET for a file with that very file:
-/// the status its lookup ended with, and, where the lookup found the
-/// file, what else would answer (another handler, a content filter).
-#[derive(Debug, Clone, Copy)]
-pub struct Refusal<'r> {
+/// What a twin (Apache's own request for a URI, run up to its handler)
+/// came to: its status, 200 when its handler would run on the very file
+/// asked for, and then what would answer it and the file it found; and,
+/// whatever its status, what of its rules could tell clients apart.
+#[derive(Clone)]
+pub struct Asked<'r> {
     pub status: Status,
-    pub why: Option<&'r CStr>,
+    pub twin: Option<Twin<'r>>,
+    pub found: Option<(Finfo, SymlinkPolicy)>,
+    pub clients: ClientRules<'r>,
 }
 
-impl std::fmt::Display for Refusal<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.why {
-            Some(why) => write!(f, "{}", why.to_string_lossy()),
-            None => write!(f, "status {}", self.status.0),
-        }
-    }
-}
-
-/// What would answer a twin that reached the very file asked for: its
-/// handler and type (`None` where unset), the first output filter before
-/// the protocol's that may change its bytes, and why its rules could
-/// answer another client otherwise.
+/// What would answer a twin that reached its file: its handler and type
+/// (`None` where unset), and the first output filter before the
+/// protocol's that may change its bytes.
 #[derive(Debug, Clone, Copy)]
 pub struct Twin<'r> {
     pub handler: Option<&'r CStr>,
     pub content_type: Option<&'r CStr>,
     pub filter: Option<&'r CStr>,
-    pub client: Option<&'r CStr>,
+}
+
+/// What of a twin's configuration could tell clients apart: `<If>`
+/// sections, its authorization (mod_authz_core's sections), `Allow` or
+/// `Deny` rules, rewrite rules. `unread` says why the other modules'
+/// records were not read (an ABI they were not written for, a start-up
+/// read-back that failed, a twin not made); then only `if_sections` is.
+#[derive(Debug, Clone, Default)]
+pub struct ClientRules<'r> {
+    pub unread: Option<&'r CStr>,
+    pub if_sections: bool,
+    pub access_rules: bool,
+    pub rewrite_rules: bool,
+    pub authz: Vec<AuthzNode<'r>>,
+}
+
+/// One node of an authorization, in order, a section's children after
+/// it: a leaf's provider (`None` for a section) and arguments, whether it
+/// is negated and applies to GET, a section's number of children.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthzNode<'r> {
+    pub provider: Option<&'r CStr>,
+    pub args: &'r CStr,
+    pub negate: bool,
+    pub get: bool,
+    pub children: usize,
+}
+
+/// NULL, or a NUL-terminated string of a request's pool.
+fn text<'r>(p: *const c_char) -> Option<&'r CStr> {
+    // SAFETY: as above; the pool outlives 'r.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+}
+
+fn asked<'r>(raw: &ffi::gdn_twin) -> Asked<'r> {
+    let reached = raw.status == ffi::HTTP_OK as c_int;
+    let authz = if raw.authz.is_null() || raw.authz_count <= 0 {
+        &[][..]
+    } else {
+        // SAFETY: the shim filled `authz_count` nodes in the request pool.
+        unsafe { std::slice::from_raw_parts(raw.authz, raw.authz_count as usize) }
+    };
+    let clients = ClientRules {
+        unread: text(raw.unread),
+        if_sections: raw.if_sections != 0,
+        access_rules: raw.access_rules != 0,
+        rewrite_rules: raw.rewrite_rules != 0,
+        authz: authz
+            .iter()
+            .map(|n| AuthzNode {
+                provider: text(n.provider),
+                args: text(n.args).unwrap_or_default(),
+                negate: n.negate != 0,
+                get: n.get != 0,
+                children: usize::try_from(n.children).unwrap_or(0),
+            })
+            .collect(),
+    };
+    Asked {
+        status: Status(raw.status),
+        twin: reached.then(|| Twin {
+            handler: text(raw.handler),
+            content_type: text(raw.content_type),
+            filter: text(raw.filter),
+        }),
+        found: reached.then(|| (Finfo { raw: raw.found }, policy_of(raw.options as u32))),
+        clients,
+    }
 }
 
 /// A borrowed `request_rec`.
@@ -545,91 +605,38 @@ impl<'r> Request<'r> {
 
     /// Asks Apache (the sibling's twin: a GET request of its own for the
     /// sibling's URI from this client, run as httpd runs a request it has
-    /// read, up to its handler) whether it would serve `path`, the
-    /// request's file plus `suffix`: the file it found there, or the
-    /// status it refused with. Where the twin reached that very file,
-    /// `judge` says why what would answer it (`Twin`) is not the file as
-    /// it is, if so: then the answer is a 403 with that reason.
-    /// With the file, the symlink policy of the sibling's own `Options`,
-    /// which its open must keep to. Beside the answer, whether the rules
-    /// that gave it could answer another client otherwise: the module's
-    /// answer then depended on the client in a way a cache cannot see.
-    pub fn ask_sibling(
-        &self,
-        path: &CStr,
-        suffix: &CStr,
-        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
-    ) -> (Result<(Finfo, SymlinkPolicy), Refusal<'r>>, bool) {
+    /// read, up to its handler) what it would answer for `path`, the
+    /// request's file plus `suffix`: the status it came to, what would
+    /// answer it where it reached that very file, and what of its rules
+    /// could tell clients apart. Judging it is the caller's.
+    pub fn ask_sibling(&self, path: &CStr, suffix: &CStr) -> Asked<'r> {
         let mut raw = ffi::gdn_twin::default();
         // SAFETY: live request; the twin is destroyed by the shim before
         // it returns, and what it found is copied out of it (strings into
         // this request's pool).
         unsafe { ffi::gdn_sibling_ask(self.r, path.as_ptr(), suffix.as_ptr(), &mut raw) };
-        let answer = self
-            .judged(&raw, judge)
-            .map(|()| (Finfo { raw: raw.found }, policy_of(raw.options as u32)));
-        (answer, !raw.client.is_null())
+        asked(&raw)
     }
 
-    /// Asks Apache whether a client no rule knows (no user, no headers
-    /// but `Host`, no environment, an address of RFC 5737's TEST-NET-1)
-    /// would get this request's file, as `judge` judges its twin.
-    pub fn ask_public(
-        &self,
-        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
-    ) -> Result<(), Refusal<'r>> {
+    /// `ask_sibling` for this request's own file, as a client no rule
+    /// knows (no user, no headers but `Host`, no environment, an address
+    /// of RFC 5737's TEST-NET-1) would ask for it.
+    pub fn ask_public(&self) -> Asked<'r> {
         let mut raw = ffi::gdn_twin::default();
         // SAFETY: live request, only read (the twin is a request of its
         // own, destroyed before the shim returns).
         unsafe { ffi::gdn_public_ask(self.r, &mut raw) };
-        self.judged(&raw, judge)
+        asked(&raw)
     }
 
     /// `ask_public` for another file of the host: the file `path` under
     /// the URI `uri` (a decoded path).
-    pub fn ask_public_at(
-        &self,
-        uri: &CStr,
-        path: &CStr,
-        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
-    ) -> Result<(), Refusal<'r>> {
+    pub fn ask_public_at(&self, uri: &CStr, path: &CStr) -> Asked<'r> {
         let mut raw = ffi::gdn_twin::default();
         // SAFETY: live request; the shim puts back every field it
         // changes before it returns.
         unsafe { ffi::gdn_public_ask_at(self.r, uri.as_ptr(), path.as_ptr(), &mut raw) };
-        self.judged(&raw, judge)
-    }
-
-    fn judged(
-        &self,
-        raw: &ffi::gdn_twin,
-        judge: impl FnOnce(&Twin<'r>) -> Option<String>,
-    ) -> Result<(), Refusal<'r>> {
-        if raw.status != ffi::HTTP_OK as c_int {
-            return Err(Refusal {
-                status: Status(raw.status),
-                why: None,
-            });
-        }
-        // SAFETY: NULL or NUL-terminated strings of this request's pool.
-        let text = |p: *const c_char| (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) });
-        let twin = Twin {
-            handler: text(raw.handler),
-            content_type: text(raw.content_type),
-            filter: text(raw.filter),
-            client: text(raw.client),
-        };
-        match judge(&twin) {
-            None => Ok(()),
-            Some(why) => {
-                // SAFETY: a NUL-terminated copy in the request's pool.
-                let why = unsafe { CStr::from_ptr(self.pool_str(&why.replace('\0', " "))) };
-                Err(Refusal {
-                    status: Status::FORBIDDEN,
-                    why: Some(why),
-                })
-            }
-        }
+        asked(&raw)
     }
 
     /// The first output filter about to run on this response that may

@@ -138,7 +138,7 @@ fn stat_sibling<'r>(
         return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
-    let (answer, client_dependent) = req.ask_sibling(path, suffix, crate::policy::sibling_refusal);
+    let (answer, client_dependent) = crate::policy::sibling(&req.ask_sibling(path, suffix));
     if client_dependent {
         depends_on_client(req);
     }

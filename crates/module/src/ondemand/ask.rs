@@ -33,7 +33,7 @@ impl OnDemandDeltas<'_> {
         if !self.site && self.group.is_none() {
             return self;
         }
-        match req.ask_public(crate::policy::public_refusal) {
+        match crate::policy::public(&req.ask_public()) {
             Ok(()) => self,
             Err(refusal) => {
                 req.log_with(Level::Debug, 0, || {

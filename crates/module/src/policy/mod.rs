@@ -7,6 +7,7 @@
 //! twin, the per-request comparison of sections) and is handed the
 //! verdicts.
 
+mod clients;
 mod filters;
 mod hooks;
 mod scan;
@@ -16,61 +17,127 @@ mod twin;
 mod words;
 
 use gdn_httpd::conftree::Configuration;
-use gdn_httpd::{PostConfig, SiblingRules, Twin};
+use gdn_httpd::{Asked, Finfo, PostConfig, SiblingRules, Status, SymlinkPolicy};
 use std::sync::RwLock;
 
-/// The configuration's module with a content handler outside those known
-/// (`hooks::unknown_handler`), learned at post_config and read by each
-/// twin's judgement; before any configuration, every handler is unknown.
-static UNKNOWN_HANDLER: RwLock<Option<Option<String>>> = RwLock::new(None);
+/// What each twin's judgement reads of the configuration, learned at
+/// post_config: its module with a content handler outside those known
+/// (`hooks::unknown_handler`), and its modules not known hooking a
+/// request (then every page may tell clients apart).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Learned {
+    pub unknown_handler: Option<String>,
+    pub client_hooks: Option<String>,
+}
+
+/// `Learned` of the configuration read last; before any, nothing is
+/// known and every twin is refused.
+static LEARNED: RwLock<Option<Learned>> = RwLock::new(None);
 
 /// Reads the configuration and hands the sibling checks their verdicts.
 pub fn learn(ctx: &PostConfig<'_>) {
     let conf = ctx.configuration();
-    let (rules, unknown) = rules(&conf);
-    if let Ok(mut u) = UNKNOWN_HANDLER.write() {
-        *u = Some(unknown);
+    let (rules, learned) = rules(&conf);
+    if let Ok(mut l) = LEARNED.write() {
+        *l = Some(learned);
     }
     ctx.set_sibling_rules(&rules);
 }
 
-/// The verdicts on `conf`, and its unknown content handler.
-pub fn rules(conf: &Configuration) -> (SiblingRules, Option<String>) {
+/// The verdicts on `conf`, and what twins' judgements read of it.
+pub fn rules(conf: &Configuration) -> (SiblingRules, Learned) {
     let read = scan::scan(&conf.lines);
     let unknown_handler = hooks::unknown_handler(conf);
-    let request_hooks = hooks::unknown_request_hooks(conf);
+    let client_hooks = hooks::unknown_request_hooks(conf);
     let refusal = read
         .global
-        .or_else(|| request_hooks.clone())
+        .or_else(|| client_hooks.clone())
         .or_else(|| unknown_handler.clone());
     let rules = SiblingRules {
         refusal,
         vhosts: read.vhosts,
-        client_hooks: request_hooks,
         headers_edited: read.edits_headers && hooks::loaded(conf, "mod_headers.c"),
         filters: filters::PLAIN_FILTERS.to_vec(),
     };
-    (rules, unknown_handler)
+    let learned = Learned {
+        unknown_handler,
+        client_hooks,
+    };
+    (rules, learned)
 }
 
-fn unknown_handler() -> Option<String> {
-    match UNKNOWN_HANDLER.read() {
-        Ok(u) => u
-            .clone()
-            .unwrap_or_else(|| Some("the configuration not read yet".to_owned())),
-        Err(_) => Some("the configuration's reading lost".to_owned()),
+fn learned() -> Learned {
+    let unread = "the configuration not read yet".to_owned();
+    match LEARNED.read() {
+        Ok(l) => l.clone().unwrap_or(Learned {
+            unknown_handler: Some(unread.clone()),
+            client_hooks: Some(unread),
+        }),
+        Err(_) => Learned {
+            unknown_handler: Some(unread.clone()),
+            client_hooks: Some(unread),
+        },
     }
 }
 
-/// Why a sibling's twin would not get its file as it is, if so.
-pub fn sibling_refusal(t: &Twin<'_>) -> Option<String> {
-    twin::refusal(t, unknown_handler().as_deref())
+/// Why Apache would not answer a GET for a file with that very file:
+/// the status its twin came to, and, where it found the file, what else
+/// would answer (another handler, a content filter, rules that tell
+/// clients apart).
+#[derive(Debug, Clone)]
+pub struct Refused {
+    pub status: Status,
+    pub why: Option<String>,
 }
 
-/// Why a client no rule knows, or another client, would not get the
-/// file as it is, if so: what every reader may GET.
-pub fn public_refusal(t: &Twin<'_>) -> Option<String> {
-    twin::public_refusal(t, unknown_handler().as_deref())
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.why {
+            Some(why) => f.write_str(why),
+            None => write!(f, "status {}", self.status.code()),
+        }
+    }
+}
+
+/// A sibling's twin judged: its file and the symlink policy of its own
+/// `Options` where Apache would send it as it is, else why not; beside
+/// it, whether the rules that gave it could answer another client
+/// otherwise (which a shared cache must be told).
+pub fn sibling(asked: &Asked<'_>) -> (Result<(Finfo, SymlinkPolicy), Refused>, bool) {
+    let l = learned();
+    let client = clients::dependence(&asked.clients, l.client_hooks.as_deref()).is_some();
+    let why = asked
+        .twin
+        .as_ref()
+        .and_then(|t| twin::refusal(t, l.unknown_handler.as_deref()));
+    let answer = match (asked.found, why) {
+        (Some(found), None) => Ok(found),
+        (_, why) => Err(refused(asked, why)),
+    };
+    (answer, client)
+}
+
+/// A twin of a client no rule knows judged: whether it gets the file as
+/// it is, and every other client alike.
+pub fn public(asked: &Asked<'_>) -> Result<(), Refused> {
+    let l = learned();
+    let why = asked.twin.as_ref().and_then(|t| {
+        twin::refusal(t, l.unknown_handler.as_deref())
+            .or_else(|| clients::dependence(&asked.clients, l.client_hooks.as_deref()))
+    });
+    match (asked.found.is_some(), why) {
+        (true, None) => Ok(()),
+        (_, why) => Err(refused(asked, why)),
+    }
+}
+
+fn refused(asked: &Asked<'_>, why: Option<String>) -> Refused {
+    let status = if asked.found.is_some() {
+        Status::FORBIDDEN
+    } else {
+        asked.status
+    };
+    Refused { status, why }
 }
 
 /// Where `Alias`, `AliasMatch`, `ScriptAlias`, `ScriptAliasMatch` and

@@ -1,10 +1,11 @@
 //! The policy over configurations written here as httpd would read them:
 //! each rule's case, and the shapes the trust tests met through Apache.
 
+use super::clients::dependence;
 use super::scan::{magic_type, refusal, scan, sibling_extension};
 use super::{hooks, rules, twin, url_mappings};
 use gdn_httpd::conftree::{Configuration, Line};
-use gdn_httpd::Twin;
+use gdn_httpd::{AuthzNode, ClientRules, Twin};
 use std::ffi::CStr;
 
 /// A configuration from indented lines: `name args`, two spaces of
@@ -215,7 +216,7 @@ fn modules_not_known_hooking_a_request_refuse_the_short_answer_and_publicness() 
         r.refusal.as_deref(),
         Some("mod_evasive24.c hooks access_checker")
     );
-    assert_eq!(r.client_hooks, r.refusal);
+    assert_eq!(rules(&evasive).1.client_hooks, r.refusal);
     let unnamed = hooked("fixups", &[None]);
     assert_eq!(
         hooks::unknown_request_hooks(&unnamed).as_deref(),
@@ -223,13 +224,14 @@ fn modules_not_known_hooking_a_request_refuse_the_short_answer_and_publicness() 
     );
     // A content handler decides nothing of access: not the client's.
     let handler = hooked("handler", &[Some("mod_security2.c")]);
-    let (r, unknown) = rules(&handler);
+    let (r, learned) = rules(&handler);
+    let unknown = learned.unknown_handler;
     assert_eq!(
         unknown.as_deref(),
         Some("mod_security2.c has a content handler")
     );
     assert_eq!(r.refusal, unknown);
-    assert_eq!(r.client_hooks, None);
+    assert_eq!(learned.client_hooks, None);
     assert_eq!(
         hooks::unknown_handler(&hooked("handler", &[Some("mod_php.c")])),
         None
@@ -268,57 +270,144 @@ fn twin_of<'a>(
     handler: Option<&'a CStr>,
     content_type: Option<&'a CStr>,
     filter: Option<&'a CStr>,
-    client: Option<&'a CStr>,
 ) -> Twin<'a> {
     Twin {
         handler,
         content_type,
         filter,
-        client,
     }
 }
 
 #[test]
 fn a_twin_gets_its_file_only_from_core_or_the_module_through_no_content_filter() {
-    let file = twin_of(None, Some(c"text/html"), None, None);
+    let file = twin_of(None, Some(c"text/html"), None);
     assert_eq!(twin::refusal(&file, None), None);
-    let set = twin_of(Some(c"Default-Handler"), None, None, None);
+    let set = twin_of(Some(c"Default-Handler"), None, None);
     assert_eq!(twin::refusal(&set, None), None);
     assert_eq!(
-        twin::refusal(&twin_of(Some(c"gzip-disk-ng"), None, None, None), None),
+        twin::refusal(&twin_of(Some(c"gzip-disk-ng"), None, None), None),
         None
     );
-    let php = twin_of(Some(c"application/x-httpd-php"), None, None, None);
+    let php = twin_of(Some(c"application/x-httpd-php"), None, None);
     assert_eq!(
         twin::refusal(&php, None).as_deref(),
         Some("handler application/x-httpd-php")
     );
-    let typed = twin_of(None, Some(c"application/x-httpd-php"), None, None);
+    let typed = twin_of(None, Some(c"application/x-httpd-php"), None);
     assert_eq!(
         twin::refusal(&typed, None).as_deref(),
         Some("a handler for type application/x-httpd-php")
     );
-    assert_eq!(
-        twin::refusal(&file, Some("mod_x.c has a content handler")).as_deref(),
-        Some("mod_x.c has a content handler")
-    );
+    let unknown = Some("mod_x.c has a content handler");
+    assert_eq!(twin::refusal(&file, unknown).as_deref(), unknown);
     // A handler set by name is the known one: an unknown module's does not claim it.
-    assert_eq!(
-        twin::refusal(&set, Some("mod_x.c has a content handler")),
-        None
-    );
-    let filtered = twin_of(None, Some(c"text/html"), Some(c"INCLUDES"), None);
+    assert_eq!(twin::refusal(&set, unknown), None);
+    let filtered = twin_of(None, Some(c"text/html"), Some(c"INCLUDES"));
     assert_eq!(
         twin::refusal(&filtered, None).as_deref(),
         Some("output filter INCLUDES")
     );
-    let private = twin_of(None, Some(c"text/html"), None, Some(c"rewrite rules"));
-    assert_eq!(twin::refusal(&private, None), None);
+}
+
+fn node<'a>(provider: Option<&'a CStr>, args: &'a CStr, children: usize) -> AuthzNode<'a> {
+    AuthzNode {
+        provider,
+        args,
+        negate: false,
+        get: true,
+        children,
+    }
+}
+
+#[test]
+fn only_require_all_granted_for_get_is_every_clients() {
+    let granted = || node(Some(c"all"), c" granted", 0);
+    let section = |children| node(None, c"", children);
+    let judge = |authz: Vec<AuthzNode<'static>>| {
+        let c = ClientRules {
+            authz,
+            ..ClientRules::default()
+        };
+        dependence(&c, None)
+    };
+    assert_eq!(judge(Vec::new()), None);
+    assert_eq!(judge(vec![section(1), granted()]), None);
     assert_eq!(
-        twin::public_refusal(&private, None).as_deref(),
-        Some("rewrite rules")
+        judge(vec![section(2), section(1), granted(), granted()]),
+        None
     );
-    assert_eq!(twin::public_refusal(&file, None), None);
+    let other = "authorization other than Require all granted";
+    assert_eq!(
+        judge(vec![section(1), node(Some(c"ip"), c"192.0.2.1", 0)]).as_deref(),
+        Some(other)
+    );
+    assert_eq!(
+        judge(vec![section(1), node(Some(c"all"), c"grantedx", 0)]).as_deref(),
+        Some(other)
+    );
+    assert_eq!(
+        judge(vec![section(1), node(Some(c"all"), c"denied", 0)]).as_deref(),
+        Some(other)
+    );
+    let negated = AuthzNode {
+        negate: true,
+        ..granted()
+    };
+    assert_eq!(judge(vec![section(1), negated]).as_deref(), Some(other));
+    let posts = AuthzNode {
+        get: false,
+        ..granted()
+    };
+    assert_eq!(judge(vec![section(1), posts]).as_deref(), Some(other));
+    // A later leaf of a section counts as much as its first.
+    let second = vec![section(2), granted(), node(Some(c"env"), c"x", 0)];
+    assert_eq!(judge(second).as_deref(), Some(other));
+    // A section read short (its children missing) is not every client's.
+    assert_eq!(judge(vec![section(2), granted()]).as_deref(), Some(other));
+    assert_eq!(judge(vec![section(0)]).as_deref(), Some(other));
+}
+
+#[test]
+fn each_rule_that_tells_clients_apart_is_said() {
+    let base = ClientRules::default;
+    assert_eq!(dependence(&base(), None), None);
+    assert_eq!(
+        dependence(&base(), Some("mod_x.c hooks fixups")).as_deref(),
+        Some("mod_x.c hooks fixups")
+    );
+    let cases = [
+        (
+            ClientRules {
+                unread: Some(c"the twin not made"),
+                ..base()
+            },
+            "the twin not made",
+        ),
+        (
+            ClientRules {
+                if_sections: true,
+                ..base()
+            },
+            "an <If> section applies",
+        ),
+        (
+            ClientRules {
+                access_rules: true,
+                ..base()
+            },
+            "Allow or Deny rules",
+        ),
+        (
+            ClientRules {
+                rewrite_rules: true,
+                ..base()
+            },
+            "rewrite rules",
+        ),
+    ];
+    for (c, why) in cases {
+        assert_eq!(dependence(&c, None).as_deref(), Some(why));
+    }
 }
 
 #[test]

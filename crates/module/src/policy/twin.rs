@@ -1,8 +1,6 @@
 //! What Apache's own request for a sibling (its twin) may come to for the
 //! module to send that file: core's default handler (or the module's)
-//! sending it through no content filter, and, for what every reader may
-//! GET (the site dictionary, a group's kept versions), no rule that tells
-//! clients apart.
+//! sending it through no content filter.
 
 use super::scan::magic_type;
 use crate::names::HANDLER;
@@ -32,10 +30,4 @@ pub fn refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
         }
     }
     t.filter.map(|f| format!("output filter {}", text(f)))
-}
-
-/// `refusal` for a client no rule knows, whose answer must be every
-/// client's.
-pub fn public_refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
-    refusal(t, unknown_handler).or_else(|| t.client.map(|c| c.to_string_lossy().into_owned()))
 }

@@ -61,7 +61,7 @@ fn is_public(req: &Request<'_>, root: &Path, c: &Candidate) -> bool {
     ) else {
         return false;
     };
-    match req.ask_public_at(&uri, &path, crate::policy::public_refusal) {
+    match crate::policy::public(&req.ask_public_at(&uri, &path)) {
         Ok(()) => true,
         Err(refusal) => {
             req.log_with(Level::Debug, 0, || {
