@@ -1058,7 +1058,7 @@ static const char *read_back(apr_pool_t *pconf, server_rec *s)
     parms.override = OR_ALL | ACCESS_CONF;
     parms.override_opts = OPT_ALL;
     parms.limited = -1;
-    parms.path = "/gzip-disk-ng-read-back/";
+    parms.path = "/gdn-read-back/";
     parms.config_file = ap_pcfg_open_custom(p, "the module's read-back", &at,
                                             text_getc, text_gets, text_close);
     err = ap_build_config(&parms, p, p, &tree);

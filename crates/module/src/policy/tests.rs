@@ -173,6 +173,13 @@ fn a_refusal_is_the_hosts_where_it_is_in_one() {
         "Redirect /a /b\n<VirtualHost *:80>\n  Redirect /c /d",
     ));
     assert!(global.global.is_some_and(|g| g.contains("site.conf:1")));
+    // The first of several is the one said (and where to look first).
+    let two = scan(&conf("Redirect /a /b\nRewriteEngine On"));
+    assert!(two.global.is_some_and(|g| g.contains("site.conf:1")));
+    let two = scan(&conf(
+        "<VirtualHost *:80>\n  Redirect /a /b\n  RewriteEngine On",
+    ));
+    assert!(two.vhosts.len() == 1 && two.vhosts[0].2.contains("site.conf:2"));
 }
 
 #[test]
