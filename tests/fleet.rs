@@ -77,6 +77,21 @@ fn fill(docroot: &Path, pages: &[Page]) {
     }
 }
 
+/// Deploys `bytes` at `name` under `docroot` as a deploy tool does: a
+/// temporary beside it (a dot-name no training reads), its mtime set to
+/// `mtime`, then renamed over the page. A training period that falls
+/// within an in-place write would read a page truncated or one with the
+/// mtime of the moment, and train a dictionary of a version neither
+/// server keeps.
+fn deploy(docroot: &Path, name: &str, bytes: &[u8], mtime: std::time::SystemTime) {
+    let target = docroot.join(name);
+    let dir = target.parent().expect("a page's folder");
+    let temp = dir.join(".deploy.tmp");
+    fs::write(&temp, bytes).expect("write the deployed page");
+    set_mtime(&temp, mtime);
+    fs::rename(&temp, &target).expect("rename the deployed page");
+}
+
 /// The training period the servers judge and choose the pages in.
 const PERIOD: u64 = 2;
 
@@ -550,7 +565,8 @@ fn a_deploy_half_done_loses_deltas_only_for_what_changed() {
     let changed = 5;
     let mut new = pages[changed].html.clone();
     new.extend_from_slice(b"<p>A paragraph the new release adds to this page only.</p>\n");
-    put(&servers[0].docroot, &pages[changed].path[1..], &new);
+    let mtime = std::time::SystemTime::now() - Duration::from_secs(3600);
+    deploy(&servers[0].docroot, &pages[changed].path[1..], &new, mtime);
     let after = poll("server 0's next dictionary", || {
         let r = servers[0].get(&pages[1].path, Some("br"));
         linked_dictionary(&r).filter(|l| *l != before)
@@ -602,15 +618,7 @@ fn a_deploy_half_done_loses_deltas_only_for_what_changed() {
     assert_eq!(best, PAGES - 1, "unchanged pages lost their deltas");
     // The deploy completes: within a training period (and the time a
     // training takes), both link and serve one dictionary again.
-    put(&servers[1].docroot, &pages[changed].path[1..], &new);
-    let mtime = fs::metadata(servers[0].docroot.join(&pages[changed].path[1..]))
-        .and_then(|m| m.modified())
-        .expect("mtime");
-    fs::File::options()
-        .write(true)
-        .open(servers[1].docroot.join(&pages[changed].path[1..]))
-        .and_then(|f| f.set_modified(mtime))
-        .expect("set mtime");
+    deploy(&servers[1].docroot, &pages[changed].path[1..], &new, mtime);
     // Both servers now hold the same files, so both train server 0's
     // new dictionary: wait until every process of both links it (each
     // looks the dictionary up again within a second). Asking for "one

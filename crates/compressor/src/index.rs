@@ -52,10 +52,6 @@ pub(super) struct Index {
     max_entries: usize,
 }
 
-/// Entries evicted at once after which the freed memory is given back
-/// to the system: the allocator keeps it otherwise.
-const TRIM_AFTER: usize = 4096;
-
 /// Ticks below it are those of entries found at start.
 const FOUND_TICKS: u64 = 1 << 48;
 
@@ -170,9 +166,6 @@ impl Index {
         }
         if !gone.is_empty() {
             self.shrink();
-        }
-        if gone.len() >= TRIM_AFTER {
-            gdn_httpd::shm::trim_heap();
         }
         gone
     }

@@ -46,6 +46,7 @@ mod deltas;
 mod disk;
 mod index;
 mod make;
+mod os;
 mod records;
 mod site;
 mod state;
@@ -258,7 +259,7 @@ fn start_workers<'s>(scope: &'s Scope<'s, '_>, ctx: &'s Ctx<'_>, backlog: &'s Ba
 /// and the keeper must write the wanted set down before a stop's SIGKILL.
 fn lower_priority(ctx: &Ctx<'_>) {
     let nice = ctx.settings.worker_nice;
-    if nice != 0 && !gdn_httpd::helper::nice_this_thread(nice) {
+    if nice != 0 && !os::nice_this_thread(nice) {
         (ctx.log)(
             Level::Debug,
             &format!("cannot lower a thread to nice {nice}"),

@@ -8,6 +8,7 @@
 use super::claim::Claim;
 use super::disk::dirs_for;
 use super::index::Key;
+use super::os;
 use super::state::{copy_path, copy_there, mark_not_worth, State, Task};
 use crate::job::{CodingSet, OwnedDeltas};
 use crate::key::{compressible, Kind, Source, Version, MAX_SIZE};
@@ -181,12 +182,12 @@ impl Ctx<'_> {
         }
         for c in codings.iter() {
             let key = (read.source, Kind::Coded(c));
-            let cpu = gdn_httpd::shm::thread_cpu_micros();
+            let cpu = os::thread_cpu_micros();
             let Some(size) = self.compress_one(path, read, c)? else {
                 self.copies(Job::Merged, 1);
                 continue;
             };
-            let cpu = gdn_httpd::shm::thread_cpu_micros().saturating_sub(cpu);
+            let cpu = os::thread_cpu_micros().saturating_sub(cpu);
             let mut state = self.state();
             let kept = state.made_with_cpu(self.settings, key, size, cpu, self.log);
             let done = size > 0 && kept;

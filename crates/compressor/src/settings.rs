@@ -71,7 +71,9 @@ pub enum Event {
     /// `n` copies asked for reached this state.
     Copies(Job, u64),
     /// After a job or at start: what the cache holds, and how many copies
-    /// were evicted since the last such event.
+    /// were evicted since the last such event (after many, the host may
+    /// have the allocator give their memory back: the compressor keeps
+    /// no allocator of its own).
     Holding {
         entries: u64,
         bytes: u64,

@@ -37,6 +37,12 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
+/// Copies evicted between two of the compressor's reports after which
+/// the allocator gives the memory their entries took back to the system
+/// (glibc's keeps it otherwise, and the compressor's RSS stays at its
+/// peak).
+const TRIM_AFTER: u64 = 4096;
+
 /// What the children know of this generation's cache.
 pub struct Active {
     /// The cache root, ending in `/`.
@@ -216,7 +222,12 @@ fn compressor_main(jobs: File, log: ServerLog) {
                 entries,
                 bytes,
                 evicted,
-            } => counters::cache_holds(entries, bytes, evicted),
+            } => {
+                counters::cache_holds(entries, bytes, evicted);
+                if evicted >= TRIM_AFTER {
+                    gdn_httpd::shm::trim_heap();
+                }
+            }
             Event::Backlog {
                 wanted,
                 oldest_since,
