@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The workspace's crates, by folder name.
-const CRATES: [&str; 5] = ["httpd", "core", "compressor", "module", "cli"];
+const CRATES: [&str; 6] = ["httpd", "core", "publish", "compressor", "module", "cli"];
 
 /// Every `.rs` file under `dir`.
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -410,6 +410,47 @@ fn only_the_ffi_crate_may_hold_unsafe() {
             "crates/{name}/src/lib.rs allows unsafe code"
         );
     }
+}
+
+/// The lines of `text` before its unit tests that name a way to reach
+/// files, the environment or the process: what gdn-core leaves to its
+/// callers.
+fn outside_reaches(text: &str) -> Vec<String> {
+    let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+    let reaches = [
+        "std::fs",
+        "fs::",
+        "File::",
+        "OpenOptions",
+        "std::env",
+        "std::process",
+    ];
+    code.lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .filter(|l| reaches.iter().any(|r| l.contains(r)))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// gdn-core is what both sides compute: it opens, reads and writes no
+/// file itself (the publish engine, gdn-publish, does), so every fact it
+/// works on is handed in.
+#[test]
+fn the_core_reaches_no_file() {
+    let mut files = Vec::new();
+    sources(&crate_src("core"), &mut files);
+    let mut found = Vec::new();
+    for f in files.iter().filter(|f| !f.ends_with("test_util.rs")) {
+        let text = fs::read_to_string(f).expect("read");
+        for l in outside_reaches(&text) {
+            found.push(format!("{}: {}", f.display(), l.trim()));
+        }
+    }
+    assert!(found.is_empty(), "gdn-core reaches out: {found:#?}");
+    assert!(files.len() > 15, "gdn-core's files: {}", files.len());
+    let caught = outside_reaches("use std::fs::File;\nfn f() {}\n#[cfg(test)]\nmod tests {}\n");
+    assert_eq!(caught.len(), 1);
+    assert!(outside_reaches("fn f() {}\n#[cfg(test)]\nmod tests { use std::fs; }\n").is_empty());
 }
 
 #[test]

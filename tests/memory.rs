@@ -11,7 +11,7 @@ mod common;
 use common::*;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder, Facts};
-use gdn_core::publish::encode::Levels;
+use gdn_core::encode::Levels;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{delta_file_name, hash, DeltaCoding};
-use gdn_core::publish::encode::Levels;
+use gdn_core::encode::Levels;
 use sha2::{Digest, Sha256};
 use std::fs;
 use std::path::Path;

@@ -365,7 +365,7 @@ fn killed_run_leaves_no_partial_sibling() {
     // Over the in-memory gzip limit, so every coding streams.
     fs::write(&big, page(40 << 20, 8)).unwrap();
     let mut child = Command::new(PUBLISH_TOOL)
-        .env(gdn_core::publish::state::STATE_ENV, test_state_dir())
+        .env(gdn_publish::state::STATE_ENV, test_state_dir())
         .args(["compress", "-q", "--brotli", "--zstd"])
         .arg(d.path())
         .stdout(Stdio::null())
@@ -462,7 +462,7 @@ fn unreadable_and_non_utf8_files_are_reported_and_the_rest_done() {
 /// Runs the tool with `args`, killed after 60 s.
 fn run_bounded(args: &[&OsStr]) -> Output {
     let mut child = Command::new(PUBLISH_TOOL)
-        .env(gdn_core::publish::state::STATE_ENV, test_state_dir())
+        .env(gdn_publish::state::STATE_ENV, test_state_dir())
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

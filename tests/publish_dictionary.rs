@@ -6,7 +6,7 @@ mod common;
 
 use common::{oracle_decode, page, set_mtime, store_of, test_state_dir, zstd_cli_decode_with};
 use gdn_core::dictionary::{self, DeltaCoding, Hash, STORE_DIR};
-use gdn_core::publish::state::STATE_ENV;
+use gdn_publish::state::STATE_ENV;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -14,7 +14,7 @@ mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use gdn_core::publish::encode::Levels;
+use gdn_core::encode::Levels;
 use std::collections::HashMap;
 use std::fs;
 use std::path::Path;

@@ -11,7 +11,7 @@
 
 use super::gdn::coding::Coding;
 use super::gdn::decode::decode_all;
-use super::gdn::publish::encode::{self, Levels};
+use super::gdn::encode::{self, Levels};
 use std::io::{Read, Write};
 use std::process::{Command, Output, Stdio};
 

@@ -881,7 +881,7 @@ pub fn test_state_dir() -> &'static Path {
 /// The store the publish tool keeps for `tree` under `test_state_dir`.
 pub fn store_of(tree: &Path) -> PathBuf {
     let canonical = fs::canonicalize(tree).expect("tree");
-    test_state_dir().join(gdn_core::publish::state::store_name(&canonical))
+    test_state_dir().join(gdn_publish::state::store_name(&canonical))
 }
 
 /// Runs the publish tool with `args`, its state under `test_state_dir`.
@@ -889,7 +889,7 @@ pub fn publish_tool<I: IntoIterator<Item = S>, S: AsRef<std::ffi::OsStr>>(
     args: I,
 ) -> std::process::Output {
     Command::new(PUBLISH_TOOL)
-        .env(gdn_core::publish::state::STATE_ENV, test_state_dir())
+        .env(gdn_publish::state::STATE_ENV, test_state_dir())
         .args(args)
         .output()
         .expect("run gzip-disk-ng")

@@ -8,8 +8,8 @@ use crate::publish::{self, CleanOptions, DeltaLevels};
 use clap::FromArgMatches;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::DeltaCoding;
-use gdn_core::publish::encode::Levels;
-use gdn_core::publish::options::{CompressOptions, DeltaOptions, Report};
+use gdn_core::encode::Levels;
+use gdn_publish::options::{CompressOptions, DeltaOptions, Report};
 use std::process::ExitCode;
 
 fn report(c: &Common) -> Report {

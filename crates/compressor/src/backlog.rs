@@ -9,7 +9,7 @@
 use super::index::Key;
 use super::wanted::{Added, WantKey, Wanted, MAX_WANTED};
 use crate::job::{self, OwnedJob, MAX_JOB};
-use gdn_core::publish::atomic::TempFile;
+use gdn_publish::atomic::TempFile;
 use std::collections::VecDeque;
 use std::fs;
 use std::io::{self, Write};

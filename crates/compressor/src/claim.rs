@@ -14,7 +14,7 @@
 //! claim looks free, and a copy may be made twice, which is harmless
 //! (each writes a temporary of its own and renames the same bytes).
 
-use gdn_core::publish::atomic::TMP_MARK;
+use gdn_publish::atomic::TMP_MARK;
 use std::fs::{self, File, OpenOptions, TryLockError};
 use std::io;
 use std::os::unix::fs::MetadataExt;

@@ -30,9 +30,10 @@ use crate::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Versio
 use crate::settings::Level;
 use crate::tally::Job;
 use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::delta_codec;
 use gdn_core::dictionary::{self, Hash};
-use gdn_core::publish::atomic::TempFile;
-use gdn_core::publish::{delta_codec, store};
+use gdn_publish::atomic::TempFile;
+use gdn_publish::store;
 use std::fs;
 use std::io::{self, Write};
 use std::os::unix::ffi::OsStrExt;

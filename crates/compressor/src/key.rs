@@ -25,10 +25,10 @@
 
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::{self, DeltaSuffix, Hash};
-use gdn_core::publish::atomic::is_temp_name;
-use gdn_core::publish::rules::compress_rule;
-use gdn_core::publish::DEFAULT_MIN_SIZE;
+use gdn_core::rules::compress_rule;
 use gdn_core::types::Types;
+use gdn_publish::atomic::is_temp_name;
+use gdn_publish::DEFAULT_MIN_SIZE;
 use std::fs;
 use std::os::unix::fs::MetadataExt;
 
@@ -761,7 +761,7 @@ mod tests {
 
     #[test]
     fn compressible_is_the_publish_tools_rule() {
-        use gdn_core::publish::rules::compress_rule;
+        use gdn_core::rules::compress_rule;
         let delta = format!("page.html.{}.dcz", "ab".repeat(32));
         let names: [&[u8]; 14] = [
             b"a.html",
@@ -791,7 +791,7 @@ mod tests {
                 let rule = std::str::from_utf8(base).is_ok_and(|b| {
                     size <= MAX_SIZE
                         && !b.is_empty()
-                        && !gdn_core::publish::atomic::is_temp_name(b)
+                        && !gdn_publish::atomic::is_temp_name(b)
                         && compress_rule(b, size, DEFAULT_MIN_SIZE, types()).is_none()
                 });
                 assert_eq!(compressible(n, size), rule, "{n:?} {size}");

@@ -1,5 +1,5 @@
 //! Making one job's copies: each coding of an original with the publish
-//! tool's encoders and rules (`publish::make_copy_of`), or a sibling's
+//! tool's encoders and rules (`gdn_publish::make_copy_of`), or a sibling's
 //! decoded content. The file is read once, only while it keeps the
 //! version the request saw (before and after the read); the copies are
 //! made from the bytes read and named by their SHA-256, which is recorded
@@ -17,8 +17,8 @@ use crate::tally::Job;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder};
 use gdn_core::dictionary;
-use gdn_core::publish::atomic::TempFile;
-use gdn_core::publish::{self, Outcome, PublishError};
+use gdn_publish::atomic::TempFile;
+use gdn_publish::{Outcome, PublishError};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -223,7 +223,7 @@ impl Ctx<'_> {
         }
         let levels = s.fast_levels.as_ref().unwrap_or(&s.levels);
         let outcome =
-            publish::make_copy_of(&read.content, &read.meta, c, levels, s.min_saving, &target);
+            gdn_publish::make_copy_of(&read.content, &read.meta, c, levels, s.min_saving, &target);
         match outcome {
             Outcome::Written(sizes) => Ok(Some(sizes.size)),
             Outcome::NotWorth { .. } => {
@@ -278,7 +278,7 @@ impl Ctx<'_> {
         let Some(_claim) = Claim::take(&target).map_err(Problem::Cache)? else {
             return Ok(None);
         };
-        let outcome = publish::make_copy_of(
+        let outcome = gdn_publish::make_copy_of(
             &read.content,
             &read.meta,
             c,

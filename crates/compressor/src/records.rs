@@ -226,10 +226,10 @@ mod tests {
             max_size: 1 << 30,
             workers: 1,
             worker_nice: 0,
-            levels: gdn_core::publish::encode::Levels::default(),
+            levels: gdn_core::encode::Levels::default(),
             fast_levels: None,
             min_saving: 5.0,
-            delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
+            delta_levels: gdn_core::delta_codec::DeltaLevels::default(),
             host: crate::host::Host::this(),
         }
     }

@@ -25,14 +25,14 @@ pub struct Settings {
     pub worker_nice: i32,
     /// Encoder settings: the publish tool's defaults, so copies are what
     /// `gzip-disk-ng compress` writes.
-    pub levels: gdn_core::publish::encode::Levels,
+    pub levels: gdn_core::encode::Levels,
     /// Where set, a first copy is made at these faster levels, and made
     /// again at `levels` once it is served, when nothing is wanted.
-    pub fast_levels: Option<gdn_core::publish::encode::Levels>,
+    pub fast_levels: Option<gdn_core::encode::Levels>,
     /// Least saving, in percent, for a copy to be kept.
     pub min_saving: f64,
     /// Delta encoder settings: the publish tool's defaults.
-    pub delta_levels: gdn_core::publish::delta_codec::DeltaLevels,
+    pub delta_levels: gdn_core::delta_codec::DeltaLevels,
     /// The host this runs on: where it records file versions' digests.
     pub host: crate::host::Host,
 }
@@ -44,12 +44,12 @@ pub struct Settings {
 /// 8.7 s), for 4 % more bytes (`docs/on-demand.md`): a page is served
 /// compressed within seconds of its first request, however long the
 /// backlog.
-pub const FAST_LEVELS: gdn_core::publish::encode::Levels = gdn_core::publish::encode::Levels {
+pub const FAST_LEVELS: gdn_core::encode::Levels = gdn_core::encode::Levels {
     gzip: 6,
     brotli_quality: 4,
-    brotli_lgwin: gdn_core::publish::encode::BROTLI_LGWIN_MAX,
+    brotli_lgwin: gdn_core::encode::BROTLI_LGWIN_MAX,
     zstd: 3,
-    zstd_window_log: gdn_core::publish::encode::ZSTD_WINDOW_LOG_MAX,
+    zstd_window_log: gdn_core::encode::ZSTD_WINDOW_LOG_MAX,
 };
 
 /// How important a log line is.

@@ -33,9 +33,9 @@ use crate::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CU
 use crate::pages::{self, Candidate};
 use crate::settings::Level;
 use gdn_core::coding::Coding;
+use gdn_core::delta_codec;
 use gdn_core::dictionary::{self, Hash};
-use gdn_core::publish::delta_codec;
-use gdn_core::publish::encode::encode_vec;
+use gdn_core::encode::encode_vec;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;

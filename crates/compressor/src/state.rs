@@ -19,7 +19,7 @@ use crate::key::{
 };
 use crate::settings::{Level, Log, Settings};
 use gdn_core::dictionary::Hash;
-use gdn_core::publish::atomic::TMP_MARK;
+use gdn_publish::atomic::TMP_MARK;
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::io;

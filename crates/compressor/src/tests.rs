@@ -9,10 +9,10 @@ use crate::run;
 use crate::settings::{Event, Level, Settings, Stop};
 use gdn_cli::publish;
 use gdn_core::coding::{Coding, DeltaCoding};
-use gdn_core::publish::delta_codec::decode;
-use gdn_core::publish::options::{CompressOptions, Report};
-use gdn_core::publish::sibling_path;
+use gdn_core::delta_codec::decode;
 use gdn_core::test_util::{encoded_with, fast, noise, page, seqpacket_pair, Messages};
+use gdn_publish::options::{CompressOptions, Report};
+use gdn_publish::sibling_path;
 use std::fs;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
@@ -30,7 +30,7 @@ fn settings(root: &Path) -> Settings {
         levels: fast(),
         fast_levels: None,
         min_saving: 5.0,
-        delta_levels: gdn_core::publish::delta_codec::DeltaLevels {
+        delta_levels: gdn_core::delta_codec::DeltaLevels {
             zstd: 3,
             brotli_quality: 5,
         },
@@ -896,7 +896,7 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     assert!(left.iter().all(|l| !l.exists()), "stale leftovers removed");
     let delta = fs::read(&dcz).expect("made again");
     assert_eq!(decode(&v1, &delta).unwrap(), v2);
-    assert_eq!(gdn_core::publish::store::load_version(&kept).unwrap(), v1);
+    assert_eq!(gdn_publish::store::load_version(&kept).unwrap(), v1);
     // A history that is not one is read as empty: v3 then has nothing
     // earlier, and no delta is made against anything.
     for f in walkdir::WalkDir::new(cache.join("histories")) {
@@ -953,7 +953,7 @@ fn a_fast_copy_served_is_made_again_at_the_best_level() {
     let best_bytes = fs::read(copy(&best, &p, Kind::Coded(Coding::Br))).unwrap();
     let mut s = settings(&cache);
     s.levels.brotli_quality = 9;
-    s.fast_levels = Some(gdn_core::publish::encode::Levels {
+    s.fast_levels = Some(gdn_core::encode::Levels {
         brotli_quality: 1,
         ..fast()
     });

@@ -12,7 +12,7 @@
 use super::index::Key;
 use crate::key::Kind;
 use gdn_core::coding::Coding;
-use gdn_core::publish::atomic::TempFile;
+use gdn_publish::atomic::TempFile;
 use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Write};

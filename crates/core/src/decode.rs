@@ -170,12 +170,6 @@ impl ReadAt for [u8] {
     }
 }
 
-impl ReadAt for std::fs::File {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<usize> {
-        std::os::unix::fs::FileExt::read_at(self, buf, offset)
-    }
-}
-
 /// Reads up to `buf.len()` bytes at `offset`; fewer only at the end.
 fn read_at_most<S: ReadAt + ?Sized>(
     src: &S,
@@ -588,20 +582,6 @@ mod tests {
         let head = b"\x1f\x8b\x08\0\0\0\0\0\0\x03";
         let big = inspect(Coding::Gzip, &head[..], 10 << 20).unwrap();
         assert_eq!(big.gzip_isize, None);
-    }
-
-    #[test]
-    fn inspect_reads_a_file_in_place() {
-        let d = sample();
-        for c in Coding::ALL {
-            let e = encoded(c, &d);
-            let want = facts(c, &e).unwrap();
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("sibling");
-            std::fs::write(&path, &e).unwrap();
-            let f = std::fs::File::open(&path).unwrap();
-            assert_eq!(inspect(c, &f, e.len() as u64).unwrap(), want, "{c:?} file");
-        }
     }
 
     #[test]

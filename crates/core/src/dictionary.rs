@@ -13,7 +13,7 @@
 //!   uses the dictionary as a raw prefix dictionary.
 //!
 //! Nothing here knows of Apache or of the publish tool's walks; the
-//! tool's encoders, decoders and trainer are in `publish::delta_codec`.
+//! tool's encoders, decoders and trainer are in `delta_codec`.
 
 use sha2::{Digest, Sha256};
 use std::os::unix::ffi::OsStrExt;

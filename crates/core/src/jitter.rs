@@ -461,8 +461,8 @@ fn brotli_digest<R: Read>(src: R, limit: u64) -> Result<(u64, u32), NoJitter> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::brotli_ending::{brotli_unaligned_ending, BROTLI_FLUSHED_TAIL};
     use crate::decode::decode_all;
-    use crate::publish::brotli_ending::{brotli_unaligned_ending, BROTLI_FLUSHED_TAIL};
     use crate::test_util::{
         brotli_flushed, brotli_one_shot, encoded_with, have, noise, pipe, xorshift, zstd,
     };
@@ -676,7 +676,7 @@ mod tests {
 
     /// Streams as the publish tool writes them, at a quality and window cap.
     fn br_published(data: &[u8], q: u32, lgwin: u32) -> Vec<u8> {
-        let l = crate::publish::encode::Levels {
+        let l = crate::encode::Levels {
             brotli_quality: q,
             brotli_lgwin: lgwin,
             ..Default::default()
@@ -787,7 +787,7 @@ mod tests {
 
     /// Same settings as the tool, flushed then finished, not rewritten.
     fn br_flushed(data: &[u8]) -> Vec<u8> {
-        let lgwin = crate::publish::encode::brotli_window(data.len() as u64, 24);
+        let lgwin = crate::encode::brotli_window(data.len() as u64, 24);
         brotli_flushed(data, 11, lgwin)
     }
 

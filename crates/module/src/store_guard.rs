@@ -29,7 +29,7 @@ pub fn guard(cache_root: Option<&Path>) {
     // Room for every entry up front: a record leaked per restart is
     // allocated once, never reallocated.
     let mut dirs: Vec<PathBuf> = Vec::with_capacity(4);
-    let system = Path::new(gdn_core::publish::state::SYSTEM_STATE);
+    let system = Path::new(gdn_publish::state::SYSTEM_STATE);
     for d in cache_root.into_iter().chain([system]) {
         dirs.push(d.to_path_buf());
         if let Ok(real) = std::fs::canonicalize(d) {

@@ -6,7 +6,7 @@
 //! completion from it: what the manual says is what the tool parses.
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
-use gdn_core::publish::options::DEFAULT_MIN_SIZE;
+use gdn_publish::options::DEFAULT_MIN_SIZE;
 use std::path::PathBuf;
 
 /// The tool's name, as installed.

@@ -24,9 +24,9 @@ pub use delta::{DeltaLevels, DeltaResult};
 pub use summary::{CleanSummary, CodingTotals, CompressSummary, DeltaTotals, Kept, VerifySummary};
 pub use verify::{verify, verify_with_dictionaries};
 
-use gdn_core::publish::freshness::is_abandoned;
-use gdn_core::publish::options::CompressOptions;
-use gdn_core::publish::state;
+use gdn_publish::freshness::is_abandoned;
+use gdn_publish::options::CompressOptions;
+use gdn_publish::state;
 use progress::Progress;
 use rayon::prelude::*;
 use std::collections::HashSet;
@@ -115,10 +115,10 @@ fn files_to_compress(
 mod tests {
     use super::*;
     use gdn_core::coding::Coding;
-    use gdn_core::publish::freshness::ABANDONED_AFTER;
-    use gdn_core::publish::options::Report;
-    use gdn_core::publish::sibling_path;
     use gdn_core::test_util::{noise, page};
+    use gdn_publish::freshness::ABANDONED_AFTER;
+    use gdn_publish::options::Report;
+    use gdn_publish::sibling_path;
     use std::fs::File;
     use std::time::{Duration, SystemTime};
 

@@ -1,7 +1,7 @@
 //! What the tool tells while it works: a progress bar on a terminal or one
 //! line per file, and every problem on stderr.
 
-use gdn_core::publish::options::Report;
+use gdn_publish::options::Report;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;

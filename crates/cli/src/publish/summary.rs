@@ -4,7 +4,7 @@
 use super::walk::SkipReason;
 use super::worker::FileResult;
 use gdn_core::coding::Coding;
-use gdn_core::publish::lifecycle::Outcome;
+use gdn_publish::lifecycle::Outcome;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;

@@ -8,8 +8,8 @@
 use super::delta::codec;
 use super::walk::{Filter, Found};
 use gdn_core::dictionary;
-use gdn_core::publish::atomic::TempFile;
-use gdn_core::publish::store;
+use gdn_publish::atomic::TempFile;
+use gdn_publish::store;
 use std::fmt;
 use std::fs;
 use std::io::Write;

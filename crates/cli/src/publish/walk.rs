@@ -1,9 +1,9 @@
 //! Finding the files to work on: directory walks, globs and symlink
-//! policy, with the compress rules of `gdn_core::publish::rules`.
+//! policy, with the compress rules of `gdn_core::rules`.
 
-use gdn_core::publish::atomic::is_temp_name;
-pub use gdn_core::publish::rules::{compress_rule, SkipReason};
+pub use gdn_core::rules::{compress_rule, SkipReason};
 use gdn_core::types::{self, Types};
+use gdn_publish::atomic::is_temp_name;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::path::{Path, PathBuf};
 

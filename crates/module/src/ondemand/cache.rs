@@ -78,10 +78,10 @@ fn settings_of(sc: &ServerConfig, root: &Path, host: &Host) -> Settings {
         max_size: sc.cache_max_size(),
         workers: sc.compressor_workers(),
         worker_nice: COMPRESSOR_NICE,
-        levels: gdn_core::publish::encode::Levels::default(),
+        levels: gdn_core::encode::Levels::default(),
         fast_levels: Some(FAST_LEVELS),
-        min_saving: gdn_core::publish::CompressOptions::default().min_saving,
-        delta_levels: gdn_core::publish::delta_codec::DeltaLevels::default(),
+        min_saving: gdn_publish::CompressOptions::default().min_saving,
+        delta_levels: gdn_core::delta_codec::DeltaLevels::default(),
     }
 }
 

@@ -13,7 +13,7 @@
 //! When any is asked for, a file's deltas are exactly those of this run:
 //! a delta whose dictionary is no longer among them is removed.
 
-pub(super) use gdn_core::publish::delta_codec as codec;
+pub(super) use gdn_core::delta_codec as codec;
 mod make;
 mod previous;
 
@@ -23,8 +23,8 @@ pub(super) use make::{make_deltas, prune};
 pub(super) use previous::{prepare, Prepared};
 
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
-use gdn_core::publish::options::DeltaOptions;
-use gdn_core::publish::store::{self, Store};
+use gdn_publish::options::DeltaOptions;
+use gdn_publish::store::{self, Store};
 use globset::Glob;
 use std::collections::{BTreeSet, HashMap};
 use std::fs;
@@ -225,7 +225,7 @@ fn dedup(dicts: Vec<Dict>) -> Vec<Dict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gdn_core::publish::state::tree_of;
+    use gdn_publish::state::tree_of;
 
     /// Stores of the trees of `paths`, never written by these tests.
     fn stores(paths: &[PathBuf]) -> Vec<Store> {

@@ -11,8 +11,8 @@
 //!   file used whole as a dictionary (a group member, a site dictionary),
 //!   so `verify` can find it from a delta's hash.
 
-use super::atomic::TempFile;
-use crate::dictionary::{self, Hash, VERSIONS_DIR};
+use crate::atomic::TempFile;
+use gdn_core::dictionary::{self, Hash, VERSIONS_DIR};
 use std::fs;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::DirBuilderExt;

@@ -28,11 +28,11 @@ pub fn is_temp_name(name: &str) -> bool {
     };
     !tail.is_empty()
         && tail.chars().all(|c| c.is_ascii_hexdigit())
-        && (crate::coding::Coding::ALL.iter().any(|c| {
+        && (gdn_core::coding::Coding::ALL.iter().any(|c| {
             c.suffixes()
                 .iter()
                 .any(|s| sibling.len() > s.len() && sibling.ends_with(s))
-        }) || crate::dictionary::parse_delta_name(sibling).is_some())
+        }) || gdn_core::dictionary::parse_delta_name(sibling).is_some())
 }
 
 /// A file being written; removed on drop unless `commit` or `persist`

@@ -6,11 +6,11 @@
 //! A `Job` says what differs between a sibling and a delta; `run` is the
 //! order of the steps, the same for both.
 
-use super::atomic::TempFile;
-use super::error::{PublishError, Removal};
-use super::freshness::changed_since;
-use super::options::CompressOptions;
-use super::original::Original;
+use crate::atomic::TempFile;
+use crate::error::{PublishError, Removal};
+use crate::freshness::changed_since;
+use crate::options::CompressOptions;
+use crate::original::Original;
 use std::fs;
 use std::io::Write;
 use std::path::Path;

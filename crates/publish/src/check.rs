@@ -1,9 +1,10 @@
 //! Decoding siblings back and comparing them with their originals, through
 //! the same streaming decoders the module uses.
 
-use crate::coding::Coding;
-use crate::decode::{inspect, verdict, DecodeError, Decoder};
-use crate::dictionary::Hash;
+use crate::at::FileAt;
+use gdn_core::coding::Coding;
+use gdn_core::decode::{inspect, verdict, DecodeError, Decoder};
+use gdn_core::dictionary::Hash;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io::{self, BufReader, Read, Write};
@@ -89,7 +90,7 @@ pub fn browsers_accept(coding: Coding, sibling: &Path) -> Result<(), String> {
     }
     let f = File::open(sibling).map_err(|e| format!("cannot open: {e}"))?;
     let len = f.metadata().map_err(|e| format!("cannot stat: {e}"))?.len();
-    match inspect(coding, &f, len).map(|facts| facts.browser_refusal(coding)) {
+    match inspect(coding, &FileAt(&f), len).map(|facts| facts.browser_refusal(coding)) {
         Ok(Some(why)) => Err(format!("{why}: browsers refuse it")),
         _ => Ok(()),
     }
@@ -111,8 +112,8 @@ pub fn judge(coding: Coding, sibling: &Path, original: Option<&Path>) -> Result<
         }
         None => None,
     };
-    let facts =
-        verdict::cheap(coding, &f, len, expected.map(|o| o.len)).map_err(|b| b.to_string())?;
+    let facts = verdict::cheap(coding, &FileAt(&f), len, expected.map(|o| o.len))
+        .map_err(|b| b.to_string())?;
     verdict::full(coding, &f, Some(&facts), expected.as_ref()).map_err(|b| b.to_string())
 }
 
@@ -172,7 +173,7 @@ pub fn matches(coding: Coding, sibling: &Path, original: &Path) -> Result<(), St
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::publish::encode::{encode_vec, Levels};
+    use gdn_core::encode::{encode_vec, Levels};
     use std::fs;
 
     #[test]

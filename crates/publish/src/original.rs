@@ -4,10 +4,10 @@
 //! previous version's recovery, a delta's rival size, `--remove-originals`)
 //! pass on what is known instead of looking again.
 
-use super::check;
-use super::error::PublishError;
-use super::freshness::mtime;
-use crate::coding::Coding;
+use crate::check;
+use crate::error::PublishError;
+use crate::freshness::mtime;
+use gdn_core::coding::Coding;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 

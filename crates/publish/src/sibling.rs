@@ -1,14 +1,14 @@
 //! The lifecycle `Job` that makes one sibling: streamed through its
 //! coding's encoder into a temporary, kept when it saves `--min-saving`.
 
-use super::atomic::TempFile;
-use super::encode::{self, Levels};
-use super::error::{PublishError, Removal};
-use super::freshness::{changed_since, made_from};
-use super::lifecycle::{Encoded, Job, Made, Sizes};
-use super::original::Original;
-use super::sibling_path;
-use crate::coding::Coding;
+use crate::atomic::TempFile;
+use crate::error::{PublishError, Removal};
+use crate::freshness::{changed_since, made_from};
+use crate::lifecycle::{Encoded, Job, Made, Sizes};
+use crate::original::Original;
+use crate::sibling_path;
+use gdn_core::coding::Coding;
+use gdn_core::encode::{self, Levels};
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 

@@ -1,10 +1,10 @@
 //! What `compress` is asked to do: codings, encoder levels, which files,
 //! and how it treats what is already there.
 
-use super::delta_codec::DeltaLevels;
-use super::encode::Levels;
-use crate::coding::Coding;
-use crate::dictionary::DeltaCoding;
+use gdn_core::coding::Coding;
+use gdn_core::delta_codec::DeltaLevels;
+use gdn_core::dictionary::DeltaCoding;
+use gdn_core::encode::Levels;
 use std::path::PathBuf;
 
 /// `--min-size`'s default: below this, a sibling's saving is a few dozen

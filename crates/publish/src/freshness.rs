@@ -2,9 +2,10 @@
 //! original, an original changed while it was read, a temporary left by a
 //! killed run.
 
-use super::error::PublishError;
-use crate::coding::Coding;
-use crate::decode::{self, DecodeError};
+use crate::at::FileAt;
+use crate::error::PublishError;
+use gdn_core::coding::Coding;
+use gdn_core::decode::{self, DecodeError};
 use std::fs::{self, File};
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -33,7 +34,7 @@ pub fn made_from(coding: Coding, sib: &Path, sib_meta: &fs::Metadata, meta: &fs:
     }
     let inspected = File::open(sib)
         .map_err(DecodeError::Io)
-        .and_then(|f| decode::inspect(coding, &f, sib_meta.len()));
+        .and_then(|f| decode::inspect(coding, &FileAt(&f), sib_meta.len()));
     match inspected {
         Ok(f) => f
             .declared_len

@@ -4,7 +4,7 @@
 //! `Write`, so memory stays bounded whatever the file size; only gzip of
 //! files up to `GZIP_IN_MEMORY_MAX` holds the whole input (libdeflate).
 
-use super::brotli_ending::{brotli_unaligned_ending, BROTLI_FLUSHED_TAIL};
+use crate::brotli_ending::{brotli_unaligned_ending, BROTLI_FLUSHED_TAIL};
 use crate::coding::Coding;
 use crate::jitter;
 use std::io::{self, Read, Write};

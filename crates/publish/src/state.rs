@@ -4,8 +4,8 @@
 //! without the module). Also moves the in-tree store of older releases
 //! (`TREE/.gzip-disk-ng/`) there.
 
-use super::store::{create_private, Store};
-use crate::dictionary::STORE_DIR;
+use crate::store::{create_private, Store};
+use gdn_core::dictionary::STORE_DIR;
 use std::ffi::OsString;
 use std::fs;
 use std::io;
@@ -79,7 +79,7 @@ pub fn store_name(canonical: &Path) -> String {
     if slug.is_empty() {
         slug.push_str("root");
     }
-    let h = crate::dictionary::hash(canonical.as_os_str().as_bytes());
+    let h = gdn_core::dictionary::hash(canonical.as_os_str().as_bytes());
     format!("{slug}-{}", hex::encode(&h[..8]))
 }
 

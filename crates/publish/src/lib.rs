@@ -1,22 +1,21 @@
-//! The publish engine's rules, shared by the `gzip-disk-ng` tool and the
+//! The publish engine, shared by the `gzip-disk-ng` tool and the
 //! module's on-demand compressor: what a sibling is and when it is up to
 //! date (`original`, `freshness`), one lifecycle for every file it writes
-//! (`lifecycle`, `sibling`), the encoders (`encode`, `delta_codec`),
-//! atomic writes, the checks, where a tree's dictionary store lies
-//! (`state`, `store`) and which files are worth compressing (`rules`).
-//! The tool's walks, workers and reports are in the cli crate.
+//! (`lifecycle`, `sibling`), atomic writes, the checks, and where a
+//! tree's dictionary store lies (`state`, `store`). The encoders it
+//! writes with and the rules of what is worth compressing are gdn-core's
+//! (`encode`, `delta_codec`, `rules`), which reads and writes no file;
+//! the tool's walks, workers and reports are in the cli crate.
+#![deny(unsafe_code, unsafe_op_in_unsafe_fn)]
 
+pub mod at;
 pub mod atomic;
-pub mod brotli_ending;
 pub mod check;
-pub mod delta_codec;
-pub mod encode;
 pub mod error;
 pub mod freshness;
 pub mod lifecycle;
 pub mod options;
 pub mod original;
-pub mod rules;
 pub mod sibling;
 pub mod state;
 pub mod store;
@@ -25,8 +24,8 @@ pub use error::{PublishError, Removal};
 pub use lifecycle::{Outcome, Sizes};
 pub use options::{CompressOptions, DeltaOptions, Report, DEFAULT_MIN_SIZE};
 
-use crate::coding::Coding;
-use encode::Levels;
+use gdn_core::coding::Coding;
+use gdn_core::encode::{self, Levels};
 use original::Original;
 use sibling::SiblingJob;
 use std::fs;
