@@ -1,5 +1,6 @@
-//! The content handler: the facts of the request and of the files beside
-//! it (`facts`) go to `variant` for a decision, the walk hands each
+//! The content handler: what the request asks, read once
+//! (`negotiation`), and the facts of the files beside it (`facts`) go to
+//! `variant` for a decision, the walk hands each
 //! candidate it resolves to a responder (`respond`) until one answers,
 //! and the counters and the cache learn what went out
 //! (`metrics::answered`, `ondemand::ask`). Its neighbours: the index fixup
@@ -9,25 +10,25 @@
 pub(crate) mod error_vary;
 pub(crate) mod fixup;
 pub(crate) mod name;
+mod negotiation;
 mod script;
 
-use crate::config::{Settings, UseAsDictionary};
+use crate::config::Settings;
 use crate::facts::disk::{Copy, Disk, Scope};
 use crate::facts::{self, Noted, Wanted};
-use crate::lookup::{self, Sibling};
+use crate::lookup::Sibling;
 use crate::metrics::answered::{self, PassedOver};
-use crate::ondemand::ask::{Missing, OnDemandDeltas};
+use crate::ondemand::ask::Missing;
 use crate::ondemand::{self, cache};
 use crate::respond::Responder;
 use crate::site;
 use crate::walk::{self, Walked};
 use gdn_compressor::job::CodingSet;
-use gdn_compressor::key::Version;
 use gdn_core::coding::Coding;
-use gdn_core::negotiate::{self, Accepted, Ranked};
-use gdn_core::variant::{self, FileMeta, Inputs, Method, Size, Sizes};
+use gdn_core::variant::{self, FileMeta, Method, Size, Sizes};
 use gdn_httpd::{self, FileKind, Level, Request, Status};
 use name::HANDLER;
+use negotiation::{Negotiation, OnDemand};
 
 use std::ffi::CStr;
 
@@ -75,101 +76,25 @@ fn serve<'r>(
     kind: FileKind,
     settings: Settings<'r>,
 ) -> Status {
-    let original = (kind == FileKind::Regular).then(|| lookup::meta(&req.finfo()));
-    let accepted = accepted(req);
-    let (deltas, dictionary) = announced(req, &settings, &accepted);
+    let asked = Negotiation::read(req, &settings, filename, kind);
     let dir = settings.dir;
-    let (cache, made) = on_demand(req, &settings, filename, original);
-    let version = cache.map(|_| cache::version_of(&req.finfo()));
-    let disk = Disk::new(
-        req,
-        Scope {
-            filename,
-            allowed: dir.encodings(),
-            original,
-            dictionary,
-            cache,
-            deltas_on_demand: made.is_some(),
-            version,
-        },
-    );
+    let disk = Disk::new(req, asked.scope(dir.encodings()));
     let facts = Noted::new(&disk);
-    let ranked = accepted.ranked(dir.encodings());
-    let sent_once_made = sent_once_made(&settings, &ranked);
     // The default order sends the smallest; an admin's order is fixed.
-    let sizes = (original.is_some() && dir.smallest_first())
-        .then(|| facts::sizes(&facts, &ranked, &deltas));
-    let candidates = variant::candidates(&Inputs {
-        original,
-        ranked,
-        allowed: dir.encodings(),
-        identity_preference: accepted.identity_preference(),
-        decompress: dir.decompress(),
-        deltas,
-        cache: cache.is_some(),
-        sizes,
-    });
-    let link = site_link(req, &settings, cache.zip(made), dictionary.as_ref());
+    let sizes = (asked.original.is_some() && dir.smallest_first())
+        .then(|| facts::sizes(&facts, &asked.ranked, &asked.deltas));
+    let candidates = variant::candidates(&asked.inputs(&settings, sizes));
     let period = settings.site_period;
     let send = Responder::new(req, filename, settings)
-        .with(dictionary, link)
+        .with(asked.dictionary, asked.link)
         .with_original(kind == FileKind::Regular);
     let walked = walk::walk(facts, candidates.as_slice(), |r| send.send(r));
-    let resource = Resource::of(original, sizes);
-    let asked = cache.zip(version).map(|(cache, version)| OnDemand {
-        cache,
-        version,
-        made,
-        sent_once_made,
-    });
-    let status = after_answer(req, filename, &resource, walked, asked);
-    if let (Some(c), Some(OnDemandDeltas { site: true, .. })) = (cache, made) {
+    let resource = Resource::of(asked.original, sizes);
+    let status = after_answer(req, filename, &resource, walked, asked.on_demand);
+    if let Some(c) = asked.site_cache() {
         site::judge(req, c, period);
     }
     status
-}
-
-/// The `Link` to the host's site dictionary, on a page that joins it.
-fn site_link<'r>(
-    req: &Request<'r>,
-    settings: &Settings<'r>,
-    on_demand: Option<(&'static cache::Active, OnDemandDeltas<'r>)>,
-    dictionary: Option<&[u8; 32]>,
-) -> Option<&'r CStr> {
-    match (settings.site_dictionary, on_demand) {
-        (Some(path), Some((cache, d))) if d.site => site::page_link(req, cache, path, dictionary),
-        _ => None,
-    }
-}
-
-/// The on-demand cache, where the request's scope has it on and the file
-/// is worth it (a compressible original's codings, or a sibling's decoded
-/// content where there is no original), and the deltas it makes there.
-fn on_demand<'r>(
-    req: &Request<'r>,
-    settings: &Settings<'r>,
-    filename: &CStr,
-    original: Option<FileMeta>,
-) -> (Option<&'static cache::Active>, Option<OnDemandDeltas<'r>>) {
-    let cache = settings
-        .dir
-        .on_demand()
-        .then(cache::active)
-        .flatten()
-        .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)))
-        .filter(|_| original.is_none() || static_type(req));
-    let made = match (cache, original) {
-        (Some(_), Some(_)) => deltas_on_demand(req, settings),
-        _ => None,
-    };
-    (cache, made)
-}
-
-/// True when the type Apache gave the request is one that compresses:
-/// an `AddType` or `ForceType` of the admin's decides over the name.
-fn static_type(req: &Request<'_>) -> bool {
-    req.content_type()
-        .is_some_and(gdn_core::types::is_compressible_type)
 }
 
 /// What the counters need of the resource beside the walk: the
@@ -191,28 +116,6 @@ impl Resource {
             },
         }
     }
-}
-
-/// The one copy worth asking for: what this client gets once it exists
-/// (the default order sends the smallest; an admin's order is fixed).
-fn sent_once_made(settings: &Settings<'_>, ranked: &Ranked) -> Option<Coding> {
-    if settings.dir.smallest_first() {
-        variant::likely_sent(ranked)
-    } else {
-        ranked.iter_q().next().map(|(c, _)| c)
-    }
-}
-
-/// The on-demand cache in a request's scope, as the steps after the
-/// answer ask it.
-#[derive(Clone, Copy)]
-struct OnDemand<'r> {
-    cache: &'static cache::Active,
-    /// The original's version, as jobs name it.
-    version: Version,
-    made: Option<OnDemandDeltas<'r>>,
-    /// The one copy worth asking for: what this client gets once it exists.
-    sent_once_made: Option<Coding>,
 }
 
 /// What follows an answer, from what the walk learned alone: the siblings
@@ -271,32 +174,6 @@ fn missing<'r>(w: Wanted<&Sibling<'r>>) -> Missing<'r> {
     }
 }
 
-/// Deltas on demand in the request's scope: its file's own versions
-/// (`GzipDiskNgUseAsDictionary self`), its versioned group's (a pattern),
-/// and, for an HTML page where `GzipDiskNgSiteDictionary` is set, the
-/// host's site dictionary. A page served to an authenticated user never
-/// joins the site dictionary, which anyone may fetch.
-fn deltas_on_demand<'r>(req: &Request<'r>, settings: &Settings<'r>) -> Option<OnDemandDeltas<'r>> {
-    let dir = settings.dir;
-    let (versions, group) = match dir.use_as_dictionary() {
-        _ if dir.delta_versions() == 0 => (0, None),
-        Some(UseAsDictionary::OwnPath { .. }) => (dir.delta_versions(), None),
-        Some(UseAsDictionary::Header { pattern, .. }) => {
-            (dir.delta_versions(), Some(pattern.as_str()))
-        }
-        _ => (0, None),
-    };
-    let page = req
-        .content_type()
-        .is_some_and(|t| t.len() >= 9 && t[..9].eq_ignore_ascii_case(b"text/html"));
-    let site = settings.site_dictionary.is_some() && page && req.user().is_none();
-    (versions > 0 || site).then_some(OnDemandDeltas {
-        versions,
-        group,
-        site,
-    })
-}
-
 /// A filter that may change the content (mod_include, mod_substitute,
 /// any filter not known to leave it as the file holds it) is about to
 /// run: no sibling, copy or delta holds what it would make of the file,
@@ -332,59 +209,4 @@ fn method(req: &Request<'_>) -> Method {
         gdn_httpd::M_INVALID => Method::Invalid,
         _ => Method::Other,
     }
-}
-
-/// The delta codings a request names, with their q-values.
-type Deltas = [Option<(gdn_core::coding::DeltaCoding, u16)>; 2];
-
-/// The delta codings the request may get and the dictionary it
-/// announced: no delta coding without a dictionary this scope serves.
-fn announced(
-    req: &Request<'_>,
-    settings: &Settings<'_>,
-    accepted: &Accepted,
-) -> (Deltas, Option<[u8; 32]>) {
-    let deltas = variant::delta_codings(accepted);
-    match announced_dictionary(req, settings, &deltas) {
-        Some(d) => (deltas, Some(d)),
-        None => ([None; 2], None),
-    }
-}
-
-/// Dictionary transport (RFC 9842): the dictionary the client announced,
-/// when it names `dcz` or `dcb`. Responses vary on `Available-Dictionary`
-/// wherever it is read (a request naming a dictionary coding), in scopes
-/// that offer dictionaries and in hosts with a site dictionary.
-fn announced_dictionary(
-    req: &Request<'_>,
-    settings: &Settings<'_>,
-    deltas: &Deltas,
-) -> Option<[u8; 32]> {
-    let named = deltas.iter().any(Option::is_some);
-    let offered = settings.dir.use_as_dictionary().is_some() || settings.site_dictionary.is_some();
-    if named || offered {
-        req.vary(c"Available-Dictionary");
-    }
-    if !named {
-        return None;
-    }
-    negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)
-}
-
-/// What the client accepts. Subrequests (mod_include, mod_dir) get
-/// identity: their output is embedded in or stands for another response,
-/// which negotiates for itself, as mod_deflate leaves them alone too.
-fn accepted(req: &Request<'_>) -> Accepted {
-    if req.is_subrequest() {
-        return Accepted::none();
-    }
-    let mut accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
-    if !req.env_is_empty() {
-        for c in Coding::ALL {
-            if req.env_is_set(c.no_env()) {
-                accepted.forbid(c);
-            }
-        }
-    }
-    accepted
 }
