@@ -122,8 +122,8 @@ pub struct Walked<'r, S, C> {
 pub fn walk<'r, F: Facts>(
     facts: Noted<F>,
     candidates: &[Candidate],
-    mut send: impl FnMut(Resolved<'r, F::Found, F::Copy>) -> Result<Answer, Skip<'r>>,
-) -> Walked<'r, F::Found, F::Copy> {
+    mut send: impl FnMut(Resolved<'r, F::Found, F::OpenCopy>) -> Result<Answer, Skip<'r>>,
+) -> Walked<'r, F::Found, F::OpenCopy> {
     let mut tried = Tried::default();
     let mut answer = None;
     let mut sent_copy = None;
@@ -158,7 +158,8 @@ impl<S, C: Copy> Resolved<'_, S, C> {
     }
 }
 
-type Resolution<'r, F> = Result<Resolved<'r, <F as Facts>::Found, <F as Facts>::Copy>, Skip<'r>>;
+type Resolution<'r, F> =
+    Result<Resolved<'r, <F as Facts>::Found, <F as Facts>::OpenCopy>, Skip<'r>>;
 
 /// The representation a candidate stands for, as the facts have it.
 fn resolve<'r, F: Facts>(f: &F, c: Candidate, tried: &Tried<'r>) -> Resolution<'r, F> {

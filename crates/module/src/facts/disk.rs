@@ -18,7 +18,7 @@ use std::ffi::CStr;
 
 /// A copy in the on-demand cache, opened.
 #[derive(Clone, Copy)]
-pub struct Copy<'r> {
+pub struct OpenCopy<'r> {
     pub path: &'r CStr,
     pub file: File<'r>,
     /// What names it in the cache: the digest of the bytes it was made
@@ -66,9 +66,9 @@ pub struct Disk<'a, 'r> {
     scope: Scope<'r>,
     siblings: Siblings<Sibling<'r>>,
     deltas: [OnceCell<Option<Sibling<'r>>>; 2],
-    copies: [OnceCell<Held<Copy<'r>>>; 3],
-    decoded_copies: [OnceCell<Held<Copy<'r>>>; 3],
-    cached_deltas: [OnceCell<Held<Copy<'r>>>; 2],
+    copies: [OnceCell<Held<OpenCopy<'r>>>; 3],
+    decoded_copies: [OnceCell<Held<OpenCopy<'r>>>; 3],
+    cached_deltas: [OnceCell<Held<OpenCopy<'r>>>; 2],
     /// The sizes remembered for the original's version, checked against
     /// each representation looked up.
     memo: OnceCell<Sizes>,
@@ -142,7 +142,7 @@ impl<'a, 'r> Disk<'a, 'r> {
         })
     }
 
-    fn find_copy(&self, c: Coding) -> Held<Copy<'r>> {
+    fn find_copy(&self, c: Coding) -> Held<OpenCopy<'r>> {
         let Some(cache) = self.scope.cache else {
             return Held::NotWorth;
         };
@@ -161,7 +161,7 @@ impl<'a, 'r> Disk<'a, 'r> {
 /// copied (its stat is most of its size).
 impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     type Found = &'d Sibling<'r>;
-    type Copy = Copy<'r>;
+    type OpenCopy = OpenCopy<'r>;
 
     fn sibling(&self, c: Coding) -> Seen<&'d Sibling<'r>> {
         Disk::found(self, c).as_ref()
@@ -180,7 +180,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
     /// A missing delta on demand is asked for only when the cache keeps
     /// the dictionary: a hash it does not know (never served here,
     /// forged, evicted) costs one stat and asks for nothing.
-    fn cached_delta(&self, d: DeltaCoding) -> Held<Copy<'r>> {
+    fn cached_delta(&self, d: DeltaCoding) -> Held<OpenCopy<'r>> {
         *self.cached_deltas[d.index()].get_or_init(|| {
             let (Some(cache), Some(h)) = (self.scope.cache, self.scope.dictionary.as_ref()) else {
                 return Held::NotWorth;
@@ -199,7 +199,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
         })
     }
 
-    fn copy(&self, c: Coding) -> Held<Copy<'r>> {
+    fn copy(&self, c: Coding) -> Held<OpenCopy<'r>> {
         *self.copies[c.index()].get_or_init(|| {
             let held = self.find_copy(c);
             if let Held::Ready(copy) = held {
@@ -209,7 +209,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
         })
     }
 
-    fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<Copy<'r>> {
+    fn decoded_copy(&self, c: Coding, s: &&'d Sibling<'r>) -> Held<OpenCopy<'r>> {
         *self.decoded_copies[c.index()].get_or_init(|| match self.scope.cache {
             Some(cache) => match cache.source(self.req, &s.info) {
                 Some(source) => find(self.req, cache, source, Kind::Decoded(c)),
@@ -227,7 +227,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
         s.info.size()
     }
 
-    fn copy_size(c: &Copy<'r>) -> u64 {
+    fn copy_size(c: &OpenCopy<'r>) -> u64 {
         c.file.info().size()
     }
 
@@ -248,9 +248,9 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
 }
 
 /// The copy of `source` holding `kind` in the cache, as the walk takes it.
-fn find<'r>(req: &Request<'r>, cache: &Active, source: Named, kind: Kind) -> Held<Copy<'r>> {
+fn find<'r>(req: &Request<'r>, cache: &Active, source: Named, kind: Kind) -> Held<OpenCopy<'r>> {
     match cache.find(req, &source, kind) {
-        CachedCopy::Ready(path, file) => Held::Ready(Copy {
+        CachedCopy::Ready(path, file) => Held::Ready(OpenCopy {
             path,
             file,
             key: (*source.source(), kind),

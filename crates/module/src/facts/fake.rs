@@ -46,7 +46,7 @@ impl Fake {
 
 impl Facts for &Fake {
     type Found = &'static str;
-    type Copy = &'static str;
+    type OpenCopy = &'static str;
 
     fn sibling(&self, c: Coding) -> Seen<&'static str> {
         self.note(format!("sibling {}", c.token()));

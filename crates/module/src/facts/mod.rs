@@ -50,21 +50,21 @@ pub trait Facts {
     /// A sibling or a published delta, found.
     type Found: Copy;
     /// A copy in the on-demand cache, opened.
-    type Copy: Copy;
+    type OpenCopy: Copy;
     fn sibling(&self, c: Coding) -> Seen<Self::Found>;
     /// The fresh published delta against the announced dictionary.
     fn delta(&self, d: DeltaCoding) -> Option<Self::Found>;
-    fn cached_delta(&self, d: DeltaCoding) -> Held<Self::Copy>;
+    fn cached_delta(&self, d: DeltaCoding) -> Held<Self::OpenCopy>;
     /// The cached copy of the original in coding `c`.
-    fn copy(&self, c: Coding) -> Held<Self::Copy>;
+    fn copy(&self, c: Coding) -> Held<Self::OpenCopy>;
     /// The decoded copy of coding `c`'s sibling `s`.
-    fn decoded_copy(&self, c: Coding, s: &Self::Found) -> Held<Self::Copy>;
+    fn decoded_copy(&self, c: Coding, s: &Self::Found) -> Held<Self::OpenCopy>;
     /// Whether the request's scope has the on-demand cache.
     fn cache_on(&self) -> bool;
     /// A sibling's or delta's size in bytes.
     fn found_size(s: &Self::Found) -> u64;
     /// A copy's size in bytes.
-    fn copy_size(c: &Self::Copy) -> u64;
+    fn copy_size(c: &Self::OpenCopy) -> u64;
     /// The codings' sizes remembered for the original's version
     /// (`memo::size`), where learned lately.
     fn remembered_sizes(&self) -> Option<Sizes>;
@@ -216,7 +216,7 @@ impl<F: Facts> Noted<F> {
 
 impl<F: Facts> Facts for Noted<F> {
     type Found = F::Found;
-    type Copy = F::Copy;
+    type OpenCopy = F::OpenCopy;
 
     fn sibling(&self, c: Coding) -> Seen<F::Found> {
         let seen = self.facts.sibling(c);
@@ -234,7 +234,7 @@ impl<F: Facts> Facts for Noted<F> {
         self.facts.delta(d)
     }
 
-    fn cached_delta(&self, d: DeltaCoding) -> Held<F::Copy> {
+    fn cached_delta(&self, d: DeltaCoding) -> Held<F::OpenCopy> {
         let held = self.facts.cached_delta(d);
         if matches!(held, Held::Missing) {
             self.note(|l| l.delta = true);
@@ -242,7 +242,7 @@ impl<F: Facts> Facts for Noted<F> {
         held
     }
 
-    fn copy(&self, c: Coding) -> Held<F::Copy> {
+    fn copy(&self, c: Coding) -> Held<F::OpenCopy> {
         let held = self.facts.copy(c);
         match held {
             Held::Missing => self.note(|l| l.copies[c.index()] = true),
@@ -254,7 +254,7 @@ impl<F: Facts> Facts for Noted<F> {
         held
     }
 
-    fn decoded_copy(&self, c: Coding, s: &F::Found) -> Held<F::Copy> {
+    fn decoded_copy(&self, c: Coding, s: &F::Found) -> Held<F::OpenCopy> {
         let held = self.facts.decoded_copy(c, s);
         if matches!(held, Held::Missing) {
             self.note(|l| l.decoded[c.index()] = Some(*s));
@@ -270,7 +270,7 @@ impl<F: Facts> Facts for Noted<F> {
         F::found_size(s)
     }
 
-    fn copy_size(c: &F::Copy) -> u64 {
+    fn copy_size(c: &F::OpenCopy) -> u64 {
         F::copy_size(c)
     }
 

@@ -14,7 +14,7 @@ mod negotiation;
 mod script;
 
 use crate::config::Settings;
-use crate::facts::disk::{Copy, Disk, Scope};
+use crate::facts::disk::{Disk, OpenCopy, Scope};
 use crate::facts::{self, Noted, Wanted};
 use crate::lookup::Sibling;
 use crate::metrics::answered::{self, PassedOver};
@@ -126,7 +126,7 @@ fn after_answer<'r>(
     req: &Request<'r>,
     filename: &CStr,
     resource: &Resource,
-    walked: Walked<'r, &Sibling<'r>, Copy<'r>>,
+    walked: Walked<'r, &Sibling<'r>, OpenCopy<'r>>,
     on_demand: Option<OnDemand<'r>>,
 ) -> Status {
     let Walked {

@@ -24,7 +24,7 @@ pub(crate) use padding::random_len;
 pub use responder::Responder;
 
 use crate::answer::{Answer, Skip};
-use crate::facts::disk::Copy;
+use crate::facts::disk::OpenCopy;
 use crate::lookup::Sibling;
 use crate::outcome::Outcome;
 use crate::walk::Resolved;
@@ -32,7 +32,7 @@ use gdn_core::coding::Coding;
 use gdn_httpd::{Level, Status};
 
 /// A representation the walk resolved, as the request's facts found it.
-pub type Sendable<'d, 'r> = Resolved<'r, &'d Sibling<'r>, Copy<'r>>;
+pub type Sendable<'d, 'r> = Resolved<'r, &'d Sibling<'r>, OpenCopy<'r>>;
 
 impl<'r> Responder<'_, 'r> {
     /// Sends one resolved representation.
@@ -46,16 +46,16 @@ impl<'r> Responder<'_, 'r> {
         }
         match r {
             Resolved::Delta(d, s) => delta::send_delta(self, d, s),
-            Resolved::CachedDelta(d, Copy { path, file, .. }) => {
+            Resolved::CachedDelta(d, OpenCopy { path, file, .. }) => {
                 delta::send_checked(self, d, &file, path, true)
             }
             Resolved::Sibling(c, s) => body::send_sibling(self, c, s),
-            Resolved::Cached(c, Copy { path, file, .. }) => {
+            Resolved::Cached(c, OpenCopy { path, file, .. }) => {
                 Ok(body::send_coded(self, c, &file, path, true))
             }
             Resolved::Original { .. } => body::send_original(self),
             Resolved::Decode(c, s, w) => decompress::decompress(self, c, s, w),
-            Resolved::DecodedCopy(c, Copy { file, .. }, s) => {
+            Resolved::DecodedCopy(c, OpenCopy { file, .. }, s) => {
                 Ok(decompress::send_decoded_copy(self, c, &file, s))
             }
             Resolved::NotAcceptable(avail) => Ok(not_acceptable(self, avail)),
