@@ -29,7 +29,7 @@ pub struct Sibling<'r> {
     pub path: &'r CStr,
     pub info: Finfo,
     /// How it was judged, which says how its open is checked.
-    pub judged: Judged,
+    pub admitted: Admitted,
     /// Already opened by the lookup: where symlinks are followed, opening
     /// is the stat (one `open` and one `fstat`, an `lstat` fewer).
     pub opened: Option<File<'r>>,
@@ -50,9 +50,9 @@ pub enum Route {
     OwnName,
 }
 
-/// How a sibling was judged.
+/// How a sibling was admitted as a representation of its page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Judged {
+pub enum Admitted {
     /// By the page's own request (`Route::Verified`), or by sections and
     /// `Options` alone.
     Short,
@@ -151,12 +151,12 @@ fn stat_sibling<'r>(
         });
         NotServed::Refused
     })?;
-    let judged = Judged::Asked { policy };
+    let admitted = Admitted::Asked { policy };
     let opened = None;
     Ok(Sibling {
         path,
         info,
-        judged,
+        admitted,
         opened,
     })
 }
@@ -206,17 +206,17 @@ fn stat_short<'r>(
         });
         return Err(NotServed::Absent);
     }
-    let (judged, opened) = (Judged::Short, None);
+    let (admitted, opened) = (Admitted::Short, None);
     Ok(Sibling {
         path,
         info,
-        judged,
+        admitted,
         opened,
     })
 }
 
 /// A sibling that must be a regular file under its own name (an lstat),
-/// opened without following a link (`Judged::Asked` with
+/// opened without following a link (`Admitted::Asked` with
 /// `SymlinkPolicy::Never`: the opened file must be the one found).
 fn no_link<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, NotServed> {
     let info = req.stat(path, true).map_err(|_| NotServed::Absent)?;
@@ -230,13 +230,13 @@ fn no_link<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, NotServ
         });
         return Err(NotServed::Absent);
     }
-    let judged = Judged::Asked {
+    let admitted = Admitted::Asked {
         policy: SymlinkPolicy::Never,
     };
     Ok(Sibling {
         path,
         info,
-        judged,
+        admitted,
         opened: None,
     })
 }
@@ -269,7 +269,7 @@ fn open_followed<'r>(req: &Request<'r>, path: &'r CStr) -> Result<Sibling<'r>, N
     Ok(Sibling {
         path,
         info,
-        judged: Judged::Short,
+        admitted: Admitted::Short,
         opened: Some(f),
     })
 }
@@ -362,7 +362,7 @@ pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, 
     if let Some(f) = s.opened {
         return Ok(f);
     }
-    let Judged::Asked { policy } = s.judged else {
+    let Admitted::Asked { policy } = s.admitted else {
         return open_as_allowed(req, s.path);
     };
     let f = match policy {

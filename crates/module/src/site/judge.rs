@@ -79,17 +79,17 @@ fn is_public(req: &Request<'_>, root: &Path, c: &Candidate) -> bool {
 /// process: a slot per host by its key's hash, holding the hash's high
 /// 32 bits and the period's low 32, read and written without a lock.
 /// Two hosts of a slot take turns (each is judged more often).
-static JUDGED: Judged = Judged::new();
+static JUDGED: Periods = Periods::new();
 
-struct Judged {
+struct Periods {
     slots: [AtomicU64; SLOTS],
 }
 
 const SLOTS: usize = 16;
 
-impl Judged {
+impl Periods {
     const fn new() -> Self {
-        Judged {
+        Periods {
             slots: [const { AtomicU64::new(0) }; SLOTS],
         }
     }
@@ -106,11 +106,11 @@ impl Judged {
 
 #[cfg(test)]
 mod tests {
-    use super::Judged;
+    use super::Periods;
 
     #[test]
     fn a_host_is_judged_once_a_period() {
-        let j = Judged::new();
+        let j = Periods::new();
         assert!(j.take(b"a:80@main", 7));
         assert!(!j.take(b"a:80@main", 7));
         assert!(j.take(b"b:80@x:3", 7), "another host");
