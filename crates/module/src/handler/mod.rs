@@ -18,7 +18,7 @@ use crate::facts::disk::{Disk, OpenCopy, Scope};
 use crate::facts::{self, Noted, Wanted};
 use crate::lookup::Sibling;
 use crate::metrics::answered::{self, PassedOver};
-use crate::ondemand::ask::Missing;
+use crate::ondemand::ask::ToAsk;
 use crate::ondemand::{self, cache};
 use crate::respond::Responder;
 use crate::site;
@@ -164,8 +164,8 @@ fn after_answer<'r>(
 }
 
 /// The copies a request asks the compressor for, as jobs name them.
-fn missing<'r>(w: Wanted<&Sibling<'r>>) -> Missing<'r> {
-    Missing {
+fn missing<'r>(w: Wanted<&Sibling<'r>>) -> ToAsk<'r> {
+    ToAsk {
         codings: w.copy.into_iter().fold(CodingSet::empty(), CodingSet::with),
         delta: w.delta,
         decoded: w

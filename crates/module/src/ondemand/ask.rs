@@ -51,9 +51,10 @@ impl OnDemandDeltas<'_> {
     }
 }
 
-/// What one request found missing from the cache.
+/// What one request found missing from the cache: the copies to ask
+/// the compressor for.
 #[derive(Clone, Copy, Debug, Default)]
-pub struct Missing<'r> {
+pub struct ToAsk<'r> {
     /// Copies of the original, by coding.
     pub codings: CodingSet,
     /// A delta against a dictionary the cache keeps.
@@ -80,7 +81,7 @@ pub fn copies(
     cache: &Active,
     filename: &CStr,
     v: Version,
-    missing: &Missing<'_>,
+    missing: &ToAsk<'_>,
     deltas: Option<OnDemandDeltas<'_>>,
 ) -> bool {
     let wanted = missing.codings;
@@ -105,7 +106,7 @@ pub fn copies(
 
 /// Asks for the decoded copies this request found missing, whether or
 /// not it answered (the siblings were decoded meanwhile).
-pub fn decoded_copies(req: &Request<'_>, cache: &Active, missing: &Missing<'_>) {
+pub fn decoded_copies(req: &Request<'_>, cache: &Active, missing: &ToAsk<'_>) {
     for (c, found) in gdn_core::coding::Coding::ALL.iter().zip(missing.decoded) {
         if let Some((path, v)) = found {
             cache.queue_decode(path, *c, v, req.request_time_secs());
