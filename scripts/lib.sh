@@ -329,3 +329,23 @@ test_cache() {
     [ "$(id -u)" -eq 0 ] || d="$ROOT/target/platform-cache"
     mkdir -p "$d" && echo "$d"
 }
+
+# A package test killed mid-way (its EXIT trap never ran) leaves the
+# package installed, which the next run must not take for the admin's. The
+# mark, made once the test has checked the machine is its own and removed
+# by its trap, says what is there is a test's: the test's own cleanup
+# (the caller's `cleanup`) undoes it, and the publish tool's state it set
+# aside (the mark's one line, if any) is put back.
+PACKAGE_TEST_MARK=/var/tmp/gzip-disk-ng-package-test.running
+#   undo_interrupted_package_test NAME-OF-THE-TEST
+undo_interrupted_package_test() {
+    [ -e "$PACKAGE_TEST_MARK" ] || return 0
+    local saved
+    saved="$(cat "$PACKAGE_TEST_MARK")"
+    echo "$1: undoing what an interrupted package test left" >&2
+    cleanup
+    if [ -n "$saved" ] && [ -e "$saved" ] && [ ! -e /var/lib/gzip-disk-ng ]; then mv "$saved" /var/lib/gzip-disk-ng; fi
+    rm -f "$PACKAGE_TEST_MARK"
+}
+#   mark_package_test SAVED-STATE-PATH
+mark_package_test() { printf '%s\n' "$1" >"$PACKAGE_TEST_MARK"; }

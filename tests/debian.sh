@@ -98,6 +98,7 @@ cleanup() {
 # The publish tool's state for root, which any `gzip-disk-ng compress`
 # run as root makes: set aside while the package (whose purge removes it)
 # is tested, and put back.
+undo_interrupted_package_test "debian test"
 SAVED_STATE=""
 if [ -e /var/lib/gzip-disk-ng ]; then
     SAVED_STATE="$W/saved-state"
@@ -114,7 +115,8 @@ if dpkg-query -W "$NAME" >/dev/null 2>&1; then fail "$NAME is installed; the tes
 if ! $WAS_RUNNING && [ -n "$(ss -Hltn 'sport = :80')" ]; then
     fail "the system's Apache is stopped and something else listens on port 80"
 fi
-trap 'cleanup; restore_state; rm -rf "$W"' EXIT
+trap 'cleanup; restore_state; rm -f "$PACKAGE_TEST_MARK"; rm -rf "$W"' EXIT
+mark_package_test "$SAVED_STATE"
 state >"$W/before"
 if ! $WAS_RUNNING; then start_apache >"$W/out" 2>&1 || fail "the system's Apache does not start"; fi
 
