@@ -205,26 +205,26 @@ impl State {
 
     /// Takes `task` on: false when it is pending, failed before, or done
     /// (this host knows the version's digest and a copy or marker is
-    /// there, whoever made it: another compressor sharing the root counts
-    /// it too, and it is indexed here so this one's eviction sees it).
+    /// there, whichever compressor sharing the root made it: it is
+    /// indexed here so this one's eviction sees it). A file at the copy's
+    /// name that is not one a compressor made (`copy_there`: another
+    /// user's, or one others could write) is removed and made anew, as
+    /// one removed behind the compressor's back is.
     pub(super) fn claim(&mut self, settings: &Settings, task: Task) -> bool {
         if self.pending.contains(&task) || self.failed.contains(&task) {
             return false;
         }
         if let Some(source) = self.source_of(settings, &task.0) {
             let key = (source, task.1);
-            match fs::symlink_metadata(copy_path(&settings.root, &key)) {
-                Ok(meta) => {
-                    if !self.index.contains(&key) && meta.is_file() {
-                        self.index.insert(key, allocated(&meta));
-                    }
-                    return false;
+            let path = copy_path(&settings.root, &key);
+            if copy_there(&settings.root, &path) {
+                let meta = fs::symlink_metadata(&path).ok();
+                if let Some(meta) = meta.filter(|m| m.is_file() && !self.index.contains(&key)) {
+                    self.index.insert(key, allocated(&meta));
                 }
-                // Removed behind the compressor's back: made again.
-                Err(_) => {
-                    self.index.remove(&key);
-                }
+                return false;
             }
+            self.index.remove(&key);
         }
         self.pending.insert(task)
     }

@@ -16,7 +16,7 @@ use gdn_publish::sibling_path;
 use std::fs;
 use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
@@ -169,6 +169,15 @@ fn duplicate_jobs_compress_once() {
     fs::remove_file(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
     run_over(&s, vec![compress_job(&p, all())], &lines);
     assert_eq!(lines.count(Level::Debug, "copy of"), 4);
+    // One others could write, or another user's, is no copy: made anew.
+    let gz = copy(&s, &p, Kind::Coded(Coding::Gzip));
+    fs::set_permissions(&gz, fs::Permissions::from_mode(0o666)).unwrap();
+    fs::write(&gz, b"rewritten").unwrap();
+    run_over(&s, vec![compress_job(&p, all())], &lines);
+    assert_eq!(lines.count(Level::Debug, "copy of"), 5);
+    let made = fs::metadata(&gz).unwrap();
+    assert_eq!(made.permissions().mode() & 0o7777, 0o600);
+    assert_ne!(fs::read(&gz).unwrap(), b"rewritten");
 }
 
 #[test]
