@@ -952,3 +952,111 @@ fn the_cache_limit_holds_after_each_job_the_new_copy_included() {
     }
     a.assert_no_crash();
 }
+
+/// A file core's handler sends through the `GZIP_DISK_NG` filter (on by
+/// type for a whole site) is coded on the fly once and its copy asked
+/// for; from then on the cache's copy goes out in its place, with its
+/// length, a weak suffixed tag that revalidates to a 304, and GET's
+/// headers for HEAD. A body another filter changed (mod_include) is never
+/// taken over, and a page rewritten is never answered with its old copy.
+#[test]
+fn a_file_through_the_filter_is_coded_once_then_sent_from_the_cache() {
+    let data = page(40_000, 71);
+    let shtml = [
+        &page(20_000, 72)[..],
+        b"<!--#echo var=\"DOCUMENT_NAME\" -->\n",
+    ]
+    .concat();
+    let opts = Options {
+        dir: "GzipDiskNgOnDemand On\nOptions +Includes\nAddType text/html .shtml\n\
+              AddOutputFilter INCLUDES .shtml\nAddOutputFilterByType GZIP_DISK_NG text/html"
+            .into(),
+        modules: vec!["filter", "include"],
+        ..on_demand(Mpm::Event)
+    };
+    let a = Apache::start(opts, |d| {
+        fill(d, &[("page.html", &data), ("page.shtml", &shtml)])
+    });
+    for c in [Coding::Zstd, Coding::Br, Coding::Gzip] {
+        let token = c.token();
+        let copy = copy_at(&cache_of(&a), &a.docroot, "page.html", Kind::Coded(c));
+        let mut last = None;
+        // The cache's copy, byte for byte (made at the fast level first,
+        // then again at the best once served).
+        wait_for(&format!("the {token} copy sent"), || {
+            let r = a.get("/page.html", Some(token));
+            assert_eq!((r.status, r.coding()), (200, Some(token)));
+            assert!(r.decoded() == data, "{token}: not the page");
+            let cached =
+                r.header("Content-Length").is_some() && fs::read(&copy).is_ok_and(|b| b == r.body);
+            last = Some(r);
+            cached
+        });
+        let r = last.expect("a response");
+        assert_eq!(r.header("Content-Length"), Some(&*r.body.len().to_string()));
+        let tag = r.header("ETag").expect("a tag").to_owned();
+        assert!(
+            tag.starts_with("W/\"") && tag.ends_with(&format!("-{token}\"")),
+            "{tag}"
+        );
+        let head = a.request(
+            "/page.html",
+            &["-I", "-H", &format!("Accept-Encoding: {token}")],
+        );
+        // The copy's length (the copy may have been made again since).
+        assert!(
+            head.header("Content-Length").is_some(),
+            "{:?}",
+            head.headers
+        );
+        assert_eq!(head.header("Content-Encoding"), Some(token));
+        let inm = format!("If-None-Match: {tag}");
+        let ae = format!("Accept-Encoding: {token}");
+        let again = a.request("/page.html", &["-H", &inm, "-H", &ae]);
+        assert_eq!(again.status, 304, "{token}: {tag}");
+    }
+    let cached = r#"gzip_disk_ng_responses_total{outcome="cached",coding="gzip"}"#;
+    assert!(metric(&a, cached) > 0, "{cached}");
+    // mod_include's output is coded as it passes, each time.
+    let want = [&page(20_000, 72)[..], b"page.shtml\n"].concat();
+    for _ in 0..6 {
+        let r = a.get("/page.shtml", Some("gzip"));
+        assert_eq!(r.coding(), Some("gzip"));
+        assert!(
+            r.decoded() == want,
+            "mod_include's output was not what was sent"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let raw = copy_at(
+        &cache_of(&a),
+        &a.docroot,
+        "page.shtml",
+        Kind::Coded(Coding::Gzip),
+    );
+    assert!(
+        !raw.exists(),
+        "a copy of a file mod_include changes was asked for"
+    );
+    // Rewritten: the new bytes, never the old copy.
+    let new = page(40_000, 73);
+    let tmp = a.docroot.join(".page.html.new");
+    fs::write(&tmp, &new).expect("write");
+    fs::rename(&tmp, a.docroot.join("page.html")).expect("rename");
+    for _ in 0..4 {
+        let r = a.get("/page.html", Some("gzip"));
+        assert!(
+            r.decoded() == new,
+            "an old copy was sent for a rewritten page"
+        );
+    }
+    wait_for("the new version's copy sent", || {
+        let r = a.get("/page.html", Some("gzip"));
+        assert!(
+            r.decoded() == new,
+            "an old copy was sent for a rewritten page"
+        );
+        r.header("Content-Length").is_some()
+    });
+    a.assert_no_crash();
+}

@@ -61,6 +61,25 @@ void gdn_bucket_delete(apr_bucket *b)
     apr_bucket_delete(b);
 }
 
+/* The file a brigade holds whole, as core's default handler passes one:
+ * a FILE bucket from the file's first byte, then EOS, and nothing else.
+ * Its length in *len; NULL for any other brigade. */
+apr_file_t *gdn_brigade_whole_file(apr_bucket_brigade *bb, apr_off_t *len)
+{
+    apr_bucket *b, *e;
+    if (APR_BRIGADE_EMPTY(bb))
+        return NULL;
+    b = APR_BRIGADE_FIRST(bb);
+    if (!APR_BUCKET_IS_FILE(b) || b->start != 0 || b->length == (apr_size_t)-1)
+        return NULL;
+    e = APR_BUCKET_NEXT(b);
+    if (e == APR_BRIGADE_SENTINEL(bb) || !APR_BUCKET_IS_EOS(e)
+        || APR_BUCKET_NEXT(e) != APR_BRIGADE_SENTINEL(bb))
+        return NULL;
+    *len = (apr_off_t)b->length;
+    return ((apr_bucket_file *)b->data)->fd;
+}
+
 /* Moves a bucket from its brigade to the end of another. */
 void gdn_bucket_move(apr_bucket *b, apr_bucket_brigade *to)
 {

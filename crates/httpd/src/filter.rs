@@ -4,9 +4,10 @@
 //! brigade of its own for what it passes on.
 
 use super::pool::pool_box;
-use super::{apr_status_t, ffi, Request};
+use super::{apr_status_t, ffi, File, Finfo, Request};
 use std::any::Any;
 use std::ffi::c_char;
+use std::marker::PhantomData;
 use std::ptr;
 
 /// What a filter keeps across its calls for one response.
@@ -147,6 +148,25 @@ impl<'r> Filter<'r> {
         }
     }
 
+    /// Adds `len` bytes of `file` from `start` to what this filter passes
+    /// on, as a file bucket (sendfile or mmap as core would use them).
+    pub fn send_file(&mut self, file: &File<'r>, start: u64, len: u64) {
+        if len == 0 {
+            return;
+        }
+        let out = self.slot().out;
+        // SAFETY: the file lives in the request pool, as the brigade does.
+        unsafe {
+            ffi::gdn_insert_file(
+                self.req.r,
+                out,
+                file.fd,
+                start as ffi::apr_off_t,
+                len as ffi::apr_off_t,
+            )
+        };
+    }
+
     /// Adds a FLUSH bucket to what this filter passes on.
     pub fn send_flush(&mut self) {
         let out = self.slot().out;
@@ -218,6 +238,32 @@ impl Input {
                 }
             }
         })
+    }
+
+    /// The file the brigade holds whole, as core's default handler
+    /// passes a static file: one file bucket from its first byte to its
+    /// end, then EOS, and nothing else. `None` for any other brigade, or
+    /// when the bucket's length is not the open file's size.
+    pub fn whole_file<'r>(&self, _req: &Request<'r>) -> Option<File<'r>> {
+        let mut len: ffi::apr_off_t = 0;
+        // SAFETY: live brigade; out-parameter.
+        let fd = unsafe { ffi::gdn_brigade_whole_file(self.bb, &mut len) };
+        if fd.is_null() {
+            return None;
+        }
+        let mut raw = ffi::apr_finfo_t::default();
+        // SAFETY: the bucket's file is open while the brigade holds it,
+        // and lives in a pool at least as long as the request's.
+        let st = unsafe { ffi::apr_file_info_get(&mut raw, ffi::APR_FINFO_MIN as i32, fd) };
+        if st != 0 && st != ffi::APR_INCOMPLETE as apr_status_t {
+            return None;
+        }
+        let file = File {
+            fd,
+            info: Finfo { raw },
+            _life: PhantomData,
+        };
+        (file.info().size() == u64::try_from(len).ok()?).then_some(file)
     }
 
     /// Deletes the first bucket.

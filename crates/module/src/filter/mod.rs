@@ -21,6 +21,7 @@ use std::ffi::CStr;
 mod choice;
 mod conditional;
 mod delta;
+mod files;
 mod load;
 
 use choice::{aside, negotiate, response_facts, suffix};
@@ -128,7 +129,12 @@ pub fn filter(f: &mut Filter<'_>, input: &mut Input, settings: &Settings<'_>) ->
     let mut s = match f.take_state::<Stream>() {
         Some(s) => s,
         None => match begin(f.request(), settings) {
-            Some(s) => Box::new(s),
+            Some(s) => {
+                if let Some(st) = files::take_over(f, input, &s, settings) {
+                    return st;
+                }
+                Box::new(s)
+            }
             None => {
                 f.remove();
                 return f.pass_input(input);
