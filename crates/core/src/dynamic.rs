@@ -131,16 +131,22 @@ fn trim(mut s: &[u8]) -> &[u8] {
     s
 }
 
+/// The opaque part of an entity tag, between its quotes (`v1` of
+/// `"v1"` or `W/"v1"`): what a coded body's tag suffixes, as
+/// [`coded_etag`] does, for a caller that writes the pieces where they go
+/// rather than into a new buffer. `None` for what is no entity tag.
+pub fn etag_inner(etag: &[u8]) -> Option<&[u8]> {
+    let opaque = etag.strip_prefix(b"W/").unwrap_or(etag);
+    let inner = opaque.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
+    (!inner.contains(&b'"')).then_some(inner)
+}
+
 /// The ETag of a coded response: the handler's own, weak (bytes coded on
 /// the fly differ with the level), with the coding appended inside the
 /// quotes as mod_deflate's `AddSuffix` does, so each coding validates
 /// alone. `None` for a value that is not an entity tag.
 pub fn coded_etag(etag: &[u8], token: &str) -> Option<Vec<u8>> {
-    let opaque = etag.strip_prefix(b"W/").unwrap_or(etag);
-    let inner = opaque.strip_prefix(b"\"")?.strip_suffix(b"\"")?;
-    if inner.contains(&b'"') {
-        return None;
-    }
+    let inner = etag_inner(etag)?;
     let mut out = Vec::with_capacity(inner.len() + token.len() + 6);
     out.extend_from_slice(b"W/\"");
     out.extend_from_slice(inner);

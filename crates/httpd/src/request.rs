@@ -334,6 +334,14 @@ impl<'r> Request<'r> {
         unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
     }
 
+    /// Sets a response header to the concatenation of `parts`, made in
+    /// the pool (none may hold a NUL).
+    pub fn set_header_parts(&self, name: &'static CStr, parts: &[&[u8]]) {
+        let v = self.pool_concat(parts);
+        // SAFETY: static name, pool string.
+        unsafe { ffi::apr_table_setn(self.raw().headers_out, name.as_ptr(), v) }
+    }
+
     /// Sets a header of error responses too (`err_headers_out`, which
     /// an error status keeps), its value copied into the pool.
     pub fn set_error_header_value(&self, name: &'static CStr, value: &str) {

@@ -406,12 +406,9 @@ fn coded_headers(req: &Request<'_>, c: &'static CStr, dir: &DirConfig) {
     req.unset_header_out(c"Content-MD5");
     req.unset_header_out(c"Accept-Ranges");
     req.unset_header_in(c"Range");
-    if let Some(tag) = req
-        .header_out_any(c"ETag")
-        .and_then(|t| dynamic::coded_etag(t, &c.to_string_lossy()))
-    {
+    if let Some(inner) = req.header_out_any(c"ETag").and_then(dynamic::etag_inner) {
         req.unset_header_out(c"ETag");
-        req.set_header_value(c"ETag", tag);
+        req.set_header_parts(c"ETag", &[b"W/\"", inner, b"-", c.to_bytes(), b"\""]);
     }
     crate::respond::mark(req, dir, c":-)");
 }
