@@ -457,6 +457,67 @@ fn a_busy_server_codes_at_cheaper_levels_rather_than_not_at_all() {
     a.assert_no_crash();
 }
 
+/// No idle worker (every one of prefork's two children answering):
+/// dynamic bodies are coded at cheaper levels, still coded; with one
+/// idle again, at the configured levels.
+#[test]
+fn with_no_idle_worker_bodies_are_coded_at_cheaper_levels() {
+    let opts = Options {
+        mpm: Mpm::Prefork,
+        dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n\
+              AddOutputFilterByType GZIP_DISK_NG text/html\n"
+            .into(),
+        server: "StartServers 2\nMinSpareServers 1\nMaxSpareServers 2\n\
+                 ServerLimit 2\nMaxRequestWorkers 2\n"
+            .into(),
+        modules: vec!["cgid", "filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| {
+        cgi_site(d);
+        let slow = d.join("slow.cgi");
+        fs::write(
+            &slow,
+            "#!/bin/sh\nsleep 4\nprintf 'Content-Type: text/plain\\n\\nslow\\n'\n",
+        )
+        .expect("cgi");
+        fs::set_permissions(&slow, fs::Permissions::from_mode(0o755)).expect("chmod");
+    });
+    let want = page_text().into_bytes();
+    // Into the next second: each child reads the scoreboard once a second.
+    let next_second = || {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("time");
+        std::thread::sleep(std::time::Duration::from_nanos(
+            1_200_000_000 - u64::from(now.subsec_nanos()),
+        ));
+    };
+    let normal = a.get("/page.cgi", Some("zstd"));
+    assert_served(&normal, &want, Some("zstd"), "idle");
+    std::thread::scope(|s| {
+        let slow = s.spawn(|| a.get("/slow.cgi", None));
+        next_second();
+        let busy = a.get("/page.cgi", Some("zstd"));
+        assert_served(&busy, &want, Some("zstd"), "busy");
+        assert_ne!(
+            busy.body.len(),
+            normal.body.len(),
+            "no idle worker: cheaper levels"
+        );
+        assert_eq!(slow.join().expect("slow").status, 200);
+    });
+    assert_eq!(a.module_log_about("busy (no idle worker)").len(), 1);
+    next_second();
+    let again = a.get("/page.cgi", Some("zstd"));
+    assert_eq!(
+        again.body.len(),
+        normal.body.len(),
+        "idle again: the configured levels"
+    );
+    a.assert_no_crash();
+}
+
 /// A PHP page that validates as applications do: its own strong tag
 /// (`"v1"`, or `?v=`'s), compared whole with `If-None-Match`, a 304
 /// where it matches.

@@ -11,6 +11,7 @@
 #include "ap_mpm.h"
 #include "mpm_common.h"
 #include "mod_status.h"
+#include "scoreboard.h"
 #include "apr_shm.h"
 #include "shim.h"
 #include <errno.h>
@@ -78,6 +79,29 @@ apr_file_t *gdn_brigade_whole_file(apr_bucket_brigade *bb, apr_off_t *len)
         return NULL;
     *len = (apr_off_t)b->length;
     return ((apr_bucket_file *)b->data)->fd;
+}
+
+/* Workers waiting for a request (SERVER_READY) in the children that take
+ * new ones (a live pid, not quiescing), as mod_status counts them; -1
+ * without a scoreboard. */
+int gdn_idle_workers(void)
+{
+    int i, j, daemons = 0, threads = 0, idle = 0;
+    if (!ap_scoreboard_image
+        || ap_mpm_query(AP_MPMQ_HARD_LIMIT_DAEMONS, &daemons) != APR_SUCCESS
+        || ap_mpm_query(AP_MPMQ_HARD_LIMIT_THREADS, &threads) != APR_SUCCESS)
+        return -1;
+    for (i = 0; i < daemons; i++) {
+        process_score *ps = ap_get_scoreboard_process(i);
+        if (!ps || !ps->pid || ps->quiescing)
+            continue;
+        for (j = 0; j < threads; j++) {
+            worker_score *ws = ap_get_scoreboard_worker_from_indexes(i, j);
+            if (ws && ws->status == SERVER_READY)
+                idle++;
+        }
+    }
+    return idle;
 }
 
 /* Moves a bucket from its brigade to the end of another. */

@@ -13,6 +13,7 @@ apr_status_t gdn_bucket_read(apr_bucket *b, const char **data, apr_size_t *len,
 int gdn_status_is_eagain(apr_status_t st);
 void gdn_bucket_delete(apr_bucket *b);
 void gdn_bucket_move(apr_bucket *b, apr_bucket_brigade *to);
+int gdn_idle_workers(void);
 apr_file_t *gdn_brigade_whole_file(apr_bucket_brigade *bb, apr_off_t *len);
 int gdn_log_enabled(const request_rec *r, int module_index, int level);
 void gdn_log_r(const request_rec *r, int module_index, int level,

@@ -115,3 +115,12 @@ pub fn random_u32() -> Option<u32> {
     let mut b = [0u8; 4];
     random_bytes(&mut b).then(|| u32::from_le_bytes(b))
 }
+
+/// Workers waiting for a request across the children that take new ones,
+/// as mod_status counts them from the scoreboard (every worker slot is
+/// read: call it at most once a second or so); `None` without one.
+pub fn idle_workers() -> Option<u32> {
+    // SAFETY: reads the scoreboard, which lives as long as the server.
+    let n = unsafe { ffi::gdn_idle_workers() };
+    u32::try_from(n).ok()
+}

@@ -1,6 +1,8 @@
-//! Whether the machine is busy, for `GzipDiskNgFilterLoadLimit`: the
-//! one-minute load average, read from `/proc/loadavg` at most once a
-//! second per process, so a response costs an atomic load.
+//! Whether the server is busy, so that dynamic bodies are coded at
+//! cheaper levels: no idle worker left (the scoreboard), or, where the
+//! admin set `GzipDiskNgFilterLoadLimit`, the one-minute load average at
+//! the limit. Each is read at most once a second per process, so a
+//! response costs an atomic load.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
@@ -22,6 +24,26 @@ pub fn busy(limit: u32, now_secs: i64) -> bool {
         load
     };
     load >= limit
+}
+
+/// The second the scoreboard was last read (high 32 bits) and whether it
+/// then had an idle worker (bit 0) and was read (bit 1); 0 before.
+static WORKERS: AtomicU64 = AtomicU64::new(0);
+
+/// Whether, as of this second, no worker is waiting for a request: the
+/// next connection waits for one, and a cheaper level frees this one
+/// sooner. Without a scoreboard the server is taken as not busy.
+pub fn no_idle_worker(now_secs: i64) -> bool {
+    let now = now_secs as u64 & 0xFFFF_FFFF;
+    let last = WORKERS.load(Relaxed);
+    let seen = if last >> 32 == now && last & 2 != 0 {
+        last & 1 == 1
+    } else {
+        let idle = gdn_httpd::idle_workers().is_none_or(|n| n > 0);
+        WORKERS.store(now << 32 | 2 | u64::from(idle), Relaxed);
+        idle
+    };
+    !seen
 }
 
 /// The one-minute load average in hundredths.

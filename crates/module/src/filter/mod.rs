@@ -188,19 +188,23 @@ fn begin(req: &Request<'_>, settings: &Settings<'_>) -> Option<Stream> {
     })
 }
 
-/// The configured levels, or cheaper ones while the load average is at
-/// `GzipDiskNgFilterLoadLimit`: coding still, at a fraction of the CPU.
+/// The configured levels, or cheaper ones while no worker is idle or the
+/// load average is at `GzipDiskNgFilterLoadLimit`: coding still, at a
+/// fraction of the CPU.
 fn levels(req: &Request<'_>, dir: &DirConfig) -> StreamLevels {
     let levels = dir.filter_levels();
-    match dir.filter_load_limit() {
-        Some(limit) if load::busy(limit, req.request_time_secs()) => {
-            req.log_with(Level::Debug, 0, || {
-                "busy: coding at cheaper levels".to_owned()
-            });
-            levels.cheaper()
-        }
-        _ => levels,
-    }
+    let now = req.request_time_secs();
+    let why = if load::no_idle_worker(now) {
+        "no idle worker"
+    } else if dir.filter_load_limit().is_some_and(|l| load::busy(l, now)) {
+        "the load average at GzipDiskNgFilterLoadLimit"
+    } else {
+        return levels;
+    };
+    req.log_with(Level::Debug, 0, || {
+        format!("busy ({why}): coding at cheaper levels")
+    });
+    levels.cheaper()
 }
 
 /// A page's `Link` to the host's site dictionary, so a browser fetches it
