@@ -872,16 +872,21 @@ fn copies_are_the_servers_alone_and_one_others_could_write_is_made_anew() {
     );
     let mode = |p: &Path| fs::metadata(p).expect("copy").permissions().mode() & 0o7777;
     assert_eq!(mode(&copy), 0o600);
-    // Rewritten in place where others may write it. Never created anew:
-    // a compressor job still queued by the first requests may remove the
-    // copy once it is 0666, and a file this test made then would be
-    // another user's, not one others could write.
-    fs::set_permissions(&copy, fs::Permissions::from_mode(0o666)).expect("chmod");
+    // Made writable by others and rewritten in place, through one open
+    // descriptor, as another user who may write it would: once it is
+    // 0666 the compressor may remove it and make it anew at any moment,
+    // and a test running as root would write the new copy, the server's
+    // own, were it to open the name again. Never created anew either: a
+    // file this test made would be another user's, not one others could
+    // write.
     let rewrite = fs::OpenOptions::new()
         .write(true)
-        .truncate(true)
         .open(&copy)
-        .and_then(|mut f| f.write_all(&gzip(b"rewritten by another user")));
+        .and_then(|mut f| {
+            f.set_permissions(fs::Permissions::from_mode(0o666))?;
+            f.set_len(0)?;
+            f.write_all(&gzip(b"rewritten by another user"))
+        });
     if let Err(e) = rewrite {
         assert_eq!(e.kind(), std::io::ErrorKind::NotFound, "rewrite: {e}");
     }

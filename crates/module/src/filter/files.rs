@@ -11,7 +11,7 @@
 //! and the body is coded as it passes. The copy is bound to the SHA-256
 //! of the version the bucket's descriptor is (`Active::source`).
 
-use super::{coded_headers, token, Stream};
+use super::headers;
 use crate::config::Settings;
 use crate::metrics::answered;
 use crate::metrics::counters;
@@ -21,6 +21,7 @@ use crate::ondemand::cache::{self, Active, CachedCopy};
 use crate::outcome::Outcome;
 use gdn_compressor::job::CodingSet;
 use gdn_compressor::key::Kind;
+use gdn_core::coding::Coding;
 use gdn_httpd::{apr_status_t, File, Filter, Input, Level, Request};
 
 /// Sends the cache's copy of the file the response holds, in the
@@ -31,11 +32,12 @@ use gdn_httpd::{apr_status_t, File, Filter, Input, Level, Request};
 pub(super) fn take_over(
     f: &mut Filter<'_>,
     input: &mut Input,
-    s: &Stream,
+    coding: Coding,
+    delta: bool,
     settings: &Settings<'_>,
 ) -> Option<apr_status_t> {
     let dir = settings.dir;
-    if s.delta.is_some() || dir.jitter().is_some() || !dir.on_demand() {
+    if delta || dir.jitter().is_some() || !dir.on_demand() {
         return None;
     }
     let req = f.request();
@@ -46,7 +48,7 @@ pub(super) fn take_over(
     if !req.finfo().same_file(file.info()) || !cache::compressible(filename, size) {
         return None;
     }
-    let kind = Kind::Coded(s.coding);
+    let kind = Kind::Coded(coding);
     let copy = cache.source(req, file.info()).map(|source| {
         let found = cache.find(req, &source, kind);
         (source, found)
@@ -54,32 +56,32 @@ pub(super) fn take_over(
     match copy {
         Some((source, CachedCopy::Ready(_, copy))) => {
             ask::sent(req, cache, Some((*source.source(), kind)));
-            Some(send(f, input, s, settings, &copy, size))
+            Some(send(f, input, coding, settings, &copy, size))
         }
         Some((_, CachedCopy::NotWorth)) => None,
         Some((_, CachedCopy::Missing)) | None => {
-            ask_for(req, cache, filename, &file, s);
+            ask_for(req, cache, filename, &file, coding);
             None
         }
     }
 }
 
-/// Asks the compressor for the stream's coding of the file.
+/// Asks the compressor for the `coding` copy of the file.
 fn ask_for(
     req: &Request<'_>,
     cache: &Active,
     filename: &std::ffi::CStr,
     file: &File<'_>,
-    s: &Stream,
+    coding: Coding,
 ) {
     let v = cache::version_of(file.info());
-    let codings = CodingSet::empty().with(s.coding);
+    let codings = CodingSet::empty().with(coding);
     if cache.queue_compress(filename, v, codings, None, req.request_time_us()) {
         req.log_with(Level::Debug, 0, || {
             format!(
                 "{}: {} copy asked for",
                 filename.to_string_lossy(),
-                s.coding.token()
+                coding.token()
             )
         });
     }
@@ -90,16 +92,16 @@ fn ask_for(
 fn send<'r>(
     f: &mut Filter<'r>,
     input: &mut Input,
-    s: &Stream,
+    coding: Coding,
     settings: &Settings<'_>,
     copy: &File<'r>,
     original: u64,
 ) -> apr_status_t {
     let req = f.request();
     let sent = copy.info().size();
-    coded_headers(req, token(s), settings.dir);
+    headers::coded(req, coding.c_token(), settings.dir);
     req.set_content_length(sent);
-    record(req, s, sent, original);
+    record(req, coding, sent, original);
     input.drop_first();
     f.send_file(copy, 0, sent);
     f.send_first_of(input);
@@ -109,11 +111,11 @@ fn send<'r>(
 
 /// Counts the response as a cached copy sent, and notes it for the log,
 /// unless the module's handler sent the file (it counts what it sent).
-fn record(req: &Request<'_>, s: &Stream, sent: u64, original: u64) {
+fn record(req: &Request<'_>, coding: Coding, sent: u64, original: u64) {
     if req.handler_is(crate::handler::name::HANDLER) {
         return;
     }
-    let outcome = Outcome::Cached(s.coding);
+    let outcome = Outcome::Cached(coding);
     if let Some(n) = crate::answer::note(outcome, false) {
         req.add_note(answered::NOTE, n);
     }

@@ -22,6 +22,7 @@ mod choice;
 mod conditional;
 mod delta;
 mod files;
+mod headers;
 mod load;
 
 use choice::{aside, negotiate, response_facts, suffix};
@@ -130,7 +131,8 @@ pub fn filter(f: &mut Filter<'_>, input: &mut Input, settings: &Settings<'_>) ->
         Some(s) => s,
         None => match begin(f.request(), settings) {
             Some(s) => {
-                if let Some(st) = files::take_over(f, input, &s, settings) {
+                if let Some(st) = files::take_over(f, input, s.coding, s.delta.is_some(), settings)
+                {
                     return st;
                 }
                 Box::new(s)
@@ -335,7 +337,7 @@ fn end(
         if s.held.is_empty() && f.request().header_only() {
             // HEAD, whose handler made no body: GET's headers, as
             // mod_deflate gives them.
-            coded_headers(f.request(), token(s), settings.dir);
+            headers::coded(f.request(), token(s), settings.dir);
         } else if (s.held.len() as u64) < s.min_size {
             aside(f.request(), Aside::Small);
             s.mode = Mode::Plain;
@@ -391,30 +393,12 @@ fn start(f: &mut Filter<'_>, s: &mut Stream, settings: &Settings<'_>) {
             return;
         }
     };
-    coded_headers(req, token(s), settings.dir);
+    headers::coded(req, token(s), settings.dir);
     let held = std::mem::take(&mut s.held);
     if let Err(err) = e.write(&held, &mut s.out) {
         req.log(Level::Warn, 0, &format!("coding failed: {err}"));
     }
     s.mode = Mode::Coding(Box::new(e));
-}
-
-/// What a body coded on the fly goes out with: its coding; no length,
-/// `Content-MD5` or ranges (its bytes are known only as they are made,
-/// and differ with the level: a range of one response is no range of
-/// another, so the request's `Range` is dropped and the whole body sent);
-/// the handler's ETag made weak and suffixed with the coding.
-fn coded_headers(req: &Request<'_>, c: &'static CStr, dir: &DirConfig) {
-    req.set_content_encoding(c);
-    req.unset_header_out(c"Content-Length");
-    req.unset_header_out(c"Content-MD5");
-    req.unset_header_out(c"Accept-Ranges");
-    req.unset_header_in(c"Range");
-    if let Some(inner) = req.header_out_any(c"ETag").and_then(dynamic::etag_inner) {
-        req.unset_header_out(c"ETag");
-        req.set_header_parts(c"ETag", &[b"W/\"", inner, b"-", c.to_bytes(), b"\""]);
-    }
-    crate::respond::mark(req, dir, c":-)");
 }
 
 /// The `Content-Encoding` a stream's body goes out in.
