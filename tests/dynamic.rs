@@ -225,6 +225,54 @@ fn a_cgi_is_coded_and_mod_deflate_beside_codes_nothing_twice() {
     a.assert_no_crash();
 }
 
+/// mod_deflate configured first, as Debian's deflate.conf is read before
+/// the module's conf: the module's filter (by type, or set for a
+/// directory) still codes, in the client's best coding, gzip included,
+/// and mod_deflate steps aside; one coding, never two.
+#[test]
+fn the_filter_codes_ahead_of_mod_deflate_configured_first() {
+    let opts = Options {
+        dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n".into(),
+        server: "AddOutputFilterByType DEFLATE text/html\n\
+                 <Directory \"{docroot}/bytype\">\n    AddOutputFilterByType GZIP_DISK_NG text/html\n</Directory>\n\
+                 <Directory \"{docroot}/set\">\n    SetOutputFilter GZIP_DISK_NG\n</Directory>\n"
+            .into(),
+        modules: vec!["cgid", "deflate", "filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d| {
+        for sub in ["bytype", "set"] {
+            fs::create_dir(d.join(sub)).expect("mkdir");
+            cgi_site(&d.join(sub));
+        }
+        cgi_site(d);
+    });
+    let want = page_text().into_bytes();
+    for sub in ["bytype", "set"] {
+        for (ae, coding) in [
+            ("gzip, deflate, br, zstd", "zstd"),
+            ("gzip", "gzip"),
+            ("br, gzip", "br"),
+        ] {
+            let r = a.get(&format!("/{sub}/page.cgi"), Some(ae));
+            assert_eq!(
+                r.tokens("Content-Encoding").len(),
+                1,
+                "{sub} {ae}: one coding"
+            );
+            assert_served(&r, &want, Some(coding), &format!("{sub} {ae}"));
+        }
+    }
+    // Where the filter is not on, mod_deflate codes as before.
+    let r = a.get("/page.cgi", Some("gzip, deflate, br, zstd"));
+    assert_eq!(
+        (r.coding(), r.header("Mod-Gzip-Disk-Ng")),
+        (Some("gzip"), None)
+    );
+    assert_eq!(r.decoded(), want);
+    a.assert_no_crash();
+}
+
 /// A CGI sending three server-sent events a second apart.
 fn events_site(d: &Path) {
     let script = d.join("events.cgi");
@@ -508,13 +556,14 @@ fn with_no_idle_worker_bodies_are_coded_at_cheaper_levels() {
         assert_eq!(slow.join().expect("slow").status, 200);
     });
     assert_eq!(a.module_log_about("busy (no idle worker)").len(), 1);
-    next_second();
-    let again = a.get("/page.cgi", Some("zstd"));
-    assert_eq!(
-        again.body.len(),
-        normal.body.len(),
-        "idle again: the configured levels"
-    );
+    // Idle again (once the slow request's child has closed its
+    // connection): the configured levels.
+    wait_for("the configured levels again", || {
+        next_second();
+        let again = a.get("/page.cgi", Some("zstd"));
+        assert_served(&again, &want, Some("zstd"), "idle again");
+        again.body.len() == normal.body.len()
+    });
     a.assert_no_crash();
 }
 

@@ -731,6 +731,36 @@ void gdn_skip_compressors(request_rec *r)
     }
 }
 
+/* Moves `f` (a filter, or mod_filter's harness for it) ahead of the
+ * compressors standing right before it in its request's chain, so that
+ * of two that would code the response, `f` decides and they find its
+ * Content-Encoding and step aside. Only past compressors (their order
+ * among themselves is nobody's content), so no filter that may change the
+ * bytes is passed; a harness of unknown layout is no compressor, and
+ * nothing moves. */
+void gdn_filter_before_compressors(ap_filter_t *f)
+{
+    request_rec *r = f->r;
+    ap_filter_t **at, **first = NULL;
+    for (at = &r->output_filters; *at && *at != f; at = &(*at)->next) {
+        if (*at == r->proto_output_filters || (*at)->frec->ftype >= AP_FTYPE_PROTOCOL) {
+            return;
+        }
+        if (filter_kind((*at)->frec) == FILTER_COMPRESSOR) {
+            first = first ? first : at;
+        }
+        else {
+            first = NULL;
+        }
+    }
+    if (!*at || !first) {
+        return;
+    }
+    *at = f->next;
+    f->next = *first;
+    *first = f;
+}
+
 /* What would answer the looked-up request `rr`, into `out`: its handler
  * and type, and the first content filter that may change its bytes. The
  * filters are the ones a request of its own would get: the insert_filter

@@ -102,6 +102,7 @@ int gdn_public_ask_at(request_rec *r, const char *uri, const char *path,
                       gdn_twin *out);
 const char *gdn_content_filter(const request_rec *r);
 void gdn_skip_compressors(request_rec *r);
+void gdn_filter_before_compressors(ap_filter_t *f);
 void gdn_register_sibling_hooks(void);
 
 void gdn_log_s(const server_rec *s, int module_index, int level,

@@ -271,8 +271,8 @@ pub trait Module: Sized + 'static {
     /// the request's chain: as itself (`SetOutputFilter`) or as a
     /// provider mod_filter may choose once the type is known
     /// (`AddOutputFilterByType`). The only moment a filter can change
-    /// what the handler reads of the request.
-    fn output_filter_init(_req: &Request<'_>) {}
+    /// what the handler reads of the request, or its own place.
+    fn output_filter_init(_req: &Request<'_>, _place: &FilterPlace) {}
     /// After the configuration is read, in the parent, before children
     /// fork: an error stops the server with the message logged.
     fn post_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
@@ -980,6 +980,38 @@ unsafe extern "C" fn output_filter<M: Module>(
     })
 }
 
+/// The place in its request's chain a filter's init is called for: the
+/// filter itself, or mod_filter's harness that may dispatch to it.
+pub struct FilterPlace {
+    f: *mut ffi::ap_filter_t,
+}
+
+impl FilterPlace {
+    /// The name of the filter record at this place (httpd keeps it
+    /// lower-cased); a harness's under mod_filter.
+    pub fn name(&self) -> &CStr {
+        // SAFETY: a live filter whose record lives as long as the
+        // configuration.
+        unsafe {
+            let frec = (*self.f).frec;
+            if frec.is_null() || (*frec).name.is_null() {
+                return c"";
+            }
+            CStr::from_ptr((*frec).name)
+        }
+    }
+
+    /// Moves this place ahead of the compressors (mod_deflate's,
+    /// mod_brotli's, or mod_filter's harnesses of them) right before it,
+    /// so that where both would code the response this filter decides.
+    /// Before any filter has run: the chain is the request's alone.
+    pub fn go_before_compressors(&self) {
+        // SAFETY: a live filter of a live request, called from its init,
+        // before the handler passes anything down the chain.
+        unsafe { ffi::gdn_filter_before_compressors(self.f) }
+    }
+}
+
 unsafe extern "C" fn output_filter_init<M: Module>(f: *mut ffi::ap_filter_t) -> c_int {
     if f.is_null() {
         return ffi::OK as c_int;
@@ -988,8 +1020,9 @@ unsafe extern "C" fn output_filter_init<M: Module>(f: *mut ffi::ap_filter_t) -> 
     // providers) passes a live filter of a live request; only its request
     // is read, never its context, which mod_filter owns in the harness.
     let r = unsafe { (*f).r };
+    let place = FilterPlace { f };
     guarded(r, Status::OK, |req| {
-        M::output_filter_init(req);
+        M::output_filter_init(req, &place);
         Status::OK
     });
     ffi::OK as c_int

@@ -75,8 +75,8 @@ impl gdn_httpd::Module for GzipDiskNg {
         crate::filter::filter(f, input, &settings)
     }
 
-    fn output_filter_init(req: &Request<'_>) {
-        crate::filter::prepare_conditional(req, &settings(req))
+    fn output_filter_init(req: &Request<'_>, place: &gdn_httpd::module::FilterPlace) {
+        crate::filter::init(req, place, &settings(req))
     }
 
     fn insert_error_filter(req: &Request<'_>) {

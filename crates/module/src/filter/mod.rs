@@ -119,6 +119,22 @@ impl Pad {
     }
 }
 
+/// Before the handler runs, for each place the filter holds in the
+/// chain: ahead of mod_deflate and mod_brotli where they stand right
+/// before it (so the admin who enabled it gets its codings, not gzip
+/// from whichever was configured first), and the client's conditions on
+/// a coded tag given back as the handler's (`conditional`).
+pub fn init(req: &Request<'_>, place: &gdn_httpd::module::FilterPlace, settings: &Settings<'_>) {
+    if !place
+        .name()
+        .to_bytes()
+        .eq_ignore_ascii_case(NOT_MODIFIED.to_bytes())
+    {
+        place.go_before_compressors();
+    }
+    prepare_conditional(req, settings);
+}
+
 /// httpd's call of the filter, brigade by brigade.
 pub fn filter(f: &mut Filter<'_>, input: &mut Input, settings: &Settings<'_>) -> apr_status_t {
     if f.name()
