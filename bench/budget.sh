@@ -25,8 +25,8 @@
 #   decoded   decoded from the .gz for an identity client against core sending the original
 #   cached    an on-demand cached gzip copy             against core sending the .gz
 #   filtered  the original core sends, through GZIP_DISK_NG, taken over by
-#             the on-demand cached zstd copy (Debian's mod_deflate codes
-#             gzip first)                                 against core sending the .gz
+#             the on-demand cached zstd copy, for a client taking
+#             zstd                                        against core sending the .gz
 #   delta     a published dcz delta                     against core sending the .gz
 # A change that costs more raises bench/budget.txt in a commit of its own
 # that says why (bench/budget-guard.sh, run by scripts/test, fails on a
