@@ -987,20 +987,6 @@ pub struct FilterPlace {
 }
 
 impl FilterPlace {
-    /// The name of the filter record at this place (httpd keeps it
-    /// lower-cased); a harness's under mod_filter.
-    pub fn name(&self) -> &CStr {
-        // SAFETY: a live filter whose record lives as long as the
-        // configuration.
-        unsafe {
-            let frec = (*self.f).frec;
-            if frec.is_null() || (*frec).name.is_null() {
-                return c"";
-            }
-            CStr::from_ptr((*frec).name)
-        }
-    }
-
     /// Moves this place ahead of the compressors (mod_deflate's,
     /// mod_brotli's, or mod_filter's harnesses of them) right before it,
     /// so that where both would code the response this filter decides.

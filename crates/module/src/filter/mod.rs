@@ -123,15 +123,12 @@ impl Pad {
 /// chain: ahead of mod_deflate and mod_brotli where they stand right
 /// before it (so the admin who enabled it gets its codings, not gzip
 /// from whichever was configured first), and the client's conditions on
-/// a coded tag given back as the handler's (`conditional`).
+/// a coded tag given back as the handler's (`conditional`). The 304
+/// companion moves too: it and the compressors leave a 304's bytes alone,
+/// so their order changes nothing there, and no name, which an admin's
+/// `FilterDeclare` could take, tells the places apart.
 pub fn init(req: &Request<'_>, place: &gdn_httpd::module::FilterPlace, settings: &Settings<'_>) {
-    if !place
-        .name()
-        .to_bytes()
-        .eq_ignore_ascii_case(NOT_MODIFIED.to_bytes())
-    {
-        place.go_before_compressors();
-    }
+    place.go_before_compressors();
     prepare_conditional(req, settings);
 }
 
