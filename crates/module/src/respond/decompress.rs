@@ -108,19 +108,27 @@ pub(super) fn none_decodable(
 }
 
 /// The facts of a sibling the decompress path will decode: its window must
-/// fit the memory cap.
+/// fit the memory cap. One whose large window waits for its later turn gives way before it is
+/// judged: a request judges a sibling once, in the turn that decodes it,
+/// so a check it queued cannot overtake it between two turns.
 fn decodable_facts<'r>(
     a: &Responder<'_, '_>,
     c: Coding,
     file: &File<'_>,
     path: &'r CStr,
+    w: Window,
 ) -> Result<(Facts, memo::header::Key), Skip<'r>> {
     let req = a.req;
+    let header = sibling_header(req, c, file, path);
+    if let Ok((facts, _)) = &header {
+        if waits(req, c, w, facts, path) {
+            return Err(Skip::Later);
+        }
+    }
     if let Judged::Broken { .. } = judge::judged(a, c, file, path) {
         return Err(Skip::Broken(c));
     }
-    let (facts, key) =
-        sibling_header(req, c, file, path).map_err(|e| undecodable(a, c, file, path, &e, None))?;
+    let (facts, key) = header.map_err(|e| undecodable(a, c, file, path, &e, None))?;
     if facts.needed > decode::MAX_WINDOW {
         return Err(too_large(req, c, path, facts.window));
     }
@@ -308,13 +316,10 @@ fn opened<'r>(
     w: Window,
 ) -> Result<(File<'r>, Checked<'r>), Skip<'r>> {
     let file = a.open(Some(c), s)?;
-    let checked = decodable_facts(a, c, &file, s.path);
-    if let Ok((facts, _)) = &checked {
-        if waits(a.req, c, w, facts, s.path) {
-            return Err(Skip::Later);
-        }
+    match decodable_facts(a, c, &file, s.path, w) {
+        Err(Skip::Later) => Err(Skip::Later),
+        checked => Ok((file, checked)),
     }
-    Ok((file, checked))
 }
 
 /// Says a decode failed mid-stream: an error line where the file could
