@@ -2,10 +2,15 @@
 """Measures dynamic responses for bench/dynamic.sh: bytes per case over
 every page (total, and the median page), then req/s with wrk over the
 pages in turn, ROUNDS interleaved rounds, median. Each case's responses
-are checked first: status 200 and the expected Content-Encoding.
+are checked first: status 200 and the expected Content-Encoding. The
+dcz case announces the site dictionary (the file DICTIONARY, as served)
+by its SHA-256; its first body is decoded with `zstd -D` against it and
+compared with the page it stands for, in PAGES_DIR.
 
-Usage: dynamic.py BASE_URL PAGES_FILE"""
+Usage: DICTIONARY=FILE dynamic.py BASE_URL PAGES_FILE PAGES_DIR"""
 
+import base64
+import hashlib
 import os
 import re
 import statistics
@@ -14,13 +19,18 @@ import sys
 import tempfile
 import urllib.request
 
-BASE, PAGES_FILE = sys.argv[1], sys.argv[2]
+BASE, PAGES_FILE, PAGES_DIR = sys.argv[1], sys.argv[2], sys.argv[3]
+DICTIONARY = os.environ["DICTIONARY"]
+with open(DICTIONARY, "rb") as f:
+    DICT_NAME = ":" + base64.b64encode(hashlib.sha256(f.read()).digest()).decode() + ":"
 NAMES = [os.path.basename(p.strip())[:-5] + ".php" for p in open(PAGES_FILE) if p.strip()]
 DURATION = int(os.environ.get("DURATION", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 CONNS = int(os.environ.get("CONNS", "8"))
 
 # (key, label, directory, Accept-Encoding, expected Content-Encoding)
+# dcz: announced with Available-Dictionary; 40 bytes of its header.
+DCZ_HEADER = 40
 CASES = [
     ("plain", "PHP-FPM, no coding", "plain", "identity", None),
     ("deflate", "mod_deflate (gzip, level 6)", "deflate", "gzip", "gzip"),
@@ -28,30 +38,51 @@ CASES = [
     ("gdn_zstd", "GZIP_DISK_NG zstd", "gdn", "zstd", "zstd"),
     ("gdn_br", "GZIP_DISK_NG br", "gdn", "br", "br"),
     ("gdn_gzip", "GZIP_DISK_NG gzip", "gdn", "gzip", "gzip"),
+    ("gdn_dcz", "GZIP_DISK_NG dcz (site dictionary)", "gdn", "dcz, zstd, br, gzip", "dcz"),
 ]
 
 
-def fetch(url, ae):
-    req = urllib.request.Request(url, headers={"Accept-Encoding": ae})
+def headers(case):
+    h = {"Accept-Encoding": case[3]}
+    if case[4] == "dcz":
+        h["Available-Dictionary"] = DICT_NAME
+    return h
+
+
+def fetch(url, case):
+    req = urllib.request.Request(url, headers=headers(case))
     with urllib.request.urlopen(req) as r:
-        return r.status, r.headers.get("Content-Encoding"), len(r.read())
+        return r.status, r.headers.get("Content-Encoding"), r.read()
+
+
+def check_dcz(name, body):
+    """The body decodes against the dictionary to the page."""
+    plain = subprocess.run(["zstd", "-d", "-q", "-c", "-D", DICTIONARY],
+                           input=body[DCZ_HEADER:], capture_output=True, check=True).stdout
+    with open(os.path.join(PAGES_DIR, name), "rb") as f:
+        if plain != f.read():
+            sys.exit(f"dcz: {name} does not decode to the page")
 
 
 def sizes(case):
-    _, _, d, ae, want = case
+    _, _, d, _, want = case
     out = []
     for n in NAMES:
-        st, ce, size = fetch(f"{BASE}/{d}/{n}", ae)
+        st, ce, body = fetch(f"{BASE}/{d}/{n}", case)
         if st != 200 or ce != want:
             sys.exit(f"{case[0]}: {n} answered {st} {ce}, expected 200 {want}")
-        out.append(size)
+        if want == "dcz" and not out:
+            check_dcz(n, body)
+        out.append(len(body))
     return out
 
 
 def wrk(case, script):
-    _, _, d, ae, _ = case
-    cmd = ["wrk", "-t2", f"-c{CONNS}", f"-d{DURATION}s", "-s", script,
-           "-H", f"Accept-Encoding: {ae}", f"{BASE}/{d}/"]
+    d = case[2]
+    cmd = ["wrk", "-t2", f"-c{CONNS}", f"-d{DURATION}s", "-s", script]
+    for k, v in headers(case).items():
+        cmd += ["-H", f"{k}: {v}"]
+    cmd.append(f"{BASE}/{d}/")
     text = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in text:
         sys.exit(f"{case[0]}: non-2xx responses under load:\n{text}")

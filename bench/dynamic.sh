@@ -6,10 +6,17 @@
 # bytes sent over PAGES_N pages (total and median page, each as a ratio to
 # mod_brotli's) and req/s (wrk, CONNS connections, the pages in turn,
 # ROUNDS interleaved rounds of DURATION seconds, median), with ratios.
+# The dcz row: the rest of the manual (the pages not measured) is served
+# as static files under on-demand compression with
+# `GzipDiskNgSiteDictionary /dictionary.dat`, crawled until the site
+# dictionary is trained; the PHP pages are then asked with its hash in
+# `Available-Dictionary`, and the first one's body is decoded with
+# `zstd -D` against the served dictionary.
 #   bench/dynamic.sh            (PAGES_N=40 DURATION=3 ROUNDS=3 CONNS=8)
-# FILTER_LEVELS="zstd=3 gzip=7" measures other levels than the defaults.
+# FILTER_LEVELS="zstd=3 gzip=7" measures other levels than the defaults;
+# LOGLEVEL (default warn) is Apache's, SETTLE (300) bounds the crawl in s.
 source "$(dirname "$0")/../scripts/lib.sh"
-ensure_packages apache2-doc wrk php-fpm
+ensure_packages apache2-doc wrk php-fpm zstd
 build
 MANUAL=/usr/share/doc/apache2-doc/manual/en
 PAGES_N="${PAGES_N:-40}"
@@ -19,7 +26,7 @@ FPM="$(ls /usr/sbin/php-fpm* | sort | tail -1)"
 cleanup() {
     apache_stop "$WORK"
     [ -f "$WORK/fpm.pid" ] && kill "$(cat "$WORK/fpm.pid")" 2>/dev/null
-    sleep 1; rm -rf "$WORK"
+    sleep 1; rm -rf "$WORK" 2>/dev/null || { sleep 2; rm -rf "$WORK"; }
 }
 trap cleanup EXIT
 D="$WORK/docs"
@@ -30,7 +37,16 @@ for c in plain deflate brotli gdn; do
     mkdir -p "$D/$c"
     while read -r p; do cp "$p" "$D/$c/$(basename "$p" .html).php"; done <"$WORK/pages"
 done
+# The static site the dictionary is trained from: the manual's other pages.
+find "$MANUAL" -name '*.html' | sort | grep -vxFf "$WORK/pages" | while read -r p; do
+    rel="${p#"$MANUAL"/}"
+    mkdir -p "$D/site/$(dirname "$rel")"
+    cp "$p" "$D/site/$rel"
+done
+mkdir -p "$WORK/cache"
 chmod -R a+rX "$WORK"
+# Apache's User writes the cache; the module refuses a root others could write.
+[ "$(id -u)" -eq 0 ] && chown nobody "$WORK/cache"
 FPM_USER=""
 [ "$(id -u)" -eq 0 ] && FPM_USER=$'user = nobody\ngroup = nogroup'
 cat >"$WORK/fpm.conf" <<FPMCONF
@@ -50,6 +66,7 @@ PORT="${PORT:-18580}"
 {
     apache_conf_head "$WORK" "$PORT" event filter deflate brotli proxy proxy_fcgi
     cat <<CONF
+LogLevel ${LOGLEVEL:-warn}
 StartServers 2
 ServerLimit 2
 ThreadsPerChild 32
@@ -57,6 +74,8 @@ MaxRequestWorkers 64
 KeepAlive On
 MaxKeepAliveRequests 0
 DocumentRoot $D
+GzipDiskNgCacheRoot $WORK/cache
+GzipDiskNgSiteDictionary /dictionary.dat
 <Directory $D>
     Require all granted
     <FilesMatch "\.php$">
@@ -73,9 +92,34 @@ DocumentRoot $D
     AddOutputFilterByType GZIP_DISK_NG text/html
     ${FILTER_LEVELS:+GzipDiskNgFilterLevels $FILTER_LEVELS}
 </Directory>
+<Directory $D/site>
+    SetHandler gzip-disk-ng
+    GzipDiskNgOnDemand On
+</Directory>
 CONF
 } >"$WORK/httpd.conf"
 /usr/sbin/apache2 -d "$WORK" -f "$WORK/httpd.conf" -k start
 apache_wait "$PORT"
 echo "date: $(date -u +%F); machine: $(nproc) cores, $(uname -m); $(wc -l <"$WORK/pages") manual pages through $(basename "$FPM")"
-python3 "$ROOT/bench/dynamic.py" "http://127.0.0.1:$PORT" "$WORK/pages"
+URL="http://127.0.0.1:$PORT"
+# Crawled as a browser would until the site dictionary is served and a
+# whole crawl leaves it as it is (it is retrained as more pages are
+# cached); bounded: 300 s.
+SITE=()
+while IFS= read -r p; do SITE+=("${p#"$D"}"); done < <(find "$D/site" -name '*.html' | sort)
+end=$(($(date +%s) + ${SETTLE:-300})) last=""
+while :; do
+    if [ "$(date +%s)" -gt "$end" ]; then
+        echo "the site dictionary was not served and settled ${SETTLE:-300} s after crawling ${#SITE[@]} pages; last: $(curl -s -o /dev/null -w "%{http_code}" "$URL/dictionary.dat"); error.log:" >&2
+        grep -v "no site dictionary trained yet" "$WORK/error.log" | grep -i "dictionary" | tail -8 >&2
+        exit 1
+    fi
+    for p in "${SITE[@]}"; do curl -s -o /dev/null -H "Accept-Encoding: zstd, br, gzip" "$URL$p"; done
+    sleep 2
+    [ "$(curl -s -o "$WORK/dictionary.dat" -w '%{http_code}' "$URL/dictionary.dat")" = 200 ] || continue
+    now="$(sha256sum <"$WORK/dictionary.dat")"
+    [ "$now" = "$last" ] && break
+    last="$now"
+done
+echo "site dictionary: $(stat -c %s "$WORK/dictionary.dat") bytes, trained from the crawl of ${#SITE[@]} other pages of the manual"
+DICTIONARY="$WORK/dictionary.dat" python3 "$ROOT/bench/dynamic.py" "$URL" "$WORK/pages" "$D/gdn"

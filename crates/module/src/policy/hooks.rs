@@ -8,7 +8,11 @@ use gdn_httpd::conftree::{Configuration, HOOKS};
 
 /// Modules whose request hooks (translate, storage, environment, access,
 /// authentication, types, fixups) treat two names of one directory alike
-/// unless a directive `scan` refuses says otherwise.
+/// unless a directive `scan` refuses says otherwise. mod_proxy's act on
+/// a request for a path only through `ProxyPass` and `ProxyPassMatch`
+/// (directives the scan refuses; a twin they map is proxied, not sent
+/// its file) and on a forward proxy's absolute URI for another host:
+/// every PHP-FPM site loads it for mod_proxy_fcgi, which hooks none.
 const KNOWN_MODULES: &[&str] = &[
     "core.c",
     "http_core.c",
@@ -41,6 +45,7 @@ const KNOWN_MODULES: &[&str] = &[
     "mod_setenvif.c",
     "mod_status.c",
     "mod_rewrite.c",
+    "mod_proxy.c",
     "mod_ssl.c",
     "mod_http2.c",
     "event.c",

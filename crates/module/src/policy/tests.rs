@@ -116,6 +116,15 @@ fn each_rule_that_could_tell_names_apart_refuses() {
             "ProxyPass / http://127.0.0.1:9/",
             "a directive outside the list",
         ),
+        (
+            "ProxyPassMatch \\.gz$ http://127.0.0.1:9/",
+            "a directive outside the list",
+        ),
+        (
+            "<Location /a>\n  ProxyPass http://127.0.0.1:9/",
+            "a directive outside the list",
+        ),
+        ("ProxyRequests On", "a directive outside the list"),
     ];
     for (text, why) in cases {
         assert_eq!(refused(text), Some(why), "{text}");
@@ -214,6 +223,17 @@ fn modules_not_known_hooking_a_request_refuse_the_short_answer_and_publicness() 
     );
     assert_eq!(hooks::unknown_request_hooks(&known), None);
     assert_eq!(rules(&known).0.refusal, None);
+    // mod_proxy, loaded for mod_proxy_fcgi: its hooks map only what
+    // ProxyPass names (refused by the scan) or another host's URI.
+    for hook in [
+        "post_read_request",
+        "translate_name",
+        "map_to_storage",
+        "fixups",
+    ] {
+        let proxy = hooked(hook, &[Some("mod_proxy.c")]);
+        assert_eq!(hooks::unknown_request_hooks(&proxy), None, "{hook}");
+    }
     let evasive = hooked(
         "access_checker",
         &[Some("mod_authz_core.c"), Some("mod_evasive24.c")],
