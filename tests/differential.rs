@@ -5,7 +5,7 @@
 //! shape in the main server, a virtual host and `.htaccess`; `Require` of
 //! several providers, `not`, `RequireAll`/`RequireAny`, Order/Allow/Deny;
 //! `SetEnvIf` on request attributes; mod_rewrite rules and flags;
-//! Alias/Redirect; handlers, filters and `Options`; a second virtual
+//! Alias/Redirect/ProxyPass; handlers, filters and `Options`; a second virtual
 //! host with the same ServerName, another, or none; on-demand copies) and
 //! a site of pages with published siblings, every file's bytes naming the
 //! file they are (so a body tells which file it came from). Two servers
@@ -490,6 +490,10 @@ fn generate(seed: u64) -> Config {
             "deflate",
             "filter",
             "headers",
+            // Loaded by every PHP-FPM site (mod_proxy_fcgi): its hooks
+            // are in every request.
+            "proxy",
+            "proxy_http",
         ],
         short: rng.chance(40),
         vhost: rng.chance(60),
@@ -506,6 +510,15 @@ fn generate(seed: u64) -> Config {
     }
     if rng.chance(15) {
         server += "Alias /a/only.html.br {docroot}/b/page.html.br\n";
+    }
+    if rng.chance(20) {
+        // A sibling's or a page's name proxied (to a closed port).
+        server += rng.word(&[
+            "ProxyPass /a/page.html.gz http://127.0.0.1:9/\n",
+            "ProxyPassMatch \\.zst$ http://127.0.0.1:9/\n",
+            "ProxyPass /b/ http://127.0.0.1:9/\n",
+            "<Location /a/only.html.br>\nProxyPass http://127.0.0.1:9/\n</Location>\n",
+        ]);
     }
     for _ in 0..2 + rng.below(5) {
         let body = dir_block(&mut rng, &mut cfg, false);
