@@ -27,8 +27,16 @@ const ZSTD_CHAIN_LOG: u32 = 16;
 /// are set up once, not per response.
 const ZSTD_POOL: usize = 8;
 
-/// Idle zstd coders, with their level.
-static ZSTD_IDLE: Mutex<Vec<(i32, zstd::stream::raw::Encoder<'static>)>> = Mutex::new(Vec::new());
+/// What a kept zstd coder is for: its level, and the dictionary it holds
+/// (by hash) for `dcz`. A coder keeps its dictionary's prepared tables
+/// across frames, so a kept `dcz` coder does not load the dictionary
+/// again for the next response.
+type ZstdKey = (i32, Option<Hash>);
+
+/// Idle zstd coders, by what they are for, the least recently kept
+/// first.
+static ZSTD_IDLE: Mutex<Vec<(ZstdKey, zstd::stream::raw::Encoder<'static>)>> =
+    Mutex::new(Vec::new());
 
 /// Brotli's window for a stream: 256 KiB, mod_brotli's default (the
 /// encoder's memory and set-up grow with it; a page gains little beyond).
@@ -74,9 +82,8 @@ pub struct Encoder {
 }
 
 enum Inner {
-    /// With its level, under which it goes back to the pool (`None`: a
-    /// coder with a dictionary, not kept).
-    Zstd(zstd::stream::raw::Encoder<'static>, Option<i32>),
+    /// With what it is for, under which it goes back to the pool.
+    Zstd(zstd::stream::raw::Encoder<'static>, Option<ZstdKey>),
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
     Gzip(Box<flate2::write::GzEncoder<Vec<u8>>>),
     /// Finished: nothing more is coded.
@@ -97,7 +104,10 @@ impl Encoder {
     /// A coder of `coding` at `levels`.
     pub fn new(coding: Coding, levels: &StreamLevels) -> io::Result<Encoder> {
         let inner = match coding {
-            Coding::Zstd => Inner::Zstd(zstd_coder(levels.zstd)?, Some(levels.zstd)),
+            Coding::Zstd => {
+                let key = (levels.zstd, None);
+                Inner::Zstd(zstd_coder(key, &[])?, Some(key))
+            }
             Coding::Br => Inner::Br(Box::new(brotli::CompressorWriter::new(
                 Vec::new(),
                 BROTLI_BUFFER,
@@ -124,10 +134,9 @@ impl Encoder {
                 "not a raw dictionary",
             ));
         }
-        let mut e = zstd::stream::raw::Encoder::with_dictionary(level, dictionary)?;
-        zstd_params(&mut e)?;
+        let key = (level, Some(*hash));
         Ok(Encoder {
-            inner: Inner::Zstd(e, None),
+            inner: Inner::Zstd(zstd_coder(key, dictionary)?, Some(key)),
             head: dictionary::header(crate::coding::DeltaCoding::Dcz, hash),
         })
     }
@@ -163,10 +172,10 @@ impl Encoder {
         self.start(out);
         self.drain(out);
         let tail = match std::mem::replace(&mut self.inner, Inner::Done) {
-            Inner::Zstd(mut e, level) => {
+            Inner::Zstd(mut e, key) => {
                 zstd_drive(out, |o| e.finish(o, true))?;
-                if let Some(level) = level {
-                    zstd_keep(level, e);
+                if let Some(key) = key {
+                    zstd_keep(key, e);
                 }
                 return Ok(());
             }
@@ -229,17 +238,21 @@ impl Encoder {
     }
 }
 
-/// A zstd coder at `level`: an idle one of that level, else a new one.
-fn zstd_coder(level: i32) -> io::Result<zstd::stream::raw::Encoder<'static>> {
+/// A zstd coder for `key`: an idle one for it, else a new one (with
+/// `dictionary`, the bytes of the key's dictionary, if it names one).
+fn zstd_coder(key: ZstdKey, dictionary: &[u8]) -> io::Result<zstd::stream::raw::Encoder<'static>> {
     let reused = {
         let mut pool = ZSTD_IDLE.lock().unwrap_or_else(PoisonError::into_inner);
-        let i = pool.iter().position(|(l, _)| *l == level);
-        i.map(|i| pool.swap_remove(i).1)
+        let i = pool.iter().rposition(|(k, _)| *k == key);
+        i.map(|i| pool.remove(i).1)
     };
     if let Some(e) = reused {
         return Ok(e);
     }
-    let mut e = zstd::stream::raw::Encoder::new(level)?;
+    let mut e = match key.1 {
+        Some(_) => zstd::stream::raw::Encoder::with_dictionary(key.0, dictionary)?,
+        None => zstd::stream::raw::Encoder::new(key.0)?,
+    };
     zstd_params(&mut e)?;
     Ok(e)
 }
@@ -252,16 +265,19 @@ fn zstd_params(e: &mut zstd::stream::raw::Encoder<'static>) -> io::Result<()> {
     e.set_parameter(CParameter::ChecksumFlag(true))
 }
 
-/// Gives a finished coder back for the next response, while the pool
-/// has room.
-fn zstd_keep(level: i32, mut e: zstd::stream::raw::Encoder<'static>) {
+/// Gives a finished coder back for the next response (its parameters
+/// and dictionary stay), in place of the least recently kept one when
+/// the pool is full: a coder of a retrained dictionary's old version
+/// leaves in time.
+fn zstd_keep(key: ZstdKey, mut e: zstd::stream::raw::Encoder<'static>) {
     if e.reinit().is_err() {
         return;
     }
     let mut pool = ZSTD_IDLE.lock().unwrap_or_else(PoisonError::into_inner);
-    if pool.len() < ZSTD_POOL {
-        pool.push((level, e));
+    if pool.len() >= ZSTD_POOL {
+        pool.remove(0);
     }
+    pool.push((key, e));
 }
 
 /// Codes all of `input` into `out`.
@@ -426,22 +442,42 @@ mod tests {
         }
     }
 
-    #[test]
-    fn dcz_starts_with_its_header_and_decodes_with_the_dictionary() {
-        let dict = page(50_000);
-        let hash = dictionary::hash(&dict);
-        let body = page(60_000);
-        let mut e = Encoder::dcz(3, &dict, &hash).expect("encoder");
+    /// A `dcz` body of `body` against `dict`, decoded back.
+    fn dcz_round_trip(dict: &[u8], body: &[u8]) -> usize {
+        let hash = dictionary::hash(dict);
+        let mut e = Encoder::dcz(3, dict, &hash).expect("encoder");
         let mut out = Vec::new();
-        e.write(&body, &mut out).expect("write");
+        e.write(body, &mut out).expect("write");
         e.finish(&mut out).expect("finish");
         let head = dictionary::header(crate::coding::DeltaCoding::Dcz, &hash);
         assert!(out.starts_with(&head));
-        let mut d = zstd::stream::read::Decoder::with_dictionary(&out[head.len()..], &dict)
+        let mut d = zstd::stream::read::Decoder::with_dictionary(&out[head.len()..], dict)
             .expect("decoder");
         let mut got = Vec::new();
         d.read_to_end(&mut got).expect("decode");
         assert_eq!(got, body);
+        out.len()
+    }
+
+    #[test]
+    fn dcz_starts_with_its_header_and_decodes_with_the_dictionary() {
+        let dict = page(50_000);
+        dcz_round_trip(&dict, &page(60_000));
+    }
+
+    /// A kept `dcz` coder serves the next body against its own dictionary
+    /// only: the same dictionary again codes as small, another one (a
+    /// retrained dictionary) is its own.
+    #[test]
+    fn kept_dcz_coders_stay_with_their_dictionary() {
+        let dict = page(50_000);
+        let body = page(60_000);
+        let first = dcz_round_trip(&dict, &body);
+        assert_eq!(dcz_round_trip(&dict, &body), first);
+        let mut other = b"<p>retrained</p>".repeat(100);
+        other.extend_from_slice(&dict[..20_000]);
+        dcz_round_trip(&other, &body);
+        assert_eq!(dcz_round_trip(&dict, &body), first);
     }
 
     #[test]
