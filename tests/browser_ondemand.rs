@@ -416,7 +416,9 @@ fn site_options(tls: Option<&Tls>) -> Options {
     }
     server += "<Directory {docroot}/app>\nOptions +ExecCGI\nSetHandler cgi-script\n\
                AddOutputFilterByType GZIP_DISK_NG text/html\n</Directory>\n";
-    let mut modules = vec!["cgid", "filter"];
+    // mod_proxy and mod_proxy_fcgi as a PHP-FPM site loads them: its
+    // pages are learned all the same.
+    let mut modules = vec!["cgid", "filter", "proxy", "proxy_fcgi"];
     if tls.is_some() {
         modules.push("ssl");
     }
