@@ -60,73 +60,76 @@ GzipDiskNgEncodings zstd br gzip
     assert_eq!(refused(site), None);
 }
 
+/// Rules that could tell a sibling's name from its page's, with the
+/// refusal each gives.
+const TELLING_RULES: &[(&str, &str)] = &[
+    (
+        "AddHandler cgi-script .gz",
+        "a handler or filter chosen by a sibling's extension",
+    ),
+    (
+        "AddOutputFilter INCLUDES .br",
+        "a handler or filter chosen by a sibling's extension",
+    ),
+    (
+        "AddType application/x-httpd-php .zst",
+        "a handler's type given to a sibling's extension",
+    ),
+    (
+        "ForceType application/x-httpd-php",
+        "a handler's type forced",
+    ),
+    (
+        "Require expr %{REQUEST_URI} =~ /x/",
+        "a Require provider that may read the file",
+    ),
+    (
+        "Require not file-owner",
+        "a Require provider that may read the file",
+    ),
+    (
+        "<Location /a>\n  Options -FollowSymLinks",
+        "Options outside <Directory>",
+    ),
+    (
+        "<Directory ~ ^/x>\n  Options None",
+        "Options outside <Directory>",
+    ),
+    ("AllowOverride All", "an override beyond None"),
+    ("AllowOverrideList Redirect", "an override beyond None"),
+    ("MergeSlashes Off", "MergeSlashes Off"),
+    ("RewriteEngine On", "RewriteEngine On"),
+    (
+        "Alias /favicon.ico /srv/icon.ico",
+        "an Alias of a single name",
+    ),
+    (
+        "SetEnvIf Request_URI \\.gz$ coded",
+        "a SetEnvIf that tests the URI",
+    ),
+    (
+        "SetEnvIfNoCase ^Req.*URI \\.gz$ coded",
+        "a SetEnvIf that tests the URI",
+    ),
+    ("Redirect /a.gz /b", "a directive outside the list"),
+    (
+        "ProxyPass / http://127.0.0.1:9/",
+        "a directive outside the list",
+    ),
+    (
+        "ProxyPassMatch \\.gz$ http://127.0.0.1:9/",
+        "a directive outside the list",
+    ),
+    (
+        "<Location /a>\n  ProxyPass http://127.0.0.1:9/",
+        "a directive outside the list",
+    ),
+    ("ProxyRequests On", "a directive outside the list"),
+];
+
 #[test]
 fn each_rule_that_could_tell_names_apart_refuses() {
-    let cases = [
-        (
-            "AddHandler cgi-script .gz",
-            "a handler or filter chosen by a sibling's extension",
-        ),
-        (
-            "AddOutputFilter INCLUDES .br",
-            "a handler or filter chosen by a sibling's extension",
-        ),
-        (
-            "AddType application/x-httpd-php .zst",
-            "a handler's type given to a sibling's extension",
-        ),
-        (
-            "ForceType application/x-httpd-php",
-            "a handler's type forced",
-        ),
-        (
-            "Require expr %{REQUEST_URI} =~ /x/",
-            "a Require provider that may read the file",
-        ),
-        (
-            "Require not file-owner",
-            "a Require provider that may read the file",
-        ),
-        (
-            "<Location /a>\n  Options -FollowSymLinks",
-            "Options outside <Directory>",
-        ),
-        (
-            "<Directory ~ ^/x>\n  Options None",
-            "Options outside <Directory>",
-        ),
-        ("AllowOverride All", "an override beyond None"),
-        ("AllowOverrideList Redirect", "an override beyond None"),
-        ("MergeSlashes Off", "MergeSlashes Off"),
-        ("RewriteEngine On", "RewriteEngine On"),
-        (
-            "Alias /favicon.ico /srv/icon.ico",
-            "an Alias of a single name",
-        ),
-        (
-            "SetEnvIf Request_URI \\.gz$ coded",
-            "a SetEnvIf that tests the URI",
-        ),
-        (
-            "SetEnvIfNoCase ^Req.*URI \\.gz$ coded",
-            "a SetEnvIf that tests the URI",
-        ),
-        ("Redirect /a.gz /b", "a directive outside the list"),
-        (
-            "ProxyPass / http://127.0.0.1:9/",
-            "a directive outside the list",
-        ),
-        (
-            "ProxyPassMatch \\.gz$ http://127.0.0.1:9/",
-            "a directive outside the list",
-        ),
-        (
-            "<Location /a>\n  ProxyPass http://127.0.0.1:9/",
-            "a directive outside the list",
-        ),
-        ("ProxyRequests On", "a directive outside the list"),
-    ];
-    for (text, why) in cases {
+    for &(text, why) in TELLING_RULES {
         assert_eq!(refused(text), Some(why), "{text}");
     }
 }
