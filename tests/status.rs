@@ -239,13 +239,18 @@ fn assert_counts(got: &BTreeMap<String, String>, e: &Expected) {
 
 /// Runs `rounds` of every kind from `threads` clients at once.
 fn mix(a: &Apache, threads: usize, rounds: usize, a_len: u64) -> Expected {
-    let first = a.get("/a.html", Some("br"));
-    let etag = first.header("ETag").unwrap_or("").to_owned();
+    // Each sibling of a.html is checked by the first request that meets
+    // it; one met meanwhile by another thread is not sent until that check
+    // ends. One request each, before the mix, so the mix knows its codings.
     let total = Mutex::new(Expected::default());
-    total
-        .lock()
-        .unwrap()
-        .response("PrecompressedBr", first.body.len() as u64, a_len);
+    let mut etag = String::new();
+    for (ae, key) in [("zstd", "Zstd"), ("gzip", "Gzip"), ("br", "Br")] {
+        let r = a.get("/a.html", Some(ae));
+        assert_eq!((r.status, r.coding()), (200, Some(ae)));
+        etag = r.header("ETag").unwrap_or("").to_owned();
+        let mut all = total.lock().unwrap();
+        all.response(&format!("Precompressed{key}"), r.body.len() as u64, a_len);
+    }
     std::thread::scope(|s| {
         for t in 0..threads {
             let (total, etag) = (&total, &etag);
@@ -540,11 +545,11 @@ fn under_concurrent_load_the_totals_match_the_clients_count() {
     let mut a = Apache::start(options(Mpm::Worker), |d| a_len = fill(d) as u64);
     let e = mix(&a, 8, 4, a_len);
     let m = auto(&a);
-    // Each round's kinds, the range's HEAD beside its request, and one
-    // more request made before the mix.
+    // Each round's kinds, the range's HEAD beside its request, and the
+    // three requests made before the mix.
     assert_eq!(
         num(&m, "GzipDiskNgResponses"),
-        (8 * 4 * (KINDS + 1) + 1) as u64
+        (8 * 4 * (KINDS + 1) + 3) as u64
     );
     assert_counts(&m, &e);
     a.assert_no_crash();
