@@ -19,7 +19,7 @@
 #    every page asked in br and in dcz and dcb against the dictionary:
 #    quartiles of delta/br over the pages, and the totals; also each
 #    training the compressor logged, and the headers of the dictionary.
-#    Then the publish tool's train and compress --dictionary at 32 to 256
+#    Then the publish tool's train and compress --dictionary at 32 to 384
 #    KiB over the same pages: the median dcz/br each size gives.
 # 3. From a change to the first delta served: vue 3.5.12's
 #    dist/vue.runtime.global.js (about 390 KB), cached, rewritten in place
@@ -382,7 +382,8 @@ for name, i in (("dcz", 2), ("dcb", 3)):
     q1, med, q3 = q(ratios)
     br = sum(r[1] for r in have)
     d = sum(r[i] for r in have)
-    print(f"{name}/br over {len(have)} of {len(pages)} pages: median {med:.3f}, quartiles {q1:.3f} and {q3:.3f}; "
+    mean = statistics.fmean(ratios) if ratios else float("nan")
+    print(f"{name}/br over {len(have)} of {len(pages)} pages: median {med:.3f}, quartiles {q1:.3f} and {q3:.3f}, mean {mean:.3f}; "
           f"total {d} bytes against {br} br ({d / br if br else float('nan'):.3f}×)")
 br_all = [r for r in pages if r[1]]
 served = sum(min(x for x in (r[1], r[2], r[3]) if x is not None) for r in br_all)
@@ -403,7 +404,7 @@ dictionary_sizes() {
     echo
     echo '| size | dictionary br bytes | median dcz / br |'
     echo '|---|---|---|'
-    for size in 32K 64K 128K 192K 256K; do
+    for size in 32K 64K 128K 192K 288K 384K; do
         dir="$WORK/sizes/$size"
         mkdir -p "$dir" && cp -r "$MANUAL/." "$dir/"
         GZIP_DISK_NG_STATE="$WORK/sizes/state" "$TOOL" train "$dir" --out "$WORK/sizes/$size.dat" --size "$size" >/dev/null

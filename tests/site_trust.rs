@@ -193,19 +193,23 @@ fn a_page_restricted_after_it_was_learned_leaves_the_site_dictionary() {
             ..Default::default()
         },
         |d| {
+            // Two pages share the marker: a dictionary learns what pages
+            // share, never what one page alone holds.
             put_page(d, later, &site_page(secret, 77, 200));
+            put_page(d, "/later/q.html", &site_page(secret, 78, 200));
             for (path, html) in &public {
                 put_page(d, path, html);
             }
             make_cache_root(&d.join("../cache"));
         },
     );
-    // The page as the 16th served, so a trainer of the pages served,
-    // newest first, learns it.
+    // The pages as the 16th and 17th served, so a trainer of the pages
+    // served, newest first, learns them.
     let public_paths: Vec<(&str, &[&str])> =
         public.iter().map(|(p, _)| (p.as_str(), &[][..])).collect();
     let mut pages = public_paths[..15].to_vec();
     pages.push((later, &[][..]));
+    pages.push(("/later/q.html", &[][..]));
     pages.extend_from_slice(&public_paths[15..]);
     crawl(&a, &pages);
     // Public then: learned (the control).

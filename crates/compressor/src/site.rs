@@ -33,9 +33,9 @@ use crate::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CU
 use crate::pages::{self, Candidate};
 use crate::settings::Level;
 use gdn_core::coding::Coding;
-use gdn_core::delta_codec;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::encode::encode_vec;
+use gdn_core::train;
 use std::fs;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
@@ -45,19 +45,18 @@ use std::time::{SystemTime, UNIX_EPOCH};
 /// The file the module serves at `GzipDiskNgSiteDictionary`.
 const CURRENT: &str = SITE_CURRENT;
 
-/// Public pages a host needs for a dictionary: zstd's trainer picks what
+/// Public pages a host needs for a dictionary: the trainer picks what
 /// pages share, which a handful cannot show.
 pub const MIN_PAGES: usize = 16;
 
 /// Largest dictionary: a download once a day per browser, against the
 /// bytes it saves on every page (docs/performance.md measures the sizes
 /// on Debian's Apache manual).
-pub const DICTIONARY_SIZE: usize = 192 << 10;
+pub const DICTIONARY_SIZE: usize = 288 << 10;
 
 /// The dictionary asked of the trainer is the pages' bytes over this,
-/// within 1 KiB and `DICTIONARY_SIZE`: over the first 24 pages of
-/// Debian's Apache manual, a quarter gives a median page of 0.59× its br
-/// size against 0.71× for an eighth (docs/performance.md).
+/// within 1 KiB and `DICTIONARY_SIZE`: a dictionary is worth what pages
+/// share, which a quarter of their bytes holds on a templated site.
 const SIZE_DIVISOR: usize = 4;
 
 /// How long a browser may keep a dictionary: the `max-age` the module
@@ -371,8 +370,8 @@ impl Ctx<'_> {
 
     /// Trains a dictionary from the pages `public` under `root` and makes
     /// it the current one; its content. The same pages give the same
-    /// bytes: the trainer (zstd's, single-threaded) has fixed parameters
-    /// and the pages come in path order.
+    /// bytes: the trainer is deterministic and the pages come in path
+    /// order.
     fn train(
         &self,
         site: &Site,
@@ -383,10 +382,8 @@ impl Ctx<'_> {
         let samples = Self::read_pages(root, public)?;
         let bytes: usize = samples.iter().map(Vec::len).sum();
         let size = (bytes / SIZE_DIVISOR).clamp(1024, DICTIONARY_SIZE);
-        let Some(dict) = delta_codec::train(&samples, size)
-            .ok()
-            .filter(|d| !d.is_empty())
-        else {
+        let dict = train::train(&samples, size);
+        if dict.is_empty() {
             let why = format!(
                 "the site dictionary of {} cannot be trained from {} pages ({bytes} bytes)",
                 root.display(),
@@ -394,7 +391,7 @@ impl Ctx<'_> {
             );
             (self.log)(Level::Info, &why);
             return None;
-        };
+        }
         self.install(site, &dict, trained, public)?;
         (self.log)(
             Level::Notice,
@@ -536,8 +533,8 @@ mod tests {
             .collect();
         let bytes: usize = pages.iter().map(Vec::len).sum();
         let size = (bytes / SIZE_DIVISOR).clamp(1024, DICTIONARY_SIZE);
-        let a = delta_codec::train(&pages, size).unwrap();
-        let b = delta_codec::train(&pages, size).unwrap();
+        let a = train::train(&pages, size);
+        let b = train::train(&pages, size);
         assert!(!a.is_empty());
         assert_eq!(dictionary::hash(&a), dictionary::hash(&b));
     }

@@ -1,9 +1,8 @@
 //! The payloads of deltas (RFC 9842) and of the raw dictionaries they
 //! are made against: the `dcz` and `dcb` encoders (within RFC 9842's
 //! window limits) and decoders the publish tool makes and verifies deltas
-//! with, and zstd's trainer, kept to raw content, that `train` learns a
-//! site dictionary with. The formats' headers and names, which the module
-//! shares, are `crate::dictionary`'s.
+//! with. A site dictionary is learned by `crate::train`. The formats'
+//! headers and names, which the module shares, are `crate::dictionary`'s.
 
 use crate::dictionary::{hash, header, split_header, to_hex, DeltaCoding, Hash};
 use std::io::{self, Read, Write};
@@ -191,37 +190,6 @@ pub fn decode(dictionary: &[u8], delta: &[u8]) -> Result<Vec<u8>, DeltaError> {
     Ok(out)
 }
 
-/// Repeat offsets zstd's trainer writes last in a dictionary's header
-/// (`1, 4, 8` as little-endian u32): the content follows them.
-const TRAINED_REPCODES: [u8; 12] = [1, 0, 0, 0, 4, 0, 0, 0, 8, 0, 0, 0];
-
-/// The raw content of a dictionary made by zstd's trainer: without its
-/// magic, id and entropy tables, which a raw-content user (RFC 9842) would
-/// only read as noise, and whose magic would make `zstd -D` (or any
-/// decoder that guesses) take the file for a structured dictionary.
-fn trained_content(trained: &[u8]) -> &[u8] {
-    const ZSTD_DICT_MAGIC: [u8; 4] = [0x37, 0xA4, 0x30, 0xEC];
-    if !trained.starts_with(&ZSTD_DICT_MAGIC) {
-        return trained;
-    }
-    let head = &trained[..trained.len().min(8 << 10)];
-    match head
-        .windows(TRAINED_REPCODES.len())
-        .skip(8)
-        .position(|w| w == TRAINED_REPCODES)
-    {
-        Some(at) => &trained[8 + at + TRAINED_REPCODES.len()..],
-        None => &trained[8..],
-    }
-}
-
-/// A raw dictionary of at most `size` bytes trained on `samples` with
-/// zstd's trainer.
-pub fn train<S: AsRef<[u8]>>(samples: &[S], size: usize) -> io::Result<Vec<u8>> {
-    let trained = zstd::dict::from_samples(samples, size)?;
-    Ok(trained_content(&trained).to_vec())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -331,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn trained_dictionary_is_raw_content() {
+    fn a_trained_dictionary_makes_smaller_deltas() {
         let pages: Vec<Vec<u8>> = (0..200)
             .map(|i| {
                 let mut p = b"<!DOCTYPE html><html><head><title>Manual</title><link rel=stylesheet href=style.css></head><body><div id=nav>Modules | Directives | FAQ | Glossary | Sitemap</div>".to_vec();
@@ -340,9 +308,8 @@ mod tests {
                 p
             })
             .collect();
-        let dict = train(&pages, 8 << 10).unwrap();
+        let dict = crate::train::train(&pages, 8 << 10);
         assert!(!dict.is_empty() && dict.len() <= 8 << 10);
-        assert!(!dict.starts_with(&[0x37, 0xA4, 0x30, 0xEC]));
         let page = &pages[7];
         let d = encode(DeltaCoding::Dcz, &DeltaLevels::default(), &dict, page).unwrap();
         let plain = zstd::bulk::compress(page, 19).unwrap();

@@ -29,5 +29,6 @@ pub mod stream;
 #[cfg(any(test, feature = "test-util"))]
 #[doc(hidden)]
 pub mod test_util;
+pub mod train;
 pub mod types;
 pub mod variant;

@@ -1,13 +1,12 @@
 //! `train`: a site dictionary learnt from the site's pages, for deltas of
 //! every page against it (`compress --dictionary`).
 //!
-//! zstd's trainer picks the byte runs the pages share most (templates,
-//! navigation, footers); its output is kept as raw content only, which is
-//! what RFC 9842 clients use a dictionary as.
+//! The core's trainer (`gdn_core::train`) picks the stretches the pages
+//! share (templates, navigation, footers) as raw content, which is what
+//! RFC 9842 clients use a dictionary as.
 
-use super::delta::codec;
 use super::walk::{Filter, Found};
-use gdn_core::dictionary;
+use gdn_core::{dictionary, train};
 use gdn_publish::atomic::TempFile;
 use gdn_publish::store;
 use std::fmt;
@@ -79,7 +78,14 @@ pub fn train(
             dir.display()
         ));
     }
-    let dict = codec::train(&samples, size).map_err(|e| format!("training failed: {e}"))?;
+    let dict = train::train(&samples, size);
+    if dict.is_empty() {
+        return Err(format!(
+            "the {} pages under {} share nothing to learn",
+            samples.len(),
+            dir.display()
+        ));
+    }
     write_atomically(out, &dict).map_err(|e| format!("cannot write {}: {e}", out.display()))?;
     Ok(Trained {
         samples: samples.len() as u64,
