@@ -513,7 +513,8 @@ fn with_no_idle_worker_bodies_are_coded_at_cheaper_levels() {
     let opts = Options {
         mpm: Mpm::Prefork,
         dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n\
-              AddOutputFilterByType GZIP_DISK_NG text/html\n"
+              AddOutputFilterByType GZIP_DISK_NG text/html\n\
+              GzipDiskNgFilterLevels zstd=19\n"
             .into(),
         server: "StartServers 2\nMinSpareServers 1\nMaxSpareServers 2\n\
                  ServerLimit 2\nMaxRequestWorkers 2\n"
@@ -541,17 +542,23 @@ fn with_no_idle_worker_bodies_are_coded_at_cheaper_levels() {
             1_200_000_000 - u64::from(now.subsec_nanos()),
         ));
     };
+    // The level a body was coded at, told by its length: zstd 19 (the
+    // configured level) makes it about 6 % smaller than 1 (the cheaper
+    // one), where the pieces the CGI's output reaches the filter in (a
+    // pause between them flushes the coder: 3 bytes) vary it by a few.
     let normal = a.get("/page.cgi", Some("zstd"));
     assert_served(&normal, &want, Some("zstd"), "idle");
+    let normal = normal.body.len();
+    let cheaper = |len: usize| len > normal + normal / 32;
     std::thread::scope(|s| {
         let slow = s.spawn(|| a.get("/slow.cgi", None));
         next_second();
         let busy = a.get("/page.cgi", Some("zstd"));
         assert_served(&busy, &want, Some("zstd"), "busy");
-        assert_ne!(
-            busy.body.len(),
-            normal.body.len(),
-            "no idle worker: cheaper levels"
+        assert!(
+            cheaper(busy.body.len()),
+            "no idle worker: cheaper levels ({} bytes, {normal} idle)",
+            busy.body.len()
         );
         assert_eq!(slow.join().expect("slow").status, 200);
     });
@@ -562,7 +569,7 @@ fn with_no_idle_worker_bodies_are_coded_at_cheaper_levels() {
         next_second();
         let again = a.get("/page.cgi", Some("zstd"));
         assert_served(&again, &want, Some("zstd"), "idle again");
-        again.body.len() == normal.body.len()
+        !cheaper(again.body.len())
     });
     a.assert_no_crash();
 }
