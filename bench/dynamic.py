@@ -39,7 +39,8 @@ CASES = [
     ("gdn_br", "GZIP_DISK_NG br", "gdn", "br", "br"),
     ("gdn_gzip", "GZIP_DISK_NG gzip", "gdn", "gzip", "gzip"),
     ("gdn_dcz", "GZIP_DISK_NG dcz (site dictionary)", "gdn", "dcz, zstd, br, gzip", "dcz"),
-]
+] + [(f"dcz{l}", f"GZIP_DISK_NG dcz, level {l}", f"dcz{l}", "dcz, zstd, br, gzip", "dcz")
+     for l in os.environ.get("DCZ_LEVELS", "").split()]
 
 
 def headers(case):

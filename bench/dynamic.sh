@@ -14,6 +14,7 @@
 # `zstd -D` against the served dictionary.
 #   bench/dynamic.sh            (PAGES_N=40 DURATION=3 ROUNDS=3 CONNS=8)
 # FILTER_LEVELS="zstd=3 gzip=7" measures other levels than the defaults;
+# DCZ_LEVELS (default "6 12 16") adds a dcz row at each of these levels;
 # LOGLEVEL (default warn) is Apache's, SETTLE (300) bounds the crawl in s.
 source "$(dirname "$0")/../scripts/lib.sh"
 ensure_packages apache2-doc wrk php-fpm zstd
@@ -33,7 +34,8 @@ D="$WORK/docs"
 mkdir -p "$D"
 # Every page as a .php file: PHP sends its bytes as its output.
 ls "$MANUAL"/mod/*.html | sort | head -n "$PAGES_N" >"$WORK/pages"
-for c in plain deflate brotli gdn; do
+DCZ_LEVELS="${DCZ_LEVELS-6 12 16}"
+for c in plain deflate brotli gdn $(for l in $DCZ_LEVELS; do echo "dcz$l"; done); do
     mkdir -p "$D/$c"
     while read -r p; do cp "$p" "$D/$c/$(basename "$p" .html).php"; done <"$WORK/pages"
 done
@@ -92,6 +94,9 @@ GzipDiskNgSiteDictionary /dictionary.dat
     AddOutputFilterByType GZIP_DISK_NG text/html
     ${FILTER_LEVELS:+GzipDiskNgFilterLevels $FILTER_LEVELS}
 </Directory>
+$(for l in $DCZ_LEVELS; do
+    printf '<Directory %s>\n    AddOutputFilterByType GZIP_DISK_NG text/html\n    GzipDiskNgFilterLevels dcz=%s\n</Directory>\n' "$D/dcz$l" "$l"
+done)
 <Directory $D/site>
     SetHandler gzip-disk-ng
     GzipDiskNgOnDemand On
@@ -122,4 +127,4 @@ while :; do
     last="$now"
 done
 echo "site dictionary: $(stat -c %s "$WORK/dictionary.dat") bytes, trained from the crawl of ${#SITE[@]} other pages of the manual"
-DICTIONARY="$WORK/dictionary.dat" python3 "$ROOT/bench/dynamic.py" "$URL" "$WORK/pages" "$D/gdn"
+DCZ_LEVELS="$DCZ_LEVELS" DICTIONARY="$WORK/dictionary.dat" python3 "$ROOT/bench/dynamic.py" "$URL" "$WORK/pages" "$D/gdn"

@@ -390,7 +390,7 @@ fn emit(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
 fn start(f: &mut Filter<'_>, s: &mut Stream, settings: &Settings<'_>) {
     let req = f.request();
     let made = match &s.delta {
-        Some(d) => Encoder::dcz(s.levels.zstd, &d.bytes, &d.hash),
+        Some(d) => Encoder::dcz(s.levels.dcz, &d.bytes, &d.hash),
         None => Encoder::new(s.coding, &s.levels),
     };
     let mut e = match made {
