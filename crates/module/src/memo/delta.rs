@@ -9,18 +9,18 @@ use gdn_httpd::FileVersion;
 const MAX_ENTRIES: usize = 16_384;
 
 /// A delta file's version, its coding and the dictionary it is named for.
-pub type Key = (FileVersion, DeltaCoding, Hash);
+pub type DeltaVersion = (FileVersion, DeltaCoding, Hash);
 
-static VERDICTS: VersionMemo<Key, bool> = VersionMemo::new(MAX_ENTRIES);
+static VERDICTS: VersionMemo<DeltaVersion, bool> = VersionMemo::new(MAX_ENTRIES);
 
 /// The remembered verdict: whether the header names the dictionary.
 #[inline]
-pub fn get(key: &Key) -> Option<bool> {
+pub fn get(key: &DeltaVersion) -> Option<bool> {
     VERDICTS.get(key)
 }
 
 /// Remembers a verdict.
 #[inline]
-pub fn put(key: Key, names: bool) {
+pub fn put(key: DeltaVersion, names: bool) {
     VERDICTS.put(key, names);
 }

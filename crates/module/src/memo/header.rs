@@ -4,33 +4,29 @@
 //! an earlier complete decode of the same file.
 
 use crate::memo::version::VersionMemo;
-use gdn_core::coding::Coding;
+use crate::memo::SiblingVersion;
 use gdn_core::decode::Facts;
-use gdn_httpd::FileVersion;
-
-/// A file version and the coding it is read as.
-pub type Key = (FileVersion, Coding);
 
 /// Entries kept.
 const MAX_ENTRIES: usize = 16_384;
 
 /// `None`: the sibling could not be inspected (corrupt, truncated), so the
 /// precompressed path does not walk it again on every request.
-static MEMO: VersionMemo<Key, Option<Facts>> = VersionMemo::new(MAX_ENTRIES);
+static MEMO: VersionMemo<SiblingVersion, Option<Facts>> = VersionMemo::new(MAX_ENTRIES);
 
 /// The remembered facts of a file version (`Some(None)`: not inspectable).
-pub fn get(key: &Key) -> Option<Option<Facts>> {
+pub fn get(key: &SiblingVersion) -> Option<Option<Facts>> {
     MEMO.get(key)
 }
 
 /// Remembers the facts of a file version.
-pub fn put(key: Key, facts: Option<Facts>) {
+pub fn put(key: SiblingVersion, facts: Option<Facts>) {
     MEMO.put(key, facts);
 }
 
 /// Records the decoded length of a file version after a complete decode,
 /// when its headers did not declare one.
-pub fn learn_len(key: &Key, len: u64) {
+pub fn learn_len(key: &SiblingVersion, len: u64) {
     MEMO.update(key, |f| {
         if let Some(f) = f {
             f.declared_len.get_or_insert(len);
@@ -40,7 +36,7 @@ pub fn learn_len(key: &Key, len: u64) {
 
 /// Records that decoding a file version needs `window` bytes of history
 /// (its content outgrew a smaller window), so it is passed over up front.
-pub fn learn_needed(key: &Key, window: u64) {
+pub fn learn_needed(key: &SiblingVersion, window: u64) {
     MEMO.update(key, |f| {
         if let Some(f) = f {
             f.needed = f.needed.max(window);
@@ -51,6 +47,8 @@ pub fn learn_needed(key: &Key, window: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gdn_core::coding::Coding;
+    use gdn_httpd::FileVersion;
 
     fn v(device: u64, inode: u64, mtime: i64, size: u64) -> FileVersion {
         FileVersion {

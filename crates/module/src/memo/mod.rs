@@ -9,6 +9,12 @@
 //! and files found in a store (`store`). Not to be confused with the
 //! on-disk on-demand cache (`ondemand::cache`).
 
+/// A sibling version: its file's version and the coding it is read as.
+/// What its header said, what was judged of it and what a full check
+/// found are each remembered under it (the last two beside the original's
+/// version they were judged against).
+pub type SiblingVersion = (gdn_httpd::FileVersion, gdn_core::coding::Coding);
+
 pub(crate) mod delta;
 pub(crate) mod dictionary;
 pub(crate) mod digest;

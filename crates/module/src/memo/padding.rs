@@ -10,9 +10,9 @@ use gdn_httpd::FileVersion;
 const MAX_ENTRIES: usize = 16_384;
 
 /// Keyed padding lengths per file version, max, bytes hashed and key id.
-pub type Key = (FileVersion, u32, u64, u64);
+pub type PadInputs = (FileVersion, u32, u64, u64);
 
-static LENGTHS: VersionMemo<Key, u32> = VersionMemo::new(MAX_ENTRIES);
+static LENGTHS: VersionMemo<PadInputs, u32> = VersionMemo::new(MAX_ENTRIES);
 
 /// Brotli proofs (`jitter::prove_brotli`) per file version.
 static BROTLI_PROOFS: VersionMemo<FileVersion, Result<(), NoJitter>> =
@@ -20,13 +20,13 @@ static BROTLI_PROOFS: VersionMemo<FileVersion, Result<(), NoJitter>> =
 
 /// The keyed padding length remembered for `key`.
 #[inline]
-pub fn len(key: &Key) -> Option<u32> {
+pub fn len(key: &PadInputs) -> Option<u32> {
     LENGTHS.get(key)
 }
 
 /// Remembers the keyed padding length for `key`.
 #[inline]
-pub fn put_len(key: Key, pad: u32) {
+pub fn put_len(key: PadInputs, pad: u32) {
     LENGTHS.put(key, pad);
 }
 

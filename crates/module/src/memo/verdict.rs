@@ -6,11 +6,8 @@
 //! path pays one lookup, never a read, for a sibling it judged.
 
 use crate::memo::version::VersionMemo;
-use gdn_core::coding::Coding;
+use crate::memo::SiblingVersion;
 use gdn_httpd::FileVersion;
-
-/// A sibling's version and the coding it is read as.
-pub type Key = (FileVersion, Coding);
 
 /// Entries kept.
 const MAX_ENTRIES: usize = 16_384;
@@ -64,24 +61,25 @@ pub enum Judged {
     Broken { why: Why, told: bool },
 }
 
-static MEMO: VersionMemo<Key, (Judged, Option<FileVersion>)> = VersionMemo::new(MAX_ENTRIES);
+static MEMO: VersionMemo<SiblingVersion, (Judged, Option<FileVersion>)> =
+    VersionMemo::new(MAX_ENTRIES);
 
 /// The judgement of `key` against the original's version `original`.
 #[inline]
-pub fn get(key: &Key, original: Option<FileVersion>) -> Option<Judged> {
+pub fn get(key: &SiblingVersion, original: Option<FileVersion>) -> Option<Judged> {
     MEMO.get(key)
         .filter(|&(_, o)| o == original)
         .map(|(j, _)| j)
 }
 
 /// Remembers a judgement.
-pub fn put(key: Key, original: Option<FileVersion>, j: Judged) {
+pub fn put(key: SiblingVersion, original: Option<FileVersion>, j: Judged) {
     MEMO.put(key, (j, original));
 }
 
 /// Marks a broken sibling's warning as logged; whether this call did
 /// (so it is logged and counted once per process and version).
-pub fn tell(key: &Key) -> bool {
+pub fn tell(key: &SiblingVersion) -> bool {
     let mut first = false;
     MEMO.update(key, |(j, _)| {
         if let Judged::Broken { told, .. } = j {
@@ -94,7 +92,7 @@ pub fn tell(key: &Key) -> bool {
 
 /// A full check that ended: its verdict replaces a `Cheap` one (never a
 /// broken one found meanwhile).
-pub fn checked(key: Key, original: Option<FileVersion>, j: Judged) {
+pub fn checked(key: SiblingVersion, original: Option<FileVersion>, j: Judged) {
     MEMO.update(&key, |(old, o)| {
         if *o == original && *old == Judged::Cheap {
             *old = j;

@@ -19,7 +19,8 @@
 //! which match its key only if both hashes of two other versions collide
 //! with its own.
 
-use super::verdict::{Key, Why};
+use super::verdict::Why;
+use super::SiblingVersion;
 use gdn_httpd::shm::Counters;
 use gdn_httpd::{FileVersion, PostConfig};
 use std::collections::hash_map::RandomState;
@@ -102,7 +103,7 @@ pub fn shared() -> bool {
 /// The two hashes naming a sibling version judged against `original`,
 /// for its finding (`kind` 0) or its claim (1); the first never zero (an
 /// empty slot).
-fn words(key: &Key, original: Option<FileVersion>, kind: u8) -> Option<(u64, u64)> {
+fn words(key: &SiblingVersion, original: Option<FileVersion>, kind: u8) -> Option<(u64, u64)> {
     let keys = KEYS.get()?;
     let word = |half: u8| keys.hash_one((kind, half, key, original));
     Some((word(0) | 1, word(1)))
@@ -116,7 +117,7 @@ fn slot(t: &[AtomicU64], a: u64) -> (&AtomicU64, &AtomicU64) {
 
 /// What some process of this server's check found of `key` against
 /// `original`.
-pub fn found(key: &Key, original: Option<FileVersion>) -> Option<Found> {
+pub fn found(key: &SiblingVersion, original: Option<FileVersion>) -> Option<Found> {
     let (t, (a, b)) = (TABLE.get()?, words(key, original, 0)?);
     read(t, a, b)
 }
@@ -131,7 +132,7 @@ fn read(t: &[AtomicU64], a: u64, b: u64) -> Option<Found> {
 
 /// Records what a check found of `key` against `original`, for every
 /// process of the server.
-pub fn put(key: &Key, original: Option<FileVersion>, f: Found) {
+pub fn put(key: &SiblingVersion, original: Option<FileVersion>, f: Found) {
     if let (Some(t), Some((a, b))) = (TABLE.get(), words(key, original, 0)) {
         write(t, a, b, f);
     }
@@ -146,7 +147,7 @@ fn write(t: &[AtomicU64], a: u64, b: u64, f: Found) {
 /// Whether this process takes the full check of `key` against
 /// `original`: no other process holds a claim of it younger than
 /// `CLAIM_SECS`. Without the table, every process checks for itself.
-pub fn claim(key: &Key, original: Option<FileVersion>) -> bool {
+pub fn claim(key: &SiblingVersion, original: Option<FileVersion>) -> bool {
     let (Some(t), Some((a, _))) = (TABLE.get(), words(key, original, 1)) else {
         return true;
     };

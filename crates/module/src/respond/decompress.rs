@@ -38,7 +38,7 @@ fn undecodable<'r>(
     file: &File<'_>,
     path: &'r CStr,
     e: &DecodeError,
-    key: Option<&memo::header::Key>,
+    key: Option<&memo::SiblingVersion>,
 ) -> Skip<'r> {
     if let (DecodeError::TooLarge(w), Some(key)) = (e, key) {
         memo::header::learn_needed(key, *w);
@@ -117,7 +117,7 @@ fn decodable_facts<'r>(
     file: &File<'_>,
     path: &'r CStr,
     w: Window,
-) -> Result<(Facts, memo::header::Key), Skip<'r>> {
+) -> Result<(Facts, memo::SiblingVersion), Skip<'r>> {
     let req = a.req;
     let header = sibling_header(req, c, file, path);
     if let Ok((facts, _)) = &header {
@@ -305,7 +305,7 @@ pub(super) fn decompress<'r>(
 }
 
 /// A sibling's header and its memo key, or why it is not decoded.
-type Checked<'r> = Result<(Facts, memo::header::Key), Skip<'r>>;
+type Checked<'r> = Result<(Facts, memo::SiblingVersion), Skip<'r>>;
 
 /// Coding `c`'s sibling `s`, opened, and its facts, checked before the
 /// decode: one whose large window waits for its later turn gives way.
@@ -445,7 +445,7 @@ fn abort(bb: &Brigade<'_, '_>, d: &Decoding<'_>, what: &DecodeError) -> Status {
 /// key and its version, and what tells a failed decode.
 struct Decoding<'a> {
     declared: Option<u64>,
-    key: &'a memo::header::Key,
+    key: &'a memo::SiblingVersion,
     version: FileVersion,
     /// Says a decode failed, judging the sibling broken where it is.
     broken: &'a dyn Fn(&DecodeError),

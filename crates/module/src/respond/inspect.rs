@@ -16,7 +16,7 @@ pub(super) fn sibling_header(
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-) -> Result<(Facts, memo::header::Key), DecodeError> {
+) -> Result<(Facts, memo::SiblingVersion), DecodeError> {
     let key = (file.info().version(), c);
     if let Some(Some(f)) = memo::header::get(&key) {
         return Ok((f, key));

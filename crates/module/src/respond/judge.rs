@@ -22,8 +22,9 @@
 //! warning names the file and the fix.
 
 use super::responder::Responder;
-use crate::memo::verdict::{self, Judged, Key, Why};
+use crate::memo::verdict::{self, Judged, Why};
 use crate::memo::verified::{self, Found};
+use crate::memo::SiblingVersion;
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use gdn_core::coding::Coding;
@@ -85,7 +86,13 @@ pub(super) fn judged(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &C
 /// What another process's check (or this one's checker thread) found of
 /// a sibling version: remembered here too, never decoded again. A broken
 /// one was told by the process that found it.
-fn found_elsewhere(a: &Responder<'_, '_>, key: Key, path: &CStr, known: bool, f: Found) -> Judged {
+fn found_elsewhere(
+    a: &Responder<'_, '_>,
+    key: SiblingVersion,
+    path: &CStr,
+    known: bool,
+    f: Found,
+) -> Judged {
     let j = match f {
         Found::Whole => Judged::Whole,
         Found::PastBound => Judged::Cheap,
@@ -119,7 +126,13 @@ fn waits_for_a_check(file: &File<'_>) -> bool {
 /// A sibling whose check has found nothing yet: judged again where no
 /// process holds a claim of its check (the one that did was killed, its
 /// read failed, or its queue was full).
-fn ask_again(a: &Responder<'_, '_>, c: Coding, file: &File<'_>, path: &CStr, key: Key) -> Judged {
+fn ask_again(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    file: &File<'_>,
+    path: &CStr,
+    key: SiblingVersion,
+) -> Judged {
     match verified::claim(&key, a.original()) {
         true => judge(a, c, file, path, key, true),
         false => Judged::Cheap,
@@ -133,7 +146,7 @@ fn judge(
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-    key: Key,
+    key: SiblingVersion,
     claimed: bool,
 ) -> Judged {
     let size = file.info().size();
@@ -183,7 +196,7 @@ fn checked_here(
     a: &Responder<'_, '_>,
     c: Coding,
     path: &CStr,
-    key: Key,
+    key: SiblingVersion,
     check: Result<(), Broken>,
 ) -> Judged {
     let found = match check {
@@ -244,7 +257,7 @@ fn full_check(
 
 /// Says once, per process and version, that a sibling is broken, and
 /// counts it.
-pub(super) fn tell(req: &Request<'_>, c: Coding, path: &CStr, key: &Key, why: &str) {
+pub(super) fn tell(req: &Request<'_>, c: Coding, path: &CStr, key: &SiblingVersion, why: &str) {
     if !verdict::tell(key) {
         return;
     }
@@ -289,7 +302,7 @@ pub(super) fn found_broken(
 struct Check {
     sibling: PathBuf,
     coding: Coding,
-    key: Key,
+    key: SiblingVersion,
     facts: Facts,
     original: Option<(PathBuf, FileVersion)>,
 }
@@ -299,7 +312,7 @@ static CHECKER: Mutex<Option<SyncSender<Check>>> = Mutex::new(None);
 
 /// Asks the checker thread for the full check of a sibling too large to
 /// decode in the request.
-fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: Key, facts: Facts) {
+fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: SiblingVersion, facts: Facts) {
     if a.original().is_some_and(|o| o.size > BACKGROUND_MAX) {
         return;
     }

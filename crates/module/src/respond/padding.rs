@@ -84,7 +84,7 @@ fn jitter_len(
         JitterLength::Keyed { hashed } => hashed,
     };
     let secret = secret.ok_or(jitter::NoJitter::NoKey)?;
-    let key: memo::padding::Key = (file.info().version(), j.max, hashed, secret.id());
+    let key: memo::padding::PadInputs = (file.info().version(), j.max, hashed, secret.id());
     if let Some(p) = memo::padding::len(&key) {
         return Ok(p);
     }
