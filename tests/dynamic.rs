@@ -225,6 +225,29 @@ fn a_cgi_is_coded_and_mod_deflate_beside_codes_nothing_twice() {
     a.assert_no_crash();
 }
 
+/// mod_filter's harness runs the filter under the name the admin
+/// declared, here the one of the module's own 304 companion: the filter
+/// is known by the entry point called, so it still codes, in each coding.
+#[test]
+fn under_mod_filter_the_filter_is_known_by_what_it_is_not_by_its_name() {
+    let opts = Options {
+        dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n\
+              FilterDeclare gzip_disk_ng_304\n\
+              FilterProvider gzip_disk_ng_304 GZIP_DISK_NG \"%{CONTENT_TYPE} =~ m|^text/html|\"\n\
+              FilterChain gzip_disk_ng_304\n"
+            .into(),
+        modules: vec!["cgid", "filter"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, cgi_site);
+    let want = page_text().into_bytes();
+    for c in ["zstd", "br", "gzip"] {
+        assert_served(&a.get("/page.cgi", Some(c)), &want, Some(c), c);
+    }
+    assert_served(&a.get("/page.cgi", None), &want, None, "identity");
+    a.assert_no_crash();
+}
+
 /// mod_deflate configured first, as Debian's deflate.conf is read before
 /// the module's conf: the module's filter (by type, or set for a
 /// directory) still codes, in the client's best coding, gzip included,

@@ -52,21 +52,6 @@ impl<'r> Filter<'r> {
         &self.req
     }
 
-    /// The name of the filter record this call runs under (httpd keeps
-    /// it lower-cased): a module registering two filters on one entry
-    /// tells them apart by it. Under mod_filter, the harness's name.
-    pub fn name(&self) -> &'r std::ffi::CStr {
-        // SAFETY: live filter; its record and the record's name live as
-        // long as the configuration, which outlives the request.
-        unsafe {
-            let frec = (*self.f).frec;
-            if frec.is_null() || (*frec).name.is_null() {
-                return c"";
-            }
-            std::ffi::CStr::from_ptr((*frec).name)
-        }
-    }
-
     fn slot(&mut self) -> &mut Slot {
         // SAFETY: live filter; ctx is NULL or the Slot set below.
         let ctx = unsafe { (*self.f).ctx } as *mut Slot;

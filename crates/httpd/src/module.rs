@@ -69,9 +69,16 @@ pub enum Hook {
     Status(Order),
     /// An output filter of this name, of the type mod_deflate's is (after
     /// content filters such as mod_include's, before the protocol's),
-    /// with its init function ([`Module::output_filter_init`]).
-    OutputFilter(&'static CStr),
+    /// with its init function ([`Module::output_filter_init`]). The
+    /// number (below [`FILTERS`]) is handed to both: each filter has entry
+    /// points of its own, so a call is known by the function httpd (or
+    /// mod_filter's harness, under a name an admin chose) calls, never by
+    /// a name.
+    OutputFilter(&'static CStr, u8),
 }
+
+/// How many output filters a module may register.
+pub const FILTERS: u8 = 4;
 
 /// A directive's arguments, by the form its table entry declares.
 #[derive(Clone, Copy, Debug)]
@@ -262,9 +269,9 @@ pub trait Module: Sized + 'static {
         Status::DECLINED
     }
     fn insert_error_filter(_req: &Request<'_>) {}
-    /// The output filter a [`Hook::OutputFilter`] registered: by default
-    /// it passes every brigade on untouched.
-    fn output_filter(f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
+    /// The output filter a [`Hook::OutputFilter`] registered as `which`:
+    /// by default it passes every brigade on untouched.
+    fn output_filter(_which: u8, f: &mut Filter<'_>, input: &mut Input) -> apr_status_t {
         f.pass_input(input)
     }
     /// Before the handler runs, once for each place the filter holds in
@@ -272,7 +279,7 @@ pub trait Module: Sized + 'static {
     /// provider mod_filter may choose once the type is known
     /// (`AddOutputFilterByType`). The only moment a filter can change
     /// what the handler reads of the request, or its own place.
-    fn output_filter_init(_req: &Request<'_>, _place: &FilterPlace) {}
+    fn output_filter_init(_which: u8, _req: &Request<'_>, _place: &FilterPlace) {}
     /// After the configuration is read, in the parent, before children
     /// fork: an error stops the server with the message logged.
     fn post_config(_ctx: &PostConfig<'_>) -> Result<(), String> {
@@ -853,13 +860,15 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
                         o.raw(),
                     ),
                     Hook::Status(o) => ffi::gdn_hook_status(Some(status::<M>), o.raw()),
-                    Hook::OutputFilter(name) => {
-                        ffi::ap_register_output_filter(
-                            name.as_ptr(),
-                            Some(output_filter::<M>),
-                            Some(output_filter_init::<M>),
-                            ffi::ap_filter_type_AP_FTYPE_CONTENT_SET + 1,
-                        );
+                    Hook::OutputFilter(name, which) => {
+                        if let Some((run, init)) = filter_entries::<M>(which) {
+                            ffi::ap_register_output_filter(
+                                name.as_ptr(),
+                                Some(run),
+                                Some(init),
+                                ffi::ap_filter_type_AP_FTYPE_CONTENT_SET + 1,
+                            );
+                        }
                     }
                 }
             }
@@ -958,11 +967,27 @@ unsafe extern "C" fn status<M: Module>(r: *mut ffi::request_rec, flags: c_int) -
     ffi::OK as c_int
 }
 
-unsafe extern "C" fn output_filter<M: Module>(
+type FilterRun =
+    unsafe extern "C" fn(*mut ffi::ap_filter_t, *mut ffi::apr_bucket_brigade) -> apr_status_t;
+type FilterInit = unsafe extern "C" fn(*mut ffi::ap_filter_t) -> c_int;
+
+/// The entry points of output filter `which` (none past [`FILTERS`]).
+fn filter_entries<M: Module>(which: u8) -> Option<(FilterRun, FilterInit)> {
+    let entries: (FilterRun, FilterInit) = match which {
+        0 => (output_filter::<M, 0>, output_filter_init::<M, 0>),
+        1 => (output_filter::<M, 1>, output_filter_init::<M, 1>),
+        2 => (output_filter::<M, 2>, output_filter_init::<M, 2>),
+        3 => (output_filter::<M, 3>, output_filter_init::<M, 3>),
+        _ => return None,
+    };
+    Some(entries)
+}
+
+unsafe extern "C" fn output_filter<M: Module, const N: u8>(
     f: *mut ffi::ap_filter_t,
     bb: *mut ffi::apr_bucket_brigade,
 ) -> apr_status_t {
-    let run = || super::filter::call(f, bb, M::output_filter);
+    let run = || super::filter::call(f, bb, |f, input| M::output_filter(N, f, input));
     catch_unwind(AssertUnwindSafe(run)).unwrap_or_else(|e| {
         if !f.is_null() {
             // SAFETY: httpd passes a live filter of a live request.
@@ -998,7 +1023,7 @@ impl FilterPlace {
     }
 }
 
-unsafe extern "C" fn output_filter_init<M: Module>(f: *mut ffi::ap_filter_t) -> c_int {
+unsafe extern "C" fn output_filter_init<M: Module, const N: u8>(f: *mut ffi::ap_filter_t) -> c_int {
     if f.is_null() {
         return ffi::OK as c_int;
     }
@@ -1008,7 +1033,7 @@ unsafe extern "C" fn output_filter_init<M: Module>(f: *mut ffi::ap_filter_t) -> 
     let r = unsafe { (*f).r };
     let place = FilterPlace { f };
     guarded(r, Status::OK, |req| {
-        M::output_filter_init(req, &place);
+        M::output_filter_init(N, req, &place);
         Status::OK
     });
     ffi::OK as c_int

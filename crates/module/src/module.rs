@@ -46,8 +46,8 @@ impl gdn_httpd::Module for GzipDiskNg {
         Hook::PostConfig(Order::Middle),
         Hook::CheckConfig(Order::Middle),
         Hook::Status(Order::Middle),
-        Hook::OutputFilter(crate::filter::NAME),
-        Hook::OutputFilter(crate::filter::NOT_MODIFIED),
+        Hook::OutputFilter(crate::filter::NAME, crate::filter::CODER),
+        Hook::OutputFilter(crate::filter::NOT_MODIFIED, crate::filter::REFRESHER),
     ];
 
     fn record() -> &'static gdn_httpd::module::ModuleRecord {
@@ -68,14 +68,15 @@ impl gdn_httpd::Module for GzipDiskNg {
     }
 
     fn output_filter(
+        which: u8,
         f: &mut gdn_httpd::Filter<'_>,
         input: &mut gdn_httpd::Input,
     ) -> gdn_httpd::apr_status_t {
         let settings = settings(f.request());
-        crate::filter::filter(f, input, &settings)
+        crate::filter::filter(which, f, input, &settings)
     }
 
-    fn output_filter_init(req: &Request<'_>, place: &gdn_httpd::module::FilterPlace) {
+    fn output_filter_init(_which: u8, req: &Request<'_>, place: &gdn_httpd::module::FilterPlace) {
         crate::filter::init(req, place, &settings(req))
     }
 

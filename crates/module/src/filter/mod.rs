@@ -132,12 +132,22 @@ pub fn init(req: &Request<'_>, place: &gdn_httpd::module::FilterPlace, settings:
     prepare_conditional(req, settings);
 }
 
-/// httpd's call of the filter, brigade by brigade.
-pub fn filter(f: &mut Filter<'_>, input: &mut Input, settings: &Settings<'_>) -> apr_status_t {
-    if f.name()
-        .to_bytes()
-        .eq_ignore_ascii_case(NOT_MODIFIED.to_bytes())
-    {
+/// The number the coder (`GZIP_DISK_NG`) is registered under.
+pub const CODER: u8 = 0;
+
+/// The number of its 304 companion (`GZIP_DISK_NG_304`).
+pub const REFRESHER: u8 = 1;
+
+/// httpd's call of filter `which`, brigade by brigade: known by the
+/// entry point httpd called, not by the name it runs under (mod_filter's
+/// harness carries the name an admin declared).
+pub fn filter(
+    which: u8,
+    f: &mut Filter<'_>,
+    input: &mut Input,
+    settings: &Settings<'_>,
+) -> apr_status_t {
+    if which == REFRESHER {
         return conditional::refresh(f, input, settings);
     }
     let mut s = match f.take_state::<Stream>() {
