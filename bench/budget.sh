@@ -28,6 +28,9 @@
 #             the on-demand cached zstd copy, for a client taking
 #             zstd                                        against core sending the .gz
 #   delta     a published dcz delta                     against core sending the .gz
+#   coded     the original core sends, coded in zstd by GZIP_DISK_NG as it
+#             passes (no on-demand copy): what a dynamic response costs
+#             besides its handler               against core sending the .gz
 # A change that costs more raises bench/budget.txt in a commit of its own
 # that says why (bench/budget-guard.sh, run by scripts/test, fails on a
 # commit that raises a limit and changes code).
@@ -51,6 +54,7 @@ bench_case "$D" mod "$PAGE" "" .gz .br .zst
 bench_case "$D" modonlygz "$PAGE" .gz
 bench_case "$D" modcache "$PAGE" ""
 bench_case "$D" filtcache "$PAGE" ""
+bench_case "$D" filtcoded "$PAGE" ""
 bench_delta "$D" moddelta "$PAGE"
 mkdir -m 750 "$WORK/cache"
 [ "$(id -u)" -eq 0 ] && chown nobody "$WORK/cache"
@@ -63,6 +67,9 @@ debian_site_conf "$WORK" "$PORT" "$D" "GzipDiskNgCacheRoot $WORK/cache
 </Directory>
 <Directory $D/filtcache>
     GzipDiskNgOnDemand On
+    SetOutputFilter GZIP_DISK_NG
+</Directory>
+<Directory $D/filtcoded>
     SetOutputFilter GZIP_DISK_NG
 </Directory>" >"$WORK/httpd.conf"
 # The same configuration without the module: its LoadModule line, its
@@ -144,6 +151,7 @@ read -r browser browser_heap < <(steady "/mod/$n" "gzip, deflate, br, zstd" -)
 read -r decoded decoded_heap < <(steady "/modonlygz/$n" "" "")
 read -r cached cached_heap < <(steady "/modcache/$n" gzip gzip)
 read -r filtered filtered_heap < <(steady "/filtcache/$n" zstd zstd)
+read -r coded coded_heap < <(steady "/filtcoded/$n" zstd zstd)
 read -r delta delta_heap < <(EXTRA_HEADER="Available-Dictionary: $(cat "$D/moddelta/$n.announce")" \
     steady "/moddelta/$n" "gzip, deflate, br, zstd, dcz" dcz)
 
@@ -185,5 +193,6 @@ row decoded "$decoded" "$core_plain" "$decoded_heap"
 row cached "$cached" "$core" "$cached_heap"
 row filtered "$filtered" "$core" "$filtered_heap"
 row delta "$delta" "$core" "$delta_heap"
+row coded "$coded" "$core" "$coded_heap"
 echo "budget check: $(($(date +%s) - started)) s of callgrind"
 exit "$status"
