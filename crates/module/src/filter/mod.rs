@@ -24,6 +24,7 @@ mod delta;
 mod files;
 mod headers;
 mod load;
+mod spare;
 
 use choice::{aside, negotiate, response_facts, suffix};
 pub use conditional::{prepare as prepare_conditional, NOT_MODIFIED};
@@ -41,7 +42,7 @@ enum Mode {
     /// The first bytes, held until the body reaches the minimum size.
     Holding,
     /// Coded: the headers say so.
-    Coding(Box<Encoder>),
+    Coding(Encoder),
     /// Passed on as it is (short, or no coder could be had).
     Plain,
     /// The end passed.
@@ -158,7 +159,7 @@ pub fn filter(
                 {
                     return st;
                 }
-                Box::new(s)
+                spare::boxed(s)
             }
             None => {
                 f.remove();
@@ -167,8 +168,9 @@ pub fn filter(
         },
     };
     let st = run(f, input, &mut s, settings);
-    if !matches!(s.mode, Mode::Ended) {
-        f.put_state(s);
+    match s.mode {
+        Mode::Ended => spare::keep(s),
+        _ => f.put_state(s),
     }
     st
 }
@@ -412,16 +414,17 @@ fn start(f: &mut Filter<'_>, s: &mut Stream, settings: &Settings<'_>) {
                 &format!("no {} coder: {err}; sent as it is", s.coding.token()),
             );
             s.mode = Mode::Plain;
-            f.send(&std::mem::take(&mut s.held));
+            f.send(&s.held);
+            s.held.clear();
             return;
         }
     };
     headers::coded(req, token(s), settings.dir);
-    let held = std::mem::take(&mut s.held);
-    if let Err(err) = e.write(&held, &mut s.out) {
+    if let Err(err) = e.write(&s.held, &mut s.out) {
         req.log(Level::Warn, 0, &format!("coding failed: {err}"));
     }
-    s.mode = Mode::Coding(Box::new(e));
+    s.held.clear();
+    s.mode = Mode::Coding(e);
 }
 
 /// The `Content-Encoding` a stream's body goes out in.
