@@ -12,6 +12,8 @@ use std::io::{self, Write};
 use std::sync::{Mutex, PoisonError};
 use zstd::stream::raw::Operation;
 
+mod gzip;
+
 /// zstd's window for a stream of unknown length: 256 KiB, within the
 /// 8 MiB RFC 9659 lets a decoder of `Content-Encoding: zstd` require, and
 /// as far back as a page's repeats reach; the coder's memory follows it.
@@ -92,7 +94,7 @@ enum Inner {
     /// With what it is for, under which it goes back to the pool.
     Zstd(zstd::stream::raw::Encoder<'static>, Option<ZstdKey>),
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
-    Gzip(Box<flate2::write::GzEncoder<Vec<u8>>>),
+    Gzip(gzip::Gzip),
     /// Finished: nothing more is coded.
     Done,
 }
@@ -121,10 +123,7 @@ impl Encoder {
                 levels.brotli_quality.min(11),
                 BROTLI_LGWIN,
             ))),
-            Coding::Gzip => Inner::Gzip(Box::new(flate2::write::GzEncoder::new(
-                Vec::new(),
-                flate2::Compression::new(levels.gzip.clamp(1, 9)),
-            ))),
+            Coding::Gzip => Inner::Gzip(gzip::Gzip::new(levels.gzip.clamp(1, 9))),
         };
         Ok(Encoder {
             inner,
@@ -154,7 +153,7 @@ impl Encoder {
         match &mut self.inner {
             Inner::Zstd(e, _) => return zstd_run(e, input, out),
             Inner::Br(e) => e.write_all(input)?,
-            Inner::Gzip(e) => e.write_all(input)?,
+            Inner::Gzip(e) => return e.write(input, out),
             Inner::Done => return Err(finished()),
         }
         self.drain(out);
@@ -167,7 +166,7 @@ impl Encoder {
         match &mut self.inner {
             Inner::Zstd(e, _) => return zstd_drive(out, |o| e.flush(o)),
             Inner::Br(e) => e.flush()?,
-            Inner::Gzip(e) => e.flush()?,
+            Inner::Gzip(e) => return e.flush(out),
             Inner::Done => return Err(finished()),
         }
         self.drain(out);
@@ -187,7 +186,7 @@ impl Encoder {
                 return Ok(());
             }
             Inner::Br(e) => e.into_inner(),
-            Inner::Gzip(e) => e.finish()?,
+            Inner::Gzip(e) => return e.finish(out),
             Inner::Done => return Err(finished()),
         };
         out.extend_from_slice(&tail);
@@ -225,8 +224,7 @@ impl Encoder {
     fn drain(&mut self, out: &mut Vec<u8>) {
         let made = match &mut self.inner {
             Inner::Br(e) => e.get_mut(),
-            Inner::Gzip(e) => e.get_mut(),
-            Inner::Zstd(..) | Inner::Done => return,
+            Inner::Gzip(_) | Inner::Zstd(..) | Inner::Done => return,
         };
         if out.is_empty() {
             std::mem::swap(out, made);
