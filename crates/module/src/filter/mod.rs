@@ -66,6 +66,24 @@ struct Stream {
     pad: Option<Pad>,
 }
 
+/// Ended streams, kept for the next response of this process.
+static SPARE: spare::Pool<Stream> = spare::Pool::new();
+
+impl spare::Reuse for Stream {
+    fn take_room(&mut self, old: &mut Self) {
+        self.held = std::mem::take(&mut old.held);
+        self.out = std::mem::take(&mut old.out);
+    }
+
+    fn clear(&mut self) {
+        spare::clear_buffer(&mut self.held);
+        spare::clear_buffer(&mut self.out);
+        self.delta = None;
+        self.pad = None;
+        self.mode = Mode::Ended;
+    }
+}
+
 /// `GzipDiskNgJitter` on a dynamic body: its length drawn per response,
 /// or keyed by the body as a file's is (its length, first bytes and last
 /// bytes), so one body always gets one length.
@@ -159,7 +177,7 @@ pub fn filter(
                 {
                     return st;
                 }
-                spare::boxed(s)
+                SPARE.boxed(s)
             }
             None => {
                 f.remove();
@@ -169,7 +187,7 @@ pub fn filter(
     };
     let st = run(f, input, &mut s, settings);
     match s.mode {
-        Mode::Ended => spare::keep(s),
+        Mode::Ended => SPARE.keep(s),
         _ => f.put_state(s),
     }
     st

@@ -2,7 +2,6 @@
 //! of a coded response and its buffers are allocated once, not per
 //! response (`bench/budget.sh` counts the heap calls of a coded one).
 
-use super::{Mode, Stream};
 use std::sync::{Mutex, PoisonError};
 
 /// Streams kept at most: a process's concurrent coded responses, about.
@@ -12,36 +11,48 @@ const KEPT: usize = 16;
 /// body does not hold its memory for good.
 const BUFFER_KEPT: usize = 256 << 10;
 
-/// The boxes themselves are kept: a response's state lives in one (the
-/// filter's context holds a box), and the box is an allocation too.
-#[allow(clippy::vec_box)]
-static SPARE: Mutex<Vec<Box<Stream>>> = Mutex::new(Vec::new());
-
-/// `s` in a box, a kept one (with its buffers' room) where there is one.
-pub(super) fn boxed(mut s: Stream) -> Box<Stream> {
-    let kept = SPARE.lock().unwrap_or_else(PoisonError::into_inner).pop();
-    let Some(mut b) = kept else {
-        return Box::new(s);
-    };
-    s.held = std::mem::take(&mut b.held);
-    s.out = std::mem::take(&mut b.out);
-    *b = s;
-    b
+/// What a kept state gives the next one, and how it is emptied.
+pub(super) trait Reuse {
+    /// Takes `old`'s buffers (their room) into `self`.
+    fn take_room(&mut self, old: &mut Self);
+    /// Empties `self` for keeping: no response's bytes stay.
+    fn clear(&mut self);
 }
 
-/// Keeps an ended stream's box and buffers for the next response.
-pub(super) fn keep(mut b: Box<Stream>) {
-    for v in [&mut b.held, &mut b.out] {
-        v.clear();
-        if v.capacity() > BUFFER_KEPT {
-            *v = Vec::new();
+/// The boxes themselves are kept: a response's state lives in one (the
+/// filter's context holds a box), and the box is an allocation too.
+pub(super) struct Pool<T>(Mutex<Vec<Box<T>>>);
+
+impl<T: Reuse> Pool<T> {
+    pub(super) const fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    /// `s` in a box, a kept one (with its buffers' room) where there is one.
+    pub(super) fn boxed(&self, mut s: T) -> Box<T> {
+        let kept = self.0.lock().unwrap_or_else(PoisonError::into_inner).pop();
+        let Some(mut b) = kept else {
+            return Box::new(s);
+        };
+        s.take_room(&mut b);
+        *b = s;
+        b
+    }
+
+    /// Keeps an ended state's box and buffers for the next response.
+    pub(super) fn keep(&self, mut b: Box<T>) {
+        b.clear();
+        let mut spare = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.len() < KEPT {
+            spare.push(b);
         }
     }
-    b.delta = None;
-    b.pad = None;
-    b.mode = Mode::Ended;
-    let mut spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner);
-    if spare.len() < KEPT {
-        spare.push(b);
+}
+
+/// Empties `v`, and lets its memory go when it grew past [`BUFFER_KEPT`].
+pub(super) fn clear_buffer(v: &mut Vec<u8>) {
+    v.clear();
+    if v.capacity() > BUFFER_KEPT {
+        *v = Vec::new();
     }
 }
