@@ -114,7 +114,7 @@ fn generate() -> Result<(), Box<dyn std::error::Error>> {
     let mut cc = cc::Build::new();
     cc.file("csrc/shim.c")
         .file("csrc/access.c")
-        .file("csrc/literal.c")
+        .file("csrc/sections.c")
         .include("csrc")
         .warnings(true);
     for dir in &includes {

@@ -26,12 +26,10 @@
 #include "http_log.h"
 #include "http_protocol.h"
 #include "http_request.h"
-#include "apr_fnmatch.h"
 #include "apr_hash.h"
 #include "apr_hooks.h"
 #include "apr_strings.h"
 #include "shim.h"
-#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 
@@ -104,94 +102,17 @@ const char *gdn_hook_modules(apr_pool_t *p, const char *hook)
 static const char *global_refusal = "the configuration not read yet";
 static int headers_edited;
 
-/* One section of a list, as the short answer compares it for a name and
- * that name with a suffix after it. A section of bounded shape reads at
- * most `bound` bytes of a name, plus whether the name ends there: a
- * plain <Files> name (`strcmp`: neither name matches when both are
- * longer), a <Location> path prefix (the prefix and the byte after it
- * read, the same in both names when the shorter is longer than the
- * prefix), and a regex of the shape `^literal` (literal.c). Both names
- * then get the same answer whenever the shorter is longer than `bound`.
- * A section of any other shape (a wildcard, another regex) is compared
- * per request. */
-struct section_fact {
-    const core_dir_config *e;
-    size_t bound;
-    int bounded;
-};
-
-/* A list of sections (a server's <Location>s, its regex <Directory>s, or
- * the <Files> every request of it starts with), worked out once. */
-struct section_list {
-    const apr_array_header_t *secs;
-    struct section_fact *facts;
-    int n;
-    int others;   /* sections of no bounded shape */
-    size_t bound; /* the largest bound of the bounded ones */
-};
-
 /* What decides a sibling's short answer for one server: its refusal (a
  * directive or hook that rules the short answer out), and its lists. */
 struct server_facts {
     const server_rec *s;
     const char *refusal;
-    /* The <Files> and <FilesMatch> of the server's defaults: a request's
-     * merged list is this very array unless a <Directory> or .htaccess
-     * adds some (core's merge then makes a new one). */
-    struct section_list files;
-    /* <DirectoryMatch> and <Directory ~>, matched against the whole
-     * file name: usually none. */
-    struct section_list regex_dirs;
-    struct section_list locations;
 };
 
 /* An open-addressing table by the server record's address, built at
  * post_config in pconf before any request and only read after. */
 static struct server_facts *servers;
 static size_t servers_mask;
-
-static void learn_section(const core_dir_config *e, struct section_fact *f)
-{
-    size_t lit;
-    f->e = e;
-    f->bounded = 1;
-    if (e->r && (lit = gdn_literal_prefix_length(e->r)) > 0) {
-        f->bound = lit;
-    }
-    else if (!e->r && !e->d_is_fnmatch && e->d) {
-        /* A <Files> name, or a <Location> path prefix. */
-        f->bound = strlen(e->d);
-    }
-    else {
-        f->bounded = 0;
-        f->bound = 0;
-    }
-}
-
-/* The facts of `secs` (only its regex sections with `regex_only`). */
-static void learn_list(apr_pool_t *p, const apr_array_header_t *secs,
-                       int regex_only, struct section_list *l)
-{
-    int i;
-    l->secs = secs;
-    l->facts = apr_pcalloc(p, sizeof(*l->facts) * (secs ? secs->nelts + 1 : 1));
-    for (i = 0; secs && i < secs->nelts; i++) {
-        const core_dir_config *e =
-            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
-        struct section_fact *f = &l->facts[l->n];
-        if (regex_only && !e->r) {
-            continue;
-        }
-        learn_section(e, f);
-        l->n++;
-        if (!f->bounded) {
-            l->others++;
-        }
-        else if (f->bound > l->bound) {
-            l->bound = f->bound;
-        }
-    }
-}
 
 static struct server_facts *server_slot(const server_rec *s)
 {
@@ -221,9 +142,6 @@ static void learn_servers(apr_pool_t *pconf, server_rec *main_server,
     servers_mask = size - 1;
     for (s = main_server; s; s = s->next) {
         struct server_facts *f = server_slot(s);
-        const core_server_config *sc =
-            ap_get_core_module_config(s->module_config);
-        const core_dir_config *d = ap_get_core_module_config(s->lookup_defaults);
         const char *key = s->defn_name
             ? apr_psprintf(pconf, "%s:%d", s->defn_name, s->defn_line_number)
             : NULL;
@@ -231,9 +149,6 @@ static void learn_servers(apr_pool_t *pconf, server_rec *main_server,
         f->refusal = global_refusal ? global_refusal
                      : key ? apr_hash_get(vhosts, key, APR_HASH_KEY_STRING)
                            : NULL;
-        learn_list(pconf, d ? d->sec_file : NULL, 0, &f->files);
-        learn_list(pconf, sc->sec_dir, 1, &f->regex_dirs);
-        learn_list(pconf, sc->sec_url, 0, &f->locations);
     }
 }
 
@@ -271,7 +186,6 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
     }
     global_refusal = pconf_copy(pconf, rules->refusal);
     headers_edited = rules->headers_edited;
-    gdn_learn_literal_sections(pconf, main_server);
     learn_servers(pconf, main_server, vhosts);
     learn_filters(rules);
     foreign_unread = read_back(pconf, main_server);
@@ -310,238 +224,6 @@ static const char *file_uri(request_rec *r, apr_size_t *len)
     }
     *len = ul - pl;
     return r->uri;
-}
-
-/* ---- The short answer: sections compared for both names ---- */
-
-/* Regex results per process, remembered by content: the compiled regex,
- * its pattern and the name tried (one lock: requests move between worker
- * threads). A section parsed from .htaccess lives in a request pool whose
- * memory is reused, so a hit also requires the same pattern text. Saves
- * the two pcre2 runs per section and request (Debian's own
- * <FilesMatch "^\.ht"> is in every site's configuration). */
-#define MEMO_SLOTS 64
-#define MEMO_PAT 64
-#define MEMO_NAME 128
-struct regex_memo {
-    const ap_regex_t *r;
-    int matches;
-    char pat[MEMO_PAT];
-    char name[MEMO_NAME];
-};
-static struct regex_memo regex_memo[MEMO_SLOTS];
-static pthread_mutex_t regex_memo_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static int regex_matches(const core_dir_config *e, const char *name,
-                         size_t nl)
-{
-    apr_uint32_t h = (apr_uint32_t)nl * 2654435761u;
-    struct regex_memo *m;
-    int hit, matches;
-    if (nl >= 4) {
-        apr_uint32_t last;
-        memcpy(&last, name + nl - 4, 4);
-        h ^= last * 2246822519u;
-    }
-    h ^= (apr_uint32_t)((apr_uintptr_t)e->r >> 4);
-    m = &regex_memo[(h ^ (h >> 15)) % MEMO_SLOTS];
-    pthread_mutex_lock(&regex_memo_lock);
-    hit = m->r == e->r && !strcmp(m->name, name) && !strcmp(m->pat, e->d);
-    matches = m->matches;
-    pthread_mutex_unlock(&regex_memo_lock);
-    if (hit) {
-        return matches;
-    }
-    matches = ap_regexec(e->r, name, 0, NULL, 0) == 0;
-    if (nl < MEMO_NAME && strlen(e->d) < MEMO_PAT) {
-        pthread_mutex_lock(&regex_memo_lock);
-        m->r = e->r;
-        m->matches = matches;
-        strcpy(m->pat, e->d);
-        memcpy(m->name, name, nl + 1);
-        pthread_mutex_unlock(&regex_memo_lock);
-    }
-    return matches;
-}
-
-/* A regex section's answer for `name`: from its literal prefix where it
- * is one (literal.c), else from the regex. */
-static int regex_section_matches(const core_dir_config *e, const char *name,
-                                 size_t nl)
-{
-    int m = gdn_literal_prefix_matches(e->r, name, nl);
-    return m >= 0 ? m : regex_matches(e, name, nl);
-}
-
-static int section_matches(const core_dir_config *e, const char *name,
-                           size_t nl, int prefix)
-{
-    size_t len;
-    if (e->r) {
-        return regex_section_matches(e, name, nl);
-    }
-    if (e->d_is_fnmatch) {
-        return apr_fnmatch(e->d, name, APR_FNM_PATHNAME) == APR_SUCCESS;
-    }
-    if (!prefix) {
-        return strcmp(e->d, name) == 0;
-    }
-    /* <Location>: a path prefix ending at a segment boundary. */
-    len = strlen(e->d);
-    return strncmp(e->d, name, len) == 0
-           && (len == 0 || e->d[len - 1] == '/' || name[len] == '/'
-               || name[len] == '\0');
-}
-
-/* A name and the sibling's (the name with `suffix` after it), as
- * sections are compared for them: the name is the first `len` bytes of
- * `text`. Each is made on first use, on the stack where it fits. */
-struct name_pair {
-    apr_pool_t *p;
-    const char *text;
-    size_t len;
-    const char *suffix;
-    const char *own;
-    char *sib;
-    size_t sib_len;
-    char buf[512];
-};
-
-static void name_pair_init(struct name_pair *np, apr_pool_t *p,
-                           const char *text, size_t len, const char *suffix)
-{
-    np->p = p;
-    np->text = text;
-    np->len = len;
-    np->suffix = suffix;
-    np->own = NULL;
-    np->sib = NULL;
-}
-
-/* Whether `e` tells the names apart (made now if not yet). */
-static int pair_differs(struct name_pair *np, const core_dir_config *e,
-                        int prefix)
-{
-    if (!np->sib) {
-        size_t sl = strlen(np->suffix);
-        np->own = np->text[np->len] ? apr_pstrndup(np->p, np->text, np->len)
-                                    : np->text;
-        np->sib = np->len + sl < sizeof(np->buf)
-                      ? np->buf
-                      : apr_palloc(np->p, np->len + sl + 1);
-        memcpy(np->sib, np->text, np->len);
-        memcpy(np->sib + np->len, np->suffix, sl + 1);
-        np->sib_len = np->len + sl;
-    }
-    return section_matches(e, np->own, np->len, prefix)
-           != section_matches(e, np->sib, np->sib_len, prefix);
-}
-
-/* Whether names longer than `len` bytes outgrow every section of `l`:
- * then no section of it can tell them apart. */
-static int outgrown(const struct section_list *l, size_t len)
-{
-    return !l->others && len > l->bound;
-}
-
-/* Whether a section of `l` (the facts of a list, worked out once) could
- * tell the names apart: only those whose bound the name does not
- * exceed are compared. */
-static int list_differs(const struct section_list *l, struct name_pair *np,
-                        int prefix)
-{
-    int i;
-    for (i = 0; i < l->n; i++) {
-        const struct section_fact *f = &l->facts[i];
-        if (f->bounded && np->len > f->bound) {
-            continue;
-        }
-        if (pair_differs(np, f->e, prefix)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* `list_differs` for a list met only per request (a <Directory> or
- * .htaccess added <Files>): every section compared. */
-static int sections_differ(const apr_array_header_t *secs,
-                           struct name_pair *np, int prefix)
-{
-    int i;
-    for (i = 0; secs && i < secs->nelts; i++) {
-        const core_dir_config *e =
-            ap_get_core_module_config(((ap_conf_vector_t **)secs->elts)[i]);
-        if (pair_differs(np, e, prefix)) {
-            return 1;
-        }
-    }
-    return 0;
-}
-
-/* Whether the request's <Files> and <FilesMatch> could tell its file's
- * base name from the sibling's. */
-static int files_differ(request_rec *r, const struct server_facts *sf,
-                        const core_dir_config *d, const char *suffix)
-{
-    const char *base;
-    size_t bl;
-    struct name_pair np;
-    int own = d->sec_file == sf->files.secs;
-    if (!d->sec_file || !d->sec_file->nelts) {
-        return 0;
-    }
-    base = strrchr(r->filename, '/');
-    base = base ? base + 1 : r->filename;
-    bl = strlen(base);
-    if (own && outgrown(&sf->files, bl)) {
-        return 0;
-    }
-    name_pair_init(&np, r->pool, base, bl, suffix);
-    return own ? list_differs(&sf->files, &np, 0)
-               : sections_differ(d->sec_file, &np, 0);
-}
-
-/* Whether a server's sections or the request's configuration could make
- * Apache judge the request's file plus `suffix` otherwise than the file:
- * then the sibling is asked of Apache (its twin). The server's lists and
- * what they may tell apart were worked out at post_config
- * (`learn_servers`); a request compares only the sections whose shape
- * its names do not outgrow. */
-int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix)
-{
-    const core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
-    const struct server_facts *sf = facts_of(r->server);
-    struct name_pair np;
-    const char *uri;
-    apr_size_t ul = 0;
-    if (!sf || sf->refusal || !r->filename
-        || (d->sec_if && d->sec_if->nelts) || (d->override & OR_AUTHCFG)
-        || (d->override_list && !apr_is_empty_table(d->override_list))) {
-        return 1;
-    }
-    if (sf->regex_dirs.n) {
-        size_t fl = strlen(r->filename);
-        name_pair_init(&np, r->pool, r->filename, fl, suffix);
-        if (!outgrown(&sf->regex_dirs, fl) && list_differs(&sf->regex_dirs, &np, 0)) {
-            return 1;
-        }
-    }
-    if (files_differ(r, sf, d, suffix)) {
-        return 1;
-    }
-    if (!sf->locations.n) {
-        return 0;
-    }
-    uri = file_uri(r, &ul);
-    if (!uri) {
-        return 1;
-    }
-    if (outgrown(&sf->locations, ul)) {
-        return 0;
-    }
-    name_pair_init(&np, r->pool, uri, ul, suffix);
-    return list_differs(&sf->locations, &np, 1);
 }
 
 /* ---- The exact answer: the sibling's twin request ---- */

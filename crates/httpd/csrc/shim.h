@@ -27,7 +27,6 @@ void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
 void *gdn_request_state(const request_rec *r, int module_index);
 void gdn_set_request_state(request_rec *r, int module_index, void *value);
 
-/* Whether a sibling name of a request's file would be served (access.c). */
 /* What the module judged of the configuration at post_config: a refusal
  * of the short answer outside every <VirtualHost> (NULL: none), one per
  * <VirtualHost> by where it is defined, whether request headers may be
@@ -88,12 +87,30 @@ typedef struct {
 } gdn_twin;
 const char *gdn_short_answer_refused(const request_rec *r);
 const char *gdn_server_refusal(const server_rec *s);
-int gdn_sibling_rules_may_differ(request_rec *r, const char *suffix);
-/* Regex sections that are a literal prefix, learned once (literal.c). */
-void gdn_learn_literal_sections(apr_pool_t *pconf, server_rec *main_server);
-int gdn_literal_prefix_matches(const ap_regex_t *r, const char *name, size_t nl);
-/* The length of the literal `r` was learned as, or 0. */
-size_t gdn_literal_prefix_length(const ap_regex_t *r);
+/* Core's sections, read (sections.c). */
+typedef struct {
+    const void *regex;      /* the compiled regex, or NULL */
+    const char *pattern;    /* the name, path or pattern as written */
+    int wildcard;           /* a name with * ? or [ (apr_fnmatch) */
+    const apr_array_header_t *nested; /* its own <Files>, or NULL */
+} gdn_section;
+typedef struct {
+    const apr_array_header_t *files;
+    const apr_array_header_t *dirs;
+    const apr_array_header_t *locations;
+} gdn_server_sections;
+typedef struct {
+    const apr_array_header_t *files;
+    int if_sections;
+    int authcfg_override;
+    int override_list;
+} gdn_dir_sections;
+int gdn_sections_count(const apr_array_header_t *secs);
+void gdn_section_at(const apr_array_header_t *secs, int i, gdn_section *out);
+void gdn_read_server_sections(const server_rec *s, gdn_server_sections *out);
+void gdn_read_dir_sections(const request_rec *r, gdn_dir_sections *out);
+int gdn_regex_matches(const void *regex, const char *name);
+int gdn_wildcard_matches(const char *pattern, const char *name);
 int gdn_sibling_ask(request_rec *r, const char *path, const char *suffix,
                     gdn_twin *out);
 int gdn_in_sibling_check(const request_rec *r);

@@ -19,6 +19,7 @@ mod log;
 pub mod module;
 mod pool;
 mod request;
+pub mod sections;
 pub mod shm;
 
 use std::ffi::{c_int, CStr};

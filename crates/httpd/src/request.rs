@@ -591,6 +591,13 @@ impl<'r> Request<'r> {
         }
     }
 
+    /// The path info after the file (`r->path_info`).
+    pub fn path_info(&self) -> Option<&'r [u8]> {
+        let p = self.raw().path_info;
+        // SAFETY: a non-NULL path_info is a NUL-terminated pool string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
+    }
+
     /// Whether the configuration was read as one that keeps `Options`
     /// where the directory walk reads them (csrc/access.c's list holds
     /// for this request's server): then `symlink_policy` is the policy
@@ -599,16 +606,6 @@ impl<'r> Request<'r> {
         // SAFETY: live request; the shim only reads what post_config
         // learned of its server.
         unsafe { ffi::gdn_short_answer_refused(self.r).is_null() }
-    }
-
-    /// Whether Apache's rules could treat `filename + suffix` differently
-    /// from the request's own file. False only where the configuration
-    /// was read as one whose sections alone tell names apart (see
-    /// csrc/access.c) and those sections match both names alike.
-    pub fn sibling_rules_may_differ(&self, suffix: &CStr) -> bool {
-        // SAFETY: live request with a filename (checked by the caller's
-        // lookup); the shim allocates from the request pool.
-        unsafe { ffi::gdn_sibling_rules_may_differ(self.r, suffix.as_ptr()) != 0 }
     }
 
     /// Asks Apache (the sibling's twin: a GET request of its own for the

@@ -134,7 +134,7 @@ fn stat_sibling<'r>(
     suffix: &CStr,
     route: Route,
 ) -> Result<Sibling<'r>, NotServed> {
-    if route == Route::Verified || !req.sibling_rules_may_differ(suffix) {
+    if route == Route::Verified || !crate::policy::sibling_rules_may_differ(req, suffix) {
         return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;

@@ -2,15 +2,19 @@
 //! configuration httpd read (`gdn_httpd::conftree`): which configurations
 //! take the short answer (sections compared per name, no twin), what a
 //! twin may come to for its file to be sent, which filters leave bytes as
-//! they are, where URLs map besides `DocumentRoot`. The configuration is
-//! read once, at post_config; csrc/access.c holds the mechanism (the
-//! twin, the per-request comparison of sections) and is handed the
-//! verdicts.
+//! they are, where URLs map besides `DocumentRoot`, and the short
+//! answer's comparison of sections (`short`). The configuration is read
+//! once, at post_config; csrc/access.c holds the mechanism (the twin) and
+//! is handed the verdicts.
 
 mod clients;
 mod filters;
 mod hooks;
 mod scan;
+mod sections;
+mod short;
+#[cfg(test)]
+mod short_tests;
 #[cfg(test)]
 mod tests;
 mod twin;
@@ -19,6 +23,8 @@ mod words;
 use gdn_httpd::conftree::Configuration;
 use gdn_httpd::{Asked, Finfo, PostConfig, SiblingRules, Status, SymlinkPolicy};
 use std::sync::RwLock;
+
+pub use sections::sibling_rules_may_differ;
 
 /// What each twin's judgement reads of the configuration, learned at
 /// post_config: its module with a content handler outside those known
@@ -42,6 +48,7 @@ pub fn learn(ctx: &PostConfig<'_>) {
         *l = Some(learned);
     }
     ctx.set_sibling_rules(&rules);
+    sections::learn(ctx);
 }
 
 /// The verdicts on `conf`, and what twins' judgements read of it.

@@ -1,0 +1,130 @@
+//! Core's sections (`gdn_httpd::sections`) as the short answer reads
+//! them (`short`), and the configuration's facts kept between requests.
+
+use super::short::{self, Asked, Server, Short};
+use gdn_httpd::sections::{DirSections, Section, Sections, ServerSections};
+use gdn_httpd::{PostConfig, Request};
+use std::ffi::CStr;
+use std::sync::RwLock;
+
+/// The facts of the configuration read last; before any, every sibling
+/// is asked of Apache.
+static SHORT: RwLock<Option<Short>> = RwLock::new(None);
+
+impl<'c> short::Sect for Section<'c> {
+    type List = Sections<'c>;
+
+    fn regex(&self) -> Option<usize> {
+        self.regex_id()
+    }
+
+    fn pattern(&self) -> Option<&[u8]> {
+        Section::pattern(self).map(CStr::to_bytes)
+    }
+
+    fn wildcard(&self) -> bool {
+        self.is_wildcard()
+    }
+
+    fn regex_matches(&self, name: &CStr) -> bool {
+        Section::regex_matches(self, name)
+    }
+
+    fn wildcard_matches(&self, name: &CStr) -> bool {
+        Section::wildcard_matches(self, name)
+    }
+
+    fn nested(&self) -> Option<Sections<'c>> {
+        let n = Section::nested(self);
+        (!n.is_empty()).then_some(n)
+    }
+}
+
+impl<'c> short::List for Sections<'c> {
+    type S = Section<'c>;
+
+    fn id(&self) -> usize {
+        Sections::id(self)
+    }
+
+    fn len(&self) -> usize {
+        Sections::len(self)
+    }
+
+    fn at(&self, i: usize) -> Section<'c> {
+        Sections::at(self, i)
+    }
+}
+
+fn server(s: ServerSections<'_>) -> Server<Sections<'_>> {
+    Server {
+        id: s.id,
+        refused: s.short_answer_refused,
+        files: s.files,
+        dirs: s.dirs,
+        locations: s.locations,
+    }
+}
+
+/// Learns the shapes of every server's sections (after the verdicts are
+/// handed in: a server they refuse takes no short answer).
+pub fn learn(ctx: &PostConfig<'_>) {
+    let servers: Vec<_> = ctx.server_sections().into_iter().map(server).collect();
+    let short = Short::learn(&servers);
+    if let Ok(mut s) = SHORT.write() {
+        *s = Some(short);
+    }
+}
+
+/// A request as the comparison reads it.
+struct Live<'a, 'r> {
+    req: &'a Request<'r>,
+    dir: DirSections<'r>,
+}
+
+impl<'r> Asked for Live<'_, 'r> {
+    type L = Sections<'r>;
+
+    fn server(&self) -> usize {
+        self.req.server_id()
+    }
+
+    fn lists(&self) -> Server<Sections<'r>> {
+        server(self.req.server_sections())
+    }
+
+    fn files(&self) -> Sections<'r> {
+        self.dir.files
+    }
+
+    fn per_request_rules(&self) -> bool {
+        let d = &self.dir;
+        d.if_sections || d.authcfg_override || d.override_list
+    }
+
+    fn filename(&self) -> Option<&[u8]> {
+        self.req.filename().map(CStr::to_bytes)
+    }
+
+    fn file_uri(&self) -> Option<&[u8]> {
+        let info = self.req.path_info().unwrap_or(b"");
+        short::file_uri(self.req.uri()?, info)
+    }
+}
+
+/// Whether Apache's rules could treat the request's file plus `suffix`
+/// otherwise than the file: true where the server's verdict rules the
+/// short answer out, or a section could tell the names apart.
+pub fn sibling_rules_may_differ(req: &Request<'_>, suffix: &CStr) -> bool {
+    let Ok(guard) = SHORT.read() else {
+        return true;
+    };
+    let Some(short) = guard.as_ref() else {
+        return true;
+    };
+    let live = Live {
+        req,
+        dir: req.dir_sections(),
+    };
+    short.may_differ(&live, suffix.to_bytes())
+}
