@@ -12,10 +12,8 @@
  * and content filters) goes back to the module, which judges it.
  *
  * The twin costs a request walk. Where the module judged a server's
- * configuration to allow it (gdn_sibling_rules), a shorter answer is
- * given: only the <Files>, <FilesMatch>, <Location> and <LocationMatch>
- * sections are compared for the two names (and <If> or .htaccess still
- * send the request to Apache). */
+ * configuration to allow it, it gives a shorter answer of its own (its
+ * policy::short, over the sections sections.c reads). */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
 #endif
@@ -93,118 +91,23 @@ const char *gdn_hook_modules(apr_pool_t *p, const char *hook)
     return NULL;
 }
 
-/* ---- Verdicts, per server ---- */
+/* ---- What the module judged of the configuration ---- */
 
-/* The verdicts the module gave at post_config (shim.h's
- * gdn_sibling_rules): a refusal outside every <VirtualHost>, whether a
- * request's headers may be edited after they are read (then the headers as read are kept for every request, for its
- * siblings' twins). */
-static const char *global_refusal = "the configuration not read yet";
+/* Whether a request's headers may be edited after they are read (then
+ * the headers as read are kept for every request, for its siblings'
+ * twins). */
 static int headers_edited;
-
-/* What decides a sibling's short answer for one server: its refusal (a
- * directive or hook that rules the short answer out), and its lists. */
-struct server_facts {
-    const server_rec *s;
-    const char *refusal;
-};
-
-/* An open-addressing table by the server record's address, built at
- * post_config in pconf before any request and only read after. */
-static struct server_facts *servers;
-static size_t servers_mask;
-
-static struct server_facts *server_slot(const server_rec *s)
-{
-    size_t i = ((apr_uintptr_t)s >> 4) * 2654435761u;
-    for (;; i++) {
-        struct server_facts *f = &servers[i & servers_mask];
-        if (!f->s || f->s == s) {
-            return f;
-        }
-    }
-}
-
-/* The facts of every server, the refusal of a <VirtualHost> found by its
- * place in the configuration (`vhosts`). */
-static void learn_servers(apr_pool_t *pconf, server_rec *main_server,
-                          apr_hash_t *vhosts)
-{
-    server_rec *s;
-    size_t n = 0, size = 16;
-    for (s = main_server; s; s = s->next) {
-        n++;
-    }
-    while (size < 2 * n) {
-        size *= 2;
-    }
-    servers = apr_pcalloc(pconf, size * sizeof(*servers));
-    servers_mask = size - 1;
-    for (s = main_server; s; s = s->next) {
-        struct server_facts *f = server_slot(s);
-        const char *key = s->defn_name
-            ? apr_psprintf(pconf, "%s:%d", s->defn_name, s->defn_line_number)
-            : NULL;
-        f->s = s;
-        f->refusal = global_refusal ? global_refusal
-                     : key ? apr_hash_get(vhosts, key, APR_HASH_KEY_STRING)
-                           : NULL;
-    }
-}
-
-static const struct server_facts *facts_of(const server_rec *s)
-{
-    const struct server_facts *f;
-    if (!servers) {
-        return NULL;
-    }
-    f = server_slot(s);
-    return f->s == s ? f : NULL;
-}
 
 static void learn_filters(const gdn_sibling_rules *rules);
 static const char *read_back(apr_pool_t *pconf, server_rec *s);
 static const char *foreign_unread;
 
-static const char *pconf_copy(apr_pool_t *pconf, const char *s)
-{
-    return s ? apr_pstrdup(pconf, s) : NULL;
-}
-
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules)
 {
-    apr_hash_t *vhosts = apr_hash_make(pconf);
-    int i;
-    servers = NULL;
-    for (i = 0; i < rules->vhosts; i++) {
-        apr_hash_set(vhosts,
-                     apr_psprintf(pconf, "%s:%d", rules->vhost_files[i],
-                                  rules->vhost_lines[i]),
-                     APR_HASH_KEY_STRING,
-                     pconf_copy(pconf, rules->vhost_refusals[i]));
-    }
-    global_refusal = pconf_copy(pconf, rules->refusal);
     headers_edited = rules->headers_edited;
-    learn_servers(pconf, main_server, vhosts);
     learn_filters(rules);
     foreign_unread = read_back(pconf, main_server);
-}
-
-/* A server the configuration did not list (none is expected) gets no
- * short answer. */
-const char *gdn_server_refusal(const server_rec *s)
-{
-    const struct server_facts *f = facts_of(s);
-    if (global_refusal) {
-        return global_refusal;
-    }
-    return f ? f->refusal : "a server the configuration did not list";
-}
-
-const char *gdn_short_answer_refused(const request_rec *r)
-{
-    return gdn_server_refusal(r->server);
 }
 
 /* ---- The sibling's URI, as httpd would have it ---- */

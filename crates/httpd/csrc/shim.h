@@ -27,18 +27,12 @@ void *gdn_module_config(ap_conf_vector_t *cv, const module *m);
 void *gdn_request_state(const request_rec *r, int module_index);
 void gdn_set_request_state(request_rec *r, int module_index, void *value);
 
-/* What the module judged of the configuration at post_config: a refusal
- * of the short answer outside every <VirtualHost> (NULL: none), one per
- * <VirtualHost> by where it is defined, whether request headers may be
- * edited after they are read, and the output filters that leave a response's bytes as they are
- * (each with the module that registers it; compressors step aside from a
- * coded response). Copied; the caller keeps its own. */
+/* What the module judged of the configuration at post_config: whether
+ * request headers may be edited after they are read, and the output
+ * filters that leave a response's bytes as they are (each with the
+ * module that registers it; compressors step aside from a coded
+ * response). Copied; the caller keeps its own. */
 typedef struct {
-    const char *refusal;
-    int vhosts;
-    const char *const *vhost_files;
-    const int *vhost_lines;
-    const char *const *vhost_refusals;
     int headers_edited;
     int filters;
     const char *const *filter_names;
@@ -85,8 +79,6 @@ typedef struct {
     int authz_count;
     const gdn_authz_node *authz;
 } gdn_twin;
-const char *gdn_short_answer_refused(const request_rec *r);
-const char *gdn_server_refusal(const server_rec *s);
 /* Core's sections, read (sections.c). */
 typedef struct {
     const void *regex;      /* the compiled regex, or NULL */

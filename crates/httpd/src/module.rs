@@ -296,17 +296,10 @@ pub trait Module: Sized + 'static {
 }
 
 /// What the module judged of a configuration, for the sibling checks of
-/// csrc/access.c: where the short answer (sections compared per name,
-/// no twin) holds, whether request headers
-/// may be edited after they are read, and which output filters leave a
-/// response's bytes as they are.
+/// csrc/access.c: whether request headers may be edited after they are
+/// read, and which output filters leave a response's bytes as they are.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SiblingRules {
-    /// Why no server takes the short answer (a refusal outside every
-    /// `<VirtualHost>`); `None`: each server as `vhosts` says.
-    pub refusal: Option<String>,
-    /// A `<VirtualHost>`'s refusal, by the file and line it starts at.
-    pub vhosts: Vec<(String, u32, String)>,
     /// Whether a module may edit request headers after they are read:
     /// then the headers as read are kept for every request's twins.
     pub headers_edited: bool,
@@ -394,31 +387,15 @@ impl PostConfig<'_> {
     }
 
     /// Hands the sibling checks what the module judged of this
-    /// configuration (see `SiblingRules`). Says, once per start, which
-    /// servers ask Apache about every sibling and why.
+    /// configuration (see `SiblingRules`).
     pub fn set_sibling_rules(&self, rules: &SiblingRules) {
         let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
-        let opt = |s: &Option<String>| s.as_deref().map(c);
-        let refusal = opt(&rules.refusal);
-        let files: Vec<CString> = rules.vhosts.iter().map(|v| c(&v.0)).collect();
-        let lines: Vec<c_int> = rules
-            .vhosts
-            .iter()
-            .map(|v| c_int::try_from(v.1).unwrap_or(0))
-            .collect();
-        let whys: Vec<CString> = rules.vhosts.iter().map(|v| c(&v.2)).collect();
         let names: Vec<CString> = rules.filters.iter().map(|f| c(f.name)).collect();
         let mods: Vec<CString> = rules.filters.iter().map(|f| c(f.module)).collect();
         let comp: Vec<c_int> = rules.filters.iter().map(|f| f.compressor.into()).collect();
         let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<_>>();
-        let (files_p, whys_p, names_p, mods_p) =
-            (ptrs(&files), ptrs(&whys), ptrs(&names), ptrs(&mods));
+        let (names_p, mods_p) = (ptrs(&names), ptrs(&mods));
         let raw = ffi::gdn_sibling_rules {
-            refusal: refusal.as_ref().map_or(ptr::null(), |s| s.as_ptr()),
-            vhosts: c_int::try_from(files.len()).unwrap_or(0),
-            vhost_files: files_p.as_ptr(),
-            vhost_lines: lines.as_ptr(),
-            vhost_refusals: whys_p.as_ptr(),
             headers_edited: rules.headers_edited.into(),
             filters: c_int::try_from(names.len()).unwrap_or(0),
             filter_names: names_p.as_ptr(),
@@ -428,45 +405,22 @@ impl PostConfig<'_> {
         // SAFETY: httpd's configuration is complete at post_config; the
         // shim copies every string into pconf before this returns.
         unsafe { ffi::gdn_scan_config(self.pconf, self.s, &raw) }
-        if !self.dry_run() {
-            self.say_sibling_refusals();
-            // SAFETY: NULL or a static or pconf string, set just above.
-            let unread = unsafe { ffi::gdn_client_rules_unread() };
-            if !unread.is_null() {
-                // SAFETY: as above.
-                let why = unsafe { CStr::from_ptr(unread) }.to_string_lossy();
-                self.log().log(
-                    Level::Warn,
-                    &format!(
-                        "every page's access is taken as telling clients apart \
-                         (siblings answered Cache-Control: private, nothing learned by a \
-                         shared dictionary): {why}"
-                    ),
-                );
-            }
+        if self.dry_run() {
+            return;
         }
-    }
-
-    fn say_sibling_refusals(&self) {
-        let (mut s, mut said) = (self.s, ptr::null());
-        while !s.is_null() {
-            // SAFETY: the server list is configuration, complete here; the
-            // refusal is a pconf string or NULL (one string for a refusal
-            // outside every <VirtualHost>, said once).
-            let why = unsafe { ffi::gdn_server_refusal(s) };
-            if !why.is_null() && why != said {
-                said = why;
-                // SAFETY: as above.
-                let why = unsafe { CStr::from_ptr(why) }.to_string_lossy();
-                super::log::ServerLog::new(s).log(
-                    Level::Info,
-                    &format!(
-                        "siblings' names are asked of Apache (a request of their own each): {why}"
-                    ),
-                );
-            }
+        // SAFETY: NULL or a static or pconf string, set just above.
+        let unread = unsafe { ffi::gdn_client_rules_unread() };
+        if !unread.is_null() {
             // SAFETY: as above.
-            s = unsafe { (*s).next };
+            let why = unsafe { CStr::from_ptr(unread) }.to_string_lossy();
+            self.log().log(
+                Level::Warn,
+                &format!(
+                    "every page's access is taken as telling clients apart \
+                     (siblings answered Cache-Control: private, nothing learned by a \
+                     shared dictionary): {why}"
+                ),
+            );
         }
     }
 

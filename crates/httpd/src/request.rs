@@ -598,16 +598,6 @@ impl<'r> Request<'r> {
         (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_bytes())
     }
 
-    /// Whether the configuration was read as one that keeps `Options`
-    /// where the directory walk reads them (csrc/access.c's list holds
-    /// for this request's server): then `symlink_policy` is the policy
-    /// Apache's walk applied to the request's own directory.
-    pub fn options_are_the_walks(&self) -> bool {
-        // SAFETY: live request; the shim only reads what post_config
-        // learned of its server.
-        unsafe { ffi::gdn_short_answer_refused(self.r).is_null() }
-    }
-
     /// Asks Apache (the sibling's twin: a GET request of its own for the
     /// sibling's URI from this client, run as httpd runs a request it has
     /// read, up to its handler) what it would answer for `path`, the

@@ -5,6 +5,7 @@
 //! pattern, regex and wildcard flag, and the two ways core matches a
 //! name (a regex run, `apr_fnmatch`). Nothing here judges what it reads.
 
+use super::log::ServerLog;
 use super::{ffi, PostConfig, Request};
 use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
@@ -122,12 +123,26 @@ impl<'c> Section<'c> {
 pub struct ServerSections<'c> {
     /// The server record's identity.
     pub id: usize,
-    /// The verdict handed in (`PostConfig::set_sibling_rules`) rules the
-    /// short answer out on this server.
-    pub short_answer_refused: bool,
+    /// Where the server is defined (a `<VirtualHost>`'s file and line);
+    /// `None` for the main server.
+    pub defined_at: Option<(&'c str, u32)>,
+    /// Log lines on this server.
+    pub log: ServerLog,
     pub files: Sections<'c>,
     pub dirs: Sections<'c>,
     pub locations: Sections<'c>,
+}
+
+fn defined_at<'c>(s: *const ffi::server_rec) -> Option<(&'c str, u32)> {
+    // SAFETY: a live server record of the configuration; its definition
+    // is a configuration-pool string or NULL.
+    let (name, line) = unsafe { ((*s).defn_name, (*s).defn_line_number) };
+    if name.is_null() {
+        return None;
+    }
+    // SAFETY: as above.
+    let name = unsafe { CStr::from_ptr(name) }.to_str().ok()?;
+    Some((name, line))
 }
 
 fn server_sections<'c>(s: *const ffi::server_rec) -> ServerSections<'c> {
@@ -140,8 +155,8 @@ fn server_sections<'c>(s: *const ffi::server_rec) -> ServerSections<'c> {
     unsafe { ffi::gdn_read_server_sections(s, &mut raw) };
     ServerSections {
         id: s as usize,
-        // SAFETY: as above; the verdicts are pconf strings or NULL.
-        short_answer_refused: !unsafe { ffi::gdn_server_refusal(s) }.is_null(),
+        defined_at: defined_at(s),
+        log: ServerLog::new(s.cast_mut()),
         files: Sections::new(raw.files),
         dirs: Sections::new(raw.dirs),
         locations: Sections::new(raw.locations),

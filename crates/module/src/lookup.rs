@@ -193,7 +193,7 @@ fn stat_short<'r>(
     path: &'r CStr,
     route: Route,
 ) -> Result<Sibling<'r>, NotServed> {
-    if route == Route::Verified && !req.options_are_the_walks() {
+    if route == Route::Verified && !crate::policy::options_are_the_walks(req) {
         return no_link(req, path);
     }
     if req.symlink_policy() == SymlinkPolicy::Always {

@@ -24,7 +24,7 @@ use gdn_httpd::conftree::Configuration;
 use gdn_httpd::{Asked, Finfo, PostConfig, SiblingRules, Status, SymlinkPolicy};
 use std::sync::RwLock;
 
-pub use sections::sibling_rules_may_differ;
+pub use sections::{options_are_the_walks, sibling_rules_may_differ};
 
 /// What each twin's judgement reads of the configuration, learned at
 /// post_config: its module with a content handler outside those known
@@ -43,16 +43,40 @@ static LEARNED: RwLock<Option<Learned>> = RwLock::new(None);
 /// Reads the configuration and hands the sibling checks their verdicts.
 pub fn learn(ctx: &PostConfig<'_>) {
     let conf = ctx.configuration();
-    let (rules, learned) = rules(&conf);
+    let (verdicts, learned) = rules(&conf);
     if let Ok(mut l) = LEARNED.write() {
         *l = Some(learned);
     }
-    ctx.set_sibling_rules(&rules);
-    sections::learn(ctx);
+    ctx.set_sibling_rules(&verdicts.sibling);
+    sections::learn(ctx, &verdicts);
+}
+
+/// The verdicts on a configuration: why no server takes the short answer
+/// (a refusal outside every `<VirtualHost>`), else each
+/// `<VirtualHost>`'s, and what the sibling checks of csrc/access.c are
+/// handed.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Verdicts {
+    pub refusal: Option<String>,
+    /// A `<VirtualHost>`'s refusal, by the file and line it starts at.
+    pub vhosts: Vec<(String, u32, String)>,
+    pub sibling: SiblingRules,
+}
+
+impl Verdicts {
+    /// Why the server defined at `at` (a `<VirtualHost>`'s file and line;
+    /// `None`: the main server) takes no short answer, if it does not.
+    pub fn refusal_of(&self, at: Option<(&str, u32)>) -> Option<&str> {
+        self.refusal.as_deref().or_else(|| {
+            let (file, line) = at?;
+            let v = self.vhosts.iter().find(|v| v.0 == file && v.1 == line)?;
+            Some(v.2.as_str())
+        })
+    }
 }
 
 /// The verdicts on `conf`, and what twins' judgements read of it.
-pub fn rules(conf: &Configuration) -> (SiblingRules, Learned) {
+pub fn rules(conf: &Configuration) -> (Verdicts, Learned) {
     let read = scan::scan(&conf.lines);
     let unknown_handler = hooks::unknown_handler(conf);
     let client_hooks = hooks::unknown_request_hooks(conf);
@@ -60,17 +84,19 @@ pub fn rules(conf: &Configuration) -> (SiblingRules, Learned) {
         .global
         .or_else(|| client_hooks.clone())
         .or_else(|| unknown_handler.clone());
-    let rules = SiblingRules {
+    let verdicts = Verdicts {
         refusal,
         vhosts: read.vhosts,
-        headers_edited: read.edits_headers && hooks::loaded(conf, "mod_headers.c"),
-        filters: filters::PLAIN_FILTERS.to_vec(),
+        sibling: SiblingRules {
+            headers_edited: read.edits_headers && hooks::loaded(conf, "mod_headers.c"),
+            filters: filters::PLAIN_FILTERS.to_vec(),
+        },
     };
     let learned = Learned {
         unknown_handler,
         client_hooks,
     };
-    (rules, learned)
+    (verdicts, learned)
 }
 
 fn learned() -> Learned {

@@ -2,8 +2,9 @@
 //! them (`short`), and the configuration's facts kept between requests.
 
 use super::short::{self, Asked, Server, Short};
+use super::Verdicts;
 use gdn_httpd::sections::{DirSections, Section, Sections, ServerSections};
-use gdn_httpd::{PostConfig, Request};
+use gdn_httpd::{Level, PostConfig, Request};
 use std::ffi::CStr;
 use std::sync::RwLock;
 
@@ -56,20 +57,36 @@ impl<'c> short::List for Sections<'c> {
     }
 }
 
-fn server(s: ServerSections<'_>) -> Server<Sections<'_>> {
+fn server(s: ServerSections<'_>, refused: bool) -> Server<Sections<'_>> {
     Server {
         id: s.id,
-        refused: s.short_answer_refused,
+        refused,
         files: s.files,
         dirs: s.dirs,
         locations: s.locations,
     }
 }
 
-/// Learns the shapes of every server's sections (after the verdicts are
-/// handed in: a server they refuse takes no short answer).
-pub fn learn(ctx: &PostConfig<'_>) {
-    let servers: Vec<_> = ctx.server_sections().into_iter().map(server).collect();
+/// Learns the shapes of every server's sections, each server with its
+/// verdict (a server refused takes no short answer), and says, once per
+/// start, which servers ask Apache about every sibling and why.
+pub fn learn(ctx: &PostConfig<'_>, verdicts: &Verdicts) {
+    let say = !ctx.dry_run();
+    let mut servers = Vec::new();
+    for s in ctx.server_sections() {
+        let why = verdicts.refusal_of(s.defined_at);
+        // A refusal outside every <VirtualHost> is said once.
+        let first = servers.is_empty() || verdicts.refusal.is_none();
+        if let Some(why) = why.filter(|_| say && first) {
+            s.log.log(
+                Level::Info,
+                &format!(
+                    "siblings' names are asked of Apache (a request of their own each): {why}"
+                ),
+            );
+        }
+        servers.push(server(s, why.is_some()));
+    }
     let short = Short::learn(&servers);
     if let Ok(mut s) = SHORT.write() {
         *s = Some(short);
@@ -90,7 +107,8 @@ impl<'r> Asked for Live<'_, 'r> {
     }
 
     fn lists(&self) -> Server<Sections<'r>> {
-        server(self.req.server_sections())
+        // What the server's verdict is was learned (`Short`), not read here.
+        server(self.req.server_sections(), false)
     }
 
     fn files(&self) -> Sections<'r> {
@@ -127,4 +145,16 @@ pub fn sibling_rules_may_differ(req: &Request<'_>, suffix: &CStr) -> bool {
         dir: req.dir_sections(),
     };
     short.may_differ(&live, suffix.to_bytes())
+}
+
+/// Whether the request's server takes the short answer, so that its
+/// `Options` are where the directory walk reads them: then the request's
+/// symlink policy is the one Apache's walk applied to its own directory.
+pub fn options_are_the_walks(req: &Request<'_>) -> bool {
+    let Ok(guard) = SHORT.read() else {
+        return false;
+    };
+    guard
+        .as_ref()
+        .is_some_and(|short| short.takes_short_answer(req.server_id()))
 }

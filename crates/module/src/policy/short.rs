@@ -267,6 +267,12 @@ impl Short {
         f
     }
 
+    /// Whether server `server` was learned and its verdict leaves it the
+    /// short answer.
+    pub fn takes_short_answer(&self, server: usize) -> bool {
+        self.servers.get(&server).is_some_and(|f| !f.refused)
+    }
+
     /// Whether the request's file and the one with `suffix` after its
     /// name could be judged differently by the sections (then the
     /// sibling is asked of Apache). A server not learned could.

@@ -3,7 +3,7 @@
 
 use super::clients::dependence;
 use super::scan::{magic_type, refusal, scan, sibling_extension};
-use super::{hooks, rules, twin, url_mappings};
+use super::{hooks, rules, twin, url_mappings, Verdicts};
 use gdn_httpd::conftree::{Configuration, Line};
 use gdn_httpd::{AuthzNode, ClientRules, Twin};
 use std::ffi::CStr;
@@ -195,6 +195,29 @@ fn a_refusal_is_the_hosts_where_it_is_in_one() {
 }
 
 #[test]
+fn each_server_gets_its_own_hosts_refusal_or_the_global_one() {
+    let text = "<VirtualHost *:80>\n  RewriteEngine On\n<VirtualHost *:81>\n  Options None\n";
+    let c = Configuration {
+        lines: conf(text),
+        ..Configuration::default()
+    };
+    let (v, _) = rules(&c);
+    assert!(v
+        .refusal_of(Some(("site.conf", 1)))
+        .is_some_and(|why| why.starts_with("RewriteEngine On")));
+    assert_eq!(v.refusal_of(Some(("site.conf", 3))), None);
+    assert_eq!(v.refusal_of(Some(("other.conf", 1))), None);
+    assert_eq!(v.refusal_of(None), None);
+    let global = Verdicts {
+        refusal: Some("Redirect".into()),
+        ..v
+    };
+    for at in [None, Some(("site.conf", 1)), Some(("site.conf", 3))] {
+        assert_eq!(global.refusal_of(at), Some("Redirect"));
+    }
+}
+
+#[test]
 fn request_headers_may_be_edited_only_where_mod_headers_can() {
     let with = |text: &str, modules: &[&str]| {
         let c = Configuration {
@@ -202,7 +225,7 @@ fn request_headers_may_be_edited_only_where_mod_headers_can() {
             modules: modules.iter().map(|m| (*m).to_owned()).collect(),
             hooks: Vec::new(),
         };
-        rules(&c).0.headers_edited
+        rules(&c).0.sibling.headers_edited
     };
     assert!(with("RequestHeader set X 1", &["mod_headers.c"]));
     assert!(with("AllowOverride FileInfo", &["mod_headers.c"]));
