@@ -123,26 +123,31 @@ impl<'c> Section<'c> {
 pub struct ServerSections<'c> {
     /// The server record's identity.
     pub id: usize,
-    /// Where the server is defined (a `<VirtualHost>`'s file and line);
-    /// `None` for the main server.
-    pub defined_at: Option<(&'c str, u32)>,
-    /// Log lines on this server.
-    pub log: ServerLog,
+    server: *const ffi::server_rec,
     pub files: Sections<'c>,
     pub dirs: Sections<'c>,
     pub locations: Sections<'c>,
 }
 
-fn defined_at<'c>(s: *const ffi::server_rec) -> Option<(&'c str, u32)> {
-    // SAFETY: a live server record of the configuration; its definition
-    // is a configuration-pool string or NULL.
-    let (name, line) = unsafe { ((*s).defn_name, (*s).defn_line_number) };
-    if name.is_null() {
-        return None;
+impl<'c> ServerSections<'c> {
+    /// Where the server is defined (a `<VirtualHost>`'s file and line);
+    /// `None` for the main server.
+    pub fn defined_at(&self) -> Option<(&'c str, u32)> {
+        // SAFETY: a live server record of the configuration; its
+        // definition is a configuration-pool string or NULL.
+        let (name, line) = unsafe { ((*self.server).defn_name, (*self.server).defn_line_number) };
+        if name.is_null() {
+            return None;
+        }
+        // SAFETY: as above.
+        let name = unsafe { CStr::from_ptr(name) }.to_str().ok()?;
+        Some((name, line))
     }
-    // SAFETY: as above.
-    let name = unsafe { CStr::from_ptr(name) }.to_str().ok()?;
-    Some((name, line))
+
+    /// Log lines on this server.
+    pub fn log(&self) -> ServerLog {
+        ServerLog::new(self.server.cast_mut())
+    }
 }
 
 fn server_sections<'c>(s: *const ffi::server_rec) -> ServerSections<'c> {
@@ -155,8 +160,7 @@ fn server_sections<'c>(s: *const ffi::server_rec) -> ServerSections<'c> {
     unsafe { ffi::gdn_read_server_sections(s, &mut raw) };
     ServerSections {
         id: s as usize,
-        defined_at: defined_at(s),
-        log: ServerLog::new(s.cast_mut()),
+        server: s,
         files: Sections::new(raw.files),
         dirs: Sections::new(raw.dirs),
         locations: Sections::new(raw.locations),

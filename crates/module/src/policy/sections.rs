@@ -74,11 +74,11 @@ pub fn learn(ctx: &PostConfig<'_>, verdicts: &Verdicts) {
     let say = !ctx.dry_run();
     let mut servers = Vec::new();
     for s in ctx.server_sections() {
-        let why = verdicts.refusal_of(s.defined_at);
+        let why = verdicts.refusal_of(s.defined_at());
         // A refusal outside every <VirtualHost> is said once.
         let first = servers.is_empty() || verdicts.refusal.is_none();
         if let Some(why) = why.filter(|_| say && first) {
-            s.log.log(
+            s.log().log(
                 Level::Info,
                 &format!(
                     "siblings' names are asked of Apache (a request of their own each): {why}"

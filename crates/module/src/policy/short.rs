@@ -286,23 +286,34 @@ impl Short {
         let Some(filename) = a.filename() else {
             return true;
         };
-        if !sf.dirs.at.is_empty()
-            && !sf.dirs.outgrown(filename.len())
-            && list_differs(&sf.dirs, &a.lists().dirs, filename, suffix, false)
+        // The server's lists, read where one of them has sections to
+        // compare; lists other than those learned (a server record reused
+        // by a configuration not learned) are not judged by what was.
+        let lists = (!sf.dirs.at.is_empty() || !sf.locations.at.is_empty()).then(|| a.lists());
+        if lists
+            .as_ref()
+            .is_some_and(|l| l.dirs.id() != sf.dirs.id || l.locations.id() != sf.locations.id)
         {
             return true;
+        }
+        if let Some(l) = lists.as_ref().filter(|_| !sf.dirs.at.is_empty()) {
+            if !sf.dirs.outgrown(filename.len())
+                && list_differs(&sf.dirs, &l.dirs, filename, suffix, false)
+            {
+                return true;
+            }
         }
         if self.files_differ(sf, &a.files(), filename, suffix) {
             return true;
         }
-        if sf.locations.at.is_empty() {
+        let Some(l) = lists.as_ref().filter(|_| !sf.locations.at.is_empty()) else {
             return false;
-        }
+        };
         let Some(uri) = a.file_uri() else {
             return true;
         };
         !sf.locations.outgrown(uri.len())
-            && list_differs(&sf.locations, &a.lists().locations, uri, suffix, true)
+            && list_differs(&sf.locations, &l.locations, uri, suffix, true)
     }
 
     /// Whether the request's `<Files>` and `<FilesMatch>` could tell its
@@ -333,9 +344,9 @@ impl Short {
     }
 }
 
-/// Whether a section of `live` (whose facts are `f`) could tell `name`
-/// from `name + suffix`: only those whose bound the name does not exceed
-/// are compared. A list other than the one learned could.
+/// Whether a section of `live` (the list whose facts are `f`) could tell
+/// `name` from `name + suffix`: only those whose bound the name does not
+/// exceed are compared.
 fn list_differs<L: List>(
     f: &ListFacts,
     live: &L,
@@ -343,9 +354,6 @@ fn list_differs<L: List>(
     suffix: &[u8],
     prefix: bool,
 ) -> bool {
-    if live.id() != f.id {
-        return true;
-    }
     f.at.iter().any(|fact| {
         fact.bound.is_none_or(|b| name.len() <= b)
             && (fact.i >= live.len()

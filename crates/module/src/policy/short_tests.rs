@@ -345,3 +345,21 @@ fn a_files_uri_is_its_uri_without_the_path_info() {
     assert_eq!(file_uri(b"/a.html", b"/z"), None);
     assert_eq!(file_uri(b"a.html", b""), None);
 }
+
+#[test]
+fn lists_other_than_those_learned_are_not_judged_by_them() {
+    let s = server(vec![], vec![name("/docs/")]);
+    let short = learned(&s);
+    assert!(!differ_learned(&short, &s, "/srv/a.html", "/a.html"));
+    // The same server record, its lists not those learned.
+    let renewed = Server {
+        locations: list(13, vec![name("/a.html")]),
+        ..copy(&s)
+    };
+    assert!(differ_learned(&short, &renewed, "/srv/a.html", "/a.html"));
+    let renewed = Server {
+        dirs: list(14, vec![]),
+        ..copy(&s)
+    };
+    assert!(differ_learned(&short, &renewed, "/srv/a.html", "/a.html"));
+}
