@@ -137,7 +137,9 @@ fn generate() -> Result<(), Box<dyn std::error::Error>> {
         .allowlist_var("(AP|APR|APLOG|HTTP|M|OK|DECLINED|DONE|MODULE|OPT|ACCESS|RSRC|OR|ENABLE)_.*")
         .allowlist_var("(OK|DECLINED|DONE)")
         .allowlist_var("ap_unixd_config|ap_conftree|ap_top_module")
-        .layout_tests(false)
+        // Each struct's size, alignment and field offsets, as clang laid
+        // them out from httpd's headers, asserted where the crate builds.
+        .layout_tests(true)
         .derive_default(true)
         .generate_comments(false);
     for dir in &includes {
