@@ -417,6 +417,19 @@ fn servers(shared: &Path, docroot: Docroot, cache: Cache, n: usize) -> Vec<Apach
         .collect()
 }
 
+/// What each server's processes judged of its pages, period by period
+/// (the module's debug lines): what a disagreement about the dictionary
+/// is read from.
+fn judgments(servers: &[Apache]) -> String {
+    let mut out = String::new();
+    for (i, s) in servers.iter().enumerate() {
+        for l in s.module_log_about("site dictionary pages") {
+            out += &format!("server {i}: {l}\n");
+        }
+    }
+    out
+}
+
 /// Checks that every server links `linked` and serves the same bytes for
 /// it; those bytes.
 fn one_dictionary(servers: &[Apache], pages: &[Page], linked: &str, what: &str) -> Vec<u8> {
@@ -425,7 +438,8 @@ fn one_dictionary(servers: &[Apache], pages: &[Page], linked: &str, what: &str) 
         assert_eq!(
             linked_dictionary(&r).as_deref(),
             Some(linked),
-            "{what}: one URL"
+            "{what}: one URL; each server's judgments of its pages:\n{}",
+            judgments(servers)
         );
     }
     let dictionaries: Vec<Response> = servers.iter().map(|s| s.get(linked, None)).collect();
