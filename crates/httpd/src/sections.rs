@@ -7,6 +7,7 @@
 
 use super::log::ServerLog;
 use super::{ffi, PostConfig, Request};
+use std::borrow::Cow;
 use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
 use std::ptr;
@@ -131,8 +132,9 @@ pub struct ServerSections<'c> {
 
 impl<'c> ServerSections<'c> {
     /// Where the server is defined (a `<VirtualHost>`'s file and line);
-    /// `None` for the main server.
-    pub fn defined_at(&self) -> Option<(&'c str, u32)> {
+    /// `None` for the main server. The file as `conftree` spells it (a
+    /// name that is not UTF-8, replaced alike).
+    pub fn defined_at(&self) -> Option<(Cow<'c, str>, u32)> {
         // SAFETY: a live server record of the configuration; its
         // definition is a configuration-pool string or NULL.
         let (name, line) = unsafe { ((*self.server).defn_name, (*self.server).defn_line_number) };
@@ -140,7 +142,7 @@ impl<'c> ServerSections<'c> {
             return None;
         }
         // SAFETY: as above.
-        let name = unsafe { CStr::from_ptr(name) }.to_str().ok()?;
+        let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
         Some((name, line))
     }
 

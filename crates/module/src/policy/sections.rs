@@ -74,7 +74,8 @@ pub fn learn(ctx: &PostConfig<'_>, verdicts: &Verdicts) {
     let say = !ctx.dry_run();
     let mut servers = Vec::new();
     for s in ctx.server_sections() {
-        let why = verdicts.refusal_of(s.defined_at());
+        let at = s.defined_at();
+        let why = verdicts.refusal_of(at.as_ref().map(|(file, line)| (&**file, *line)));
         // A refusal outside every <VirtualHost> is said once.
         let first = servers.is_empty() || verdicts.refusal.is_none();
         if let Some(why) = why.filter(|_| say && first) {
@@ -107,7 +108,7 @@ impl<'r> Asked for Live<'_, 'r> {
     }
 
     fn lists(&self) -> Server<Sections<'r>> {
-        // What the server's verdict is was learned (`Short`), not read here.
+        // The server's verdict is in what `Short` learned, not read per request.
         server(self.req.server_sections(), false)
     }
 
