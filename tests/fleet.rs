@@ -417,13 +417,26 @@ fn servers(shared: &Path, docroot: Docroot, cache: Cache, n: usize) -> Vec<Apach
         .collect()
 }
 
-/// What each server's processes judged of its pages, period by period
-/// (the module's debug lines): what a disagreement about the dictionary
-/// is read from.
+/// Waits for the wall clock's next second: a process links the
+/// dictionary it looked up in the current second (`site::page_link`), so
+/// one that looked before the latest training links the one before until
+/// that second ends, and from the next on every process links what its
+/// server holds now.
+fn next_second() {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    let left = Duration::from_secs(1) - Duration::from_nanos(u64::from(now.subsec_nanos()));
+    std::thread::sleep(left + Duration::from_millis(20));
+}
+
+/// What each server's processes judged of its pages, period by period,
+/// and what its compressor trained from them (the module's lines): what
+/// a disagreement about the dictionary is read from.
 fn judgments(servers: &[Apache]) -> String {
     let mut out = String::new();
     for (i, s) in servers.iter().enumerate() {
-        for l in s.module_log_about("site dictionary pages") {
+        for l in s.module_log_about("site dictionary") {
             out += &format!("server {i}: {l}\n");
         }
     }
@@ -433,12 +446,13 @@ fn judgments(servers: &[Apache]) -> String {
 /// Checks that every server links `linked` and serves the same bytes for
 /// it; those bytes.
 fn one_dictionary(servers: &[Apache], pages: &[Page], linked: &str, what: &str) -> Vec<u8> {
+    next_second();
     for s in servers {
         let r = s.get(&pages[1].path, Some("zstd, br, gzip"));
         assert_eq!(
             linked_dictionary(&r).as_deref(),
             Some(linked),
-            "{what}: one URL; each server's judgments of its pages:\n{}",
+            "{what}: one URL; each server's judgments and trainings:\n{}",
             judgments(servers)
         );
     }
