@@ -60,7 +60,20 @@ impl Fpm {
 }
 
 impl Drop for Fpm {
+    /// SIGTERM, so that the master ends its workers (killed, it leaves
+    /// them running, orphaned); SIGKILL only if it has not ended in 10 s.
     fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .arg("-TERM")
+            .arg(self.child.id().to_string())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !matches!(self.child.try_wait(), Ok(None)) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
