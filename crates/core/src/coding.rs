@@ -32,15 +32,6 @@ impl Coding {
         }
     }
 
-    /// `suffixes` as C strings, for Apache's lookups.
-    pub fn c_suffixes(self) -> &'static [&'static CStr] {
-        match self {
-            Coding::Zstd => &[c".zst", c".zstd"],
-            Coding::Br => &[c".br"],
-            Coding::Gzip => &[c".gz"],
-        }
-    }
-
     /// The token as a C string, for Apache's tables.
     pub fn c_token(self) -> &'static CStr {
         match self {

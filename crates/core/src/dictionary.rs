@@ -107,6 +107,11 @@ impl DeltaSuffix {
         }
     }
 
+    /// The suffix's bytes: ASCII, no NUL.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+
     pub fn as_str(&self) -> &str {
         // ASCII by construction: a dot, hex digits, a dot, a token.
         std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")

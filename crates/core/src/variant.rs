@@ -7,6 +7,7 @@
 
 use crate::coding::{Coding, DeltaCoding};
 use crate::negotiate::{Accepted, Ranked};
+use crate::representation::Representation;
 
 /// What the handler knows of a regular file on disk.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -16,16 +17,18 @@ pub struct FileMeta {
     pub size: u64,
 }
 
-/// One way to answer, tried in the order `candidates` gives. Candidates
-/// that name a file are looked up when reached, so the common case (the
-/// client's preferred coding, fresh) costs one stat.
+/// One way to answer, tried in the order `candidates` gives: a
+/// representation to look for (`offers` says which it may resolve into),
+/// or an answer that is none. Candidates that name a file are looked up
+/// when reached, so the common case (the client's preferred coding,
+/// fresh) costs one stat.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Candidate {
     /// Send the delta against the dictionary the client announced (RFC
     /// 9842), if it exists and is fresh.
     Delta(DeltaCoding),
     /// Send this coding's sibling as is, if it exists and is fresh.
-    Send(Coding),
+    Sibling(Coding),
     /// Send the on-demand copy of the original in this coding, if the
     /// cache holds one for the original's version (else ask for it).
     Cached(Coding),
@@ -49,6 +52,28 @@ pub enum Candidate {
     NotImplemented,
     /// Path info after a file, which the configuration does not accept (404).
     PathInfo,
+}
+
+impl Candidate {
+    /// Whether this candidate may be answered by `r`: a delta published
+    /// or made on demand, a decode on the fly or from its cached copy;
+    /// the candidates that are no representation by none.
+    pub fn offers(self, r: Representation) -> bool {
+        use Representation as R;
+        match self {
+            Candidate::Delta(d) => r == R::Delta(d) || r == R::CachedDelta(d),
+            Candidate::Sibling(c) => r == R::Sibling(c),
+            Candidate::Cached(c) => r == R::Cached(c),
+            Candidate::Original => r == R::Original,
+            Candidate::Decode(c, _) => r == R::Decoded(c) || r == R::DecodedCopy(c),
+            Candidate::NotAcceptable
+            | Candidate::NotFound
+            | Candidate::Options
+            | Candidate::MethodNotAllowed
+            | Candidate::NotImplemented
+            | Candidate::PathInfo => false,
+        }
+    }
 }
 
 /// How much history a `Decode` candidate may need.
@@ -316,7 +341,7 @@ pub fn candidates(inp: &Inputs) -> Candidates {
             out.push(Candidate::Original);
             original_pushed = true;
         }
-        out.push(Candidate::Send(c));
+        out.push(Candidate::Sibling(c));
         if inp.cache && inp.original.is_some() {
             out.push(Candidate::Cached(c));
         }
@@ -401,7 +426,7 @@ mod tests {
     fn best_acceptable_sibling_first_then_original() {
         assert_eq!(
             order(Some("gzip, br"), meta(5)),
-            [Send(Br), Send(Gzip), Original]
+            [Sibling(Br), Sibling(Gzip), Original]
         );
     }
 
@@ -410,21 +435,21 @@ mod tests {
         let o = meta(5);
         assert_eq!(
             order(Some("gzip;q=0.1, identity"), o),
-            [Original, Send(Gzip)]
+            [Original, Sibling(Gzip)]
         );
         assert_eq!(
             order(Some("br, gzip;q=0.5, identity;q=0.8"), o),
-            [Send(Br), Original, Send(Gzip)]
+            [Sibling(Br), Original, Sibling(Gzip)]
         );
         // Equal q keeps the server's order: codings first.
         assert_eq!(
             order(Some("gzip;q=0.5, identity;q=0.5"), o),
-            [Send(Gzip), Original]
+            [Sibling(Gzip), Original]
         );
         // Identity's default acceptability is not a preference.
-        assert_eq!(order(Some("gzip;q=0.9"), o), [Send(Gzip), Original]);
+        assert_eq!(order(Some("gzip;q=0.9"), o), [Sibling(Gzip), Original]);
         // Without the original, identity's q changes nothing.
-        assert_eq!(order(Some("gzip;q=0.1, identity"), None)[0], Send(Gzip));
+        assert_eq!(order(Some("gzip;q=0.1, identity"), None)[0], Sibling(Gzip));
     }
 
     #[test]
@@ -433,7 +458,13 @@ mod tests {
         i.cache = true;
         assert_eq!(
             candidates(&i).as_slice(),
-            [Send(Br), Cached(Br), Original, Send(Gzip), Cached(Gzip)]
+            [
+                Sibling(Br),
+                Cached(Br),
+                Original,
+                Sibling(Gzip),
+                Cached(Gzip)
+            ]
         );
         let mut i = inputs(Some("zstd"), None);
         i.cache = true;
@@ -442,7 +473,7 @@ mod tests {
 
     #[test]
     fn without_the_original_siblings_then_decoding_then_not_found() {
-        let mut want = vec![Send(Zstd), Send(Br), Send(Gzip)];
+        let mut want = vec![Sibling(Zstd), Sibling(Br), Sibling(Gzip)];
         want.extend(DECODES);
         want.push(NotFound);
         assert_eq!(order(Some("zstd, br, gzip"), None), want);
@@ -504,7 +535,7 @@ mod tests {
             [
                 Delta(DeltaCoding::Dcz),
                 Delta(DeltaCoding::Dcb),
-                Send(Gzip),
+                Sibling(Gzip),
                 Original
             ]
         );
@@ -559,7 +590,7 @@ mod tests {
             (Sizes::default(), [Zstd, Br, Gzip]),
         ];
         for (sizes, want) in cases {
-            let mut want: Vec<_> = want.map(Send).to_vec();
+            let mut want: Vec<_> = want.map(Sibling).to_vec();
             want.push(Original);
             assert_eq!(by_size("gzip, deflate, br, zstd", sizes), want, "{sizes:?}");
         }
@@ -570,17 +601,17 @@ mod tests {
         let small_br = sized(Some(200), Some(100), Some(150));
         assert_eq!(
             by_size("br;q=0.5, zstd", small_br),
-            [Send(Zstd), Send(Br), Original]
+            [Sibling(Zstd), Sibling(Br), Original]
         );
         // Each run of equal q is ordered by itself.
         assert_eq!(
             by_size("zstd, gzip;q=0.5, br;q=0.5", small_br),
-            [Send(Zstd), Send(Br), Send(Gzip), Original]
+            [Sibling(Zstd), Sibling(Br), Sibling(Gzip), Original]
         );
         // Identity preferred keeps its place between runs.
         assert_eq!(
             by_size("zstd;q=0.5, br;q=0.5, identity;q=0.8", small_br),
-            [Original, Send(Br), Send(Zstd)]
+            [Original, Sibling(Br), Sibling(Zstd)]
         );
     }
 
@@ -592,11 +623,11 @@ mod tests {
         assert_eq!(
             candidates(&i).as_slice(),
             [
-                Send(Br),
+                Sibling(Br),
                 Cached(Br),
-                Send(Gzip),
+                Sibling(Gzip),
                 Cached(Gzip),
-                Send(Zstd),
+                Sibling(Zstd),
                 Cached(Zstd),
                 Original
             ]
@@ -610,10 +641,10 @@ mod tests {
         assert_eq!(
             by_size("gzip, br, zstd, dcb, dcz", s),
             [
-                Send(Br),
+                Sibling(Br),
                 Delta(DeltaCoding::Dcz),
-                Send(Gzip),
-                Send(Zstd),
+                Sibling(Gzip),
+                Sibling(Zstd),
                 Delta(DeltaCoding::Dcb),
                 Original
             ]

@@ -77,13 +77,29 @@ pub enum Skip<'r> {
 /// A sibling decoded on the fly is "decompressed" here (the counters'
 /// `decoded`); a body an output filter compressed is "on-the-fly", in
 /// the filter's coding, as the counters have it.
+#[inline]
 pub fn note(o: Outcome, stale: bool) -> Option<&'static CStr> {
     use gdn_core::coding::DeltaCoding::*;
+    use gdn_core::representation::Representation::*;
     use {Coding::*, Outcome::*};
-    Some(match o {
-        Precompressed(Zstd) => c"zstd precompressed",
-        Precompressed(Br) => c"br precompressed",
-        Precompressed(Gzip) => c"gzip precompressed",
+    let r = match o {
+        Outcome::Sent(r) => r,
+        OnTheFly(Zstd) => return Some(c"zstd on-the-fly"),
+        OnTheFly(Br) => return Some(c"br on-the-fly"),
+        OnTheFly(Gzip) => return Some(c"gzip on-the-fly"),
+        Dynamic(Zstd) => return Some(c"zstd dynamic"),
+        Dynamic(Br) => return Some(c"br dynamic"),
+        Dynamic(Gzip) => return Some(c"gzip dynamic"),
+        DynamicDelta(Dcz) => return Some(c"dcz dynamic"),
+        DynamicDelta(Dcb) => return Some(c"dcb dynamic"),
+        NotAcceptable => return Some(c"not-acceptable"),
+        Error => return Some(c"error"),
+        NotFound | Other => return None,
+    };
+    Some(match r {
+        Sibling(Zstd) => c"zstd precompressed",
+        Sibling(Br) => c"br precompressed",
+        Sibling(Gzip) => c"gzip precompressed",
         Delta(Dcz) => c"dcz precompressed",
         Delta(Dcb) => c"dcb precompressed",
         Cached(Zstd) => c"zstd cached",
@@ -97,19 +113,8 @@ pub fn note(o: Outcome, stale: bool) -> Option<&'static CStr> {
         DecodedCopy(Zstd) => c"zstd decompressed cached",
         DecodedCopy(Br) => c"br decompressed cached",
         DecodedCopy(Gzip) => c"gzip decompressed cached",
-        OnTheFly(Zstd) => c"zstd on-the-fly",
-        OnTheFly(Br) => c"br on-the-fly",
-        OnTheFly(Gzip) => c"gzip on-the-fly",
-        Dynamic(Zstd) => c"zstd dynamic",
-        Dynamic(Br) => c"br dynamic",
-        Dynamic(Gzip) => c"gzip dynamic",
-        DynamicDelta(Dcz) => c"dcz dynamic",
-        DynamicDelta(Dcb) => c"dcb dynamic",
         Original if stale => c"stale",
         Original => c"original",
-        NotAcceptable => c"not-acceptable",
-        Error => c"error",
-        NotFound | Other => return None,
     })
 }
 
@@ -130,6 +135,6 @@ mod tests {
                 (_, None) => assert!(matches!(o, Outcome::NotFound | Outcome::Other)),
             }
         }
-        assert_eq!(note(Outcome::Original, true), Some(c"stale"));
+        assert_eq!(note(Outcome::ORIGINAL, true), Some(c"stale"));
     }
 }

@@ -131,14 +131,19 @@ enum NotServed {
 fn stat_sibling<'r>(
     req: &Request<'r>,
     path: &'r CStr,
-    suffix: &CStr,
+    suffix: &[u8],
     route: Route,
 ) -> Result<Sibling<'r>, NotServed> {
     if route == Route::Verified || !crate::policy::sibling_rules_may_differ(req, suffix) {
         return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
-    let (answer, client_dependent) = crate::policy::sibling(&req.ask_sibling(path, suffix));
+    // The suffix as a C string: the tail of the path it ends.
+    let whole = path.to_bytes_with_nul();
+    let tail = whole.get(whole.len() - 1 - suffix.len().min(whole.len() - 1)..);
+    let c_suffix = tail.and_then(|t| CStr::from_bytes_with_nul(t).ok());
+    let c_suffix = c_suffix.ok_or(NotServed::Absent)?;
+    let (answer, client_dependent) = crate::policy::sibling(&req.ask_sibling(path, c_suffix));
     if client_dependent {
         depends_on_client(req);
     }
@@ -282,19 +287,17 @@ pub fn find_sibling<'r>(
     c: Coding,
     route: Route,
 ) -> Option<Sibling<'r>> {
-    c.suffixes()
-        .iter()
-        .zip(c.c_suffixes())
-        .find_map(|(suffix, c_suffix)| {
-            match stat_sibling(req, req.path_with_suffix(base, suffix), c_suffix, route) {
-                Ok(s) => Some(s),
-                Err(NotServed::Refused) => {
-                    counters::passed_over(Reason::Refused, c);
-                    None
-                }
-                Err(NotServed::Absent) => None,
+    c.suffixes().iter().find_map(|suffix| {
+        let path = req.path_with_suffix(base, suffix);
+        match stat_sibling(req, path, suffix.as_bytes(), route) {
+            Ok(s) => Some(s),
+            Err(NotServed::Refused) => {
+                counters::passed_over(Reason::Refused, c);
+                None
             }
-        })
+            Err(NotServed::Absent) => None,
+        }
+    })
 }
 
 /// The delta of `base` against the dictionary with SHA-256 `hash`, if it
@@ -309,11 +312,8 @@ pub fn find_delta<'r>(
     hash: &[u8; 32],
 ) -> Option<Sibling<'r>> {
     let suffix = dictionary::DeltaSuffix::new(hash, d);
-    let path = req.path_with_suffix(base, suffix.as_str());
-    // The suffix as a C string: the tail of the path just built.
-    let c_suffix = &path.to_bytes_with_nul()[base.to_bytes().len()..];
-    let c_suffix = CStr::from_bytes_with_nul(c_suffix).ok()?;
-    stat_sibling(req, path, c_suffix, Route::OwnName).ok()
+    let path = req.path_with_suffix(base, suffix.as_bytes());
+    stat_sibling(req, path, suffix.as_bytes(), Route::OwnName).ok()
 }
 
 /// Warns once per sibling version per process (`memo::stale`).

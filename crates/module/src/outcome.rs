@@ -1,24 +1,17 @@
-//! What one response of the handler was: the responders' word for what
-//! they sent, which the walk hands on, the log note names and the
-//! counters count (`metrics::tally` indexes them in `ALL`'s order).
+//! What one response of the module was, as the log note names it and the
+//! counters count it (`metrics::tally` indexes them in `ALL`'s order): a
+//! representation of a file's resource the handler sent
+//! (`gdn_core::representation`, the one word from the decision on), a
+//! body an output filter coded, or an answer that is no representation.
 
 use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::representation::Representation;
 
-/// What one response of the handler was.
+/// What one response of the module was.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
-    /// A sibling sent as it is.
-    Precompressed(Coding),
-    /// A delta against the client's dictionary.
-    Delta(DeltaCoding),
-    /// An on-demand copy.
-    Cached(Coding),
-    /// A delta on demand, against a version the cache kept.
-    CachedDelta(DeltaCoding),
-    /// A sibling decoded on the fly.
-    Decoded(Coding),
-    /// A sibling's decoded copy from the on-demand cache.
-    DecodedCopy(Coding),
+    /// A representation the handler sent.
+    Sent(Representation),
     /// The original, or a sibling decoded, that an output filter
     /// (mod_deflate, mod_brotli) compressed on its way out.
     OnTheFly(Coding),
@@ -27,8 +20,6 @@ pub enum Outcome {
     Dynamic(Coding),
     /// A dynamic response coded against the client's site dictionary.
     DynamicDelta(DeltaCoding),
-    /// The original file.
-    Original,
     /// 406: no acceptable coding, decompression off.
     NotAcceptable,
     NotFound,
@@ -41,33 +32,38 @@ pub enum Outcome {
 /// The response outcomes, as the counters index them.
 pub const OUTCOMES: usize = 29;
 
+use Representation as R;
+
 impl Outcome {
+    /// The original file, sent as it is.
+    pub const ORIGINAL: Outcome = Outcome::Sent(R::Original);
+
     /// Every outcome, in counter order.
     pub const ALL: [Outcome; OUTCOMES] = [
-        Outcome::Precompressed(Coding::Zstd),
-        Outcome::Precompressed(Coding::Br),
-        Outcome::Precompressed(Coding::Gzip),
-        Outcome::Delta(DeltaCoding::Dcz),
-        Outcome::Delta(DeltaCoding::Dcb),
-        Outcome::Cached(Coding::Zstd),
-        Outcome::Cached(Coding::Br),
-        Outcome::Cached(Coding::Gzip),
-        Outcome::Decoded(Coding::Zstd),
-        Outcome::Decoded(Coding::Br),
-        Outcome::Decoded(Coding::Gzip),
-        Outcome::DecodedCopy(Coding::Zstd),
-        Outcome::DecodedCopy(Coding::Br),
-        Outcome::DecodedCopy(Coding::Gzip),
+        Outcome::Sent(R::Sibling(Coding::Zstd)),
+        Outcome::Sent(R::Sibling(Coding::Br)),
+        Outcome::Sent(R::Sibling(Coding::Gzip)),
+        Outcome::Sent(R::Delta(DeltaCoding::Dcz)),
+        Outcome::Sent(R::Delta(DeltaCoding::Dcb)),
+        Outcome::Sent(R::Cached(Coding::Zstd)),
+        Outcome::Sent(R::Cached(Coding::Br)),
+        Outcome::Sent(R::Cached(Coding::Gzip)),
+        Outcome::Sent(R::Decoded(Coding::Zstd)),
+        Outcome::Sent(R::Decoded(Coding::Br)),
+        Outcome::Sent(R::Decoded(Coding::Gzip)),
+        Outcome::Sent(R::DecodedCopy(Coding::Zstd)),
+        Outcome::Sent(R::DecodedCopy(Coding::Br)),
+        Outcome::Sent(R::DecodedCopy(Coding::Gzip)),
         Outcome::OnTheFly(Coding::Zstd),
         Outcome::OnTheFly(Coding::Br),
         Outcome::OnTheFly(Coding::Gzip),
-        Outcome::Original,
+        Outcome::ORIGINAL,
         Outcome::NotAcceptable,
         Outcome::NotFound,
         Outcome::Error,
         Outcome::Other,
-        Outcome::CachedDelta(DeltaCoding::Dcz),
-        Outcome::CachedDelta(DeltaCoding::Dcb),
+        Outcome::Sent(R::CachedDelta(DeltaCoding::Dcz)),
+        Outcome::Sent(R::CachedDelta(DeltaCoding::Dcb)),
         Outcome::Dynamic(Coding::Zstd),
         Outcome::Dynamic(Coding::Br),
         Outcome::Dynamic(Coding::Gzip),
@@ -76,38 +72,44 @@ impl Outcome {
     ];
 
     /// Position in `ALL`.
+    #[inline]
     pub fn index(self) -> usize {
         match self {
-            Outcome::Precompressed(c) => c.index(),
-            Outcome::Delta(d) => 3 + d.index(),
-            Outcome::Cached(c) => 5 + c.index(),
-            Outcome::Decoded(c) => 8 + c.index(),
-            Outcome::DecodedCopy(c) => 11 + c.index(),
+            Outcome::Sent(r) => match r {
+                R::Sibling(c) => c.index(),
+                R::Delta(d) => 3 + d.index(),
+                R::Cached(c) => 5 + c.index(),
+                R::Decoded(c) => 8 + c.index(),
+                R::DecodedCopy(c) => 11 + c.index(),
+                R::Original => 17,
+                R::CachedDelta(d) => 22 + d.index(),
+            },
             Outcome::OnTheFly(c) => 14 + c.index(),
-            Outcome::Original => 17,
             Outcome::NotAcceptable => 18,
             Outcome::NotFound => 19,
             Outcome::Error => 20,
             Outcome::Other => 21,
-            Outcome::CachedDelta(d) => 22 + d.index(),
             Outcome::Dynamic(c) => 24 + c.index(),
             Outcome::DynamicDelta(d) => 27 + d.index(),
         }
     }
 
     /// The `outcome` label.
+    #[inline]
     pub fn name(self) -> &'static str {
         match self {
-            Outcome::Precompressed(_) => "precompressed",
-            Outcome::Delta(_) => "delta",
-            Outcome::Cached(_) => "cached",
-            Outcome::CachedDelta(_) => "cached_delta",
-            Outcome::Decoded(_) => "decoded",
-            Outcome::DecodedCopy(_) => "decoded_copy",
+            Outcome::Sent(r) => match r {
+                R::Sibling(_) => "precompressed",
+                R::Delta(_) => "delta",
+                R::Cached(_) => "cached",
+                R::CachedDelta(_) => "cached_delta",
+                R::Decoded(_) => "decoded",
+                R::DecodedCopy(_) => "decoded_copy",
+                R::Original => "original",
+            },
             Outcome::OnTheFly(_) => "on_the_fly",
             Outcome::Dynamic(_) => "dynamic",
             Outcome::DynamicDelta(_) => "dynamic_delta",
-            Outcome::Original => "original",
             Outcome::NotAcceptable => "not_acceptable",
             Outcome::NotFound => "not_found",
             Outcome::Error => "error",
@@ -117,50 +119,39 @@ impl Outcome {
 
     /// The `coding` label: the coding sent, or decoded from; `identity`
     /// for the original; none for answers without a representation.
+    #[inline]
     pub fn coding(self) -> Option<&'static str> {
         match self {
-            Outcome::Precompressed(c)
-            | Outcome::Cached(c)
-            | Outcome::OnTheFly(c)
-            | Outcome::Dynamic(c)
-            | Outcome::Decoded(c)
-            | Outcome::DecodedCopy(c) => Some(c.token()),
-            Outcome::Delta(d) | Outcome::CachedDelta(d) | Outcome::DynamicDelta(d) => {
-                Some(d.token())
-            }
-            Outcome::Original => Some("identity"),
-            _ => None,
+            Outcome::Sent(r) => Some(r.coding()),
+            Outcome::OnTheFly(c) | Outcome::Dynamic(c) => Some(c.token()),
+            Outcome::DynamicDelta(d) => Some(d.token()),
+            Outcome::NotAcceptable | Outcome::NotFound | Outcome::Error | Outcome::Other => None,
         }
     }
 
     /// Whether the body is the original in a content coding, so that
     /// what it saved is the original's size less what was sent.
+    #[inline]
     pub fn is_coded(self) -> bool {
-        matches!(
-            self,
-            Outcome::Precompressed(_)
-                | Outcome::Delta(_)
-                | Outcome::CachedDelta(_)
-                | Outcome::Cached(_)
-                | Outcome::OnTheFly(_)
-                | Outcome::Dynamic(_)
-                | Outcome::DynamicDelta(_)
-        )
+        match self {
+            Outcome::Sent(r) => r.is_coded(),
+            Outcome::OnTheFly(_) | Outcome::Dynamic(_) | Outcome::DynamicDelta(_) => true,
+            Outcome::NotAcceptable | Outcome::NotFound | Outcome::Error | Outcome::Other => false,
+        }
     }
 
     /// Whether the body is an on-demand copy, one the cache keeps in its
     /// least-recently-used order.
+    #[inline]
     pub fn is_copy(self) -> bool {
-        matches!(
-            self,
-            Outcome::Cached(_) | Outcome::CachedDelta(_) | Outcome::DecodedCopy(_)
-        )
+        matches!(self, Outcome::Sent(r) if r.is_copy())
     }
 
     /// The coding the body went out in, as `Content-Encoding` names it.
+    #[inline]
     pub fn coding_sent(self) -> Option<&'static str> {
         match self {
-            Outcome::Decoded(_) | Outcome::DecodedCopy(_) => Some("identity"),
+            Outcome::Sent(r) => Some(r.coding_sent()),
             o => o.coding(),
         }
     }

@@ -8,10 +8,14 @@
 use crate::answer::{Answer, Skip};
 use crate::facts::{Facts, Held, Learned, Noted, Seen};
 use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::representation::Representation;
 use gdn_core::variant::{Candidate, Window};
 use std::ffi::CStr;
 
-/// One representation, resolved, for a responder to send.
+/// A candidate resolved with the files it needs: a representation
+/// (`representation` names it) with the sibling (`S`) or the cache's copy
+/// (`C`) that holds it, or an answer that is none, for a responder to
+/// send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Resolved<'r, S, C> {
     Delta(DeltaCoding, S),
@@ -146,6 +150,31 @@ pub fn walk<'r, F: Facts>(
     }
 }
 
+impl<S, C> Resolved<'_, S, C> {
+    /// The representation it sends; none for an answer that is no
+    /// representation (404, 406, 500, 503, OPTIONS, refused methods).
+    pub fn representation(&self) -> Option<Representation> {
+        use Representation as R;
+        Some(match *self {
+            Resolved::Delta(d, _) => R::Delta(d),
+            Resolved::CachedDelta(d, _) => R::CachedDelta(d),
+            Resolved::Sibling(c, _) => R::Sibling(c),
+            Resolved::Cached(c, _) => R::Cached(c),
+            Resolved::Original { .. } => R::Original,
+            Resolved::Decode(c, ..) => R::Decoded(c),
+            Resolved::DecodedCopy(c, ..) => R::DecodedCopy(c),
+            Resolved::NotAcceptable(_)
+            | Resolved::NoneDecodable { .. }
+            | Resolved::Busy
+            | Resolved::NotFound
+            | Resolved::PathInfo
+            | Resolved::Options
+            | Resolved::NotImplemented
+            | Resolved::MethodNotAllowed => return None,
+        })
+    }
+}
+
 impl<S, C: Copy> Resolved<'_, S, C> {
     /// The on-demand copy this representation sends, if it is one.
     fn copy(&self) -> Option<C> {
@@ -168,7 +197,7 @@ fn resolve<'r, F: Facts>(f: &F, c: Candidate, tried: &Tried<'r>) -> Resolution<'
             Some(s) => Resolved::Delta(d, s),
             None => Resolved::CachedDelta(d, held(f.cached_delta(d))?),
         },
-        Candidate::Send(c) => Resolved::Sibling(c, openable(f, c, tried)?),
+        Candidate::Sibling(c) => Resolved::Sibling(c, openable(f, c, tried)?),
         Candidate::Cached(c) => Resolved::Cached(c, held(f.copy(c))?),
         Candidate::Original => Resolved::Original {
             vary: f.cache_on()

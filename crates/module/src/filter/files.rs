@@ -22,6 +22,7 @@ use crate::outcome::Outcome;
 use gdn_compressor::job::CodingSet;
 use gdn_compressor::key::Kind;
 use gdn_core::coding::Coding;
+use gdn_core::representation::Representation;
 use gdn_httpd::{apr_status_t, File, Filter, Input, Level, Request};
 
 /// Sends the cache's copy of the file the response holds, in the
@@ -115,7 +116,7 @@ fn record(req: &Request<'_>, coding: Coding, sent: u64, original: u64) {
     if req.handler_is(crate::handler::name::HANDLER) {
         return;
     }
-    let outcome = Outcome::Cached(coding);
+    let outcome = Outcome::Sent(Representation::Cached(coding));
     if let Some(n) = crate::answer::note(outcome, false) {
         req.add_note(answered::NOTE, n);
     }

@@ -8,6 +8,7 @@ use crate::metrics::counters;
 use crate::metrics::tally::{self, Reason};
 use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
+use gdn_core::representation::Representation;
 use gdn_httpd::{Request, Status};
 use std::ffi::CStr;
 
@@ -66,7 +67,7 @@ pub fn record<F: FnOnce() -> Option<u64>>(
         counters::decode_cpu(c, micros);
     }
     let sent = count(req, a, r.original, r.br);
-    let stale = sent == Outcome::Original && r.stale;
+    let stale = sent == Outcome::ORIGINAL && r.stale;
     match (answer::note(sent, stale), queued) {
         (Some(n), false) => req.add_note(NOTE, n),
         (n, true) => {
@@ -110,7 +111,11 @@ fn count(
         return c.outcome;
     }
     counters::response(c);
-    if let (Outcome::Delta(d) | Outcome::CachedDelta(d), true) = (c.outcome, whole) {
+    if let (
+        Outcome::Sent(Representation::Delta(d)) | Outcome::Sent(Representation::CachedDelta(d)),
+        true,
+    ) = (c.outcome, whole)
+    {
         if let Some(br) = br() {
             counters::delta_saved_vs_br(d, br.saturating_sub(sent));
         }

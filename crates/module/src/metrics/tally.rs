@@ -17,6 +17,7 @@ pub use render::{auto, prometheus};
 use crate::outcome::Outcome;
 use gdn_compressor::tally::Job;
 use gdn_core::coding::Coding;
+use gdn_core::representation::Representation;
 
 /// A response of the handler as the counters take it, once its filters
 /// ran.
@@ -35,6 +36,7 @@ pub struct Counted {
 /// filter such as mod_deflate may have added one), `sent` the body bytes
 /// the filters sent, `whole` whether that is a whole 200 body (not a
 /// range, HEAD, 304 or error), `original` the original file's size.
+#[inline]
 pub fn counted(
     o: Outcome,
     passed: u64,
@@ -48,9 +50,12 @@ pub fn counted(
         .and_then(|t| std::str::from_utf8(t).ok())
         .and_then(|t| Coding::from_token(t.trim()));
     let outcome = match (o, filtered) {
-        (Outcome::Original | Outcome::Decoded(_) | Outcome::DecodedCopy(_), Some(c)) => {
-            Outcome::OnTheFly(c)
-        }
+        (
+            Outcome::ORIGINAL
+            | Outcome::Sent(Representation::Decoded(_))
+            | Outcome::Sent(Representation::DecodedCopy(_)),
+            Some(c),
+        ) => Outcome::OnTheFly(c),
         _ => o,
     };
     let known = passed != u64::MAX;
@@ -284,7 +289,7 @@ pub(crate) mod tests {
     /// Counters of a few responses, for the renderers' tests.
     pub(crate) fn sample() -> Snapshot {
         let mut values = [0u64; slot::COUNT];
-        let o = Outcome::Precompressed(Coding::Br);
+        let o = Outcome::Sent(Representation::Sibling(Coding::Br));
         values[slot::responses(o)] = 3;
         values[slot::sent_bytes(o)] = 300;
         values[slot::original_bytes(o)] = 1000;
@@ -343,11 +348,11 @@ pub(crate) mod tests {
     #[test]
     fn a_filter_coding_makes_it_on_the_fly_with_the_size_passed() {
         let gz = Some(&b"gzip"[..]);
-        let c = counted(Outcome::Original, 1000, gz, 300, true, Some(1000));
+        let c = counted(Outcome::ORIGINAL, 1000, gz, 300, true, Some(1000));
         assert_eq!(c.outcome, Outcome::OnTheFly(Coding::Gzip));
         assert_eq!(c.uncompressed, Some(1000));
         let d = counted(
-            Outcome::Decoded(Coding::Br),
+            Outcome::Sent(Representation::Decoded(Coding::Br)),
             800,
             Some(b"br"),
             200,
@@ -358,20 +363,30 @@ pub(crate) mod tests {
             (d.outcome, d.uncompressed),
             (Outcome::OnTheFly(Coding::Br), Some(800))
         );
-        let unknown = counted(Outcome::Decoded(Coding::Br), u64::MAX, gz, 200, true, None);
+        let unknown = counted(
+            Outcome::Sent(Representation::Decoded(Coding::Br)),
+            u64::MAX,
+            gz,
+            200,
+            true,
+            None,
+        );
         assert_eq!(unknown.uncompressed, None);
         let own = counted(
-            Outcome::Precompressed(Coding::Br),
+            Outcome::Sent(Representation::Sibling(Coding::Br)),
             300,
             Some(b"br"),
             300,
             true,
             None,
         );
-        assert_eq!(own.outcome, Outcome::Precompressed(Coding::Br));
+        assert_eq!(
+            own.outcome,
+            Outcome::Sent(Representation::Sibling(Coding::Br))
+        );
         assert_eq!(own.uncompressed, None, "a sibling without its original");
         let range = counted(
-            Outcome::Precompressed(Coding::Gzip),
+            Outcome::Sent(Representation::Sibling(Coding::Gzip)),
             300,
             gz,
             100,
@@ -379,12 +394,12 @@ pub(crate) mod tests {
             Some(1000),
         );
         assert_eq!(range.uncompressed, Some(100));
-        let head = counted(Outcome::Original, 1000, gz, 0, false, Some(1000));
+        let head = counted(Outcome::ORIGINAL, 1000, gz, 0, false, Some(1000));
         assert_eq!(head.uncompressed, Some(0));
-        let plain = counted(Outcome::Original, 1000, None, 1000, true, Some(1000));
+        let plain = counted(Outcome::ORIGINAL, 1000, None, 1000, true, Some(1000));
         assert_eq!(
             (plain.outcome, plain.uncompressed),
-            (Outcome::Original, Some(1000))
+            (Outcome::ORIGINAL, Some(1000))
         );
     }
 

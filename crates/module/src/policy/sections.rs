@@ -134,7 +134,7 @@ impl<'r> Asked for Live<'_, 'r> {
 /// Whether Apache's rules could treat the request's file plus `suffix`
 /// otherwise than the file: true where the server's verdict rules the
 /// short answer out, or a section could tell the names apart.
-pub fn sibling_rules_may_differ(req: &Request<'_>, suffix: &CStr) -> bool {
+pub fn sibling_rules_may_differ(req: &Request<'_>, suffix: &[u8]) -> bool {
     let Ok(guard) = SHORT.read() else {
         return true;
     };
@@ -145,7 +145,7 @@ pub fn sibling_rules_may_differ(req: &Request<'_>, suffix: &CStr) -> bool {
         req,
         dir: req.dir_sections(),
     };
-    short.may_differ(&live, suffix.to_bytes())
+    short.may_differ(&live, suffix)
 }
 
 /// Whether the request's server takes the short answer, so that its

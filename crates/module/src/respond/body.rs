@@ -18,6 +18,7 @@ use gdn_core::coding::Coding;
 use gdn_core::digest::{self, Algorithm, FieldValue};
 use gdn_core::jitter;
 use gdn_core::range::CodedRange;
+use gdn_core::representation::Representation;
 use gdn_httpd::{self, File, FileKind, Finfo, Level, Request, Status};
 use std::borrow::Cow;
 use std::ffi::CStr;
@@ -69,18 +70,18 @@ pub(super) fn send_sibling<'r>(
         }
         memo::verdict::Judged::Broken { .. } => return Err(Skip::Broken(c)),
     }
-    Ok(send_coded(a, c, &file, s.path, false))
+    Ok(send_coded(a, c, &file, s.path, Representation::Sibling))
 }
 
-/// Sends `file`, holding the original in coding `c` (an on-demand
-/// `copy`, or a sibling), as core sends a static file, with any jitter
+/// Sends `file`, holding the original in coding `c` (`what`: a sibling,
+/// or an on-demand copy), as core sends a static file, with any jitter
 /// spliced in.
 pub(super) fn send_coded(
     a: &Responder<'_, '_>,
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-    copy: bool,
+    what: impl Fn(Coding) -> Representation,
 ) -> Answer {
     let size = file.info().size();
     let padded = a
@@ -92,17 +93,13 @@ pub(super) fn send_coded(
         true => Pad::Random,
         false => Pad::Keyed(p.pad),
     });
-    let sent = Sent::Coded {
-        coding: c,
-        copy,
-        pad,
-    };
+    let sent = Sent { what: what(c), pad };
     let splice = padded.as_ref().map(|p| &p.splice);
-    send_file(a, Representation::of(file, path, sent).spliced(splice))
+    send_file(a, Outgoing::of(file, path, sent).spliced(splice))
 }
 
 /// A file to send as one representation of the resource.
-pub(super) struct Representation<'a, 'r> {
+pub(super) struct Outgoing<'a, 'r> {
     file: &'a File<'r>,
     /// The path its ETag is made from.
     path: &'a CStr,
@@ -114,10 +111,10 @@ pub(super) struct Representation<'a, 'r> {
     splice: Option<&'a jitter::Splice>,
 }
 
-impl<'a, 'r> Representation<'a, 'r> {
+impl<'a, 'r> Outgoing<'a, 'r> {
     /// `file`, at `path`, sending `sent`.
     pub(super) fn of(file: &'a File<'r>, path: &'a CStr, sent: Sent) -> Self {
-        Representation {
+        Outgoing {
             file,
             path,
             validators_of: None,
@@ -128,20 +125,20 @@ impl<'a, 'r> Representation<'a, 'r> {
 
     /// The representation carrying the validators of `info`.
     pub(super) fn validators_of(self, info: &'a Finfo) -> Self {
-        Representation {
+        Outgoing {
             validators_of: Some(info),
             ..self
         }
     }
 
     fn spliced(self, splice: Option<&'a jitter::Splice>) -> Self {
-        Representation { splice, ..self }
+        Outgoing { splice, ..self }
     }
 }
 
 /// Sends a file as core sends a static file: the headers its plan says,
 /// the dictionary offer, then the body (or 304/412) and EOS.
-pub(super) fn send_file(a: &Responder<'_, '_>, r: Representation<'_, '_>) -> Answer {
+pub(super) fn send_file(a: &Responder<'_, '_>, r: Outgoing<'_, '_>) -> Answer {
     let req = a.req;
     let plan = plan::plan(r.sent);
     let size = r.file.info().size();
@@ -248,7 +245,7 @@ pub(super) fn integrity_fields_of(
 /// `len` bytes: Last-Modified, ETag, Accept-Ranges, Content-Length, as
 /// `plan` has them. True where a coded representation's range cannot be
 /// satisfied.
-fn static_headers(req: &Request<'_>, r: &Representation<'_, '_>, plan: &Plan, len: u64) -> bool {
+fn static_headers(req: &Request<'_>, r: &Outgoing<'_, '_>, plan: &Plan, len: u64) -> bool {
     req.set_last_modified(r.validators_of.unwrap_or(r.file.info()));
     let (suffix, weak) = (plan.tag.suffix(), plan.tag.weak());
     match r.validators_of {
@@ -396,6 +393,6 @@ pub(super) fn send_original<'r>(a: &Responder<'_, 'r>) -> Result<Answer, Skip<'r
     }
     Ok(send_file(
         a,
-        Representation::of(&file, path, Sent::Original),
+        Outgoing::of(&file, path, Representation::Original.into()),
     ))
 }

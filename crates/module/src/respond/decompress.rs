@@ -3,10 +3,10 @@
 //! copy from the on-demand cache; and the 500 when none can be decoded.
 
 use super::body::{self, integrity_fields_of, offer_as_dictionary, pass_status, send_file};
-use super::body::{set_marker, Representation};
+use super::body::{set_marker, Outgoing};
 use super::inspect::{sibling_header, Readable};
 use super::judge;
-use super::plan::{self, Ranges, Sent};
+use super::plan::{self, Ranges};
 use super::responder::Responder;
 use super::streams;
 use crate::answer::{Answer, Skip};
@@ -18,6 +18,7 @@ use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, Body, DecodeError, Facts};
 use gdn_core::digest::{Algorithm, Hasher};
+use gdn_core::representation::Representation;
 use gdn_core::variant::Window;
 use gdn_httpd::{Brigade, File, FileVersion, Level, Request, Status};
 use std::ffi::CStr;
@@ -270,7 +271,7 @@ pub(super) fn decompress<'r>(
     let learn = integrity_fields_of(req, |al| memo::digest::of_decoded(version, al));
     let unknown = Answer::new(
         Status::OK,
-        Outcome::Decoded(c),
+        Outcome::Sent(Representation::Decoded(c)),
         declared.unwrap_or(u64::MAX),
     );
     let bb = req.brigade();
@@ -294,7 +295,7 @@ pub(super) fn decompress<'r>(
     drop(stream);
     let answer = match complete {
         _ if status == Status::DONE => Answer::new(status, Outcome::Error, 0),
-        Some(len) => Answer::new(status, Outcome::Decoded(c), len),
+        Some(len) => Answer::new(status, Outcome::Sent(Representation::Decoded(c)), len),
         None => Answer { status, ..unknown },
     };
     let micros = counters::cpu_now().saturating_sub(cpu);
@@ -372,11 +373,8 @@ pub(super) fn send_decoded_copy(
     file: &File<'_>,
     s: &Sibling<'_>,
 ) -> Answer {
-    let sent = Sent::DecodedCopy(c);
-    send_file(
-        a,
-        Representation::of(file, s.path, sent).validators_of(&s.info),
-    )
+    let sent = Representation::DecodedCopy(c).into();
+    send_file(a, Outgoing::of(file, s.path, sent).validators_of(&s.info))
 }
 
 /// The headers of a decoded response, as its plan has them: validators
@@ -390,7 +388,7 @@ fn set_decoded_headers(
     declared: Option<u64>,
 ) {
     let req = a.req;
-    let plan = plan::plan(Sent::Decoded(c));
+    let plan = plan::plan(Representation::Decoded(c));
     req.set_last_modified(file.info());
     req.set_etag(file, path, &plan.tag.suffix(), plan.tag.weak());
     match plan.ranges {

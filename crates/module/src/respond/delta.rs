@@ -3,13 +3,13 @@
 //! header names that dictionary: checked once per file version and
 //! remembered beside the other per-version facts.
 
-use super::body::{send_file, Representation};
-use super::plan::Sent;
+use super::body::{send_file, Outgoing};
 use super::responder::Responder;
 use crate::answer::{Answer, Skip};
 use crate::lookup::Sibling;
 use crate::memo;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
+use gdn_core::representation::Representation;
 use gdn_httpd::{File, FileKind, Level, PoolBytes, Request};
 use std::ffi::CStr;
 
@@ -48,14 +48,13 @@ pub(super) fn send_checked<'r>(
     d: DeltaCoding,
     file: &File<'r>,
     path: &CStr,
-    copy: bool,
+    what: impl Fn(DeltaCoding) -> Representation,
 ) -> Result<Answer, Skip<'r>> {
     match &a.dictionary {
         Some(h) if names(a.req, d, h, file, path) => {}
         _ => return Err(Skip::Refused),
     }
-    let sent = Sent::Delta { coding: d, copy };
-    Ok(send_file(a, Representation::of(file, path, sent)))
+    Ok(send_file(a, Outgoing::of(file, path, what(d).into())))
 }
 
 /// Sends a published delta against the dictionary the client announced
@@ -69,5 +68,5 @@ pub(super) fn send_delta<'r>(
     if file.info().kind() != FileKind::Regular {
         return Err(Skip::Refused);
     }
-    send_checked(a, d, &file, s.path, false)
+    send_checked(a, d, &file, s.path, Representation::Delta)
 }

@@ -29,6 +29,7 @@ use crate::lookup::Sibling;
 use crate::outcome::Outcome;
 use crate::walk::Resolved;
 use gdn_core::coding::Coding;
+use gdn_core::representation::Representation;
 use gdn_httpd::{Level, Status};
 
 /// A representation the walk resolved, as the request's facts found it.
@@ -47,12 +48,16 @@ impl<'r> Responder<'_, 'r> {
         match r {
             Resolved::Delta(d, s) => delta::send_delta(self, d, s),
             Resolved::CachedDelta(d, OpenCopy { path, file, .. }) => {
-                delta::send_checked(self, d, &file, path, true)
+                delta::send_checked(self, d, &file, path, Representation::CachedDelta)
             }
             Resolved::Sibling(c, s) => body::send_sibling(self, c, s),
-            Resolved::Cached(c, OpenCopy { path, file, .. }) => {
-                Ok(body::send_coded(self, c, &file, path, true))
-            }
+            Resolved::Cached(c, OpenCopy { path, file, .. }) => Ok(body::send_coded(
+                self,
+                c,
+                &file,
+                path,
+                Representation::Cached,
+            )),
             Resolved::Original { .. } => body::send_original(self),
             Resolved::Decode(c, s, w) => decompress::decompress(self, c, s, w),
             Resolved::DecodedCopy(c, OpenCopy { file, .. }, s) => {

@@ -20,7 +20,7 @@
 use crate::memo::digest::Written;
 use crate::outcome::Outcome;
 use crate::walk::Resolved;
-use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::representation::Representation;
 use std::borrow::Cow;
 use std::ffi::CStr;
 
@@ -33,24 +33,19 @@ pub enum Pad {
     Keyed(u32),
 }
 
-/// What a response sends, as its headers depend on it.
+/// What a response sends, as its headers depend on it: a
+/// representation, and the padding spliced around a coded one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Sent {
-    /// The original file.
-    Original,
-    /// The original in coding `coding`: a sibling, or an on-demand copy
-    /// (`copy`), padded or not.
-    Coded {
-        coding: Coding,
-        copy: bool,
-        pad: Option<Pad>,
-    },
-    /// A delta against the client's dictionary, published or a copy.
-    Delta { coding: DeltaCoding, copy: bool },
-    /// A sibling in `Coding` decoded on the fly.
-    Decoded(Coding),
-    /// A sibling in `Coding` decoded, from the on-demand cache.
-    DecodedCopy(Coding),
+pub struct Sent {
+    pub what: Representation,
+    /// BREACH padding, only ever around a sibling or a copy.
+    pub pad: Option<Pad>,
+}
+
+impl From<Representation> for Sent {
+    fn from(what: Representation) -> Sent {
+        Sent { what, pad: None }
+    }
 }
 
 /// The ETag's suffix, after core's tag for the file.
@@ -130,44 +125,46 @@ pub struct Plan {
 
 /// The plan for what `s` sends.
 #[inline]
-pub fn plan(s: Sent) -> Plan {
+pub fn plan(s: impl Into<Sent>) -> Plan {
+    let s: Sent = s.into();
     let written = |copy| match copy {
         true => Written::Whole,
         false => Written::InPlace,
     };
-    let (encoding, tag, digest, marker) = match s {
-        Sent::Original => (None, tag("", None), Digest::File(Written::InPlace), None),
-        Sent::Coded { coding, copy, pad } => (
+    use Representation as R;
+    let (encoding, tag, digest, marker) = match s.what {
+        R::Original => (None, tag("", None), Digest::File(Written::InPlace), None),
+        R::Sibling(coding) | R::Cached(coding) => (
             Some(coding.c_token()),
-            tag(coding.token(), pad),
-            match pad {
+            tag(coding.token(), s.pad),
+            match s.pad {
                 Some(_) => Digest::Omitted,
-                None => Digest::File(written(copy)),
+                None => Digest::File(written(s.what.is_copy())),
             },
             Some(Marker::AsIs),
         ),
-        Sent::Delta { coding, copy } => (
+        R::Delta(coding) | R::CachedDelta(coding) => (
             Some(coding.c_token()),
             tag(coding.token(), None),
-            Digest::File(written(copy)),
+            Digest::File(written(s.what.is_copy())),
             Some(Marker::AsIs),
         ),
-        Sent::Decoded(_) => (
+        R::Decoded(_) => (
             None,
             tag("identity", None),
             Digest::Decoded,
             Some(Marker::Decoded),
         ),
-        Sent::DecodedCopy(_) => (
+        R::DecodedCopy(_) => (
             None,
             tag("identity", None),
             Digest::File(Written::Whole),
             Some(Marker::Decoded),
         ),
     };
-    let ranges = match s {
+    let ranges = match s.what {
         _ if tag.weak() => Ranges::Refused,
-        Sent::Decoded(_) => Ranges::Refused,
+        R::Decoded(_) => Ranges::Refused,
         _ => Ranges::Offered {
             coded: !tag.token.is_empty(),
         },
@@ -188,19 +185,7 @@ fn tag(token: &'static str, pad: Option<Pad>) -> Tag {
 impl Sent {
     /// What the counters and the log note call it.
     pub fn outcome(self) -> Outcome {
-        match self {
-            Sent::Original => Outcome::Original,
-            Sent::Coded { coding, copy, .. } => match copy {
-                true => Outcome::Cached(coding),
-                false => Outcome::Precompressed(coding),
-            },
-            Sent::Delta { coding, copy } => match copy {
-                true => Outcome::CachedDelta(coding),
-                false => Outcome::Delta(coding),
-            },
-            Sent::Decoded(c) => Outcome::Decoded(c),
-            Sent::DecodedCopy(c) => Outcome::DecodedCopy(c),
-        }
+        Outcome::Sent(self.what)
     }
 }
 
@@ -218,20 +203,9 @@ pub fn content_digest(range: bool, head: bool, conditions_met: bool) -> bool {
 pub fn vary<S, C>(r: &Resolved<'_, S, C>) -> bool {
     match r {
         Resolved::Original { vary } => *vary,
-        Resolved::Delta(..)
-        | Resolved::CachedDelta(..)
-        | Resolved::Sibling(..)
-        | Resolved::Cached(..)
-        | Resolved::Decode(..)
-        | Resolved::DecodedCopy(..)
-        | Resolved::NotAcceptable(_)
-        | Resolved::Busy => true,
-        Resolved::NoneDecodable { .. }
-        | Resolved::NotFound
-        | Resolved::PathInfo
-        | Resolved::Options
-        | Resolved::NotImplemented
-        | Resolved::MethodNotAllowed => false,
+        Resolved::NotAcceptable(_) | Resolved::Busy => true,
+        // A coding, a delta or a decode: each is chosen by the codings.
+        r => r.representation().is_some(),
     }
 }
 

@@ -236,7 +236,7 @@ fn deltas_published_then_cached_then_codings() {
     };
     let cands = [
         Candidate::Delta(DeltaCoding::Dcz),
-        Candidate::Send(Br),
+        Candidate::Sibling(Br),
         Candidate::Original,
     ];
     let (sent, _, _) = run(&f, &cands, &[]);
@@ -287,7 +287,50 @@ fn no_answer_when_all_give_way() {
         ..Fake::default()
     };
     let gone = (Resolved::Sibling(Br, "p.br"), Skip::Refused);
-    let (sent, _, handed) = run(&f, &[Candidate::Send(Br)], &[gone]);
+    let (sent, _, handed) = run(&f, &[Candidate::Sibling(Br)], &[gone]);
     assert_eq!(sent, None);
     assert_eq!(handed.len(), 1);
+}
+
+/// Each candidate resolves into a representation it offers (or into an
+/// answer that is none): the decision's word and the walk's agree,
+/// whatever the disk and the cache hold.
+#[test]
+fn candidates_resolve_into_what_they_offer() {
+    let held = |h: u8| match h {
+        0 => Held::Ready("copy"),
+        1 => Held::NotWorth,
+        _ => Held::Missing,
+    };
+    for state in 0u8..27 {
+        let seen = match state % 3 {
+            0 => Seen::Fresh("sibling"),
+            1 => Seen::Stale,
+            _ => Seen::Missing,
+        };
+        let f = Fake {
+            siblings: [seen; 3],
+            deltas: [(state % 2 == 0).then_some("delta"); 2],
+            cached_deltas: [held(state / 3 % 3); 2],
+            copies: [held(state / 9); 3],
+            decoded: [held(state / 3 % 3); 3],
+            cache: true,
+            ..Fake::default()
+        };
+        let mut cands = candidates(true, "zstd, br, gzip, identity;q=0", true, true);
+        cands.extend(candidates(false, "identity", true, true));
+        cands.extend(DeltaCoding::ALL.map(Candidate::Delta));
+        for c in cands {
+            let Ok(r) = resolve(&Noted::new(&f), c, &Tried::default()) else {
+                continue;
+            };
+            match r.representation() {
+                Some(rep) => assert!(c.offers(rep), "{c:?} resolved into {rep:?}"),
+                None => assert!(
+                    !Representation::ALL.iter().any(|&x| c.offers(x)),
+                    "{c:?} offers a representation, resolved into {r:?}"
+                ),
+            }
+        }
+    }
 }

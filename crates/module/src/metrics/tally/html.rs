@@ -6,6 +6,7 @@ use super::{slot, Reason, Snapshot, Totals};
 use crate::outcome::Outcome;
 use gdn_compressor::tally::Job;
 use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::representation::Representation;
 use std::fmt::Write;
 
 /// The style of the figures' tables (class `gdn`), valid in a `<head>`
@@ -77,8 +78,10 @@ pub fn byte_rows() -> Vec<(String, Outcome)> {
                 continue;
             }
             let what = match o {
-                Outcome::Decoded(c) => format!("decoded from {}", c.token()),
-                Outcome::DecodedCopy(c) => format!("decoded copy of {}", c.token()),
+                Outcome::Sent(Representation::Decoded(c)) => format!("decoded from {}", c.token()),
+                Outcome::Sent(Representation::DecodedCopy(c)) => {
+                    format!("decoded copy of {}", c.token())
+                }
                 o => o.name().replace('_', " "),
             };
             rows.push((format!("{coding} {what}"), o));
@@ -352,7 +355,7 @@ mod tests {
     #[test]
     fn an_unknown_uncompressed_size_shows_as_a_dash() {
         let mut s = sample();
-        let o = Outcome::Precompressed(Coding::Gzip);
+        let o = Outcome::Sent(Representation::Sibling(Coding::Gzip));
         s.values[slot::responses(o)] = 1;
         s.values[slot::sent_bytes(o)] = 2096;
         s.values[slot::unknown_size_bytes(o)] = 2096;

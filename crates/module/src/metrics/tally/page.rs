@@ -146,6 +146,7 @@ mod tests {
     use crate::metrics::tally::slot;
     use crate::metrics::tally::tests::sample;
     use gdn_core::coding::Coding;
+    use gdn_core::representation::Representation;
 
     #[test]
     fn the_page_is_one_document_with_the_figures_first_and_a_chart() {
@@ -164,7 +165,7 @@ mod tests {
     #[test]
     fn a_bar_of_unknown_size_has_no_uncompressed_bar() {
         let mut s = sample();
-        let o = Outcome::Precompressed(Coding::Gzip);
+        let o = Outcome::Sent(Representation::Sibling(Coding::Gzip));
         s.values[slot::responses(o)] = 1;
         s.values[slot::sent_bytes(o)] = 2096;
         s.values[slot::unknown_size_bytes(o)] = 2096;

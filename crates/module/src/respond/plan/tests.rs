@@ -3,26 +3,39 @@
 use super::*;
 use gdn_core::coding::Coding::{Br, Gzip, Zstd};
 use gdn_core::coding::DeltaCoding::{Dcb, Dcz};
+use gdn_core::coding::{Coding, DeltaCoding};
+use Representation as R;
 
 fn coded(coding: Coding, copy: bool, pad: Option<Pad>) -> Sent {
-    Sent::Coded { coding, copy, pad }
+    let what = match copy {
+        true => R::Cached(coding),
+        false => R::Sibling(coding),
+    };
+    Sent { what, pad }
+}
+
+fn delta(coding: DeltaCoding, copy: bool) -> Sent {
+    match copy {
+        true => R::CachedDelta(coding).into(),
+        false => R::Delta(coding).into(),
+    }
 }
 
 /// Every kind of representation, padded or not.
 fn every_sent() -> Vec<Sent> {
-    let mut all = vec![Sent::Original];
+    let mut all = vec![R::Original.into()];
     for c in Coding::ALL {
         for copy in [false, true] {
             for pad in [None, Some(Pad::Random), Some(Pad::Keyed(17))] {
                 all.push(coded(c, copy, pad));
             }
         }
-        all.push(Sent::Decoded(c));
-        all.push(Sent::DecodedCopy(c));
+        all.push(R::Decoded(c).into());
+        all.push(R::DecodedCopy(c).into());
     }
     for d in DeltaCoding::ALL {
         for copy in [false, true] {
-            all.push(Sent::Delta { coding: d, copy });
+            all.push(delta(d, copy));
         }
     }
     all
@@ -31,26 +44,14 @@ fn every_sent() -> Vec<Sent> {
 #[test]
 fn the_etag_suffix_names_what_was_sent() {
     let suffix = |s| plan(s).tag.suffix().into_owned();
-    assert_eq!(suffix(Sent::Original), "");
+    assert_eq!(suffix(Sent::from(R::Original)), "");
     assert_eq!(suffix(coded(Gzip, false, None)), "gzip");
     assert_eq!(suffix(coded(Br, true, None)), "br");
     assert_eq!(suffix(coded(Zstd, false, None)), "zstd");
-    assert_eq!(
-        suffix(Sent::Delta {
-            coding: Dcz,
-            copy: false
-        }),
-        "dcz"
-    );
-    assert_eq!(
-        suffix(Sent::Delta {
-            coding: Dcb,
-            copy: true
-        }),
-        "dcb"
-    );
-    assert_eq!(suffix(Sent::Decoded(Br)), "identity");
-    assert_eq!(suffix(Sent::DecodedCopy(Gzip)), "identity");
+    assert_eq!(suffix(delta(Dcz, false)), "dcz");
+    assert_eq!(suffix(delta(Dcb, true)), "dcb");
+    assert_eq!(suffix(Sent::from(R::Decoded(Br))), "identity");
+    assert_eq!(suffix(Sent::from(R::DecodedCopy(Gzip))), "identity");
 }
 
 #[test]
@@ -78,9 +79,9 @@ fn weak_tags_refuse_ranges() {
 #[test]
 fn a_body_decoded_on_the_fly_refuses_ranges_and_a_decoded_copy_offers_them() {
     for c in Coding::ALL {
-        assert_eq!(plan(Sent::Decoded(c)).ranges, Ranges::Refused);
+        assert_eq!(plan(Sent::from(R::Decoded(c))).ranges, Ranges::Refused);
         assert_eq!(
-            plan(Sent::DecodedCopy(c)).ranges,
+            plan(Sent::from(R::DecodedCopy(c))).ranges,
             Ranges::Offered { coded: true }
         );
     }
@@ -89,7 +90,7 @@ fn a_body_decoded_on_the_fly_refuses_ranges_and_a_decoded_copy_offers_them() {
 #[test]
 fn only_a_coded_tag_has_its_ranges_checked_as_coded() {
     assert_eq!(
-        plan(Sent::Original).ranges,
+        plan(Sent::from(R::Original)).ranges,
         Ranges::Offered { coded: false }
     );
     assert_eq!(
@@ -103,32 +104,18 @@ fn repr_digest_of_a_cache_file_is_of_the_whole_written_file() {
     let whole = Digest::File(Written::Whole);
     let in_place = Digest::File(Written::InPlace);
     assert_eq!(plan(coded(Gzip, true, None)).digest, whole);
-    assert_eq!(
-        plan(Sent::Delta {
-            coding: Dcz,
-            copy: true
-        })
-        .digest,
-        whole
-    );
-    assert_eq!(plan(Sent::DecodedCopy(Br)).digest, whole);
+    assert_eq!(plan(delta(Dcz, true)).digest, whole);
+    assert_eq!(plan(Sent::from(R::DecodedCopy(Br))).digest, whole);
     assert_eq!(plan(coded(Gzip, false, None)).digest, in_place);
-    assert_eq!(
-        plan(Sent::Delta {
-            coding: Dcb,
-            copy: false
-        })
-        .digest,
-        in_place
-    );
-    assert_eq!(plan(Sent::Original).digest, in_place);
-    assert_eq!(plan(Sent::Decoded(Zstd)).digest, Digest::Decoded);
+    assert_eq!(plan(delta(Dcb, false)).digest, in_place);
+    assert_eq!(plan(Sent::from(R::Original)).digest, in_place);
+    assert_eq!(plan(Sent::from(R::Decoded(Zstd))).digest, Digest::Decoded);
 }
 
 #[test]
 fn a_padded_body_has_no_repr_digest() {
     for s in every_sent() {
-        let padded = matches!(s, Sent::Coded { pad: Some(_), .. });
+        let padded = s.pad.is_some();
         assert_eq!(plan(s).digest == Digest::Omitted, padded, "{s:?}");
     }
 }
@@ -144,10 +131,10 @@ fn content_digest_only_with_the_whole_representation() {
 #[test]
 fn the_marker_says_sent_as_is_or_decoded() {
     for s in every_sent() {
-        let want = match s {
-            Sent::Original => None,
-            Sent::Coded { .. } | Sent::Delta { .. } => Some(c":-)"),
-            Sent::Decoded(_) | Sent::DecodedCopy(_) => Some(c":-("),
+        let want = match s.what {
+            R::Original => None,
+            R::Sibling(_) | R::Cached(_) | R::Delta(_) | R::CachedDelta(_) => Some(c":-)"),
+            R::Decoded(_) | R::DecodedCopy(_) => Some(c":-("),
         };
         assert_eq!(plan(s).marker.map(Marker::value), want, "{s:?}");
     }
@@ -156,10 +143,10 @@ fn the_marker_says_sent_as_is_or_decoded() {
 #[test]
 fn content_encoding_is_the_coding_sent() {
     for s in every_sent() {
-        let want = match s {
-            Sent::Coded { coding, .. } => Some(coding.c_token()),
-            Sent::Delta { coding, .. } => Some(coding.c_token()),
-            _ => None,
+        let want = match s.what {
+            R::Sibling(coding) | R::Cached(coding) => Some(coding.c_token()),
+            R::Delta(coding) | R::CachedDelta(coding) => Some(coding.c_token()),
+            R::Original | R::Decoded(_) | R::DecodedCopy(_) => None,
         };
         assert_eq!(plan(s).encoding, want, "{s:?}");
     }
@@ -167,19 +154,31 @@ fn content_encoding_is_the_coding_sent() {
 
 #[test]
 fn the_outcome_counts_what_was_sent() {
-    assert_eq!(coded(Br, false, None).outcome(), Outcome::Precompressed(Br));
-    assert_eq!(coded(Br, true, None).outcome(), Outcome::Cached(Br));
-    let d = |copy| Sent::Delta { coding: Dcz, copy }.outcome();
+    assert_eq!(
+        coded(Br, false, None).outcome(),
+        Outcome::Sent(Representation::Sibling(Br))
+    );
+    assert_eq!(
+        coded(Br, true, None).outcome(),
+        Outcome::Sent(Representation::Cached(Br))
+    );
+    let d = |copy| delta(Dcz, copy).outcome();
     assert_eq!(
         (d(false), d(true)),
-        (Outcome::Delta(Dcz), Outcome::CachedDelta(Dcz))
+        (
+            Outcome::Sent(Representation::Delta(Dcz)),
+            Outcome::Sent(Representation::CachedDelta(Dcz))
+        )
     );
-    assert_eq!(Sent::Decoded(Gzip).outcome(), Outcome::Decoded(Gzip));
     assert_eq!(
-        Sent::DecodedCopy(Gzip).outcome(),
-        Outcome::DecodedCopy(Gzip)
+        Sent::from(R::Decoded(Gzip)).outcome(),
+        Outcome::Sent(Representation::Decoded(Gzip))
     );
-    assert_eq!(Sent::Original.outcome(), Outcome::Original);
+    assert_eq!(
+        Sent::from(R::DecodedCopy(Gzip)).outcome(),
+        Outcome::Sent(Representation::DecodedCopy(Gzip))
+    );
+    assert_eq!(Sent::from(R::Original).outcome(), Outcome::ORIGINAL);
 }
 
 #[test]
