@@ -759,3 +759,33 @@ fn rules_subrequests_skip_apply_to_siblings() {
     );
     a.assert_no_crash();
 }
+
+/// A section that configures mod_ssl on a page's path makes the answers
+/// asked of Apache there the client's own (`Cache-Control: private`):
+/// mod_ssl's `SSLRequire` and `SSLVerifyClient` judge the certificate
+/// on the very connection a twin runs on, and the module reads no
+/// record of mod_ssl's. `SSLOptions` stands in for them here, as
+/// Debian's default-ssl.conf writes it for scripts: any of mod_ssl's
+/// directives gives the path a record of mod_ssl's own. The same asked
+/// sibling elsewhere stays shared.
+#[test]
+fn mod_ssl_configured_on_a_path_makes_its_asked_answers_private() {
+    let data = page(5_000, 4);
+    let asked = "<Files \"x.html.gz\">\nRequire all granted\n</Files>";
+    let server = [
+        subdir("tls", &format!("SSLOptions +StdEnvVars\n{asked}")),
+        subdir("plain", asked),
+    ]
+    .concat();
+    let a = start_with(server, vec!["ssl"], |d| {
+        publish(d, "tls/x.html", &data, false, &[".gz"]);
+        publish(d, "plain/x.html", &data, false, &[".gz"]);
+    });
+    let private = |r: &Response| r.tokens("Cache-Control").contains(&"private".into());
+    let r = a.get("/tls/x.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    assert!(private(&r), "{:?}: {:?}", r.headers, a.module_log());
+    let r = a.get("/plain/x.html", Some("gzip"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    assert!(!private(&r), "{:?}", r.headers);
+}

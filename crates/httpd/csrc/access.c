@@ -546,6 +546,25 @@ static int flatten(apr_pool_t *p, const authz_section *s, gdn_authz_node *out,
 
 /* What of the twin `t`'s configuration may tell clients apart, into
  * `out` (strings in `p`, the asking request's pool). */
+/* The modules whose per-directory record for `t` differs from its
+ * server's defaults. httpd makes a section's record for a module only
+ * when one of its directives is read there, and a merge keeps the base
+ * record where a section has none, so the same pointer means that no
+ * section or .htaccess on the path configured the module. */
+static void read_sectioned(apr_pool_t *p, request_rec *t, gdn_twin *out)
+{
+    apr_array_header_t *names = apr_array_make(p, 4, sizeof(const char *));
+    module *m;
+    for (m = ap_top_module; m; m = m->next) {
+        if (ap_get_module_config(t->per_dir_config, m)
+            != ap_get_module_config(t->server->lookup_defaults, m)) {
+            APR_ARRAY_PUSH(names, const char *) = m->name;
+        }
+    }
+    out->sectioned_count = names->nelts;
+    out->sectioned = (const char *const *)names->elts;
+}
+
 static void read_client_rules(apr_pool_t *p, request_rec *t, gdn_twin *out)
 {
     const core_dir_config *core = ap_get_core_module_config(t->per_dir_config);
@@ -555,6 +574,7 @@ static void read_client_rules(apr_pool_t *p, request_rec *t, gdn_twin *out)
     const module *rm = ap_find_linked_module("mod_rewrite.c");
     out->unread = foreign_unread;
     out->if_sections = core && core->sec_if && core->sec_if->nelts > 0;
+    read_sectioned(p, t, out);
     if (foreign_unread) {
         return;
     }

@@ -63,7 +63,8 @@ typedef struct {
  * filter that may change its bytes, the file and its Options. Always,
  * what of its configuration may tell clients apart: <If> sections, its
  * authorization, Allow/Deny and rewrite rules; `unread` says why those
- * records were not read (NULL: they were). Strings are the asking
+ * records were not read (NULL: they were); the modules configured per
+ * directory on its path. Strings are the asking
  * request's pool's. */
 typedef struct {
     int status;
@@ -78,6 +79,11 @@ typedef struct {
     int rewrite_rules;
     int authz_count;
     const gdn_authz_node *authz;
+    /* The modules (by their source names) whose per-directory record for
+     * the twin is not its server's default: a section on its path, or an
+     * .htaccess, holds one of their directives. */
+    int sectioned_count;
+    const char *const *sectioned;
 } gdn_twin;
 /* Core's sections, read (sections.c). */
 typedef struct {

@@ -42,6 +42,10 @@ pub struct ClientRules<'r> {
     pub access_rules: bool,
     pub rewrite_rules: bool,
     pub authz: Vec<AuthzNode<'r>>,
+    /// The modules (by source name, `mod_ssl.c`) a section on the path,
+    /// or an .htaccess, configures: their per-directory record is not
+    /// the server's default.
+    pub sectioned: Vec<&'r CStr>,
 }
 
 /// One node of an authorization, in order, a section's children after
@@ -70,7 +74,15 @@ fn asked<'r>(raw: &ffi::gdn_twin) -> Asked<'r> {
         // SAFETY: the shim filled `authz_count` nodes in the request pool.
         unsafe { std::slice::from_raw_parts(raw.authz, raw.authz_count as usize) }
     };
+    let sectioned = if raw.sectioned.is_null() || raw.sectioned_count <= 0 {
+        &[][..]
+    } else {
+        // SAFETY: the shim filled `sectioned_count` names, each a module's
+        // static name.
+        unsafe { std::slice::from_raw_parts(raw.sectioned, raw.sectioned_count as usize) }
+    };
     let clients = ClientRules {
+        sectioned: sectioned.iter().filter_map(|&n| text(n)).collect(),
         unread: text(raw.unread),
         if_sections: raw.if_sections != 0,
         access_rules: raw.access_rules != 0,

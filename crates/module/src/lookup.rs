@@ -144,8 +144,8 @@ fn stat_sibling<'r>(
     let c_suffix = tail.and_then(|t| CStr::from_bytes_with_nul(t).ok());
     let c_suffix = c_suffix.ok_or(NotServed::Absent)?;
     let (answer, client_dependent) = crate::policy::sibling(&req.ask_sibling(path, c_suffix));
-    if client_dependent {
-        depends_on_client(req);
+    if let Some(why) = client_dependent {
+        depends_on_client(req, &why);
     }
     let (info, policy) = answer.map_err(|refusal| {
         req.log_with(Level::Debug, 0, || {
@@ -170,15 +170,16 @@ fn stat_sibling<'r>(
 /// chosen by rules of a sibling's name that could answer another client
 /// otherwise: what a cache stored for one client must not reach another.
 /// Core's answer for the page's own name is its own: it is not marked.
-fn depends_on_client(req: &Request<'_>) {
+fn depends_on_client(req: &Request<'_>, why: &str) {
     const NOTE: &CStr = c"gzip-disk-ng-private";
     if req.notes_get(NOTE).is_none() {
         req.add_note(NOTE, c"1");
         req.cache_control_on_error(c"private");
         req.log_with(Level::Debug, 0, || {
-            "Cache-Control: private: a sibling's own rules could answer another client \
-             otherwise"
-                .into()
+            format!(
+                "Cache-Control: private: a sibling's own rules could answer another client \
+                 otherwise ({why})"
+            )
         });
     }
 }

@@ -2,12 +2,57 @@
 //! every reader may GET (the site dictionary, a group's kept versions)
 //! must not have, and what shared caches in front must be told of.
 
+use gdn_httpd::conftree::Line;
 use gdn_httpd::{AuthzNode, ClientRules};
+
+/// Modules whose hooks are known (`hooks::KNOWN_MODULES`) but
+/// whose per-directory directives may answer clients apart by what the
+/// module reads of the connection, not of the records this policy reads:
+/// mod_ssl's `SSLRequire`, `SSLRequireSSL` and `SSLVerifyClient` judge
+/// the client's certificate and TLS, and a twin runs on the asking
+/// client's connection. Where a section on a page's path (or an
+/// .htaccess) configures one of them, the page's answer may depend on
+/// the client.
+const CONNECTION_RULES: &[(&str, &str)] = &[(
+    "mod_ssl.c",
+    "mod_ssl's rules in a section (SSLRequire, SSLRequireSSL, SSLVerifyClient)",
+)];
+
+/// mod_ssl's per-directory rules written for a whole server, outside
+/// every section: each request's record starts from them, so with
+/// mod_ssl loaded every page may tell clients apart by their TLS.
+pub fn server_wide(lines: &[Line], ssl_loaded: bool) -> Option<String> {
+    let rule = |l: &Line| {
+        ["SSLRequire", "SSLRequireSSL"]
+            .iter()
+            .any(|d| l.name.eq_ignore_ascii_case(d))
+    };
+    let in_a_section = |l: &Line| {
+        let mut up = l.parent.and_then(|p| lines.get(p));
+        while let Some(u) = up {
+            // <IfModule>, <IfDefine> and the like hold what applies where
+            // they stand; <If> is a section of its own.
+            let conditional = u
+                .name
+                .get(..3)
+                .is_some_and(|h| h.eq_ignore_ascii_case("<If"))
+                && !u.name.eq_ignore_ascii_case("<If");
+            if !(conditional || u.name.eq_ignore_ascii_case("<VirtualHost")) {
+                return true;
+            }
+            up = u.parent.and_then(|p| lines.get(p));
+        }
+        false
+    };
+    let l = lines.iter().find(|l| rule(l) && !in_a_section(l))?;
+    ssl_loaded.then(|| format!("{} for a whole server ({}:{})", l.name, l.file, l.line))
+}
 
 /// Why another client might be answered otherwise: modules not known
 /// hooking the request (`client_hooks`), records not read, `<If>`
 /// sections, authorization other than exactly `Require all granted` (or
-/// none), `Allow`/`Deny` rules, rewrite rules; `None` when every client
+/// none), `Allow`/`Deny` rules, rewrite rules, a module of
+/// `CONNECTION_RULES` configured on the path; `None` when every client
 /// would get the same. Whatever sets the environment from a request's
 /// headers or address only matters through those rules.
 pub fn dependence(c: &ClientRules<'_>, client_hooks: Option<&str>) -> Option<String> {
@@ -16,6 +61,10 @@ pub fn dependence(c: &ClientRules<'_>, client_hooks: Option<&str>) -> Option<Str
     }
     if let Some(u) = c.unread {
         return Some(u.to_string_lossy().into_owned());
+    }
+    let configured = |m: &str| c.sectioned.iter().any(|s| s.to_bytes() == m.as_bytes());
+    if let Some((_, why)) = CONNECTION_RULES.iter().find(|(m, _)| configured(m)) {
+        return Some((*why).to_owned());
     }
     let why = if c.if_sections {
         "an <If> section applies"

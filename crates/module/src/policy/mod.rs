@@ -79,7 +79,8 @@ impl Verdicts {
 pub fn rules(conf: &Configuration) -> (Verdicts, Learned) {
     let read = scan::scan(&conf.lines);
     let unknown_handler = hooks::unknown_handler(conf);
-    let client_hooks = hooks::unknown_request_hooks(conf);
+    let client_hooks = hooks::unknown_request_hooks(conf)
+        .or_else(|| clients::server_wide(&conf.lines, hooks::loaded(conf, "mod_ssl.c")));
     let refusal = read
         .global
         .or_else(|| client_hooks.clone())
@@ -134,11 +135,11 @@ impl std::fmt::Display for Refused {
 
 /// A sibling's twin judged: its file and the symlink policy of its own
 /// `Options` where Apache would send it as it is, else why not; beside
-/// it, whether the rules that gave it could answer another client
-/// otherwise (which a shared cache must be told).
-pub fn sibling(asked: &Asked<'_>) -> (Result<(Finfo, SymlinkPolicy), Refused>, bool) {
+/// it, why the rules that gave it could answer another client otherwise
+/// (which a shared cache must be told), if they could.
+pub fn sibling(asked: &Asked<'_>) -> (Result<(Finfo, SymlinkPolicy), Refused>, Option<String>) {
     let l = learned();
-    let client = clients::dependence(&asked.clients, l.client_hooks.as_deref()).is_some();
+    let client = clients::dependence(&asked.clients, l.client_hooks.as_deref());
     let why = asked
         .twin
         .as_ref()

@@ -1,7 +1,7 @@
 //! The policy over configurations written here as httpd would read them:
 //! each rule's case, and the shapes the trust tests met through Apache.
 
-use super::clients::dependence;
+use super::clients::{dependence, server_wide};
 use super::scan::{magic_type, refusal, scan, sibling_extension};
 use super::{hooks, rules, twin, url_mappings, Verdicts};
 use gdn_httpd::conftree::{Configuration, Line};
@@ -461,6 +461,49 @@ fn each_rule_that_tells_clients_apart_is_said() {
     for (c, why) in cases {
         assert_eq!(dependence(&c, None).as_deref(), Some(why));
     }
+}
+
+/// mod_ssl configured by a section on the path (its record is not the
+/// server's default) tells clients apart by their certificate; other
+/// modules configured there (mod_mime, mod_dir) do not.
+#[test]
+fn mod_ssl_in_a_section_on_the_path_tells_clients_apart() {
+    let with = |sectioned: Vec<&'static CStr>| ClientRules {
+        sectioned,
+        ..ClientRules::default()
+    };
+    assert_eq!(
+        dependence(&with(vec![c"mod_mime.c", c"mod_dir.c"]), None),
+        None
+    );
+    let why = dependence(&with(vec![c"mod_mime.c", c"mod_ssl.c"]), None);
+    assert!(why.is_some_and(|w| w.contains("mod_ssl")));
+}
+
+/// `SSLRequire` or `SSLRequireSSL` for a whole server (outside sections,
+/// through `<IfModule>`, in a `<VirtualHost>`) makes every page's answer
+/// the client's, with mod_ssl loaded; inside a section it is the path's
+/// own (`sectioned`).
+#[test]
+fn server_wide_tls_rules_tell_every_page_apart() {
+    let whole = "
+<IfModule mod_ssl.c>
+  <VirtualHost *:443>
+    SSLRequire %{SSL_CLIENT_S_DN_O} eq \"Corp\"
+";
+    let why = server_wide(&conf(whole), true);
+    assert!(why.is_some_and(|w| w.contains("SSLRequire") && w.contains("site.conf:4")));
+    assert_eq!(server_wide(&conf(whole), false), None, "mod_ssl not loaded");
+    assert!(server_wide(&conf("SSLRequireSSL"), true).is_some());
+    let sectioned = "
+<VirtualHost *:443>
+  <Directory /srv/www/staff>
+    SSLRequire %{SSL_CLIENT_S_DN_O} eq \"Corp\"
+  <If \"-n %{HTTPS}\">
+    SSLRequireSSL
+";
+    assert_eq!(server_wide(&conf(sectioned), true), None);
+    assert_eq!(server_wide(&conf("SSLOptions +StdEnvVars"), true), None);
 }
 
 #[test]
