@@ -342,11 +342,21 @@ fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: SiblingVersio
     }
 }
 
-/// Opens `path` if it is still the file of `v` (device, inode, size).
+/// Opens `path` if it is still the very version `v` (device, inode,
+/// size, and mtime and ctime as APR has them, in microseconds): the
+/// verdict is recorded under `v`, so it must be of `v`'s bytes.
 fn open_version(path: &Path, v: &FileVersion) -> Option<fs::File> {
     let f = fs::File::open(path).ok()?;
     let m = f.metadata().ok()?;
-    (m.is_file() && m.dev() == v.device && m.ino() == v.inode && m.size() == v.size).then_some(f)
+    let usec = |s: i64, ns: i64| s.saturating_mul(1_000_000).saturating_add(ns / 1_000);
+    let now = FileVersion {
+        device: m.dev(),
+        inode: m.ino(),
+        mtime: usec(m.mtime(), m.mtime_nsec()),
+        ctime: usec(m.ctime(), m.ctime_nsec()),
+        size: m.size(),
+    };
+    (m.is_file() && now == *v).then_some(f)
 }
 
 /// Runs one full check and records its verdict; a file changed since is
