@@ -544,8 +544,6 @@ static int flatten(apr_pool_t *p, const authz_section *s, gdn_authz_node *out,
     return n;
 }
 
-/* What of the twin `t`'s configuration may tell clients apart, into
- * `out` (strings in `p`, the asking request's pool). */
 /* The modules whose per-directory record for `t` differs from its
  * server's defaults. httpd makes a section's record for a module only
  * when one of its directives is read there, and a merge keeps the base
@@ -565,6 +563,8 @@ static void read_sectioned(apr_pool_t *p, request_rec *t, gdn_twin *out)
     out->sectioned = (const char *const *)names->elts;
 }
 
+/* What of the twin `t`'s configuration may tell clients apart, into
+ * `out` (strings in `p`, the asking request's pool). */
 static void read_client_rules(apr_pool_t *p, request_rec *t, gdn_twin *out)
 {
     const core_dir_config *core = ap_get_core_module_config(t->per_dir_config);

@@ -139,10 +139,9 @@ fn stat_sibling<'r>(
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
     // The suffix as a C string: the tail of the path it ends.
-    let whole = path.to_bytes_with_nul();
-    let tail = whole.get(whole.len() - 1 - suffix.len().min(whole.len() - 1)..);
-    let c_suffix = tail.and_then(|t| CStr::from_bytes_with_nul(t).ok());
-    let c_suffix = c_suffix.ok_or(NotServed::Absent)?;
+    let start = path.to_bytes().len().saturating_sub(suffix.len());
+    let c_suffix = CStr::from_bytes_with_nul(&path.to_bytes_with_nul()[start..])
+        .map_err(|_| NotServed::Absent)?;
     let (answer, client_dependent) = crate::policy::sibling(&req.ask_sibling(path, c_suffix));
     if let Some(why) = client_dependent {
         depends_on_client(req, &why);

@@ -27,24 +27,16 @@ pub fn server_wide(lines: &[Line], ssl_loaded: bool) -> Option<String> {
             .iter()
             .any(|d| l.name.eq_ignore_ascii_case(d))
     };
-    let in_a_section = |l: &Line| {
-        let mut up = l.parent.and_then(|p| lines.get(p));
-        while let Some(u) = up {
-            // <IfModule>, <IfDefine> and the like hold what applies where
-            // they stand; <If> is a section of its own.
-            let conditional = u
-                .name
-                .get(..3)
-                .is_some_and(|h| h.eq_ignore_ascii_case("<If"))
-                && !u.name.eq_ignore_ascii_case("<If");
-            if !(conditional || u.name.eq_ignore_ascii_case("<VirtualHost")) {
-                return true;
-            }
-            up = u.parent.and_then(|p| lines.get(p));
-        }
-        false
+    // A <VirtualHost> is a whole server; <IfModule> and the like are
+    // looked through.
+    let in_a_section = |i: usize| {
+        super::scan::enclosing(lines, i)
+            .is_some_and(|u| !u.name.eq_ignore_ascii_case("<VirtualHost"))
     };
-    let l = lines.iter().find(|l| rule(l) && !in_a_section(l))?;
+    let (_, l) = lines
+        .iter()
+        .enumerate()
+        .find(|&(i, l)| rule(l) && !in_a_section(i))?;
     ssl_loaded.then(|| format!("{} for a whole server ({}:{})", l.name, l.file, l.line))
 }
 

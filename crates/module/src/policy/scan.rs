@@ -284,7 +284,7 @@ fn is(name: &str, what: &str) -> bool {
 /// The section line `i` is in, looking through `<IfModule>`, `<IfDefine>`
 /// and the other conditional sections (which hold what applies, where
 /// they apply, as if written around them; `<If>` is not one).
-fn enclosing(lines: &[Line], i: usize) -> Option<&Line> {
+pub(super) fn enclosing(lines: &[Line], i: usize) -> Option<&Line> {
     let mut up = lines[i].parent.map(|p| &lines[p]);
     while let Some(u) = up {
         let conditional = u.name.len() > 3 && u.name.get(..3).is_some_and(|h| is(h, "<If"));
