@@ -3,16 +3,19 @@
 every page (total, and the median page), then req/s with wrk over the
 pages in turn, ROUNDS interleaved rounds, median. Each case's responses
 are checked first: status 200 and the expected Content-Encoding. The
-dcz case announces the site dictionary (the file DICTIONARY, as served)
-by its SHA-256; its first body is decoded with `zstd -D` against it and
-compared with the page it stands for, in PAGES_DIR.
+dcz and dcb cases announce the site dictionary (the file DICTIONARY, as
+served) by its SHA-256; the first dcz body is decoded with `zstd -D`
+against it and compared with the page it stands for, in PAGES_DIR, and
+the first dcb body is checked against both by `gzip-disk-ng verify`
+(the tool TOOL).
 
-Usage: DICTIONARY=FILE dynamic.py BASE_URL PAGES_FILE PAGES_DIR"""
+Usage: DICTIONARY=FILE TOOL=FILE dynamic.py BASE_URL PAGES_FILE PAGES_DIR"""
 
 import base64
 import hashlib
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -22,15 +25,18 @@ import urllib.request
 BASE, PAGES_FILE, PAGES_DIR = sys.argv[1], sys.argv[2], sys.argv[3]
 DICTIONARY = os.environ["DICTIONARY"]
 with open(DICTIONARY, "rb") as f:
-    DICT_NAME = ":" + base64.b64encode(hashlib.sha256(f.read()).digest()).decode() + ":"
+    DICT_HASH = hashlib.sha256(f.read()).digest()
+DICT_NAME = ":" + base64.b64encode(DICT_HASH).decode() + ":"
+TOOL = os.environ["TOOL"]
 NAMES = [os.path.basename(p.strip())[:-5] + ".php" for p in open(PAGES_FILE) if p.strip()]
 DURATION = int(os.environ.get("DURATION", "3"))
 ROUNDS = int(os.environ.get("ROUNDS", "3"))
 CONNS = int(os.environ.get("CONNS", "8"))
 
 # (key, label, directory, Accept-Encoding, expected Content-Encoding)
-# dcz: announced with Available-Dictionary; 40 bytes of its header.
+# dcz, dcb: announced with Available-Dictionary; 40 bytes of dcz's header.
 DCZ_HEADER = 40
+DELTAS = ("dcz", "dcb")
 CASES = [
     ("plain", "PHP-FPM, no coding", "plain", "identity", None),
     ("deflate", "mod_deflate (gzip, level 6)", "deflate", "gzip", "gzip"),
@@ -39,13 +45,14 @@ CASES = [
     ("gdn_br", "GZIP_DISK_NG br", "gdn", "br", "br"),
     ("gdn_gzip", "GZIP_DISK_NG gzip", "gdn", "gzip", "gzip"),
     ("gdn_dcz", "GZIP_DISK_NG dcz (site dictionary)", "gdn", "dcz, zstd, br, gzip", "dcz"),
+    ("gdn_dcb", "GZIP_DISK_NG dcb (site dictionary)", "gdn", "dcb, br, gzip", "dcb"),
 ] + [(f"dcz{l}", f"GZIP_DISK_NG dcz, level {l}", f"dcz{l}", "dcz, zstd, br, gzip", "dcz")
      for l in os.environ.get("DCZ_LEVELS", "").split()]
 
 
 def headers(case):
     h = {"Accept-Encoding": case[3]}
-    if case[4] == "dcz":
+    if case[4] in DELTAS:
         h["Available-Dictionary"] = DICT_NAME
     return h
 
@@ -65,6 +72,20 @@ def check_dcz(name, body):
             sys.exit(f"dcz: {name} does not decode to the page")
 
 
+def check_dcb(name, body):
+    """The body names the dictionary and decodes against it to the page,
+    as the publish tool verifies a published delta."""
+    with tempfile.TemporaryDirectory() as d:
+        page = os.path.join(d, name[:-4] + ".html")
+        shutil.copy(os.path.join(PAGES_DIR, name), page)
+        with open(f"{page}.{DICT_HASH.hex()}.dcb", "wb") as f:
+            f.write(body)
+        r = subprocess.run([TOOL, "verify", "--quiet", "--dictionary", DICTIONARY, d],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"dcb: {name} does not verify: {r.stdout}{r.stderr}")
+
+
 def sizes(case):
     _, _, d, _, want = case
     out = []
@@ -74,6 +95,8 @@ def sizes(case):
             sys.exit(f"{case[0]}: {n} answered {st} {ce}, expected 200 {want}")
         if want == "dcz" and not out:
             check_dcz(n, body)
+        if want == "dcb" and not out:
+            check_dcb(n, body)
         out.append(len(body))
     return out
 

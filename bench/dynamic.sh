@@ -6,12 +6,13 @@
 # bytes sent over PAGES_N pages (total and median page, each as a ratio to
 # mod_brotli's) and req/s (wrk, CONNS connections, the pages in turn,
 # ROUNDS interleaved rounds of DURATION seconds, median), with ratios.
-# The dcz row: the rest of the manual (the pages not measured) is served
-# as static files under on-demand compression with
+# The dcz and dcb rows: the rest of the manual (the pages not measured) is
+# served as static files under on-demand compression with
 # `GzipDiskNgSiteDictionary /dictionary.dat`, crawled until the site
 # dictionary is trained; the PHP pages are then asked with its hash in
-# `Available-Dictionary`, and the first one's body is decoded with
-# `zstd -D` against the served dictionary.
+# `Available-Dictionary`, and the first dcz body is decoded with
+# `zstd -D` against the served dictionary, the first dcb body checked
+# against it by `gzip-disk-ng verify`.
 #   bench/dynamic.sh            (PAGES_N=40 DURATION=3 ROUNDS=3 CONNS=8)
 # FILTER_LEVELS="zstd=3 gzip=7" measures other levels than the defaults;
 # DCZ_LEVELS (default "6 12 16") adds a dcz row at each of these levels;
@@ -127,4 +128,4 @@ while :; do
     last="$now"
 done
 echo "site dictionary: $(stat -c %s "$WORK/dictionary.dat") bytes, trained from the crawl of ${#SITE[@]} other pages of the manual"
-DCZ_LEVELS="$DCZ_LEVELS" DICTIONARY="$WORK/dictionary.dat" python3 "$ROOT/bench/dynamic.py" "$URL" "$WORK/pages" "$D/gdn"
+DCZ_LEVELS="$DCZ_LEVELS" DICTIONARY="$WORK/dictionary.dat" TOOL="$ROOT/target/release/gzip-disk-ng" python3 "$ROOT/bench/dynamic.py" "$URL" "$WORK/pages" "$D/gdn"

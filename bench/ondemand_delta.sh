@@ -19,7 +19,7 @@
 #    every page asked in br and in dcz and dcb against the dictionary:
 #    quartiles of delta/br over the pages, and the totals; also each
 #    training the compressor logged, and the headers of the dictionary.
-#    Then the publish tool's train and compress --dictionary at 32 to 384
+#    Then the publish tool's train and compress --dictionary at 32 to 512
 #    KiB over the same pages: the median dcz/br each size gives.
 # 3. From a change to the first delta served: vue 3.5.12's
 #    dist/vue.runtime.global.js (about 390 KB), cached, rewritten in place
@@ -404,7 +404,7 @@ dictionary_sizes() {
     echo
     echo '| size | dictionary br bytes | median dcz / br |'
     echo '|---|---|---|'
-    for size in 32K 64K 128K 192K 288K 384K; do
+    for size in 32K 64K 128K 192K 288K 384K 512K; do
         dir="$WORK/sizes/$size"
         mkdir -p "$dir" && cp -r "$MANUAL/." "$dir/"
         GZIP_DISK_NG_STATE="$WORK/sizes/state" "$TOOL" train "$dir" --out "$WORK/sizes/$size.dat" --size "$size" >/dev/null

@@ -763,6 +763,25 @@ fn assert_dynamic_dcz(a: &Apache, web: &Client, dict: &[u8], named: &str) {
     let forged = available(b"not the site dictionary");
     let r = web.get("/app/page.cgi", &[&forged, ae]);
     assert_eq!(r.coding(), Some("zstd"), "{r:?}");
+    assert_dynamic_dcb(a, web, dict, named, &page);
+}
+
+/// The same page in `dcb` for a client that prefers it (or takes no
+/// zstd), decoded by an independent brotli decoder against the
+/// dictionary; `dcz` where both are offered alike.
+fn assert_dynamic_dcb(a: &Apache, web: &Client, dict: &[u8], named: &str, page: &[u8]) {
+    for ae in ["dcb, br, gzip", "dcz;q=0.5, dcb, zstd, br"] {
+        let r = web.get("/app/page.cgi", &[named, &format!("Accept-Encoding: {ae}")]);
+        assert_eq!((r.status, r.coding()), (200, Some("dcb")), "{ae}: {r:?}");
+        let decoded = oracle_decode_delta("dcb", dict, &r.body).expect("dcb decodes");
+        assert!(
+            decoded == page,
+            "{ae}: the dynamic dcb decodes to something else"
+        );
+        assert!(a.last_access_ends_with("dcb dynamic"), "{}", a.access_log());
+    }
+    let r = web.get("/app/page.cgi", &[named, "Accept-Encoding: dcb, dcz, br"]);
+    assert_eq!(r.coding(), Some("dcz"), "{r:?}");
 }
 
 /// The `Vary` of `r`, lowercased.

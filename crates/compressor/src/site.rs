@@ -52,7 +52,7 @@ pub const MIN_PAGES: usize = 16;
 /// Largest dictionary: a download once a day per browser, against the
 /// bytes it saves on every page (docs/performance.md measures the sizes
 /// on Debian's Apache manual).
-pub const DICTIONARY_SIZE: usize = 288 << 10;
+pub const DICTIONARY_SIZE: usize = 512 << 10;
 
 /// The dictionary asked of the trainer is the pages' bytes over this,
 /// within 1 KiB and `DICTIONARY_SIZE`: a dictionary is worth what pages

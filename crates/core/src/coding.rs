@@ -111,4 +111,13 @@ impl DeltaCoding {
             DeltaCoding::Dcb => 1,
         }
     }
+
+    /// The coding whose coder makes it: a server configured without
+    /// that coding (or a request that forbids it) makes no such delta.
+    pub fn base(self) -> Coding {
+        match self {
+            DeltaCoding::Dcz => Coding::Zstd,
+            DeltaCoding::Dcb => Coding::Br,
+        }
+    }
 }

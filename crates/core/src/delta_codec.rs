@@ -43,7 +43,7 @@ pub fn dcb_fits(dict_len: u64, data_len: u64) -> bool {
 
 /// Brotli window bits for a delta: the dictionary and the input in one
 /// window, so every byte of the dictionary can be referred to.
-fn dcb_lgwin(dict_len: u64, data_len: u64) -> u32 {
+pub(crate) fn dcb_lgwin(dict_len: u64, data_len: u64) -> u32 {
     let need = dict_len.saturating_add(data_len).saturating_add(16);
     let mut bits = 16;
     while bits < DCB_LGWIN_MAX && (1u64 << bits) < need {

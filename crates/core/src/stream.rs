@@ -12,6 +12,7 @@ use std::io::{self, Write};
 use std::sync::{Mutex, PoisonError};
 use zstd::stream::raw::Operation;
 
+mod dcb;
 mod gzip;
 
 /// zstd's window for a stream of unknown length: 256 KiB, within the
@@ -24,6 +25,13 @@ pub const ZSTD_WINDOW_LOG: u32 = 18;
 /// sized for files of megabytes).
 const ZSTD_HASH_LOG: u32 = 17;
 const ZSTD_CHAIN_LOG: u32 = 16;
+
+/// A `dcz` coder's match tables: 512 Ki hash and 256 Ki chain entries,
+/// which find matches in a dictionary of up to 512 KiB as well as in the
+/// page (tables of a plain stream's size lose a third of what a dictionary
+/// saves); a coder and its prepared dictionary hold about 7 MiB.
+const DCZ_HASH_LOG: u32 = 19;
+const DCZ_CHAIN_LOG: u32 = 18;
 
 /// zstd coders kept for the next response, per process: a coder's tables
 /// are set up once, not per response.
@@ -53,6 +61,8 @@ pub struct StreamLevels {
     /// dictionary is for.
     pub dcz: i32,
     pub brotli_quality: u32,
+    /// brotli's quality against a dictionary (`dcb`).
+    pub dcb: u32,
     pub gzip: u32,
 }
 
@@ -62,8 +72,9 @@ impl Default for StreamLevels {
     fn default() -> Self {
         StreamLevels {
             zstd: 6,
-            dcz: 9,
+            dcz: 10,
             brotli_quality: 5,
+            dcb: 5,
             gzip: 6,
         }
     }
@@ -78,6 +89,7 @@ impl StreamLevels {
             zstd: 1,
             dcz: 1,
             brotli_quality: self.brotli_quality.min(3),
+            dcb: self.dcb.min(3),
             gzip: 1,
         }
     }
@@ -94,6 +106,8 @@ enum Inner {
     /// With what it is for, under which it goes back to the pool.
     Zstd(zstd::stream::raw::Encoder<'static>, Option<ZstdKey>),
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
+    /// Brotli against a dictionary (`dcb`).
+    Dcb(Box<dcb::Dcb>),
     Gzip(gzip::Gzip),
     /// Finished: nothing more is coded.
     Done,
@@ -147,12 +161,22 @@ impl Encoder {
         })
     }
 
+    /// A `dcb` coder against `dictionary` (whose hash is `hash`): the
+    /// RFC 9842 header is its first output.
+    pub fn dcb(quality: u32, dictionary: &[u8], hash: &Hash) -> Encoder {
+        Encoder {
+            inner: Inner::Dcb(Box::new(dcb::Dcb::new(quality, dictionary, hash))),
+            head: dictionary::header(crate::coding::DeltaCoding::Dcb, hash),
+        }
+    }
+
     /// Codes `input`; coded bytes ready so far are appended to `out`.
     pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
         self.start(out);
         match &mut self.inner {
             Inner::Zstd(e, _) => return zstd_run(e, input, out),
             Inner::Br(e) => e.write_all(input)?,
+            Inner::Dcb(e) => return e.write(input, out),
             Inner::Gzip(e) => return e.write(input, out),
             Inner::Done => return Err(finished()),
         }
@@ -166,6 +190,7 @@ impl Encoder {
         match &mut self.inner {
             Inner::Zstd(e, _) => return zstd_drive(out, |o| e.flush(o)),
             Inner::Br(e) => e.flush()?,
+            Inner::Dcb(e) => return e.flush(out),
             Inner::Gzip(e) => return e.flush(out),
             Inner::Done => return Err(finished()),
         }
@@ -186,6 +211,7 @@ impl Encoder {
                 return Ok(());
             }
             Inner::Br(e) => e.into_inner(),
+            Inner::Dcb(mut e) => return e.finish(out),
             Inner::Gzip(e) => return e.finish(out),
             Inner::Done => return Err(finished()),
         };
@@ -207,7 +233,7 @@ impl Encoder {
                 out.extend_from_slice(&jitter::zstd_skippable_frame(pad));
                 return Ok(());
             }
-            Inner::Br(_) => {
+            Inner::Br(_) | Inner::Dcb(_) => {
                 self.flush(out)?;
                 out.extend_from_slice(&jitter::brotli_metadata_block(&jitter::padding(pad)));
             }
@@ -224,7 +250,7 @@ impl Encoder {
     fn drain(&mut self, out: &mut Vec<u8>) {
         let made = match &mut self.inner {
             Inner::Br(e) => e.get_mut(),
-            Inner::Gzip(_) | Inner::Zstd(..) | Inner::Done => return,
+            Inner::Gzip(_) | Inner::Zstd(..) | Inner::Dcb(_) | Inner::Done => return,
         };
         if out.is_empty() {
             std::mem::swap(out, made);
@@ -258,15 +284,22 @@ fn zstd_coder(key: ZstdKey, dictionary: &[u8]) -> io::Result<zstd::stream::raw::
         Some(_) => zstd::stream::raw::Encoder::with_dictionary(key.0, dictionary)?,
         None => zstd::stream::raw::Encoder::new(key.0)?,
     };
-    zstd_params(&mut e)?;
+    zstd_params(&mut e, key.1.is_some())?;
     Ok(e)
 }
 
-fn zstd_params(e: &mut zstd::stream::raw::Encoder<'static>) -> io::Result<()> {
+/// A stream's parameters; `dcz`'s tables are larger (set before the
+/// dictionary is first prepared, with the coder's first frame).
+fn zstd_params(e: &mut zstd::stream::raw::Encoder<'static>, dcz: bool) -> io::Result<()> {
     use zstd::stream::raw::CParameter;
+    let (hash, chain) = if dcz {
+        (DCZ_HASH_LOG, DCZ_CHAIN_LOG)
+    } else {
+        (ZSTD_HASH_LOG, ZSTD_CHAIN_LOG)
+    };
     e.set_parameter(CParameter::WindowLog(ZSTD_WINDOW_LOG))?;
-    e.set_parameter(CParameter::HashLog(ZSTD_HASH_LOG))?;
-    e.set_parameter(CParameter::ChainLog(ZSTD_CHAIN_LOG))?;
+    e.set_parameter(CParameter::HashLog(hash))?;
+    e.set_parameter(CParameter::ChainLog(chain))?;
     e.set_parameter(CParameter::ChecksumFlag(true))
 }
 
@@ -488,6 +521,46 @@ mod tests {
         other.extend_from_slice(&dict[..20_000]);
         dcz_round_trip(&other, &body);
         assert_eq!(dcz_round_trip(&dict, &body), first);
+    }
+
+    /// A `dcb` body of `body` against `dict` in pieces, with a flush, and
+    /// padded: each prefix up to the flush decodes, the whole decodes back.
+    #[test]
+    fn dcb_starts_with_its_header_flushes_and_decodes_with_the_dictionary() {
+        // Bytes no coder finds repeats in, but in the dictionary.
+        let mut x = 1u64;
+        let dict: Vec<u8> = (0..300_000)
+            .map(|_| {
+                x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                (x >> 56) as u8
+            })
+            .collect();
+        let body = [&dict[250_000..], &dict[..100_000]].concat();
+        let hash = dictionary::hash(&dict);
+        let mut e = Encoder::dcb(5, &dict, &hash);
+        let mut out = Vec::new();
+        e.write(&body[..1000], &mut out).expect("write");
+        e.flush(&mut out).expect("flush");
+        let head = dictionary::header(crate::coding::DeltaCoding::Dcb, &hash);
+        assert!(out.starts_with(&head));
+        let mut first = vec![0u8; 4096];
+        let n = brotli::Decompressor::new_with_custom_dict(
+            &out[head.len()..],
+            4096,
+            dict.clone().into(),
+        )
+        .read(&mut first)
+        .expect("prefix");
+        assert_eq!(&first[..n], &body[..n.min(1000)]);
+        for piece in body[1000..].chunks(7_919) {
+            e.write(piece, &mut out).expect("write");
+        }
+        e.finish_padded(20, &mut out).expect("finish");
+        let got = crate::delta_codec::decode(&dict, &out).expect("decodes");
+        assert_eq!(got, body);
+        // Only the dictionary holds these bytes: all of it was reachable.
+        assert!(out.len() < 2000, "{}", out.len());
+        assert!(e.write(b"x", &mut out).is_err());
     }
 
     #[test]

@@ -485,21 +485,30 @@ impl DirConfig {
     }
 }
 
-/// `GzipDiskNgFilterLevels zstd=6 dcz=9 br=5 gzip=6`: any of the four, the
+/// `GzipDiskNgFilterLevels zstd=6 dcz=10 br=5 dcb=5 gzip=6`: any of them, the
 /// others keep their defaults (or the enclosing scope's list as a whole
 /// is replaced: one line says every level that scope uses).
 pub fn parse_filter_levels(args: &[&str]) -> Result<StreamLevels, String> {
     if args.is_empty() {
-        return Err("needs coding=level pairs: zstd=1..19 dcz=1..19 br=0..11 gzip=1..9".into());
+        return Err(
+            "needs coding=level pairs: zstd=1..19 dcz=1..19 br=0..11 dcb=0..11 gzip=1..9".into(),
+        );
     }
     let mut l = StreamLevels::default();
     for a in args {
-        let bad =
-            || format!("'{a}' is not coding=level (zstd=1..19, dcz=1..19, br=0..11, gzip=1..9)");
+        let bad = || {
+            format!(
+                "'{a}' is not coding=level (zstd=1..19, dcz=1..19, br=0..11, dcb=0..11, gzip=1..9)"
+            )
+        };
         let (c, n) = a.split_once('=').ok_or_else(bad)?;
         let n: u32 = n.parse().map_err(|_| bad())?;
         if c.eq_ignore_ascii_case("dcz") && (1..=19).contains(&n) {
             l.dcz = n as i32;
+            continue;
+        }
+        if c.eq_ignore_ascii_case("dcb") && n <= 11 {
+            l.dcb = n;
             continue;
         }
         match (Coding::from_token(c), n) {
@@ -635,13 +644,14 @@ mod tests {
             assert!(parse_filter_load_limit(bad).is_err(), "{bad}");
         }
         let l = parse_filter_levels(&["zstd=3", "gzip=9"]).expect("levels");
-        assert_eq!((l.zstd, l.dcz, l.brotli_quality, l.gzip), (3, 9, 5, 9));
-        let l = parse_filter_levels(&["dcz=16"]).expect("levels");
-        assert_eq!((l.zstd, l.dcz), (6, 16));
+        assert_eq!((l.zstd, l.dcz, l.brotli_quality, l.gzip), (3, 10, 5, 9));
+        let l = parse_filter_levels(&["dcz=16", "dcb=9"]).expect("levels");
+        assert_eq!((l.zstd, l.dcz, l.brotli_quality, l.dcb), (6, 16, 5, 9));
         for bad in [
             &["zstd=0"][..],
             &["dcz=0"],
             &["dcz=20"],
+            &["dcb=12"],
             &["br=12"],
             &["gzip=10"],
             &["deflate=1"],

@@ -60,9 +60,9 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
         name: c"GzipDiskNgFilterLevels",
         takes: Takes::List,
         scope: Scope::DirectoryFileInfo,
-        help: c"zstd=<1-19> dcz=<1-19> br=<0-11> gzip=<1-9>: the GZIP_DISK_NG output filter's levels (default zstd=6 dcz=9 br=5 gzip=6)",
+        help: c"zstd=<1-19> dcz=<1-19> br=<0-11> dcb=<0-11> gzip=<1-9>: the GZIP_DISK_NG output filter's levels (default zstd=6 dcz=10 br=5 dcb=5 gzip=6)",
         syntax: "GzipDiskNgFilterLevels coding=level [coding=level] ...",
-        default: "`zstd=6 dcz=9 br=5 gzip=6`",
+        default: "`zstd=6 dcz=10 br=5 dcb=5 gzip=6`",
         main_server: false,
         set: Set::Dir(|d, a, _| {
             d.filter_levels = Some(config::parse_filter_levels(a.list()?)?);

@@ -4,7 +4,7 @@
 
 use super::delta;
 use crate::config::Settings;
-use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::coding::Coding;
 use gdn_core::dynamic::{self, Aside};
 use gdn_core::negotiate::Accepted;
 use gdn_httpd::{Level, Request};
@@ -40,8 +40,9 @@ pub fn aside(req: &Request<'_>, why: Aside) {
 }
 
 /// The client's coding among the configured ones, each removable by its
-/// environment variable (`no-gzip`'s family); `dcz` against the host's
-/// site dictionary where the client holds it and zstd is configured.
+/// environment variable (`no-gzip`'s family); `dcz` or `dcb` against
+/// the host's site dictionary where the client holds it and zstd or br is
+/// configured.
 pub fn negotiate(
     req: &Request<'_>,
     settings: &Settings<'_>,
@@ -53,19 +54,19 @@ pub fn negotiate(
             acc.forbid(c);
         }
     }
-    if dir.encodings().contains(&Coding::Zstd) && !req.env_is_set(Coding::Zstd.no_env()) {
-        if let Some(d) = delta::for_client(req, &acc, settings.site_dictionary) {
-            return Some((Coding::Zstd, Some(d)));
-        }
+    let usable = |c: Coding| dir.encodings().contains(&c) && !req.env_is_set(c.no_env());
+    if let Some(d) = delta::for_client(req, &acc, settings.site_dictionary, usable) {
+        return Some((d.coding.base(), Some(d)));
     }
     Some((dynamic::choose(&acc, dir.encodings())?, None))
 }
 
 /// The coding a body goes out in, as its `Content-Encoding` and its ETag
-/// suffix name it: `dcz` against a dictionary, else the coding's own.
+/// suffix name it: the delta coding against a dictionary, else the
+/// coding's own.
 pub fn suffix(coding: Coding, delta: Option<&delta::Dictionary>) -> &'static CStr {
     match delta {
-        Some(_) => DeltaCoding::Dcz.c_token(),
+        Some(d) => d.coding.c_token(),
         None => coding.c_token(),
     }
 }

@@ -1,6 +1,6 @@
 //! The site dictionary's part of a dynamic response: a client that holds
 //! the host's trained dictionary (announced by `Available-Dictionary`,
-//! offered `dcz`) gets the body coded against it (RFC 9842). The
+//! offered `dcz` or `dcb`) gets the body coded against it (RFC 9842). The
 //! dictionary's bytes are read from the cache the compressor trained it
 //! into, checked against the SHA-256 the client named, and kept per
 //! process by the file's version, so a response reads it only when it
@@ -18,8 +18,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 /// to keep for it, and far above what the compressor trains.
 const DICTIONARY_MAX: u64 = 8 << 20;
 
-/// A dictionary's bytes, verified to hash to `hash`.
+/// A dictionary's bytes, verified to hash to `hash`, and the delta
+/// coding the client gets against it.
 pub struct Dictionary {
+    pub coding: DeltaCoding,
     pub hash: Hash,
     pub bytes: Arc<[u8]>,
 }
@@ -36,15 +38,18 @@ pub fn offered(site: Option<&str>) -> bool {
     site.is_some() && cache::active().is_some()
 }
 
-/// The dictionary a `dcz` body is coded against for this client: the
-/// host's, under the hash the client announced, where it offers `dcz`
-/// and this server holds that dictionary.
+/// The dictionary a delta body is coded against for this client: the
+/// host's, under the hash the client announced, where it offers a delta
+/// coding whose base coding is `usable` and this server holds that
+/// dictionary.
 pub fn for_client(
     req: &Request<'_>,
     accepted: &Accepted,
     site: Option<&str>,
+    usable: impl Fn(gdn_core::coding::Coding) -> bool,
 ) -> Option<Dictionary> {
-    if accepted.delta_q(DeltaCoding::Dcz) == 0 || !offered(site) {
+    let coding = delta_coding(accepted, usable)?;
+    if !offered(site) {
         return None;
     }
     let hash = negotiate::available_dictionary(req.header_in(c"Available-Dictionary")?)?;
@@ -62,7 +67,23 @@ pub fn for_client(
         Some(b) => b,
         None => read(req, &file, &hash, version)?,
     };
-    Some(Dictionary { hash, bytes })
+    Some(Dictionary {
+        coding,
+        hash,
+        bytes,
+    })
+}
+
+/// The client's delta coding: the higher q-value, `dcz` on a tie (as
+/// small as `dcb` on the pages measured, and faster: docs/dynamic.md).
+fn delta_coding(
+    accepted: &Accepted,
+    usable: impl Fn(gdn_core::coding::Coding) -> bool,
+) -> Option<DeltaCoding> {
+    DeltaCoding::ALL
+        .into_iter()
+        .filter(|&d| usable(d.base()) && accepted.delta_q(d) > 0)
+        .max_by_key(|&d| (accepted.delta_q(d), std::cmp::Reverse(d.index())))
 }
 
 /// Reads a dictionary file whole and keeps it, if it hashes to `hash`.
@@ -90,4 +111,28 @@ fn read(
     *LAST.lock().unwrap_or_else(PoisonError::into_inner) =
         Some((version, *hash, Arc::clone(&bytes)));
     Some(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gdn_core::coding::Coding;
+
+    fn chosen(header: &str, usable: &[Coding]) -> Option<DeltaCoding> {
+        let acc = Accepted::parse_bytes(Some(header.as_bytes()));
+        delta_coding(&acc, |c| usable.contains(&c))
+    }
+
+    #[test]
+    fn the_client_s_delta_coding_by_q_value_dcz_on_a_tie_within_the_configured() {
+        let all = [Coding::Zstd, Coding::Br, Coding::Gzip];
+        assert_eq!(chosen("dcz, dcb, br", &all), Some(DeltaCoding::Dcz));
+        assert_eq!(chosen("dcb, dcz", &all), Some(DeltaCoding::Dcz));
+        assert_eq!(chosen("dcz;q=0.5, dcb", &all), Some(DeltaCoding::Dcb));
+        assert_eq!(chosen("dcb, br", &all), Some(DeltaCoding::Dcb));
+        assert_eq!(chosen("dcz, dcb", &[Coding::Br]), Some(DeltaCoding::Dcb));
+        assert_eq!(chosen("dcz, dcb", &[Coding::Gzip]), None);
+        assert_eq!(chosen("dcz;q=0, br", &all), None);
+        assert_eq!(chosen("zstd, br", &all), None);
+    }
 }

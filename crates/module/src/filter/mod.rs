@@ -52,8 +52,8 @@ enum Mode {
 /// One response being coded.
 struct Stream {
     coding: Coding,
-    /// The client's site dictionary, for a `dcz` body (then `coding` is
-    /// zstd).
+    /// The client's site dictionary, for a `dcz` or `dcb` body (then
+    /// `coding` is its base coding, zstd or br).
     delta: Option<delta::Dictionary>,
     levels: StreamLevels,
     /// Bytes held back until the body is known to reach the minimum.
@@ -420,7 +420,10 @@ fn emit(f: &mut Filter<'_>, s: &mut Stream) -> apr_status_t {
 fn start(f: &mut Filter<'_>, s: &mut Stream, settings: &Settings<'_>) {
     let req = f.request();
     let made = match &s.delta {
-        Some(d) => Encoder::dcz(s.levels.dcz, &d.bytes, &d.hash),
+        Some(d) => match d.coding {
+            DeltaCoding::Dcz => Encoder::dcz(s.levels.dcz, &d.bytes, &d.hash),
+            DeltaCoding::Dcb => Ok(Encoder::dcb(s.levels.dcb, &d.bytes, &d.hash)),
+        },
         None => Encoder::new(s.coding, &s.levels),
     };
     let mut e = match made {
@@ -467,7 +470,7 @@ fn record(req: &Request<'_>, s: &Stream) {
         return;
     }
     let outcome = match s.delta {
-        Some(_) => Outcome::DynamicDelta(DeltaCoding::Dcz),
+        Some(ref d) => Outcome::DynamicDelta(d.coding),
         None => Outcome::Dynamic(s.coding),
     };
     if let Some(n) = crate::answer::note(outcome, false) {
