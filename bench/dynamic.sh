@@ -108,24 +108,7 @@ CONF
 apache_wait "$PORT"
 echo "date: $(date -u +%F); machine: $(nproc) cores, $(uname -m); $(wc -l <"$WORK/pages") manual pages through $(basename "$FPM")"
 URL="http://127.0.0.1:$PORT"
-# Crawled as a browser would until the site dictionary is served and a
-# whole crawl leaves it as it is (it is retrained as more pages are
-# cached); bounded: 300 s.
-SITE=()
-while IFS= read -r p; do SITE+=("${p#"$D"}"); done < <(find "$D/site" -name '*.html' | sort)
-end=$(($(date +%s) + ${SETTLE:-300})) last=""
-while :; do
-    if [ "$(date +%s)" -gt "$end" ]; then
-        echo "the site dictionary was not served and settled ${SETTLE:-300} s after crawling ${#SITE[@]} pages; last: $(curl -s -o /dev/null -w "%{http_code}" "$URL/dictionary.dat"); error.log:" >&2
-        grep -v "no site dictionary trained yet" "$WORK/error.log" | grep -i "dictionary" | tail -8 >&2
-        exit 1
-    fi
-    for p in "${SITE[@]}"; do curl -s -o /dev/null -H "Accept-Encoding: zstd, br, gzip" "$URL$p"; done
-    sleep 2
-    [ "$(curl -s -o "$WORK/dictionary.dat" -w '%{http_code}' "$URL/dictionary.dat")" = 200 ] || continue
-    now="$(sha256sum <"$WORK/dictionary.dat")"
-    [ "$now" = "$last" ] && break
-    last="$now"
-done
-echo "site dictionary: $(stat -c %s "$WORK/dictionary.dat") bytes, trained from the crawl of ${#SITE[@]} other pages of the manual"
+crawl_site_dictionary "$URL" "$WORK" "$D" "$D/site"
+SITE_PAGES="$(find "$D/site" -name '*.html' | wc -l)"
+echo "site dictionary: $(stat -c %s "$WORK/dictionary.dat") bytes, trained from the crawl of $SITE_PAGES other pages of the manual"
 DCZ_LEVELS="$DCZ_LEVELS" DICTIONARY="$WORK/dictionary.dat" TOOL="$ROOT/target/release/gzip-disk-ng" python3 "$ROOT/bench/dynamic.py" "$URL" "$WORK/pages" "$D/gdn"

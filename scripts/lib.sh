@@ -292,6 +292,30 @@ apache_wait() {
     return 1
 }
 
+# Crawls a site's pages as a browser would until its site dictionary
+# (GzipDiskNgSiteDictionary /dictionary.dat) is served and a whole crawl
+# leaves it as it is (it is retrained as more pages are cached), at most
+# SETTLE s (300); the dictionary ends in WORK/dictionary.dat.
+#   crawl_site_dictionary URL WORK DOCROOT SITE_DIR
+crawl_site_dictionary() {
+    local url="$1" work="$2" root="$3" site=() p now last="" end
+    while IFS= read -r p; do site+=("${p#"$root"}"); done < <(find "$4" -name '*.html' | sort)
+    end=$(($(date +%s) + ${SETTLE:-300}))
+    while :; do
+        if [ "$(date +%s)" -gt "$end" ]; then
+            echo "the site dictionary was not served and settled ${SETTLE:-300} s after crawling ${#site[@]} pages; last: $(curl -s -o /dev/null -w "%{http_code}" "$url/dictionary.dat"); error.log:" >&2
+            grep -v "no site dictionary trained yet" "$work/error.log" | grep -i "dictionary" | tail -8 >&2
+            return 1
+        fi
+        for p in "${site[@]}"; do curl -s -o /dev/null -H "Accept-Encoding: zstd, br, gzip" "$url$p"; done
+        sleep 2
+        [ "$(curl -s -o "$work/dictionary.dat" -w '%{http_code}' "$url/dictionary.dat")" = 200 ] || continue
+        now="$(sha256sum <"$work/dictionary.dat")"
+        [ "$now" = "$last" ] && return 0
+        last="$now"
+    done
+}
+
 # Stops the Apache whose pid file is WORK/httpd.pid, if it runs.
 #   apache_stop WORK
 apache_stop() {

@@ -225,6 +225,39 @@ fn a_cgi_is_coded_and_mod_deflate_beside_codes_nothing_twice() {
     a.assert_no_crash();
 }
 
+/// The filter keeps its coders per process and thread: each MPM's way of
+/// running requests (threads of event and worker, prefork's processes)
+/// codes a CGI's page in each coding, over HTTP/1.1 and h2.
+#[test]
+fn a_cgi_is_coded_under_every_mpm_on_http1_and_h2() {
+    let want = page_text().into_bytes();
+    for mpm in [Mpm::Event, Mpm::Worker, Mpm::Prefork] {
+        let opts = Options {
+            dir: "Options +ExecCGI\nAddHandler cgi-script .cgi\n\
+                  AddOutputFilterByType GZIP_DISK_NG text/html\n"
+                .into(),
+            modules: vec!["cgid", "filter"],
+            mpm,
+            ..Options::default()
+        };
+        let a = Apache::start(opts, cgi_site);
+        for coding in ["zstd", "br", "gzip"] {
+            for h2 in [false, true] {
+                let ae = format!("Accept-Encoding: {coding}");
+                let mut args = vec!["-H", ae.as_str()];
+                if h2 {
+                    args.push("--http2-prior-knowledge");
+                }
+                let r = a.request("/page.cgi", &args);
+                let what = format!("{mpm:?} {coding} h2={h2}");
+                assert_served(&r, &want, Some(coding), &what);
+                assert_eq!(r.http_version.contains('2'), h2, "{what}");
+            }
+        }
+        a.assert_no_crash();
+    }
+}
+
 /// mod_filter's harness runs the filter under the name the admin
 /// declared, here the one of the module's own 304 companion: the filter
 /// is known by the entry point called, so it still codes, in each coding.
