@@ -9,7 +9,9 @@
 //! byte to its end, then the end of the response. Whatever changed the
 //! bytes on the way (mod_include, mod_substitute) leaves other buckets,
 //! and the body is coded as it passes. The copy is bound to the SHA-256
-//! of the version the bucket's descriptor is (`Active::source`).
+//! of the version the bucket's descriptor is (`Active::source`). Under
+//! `GzipDiskNgJitter` the copy is padded as the handler pads a sibling
+//! (its padding planned by `respond::plan_jitter`).
 
 use super::headers;
 use crate::config::Settings;
@@ -19,17 +21,19 @@ use crate::metrics::tally::Counted;
 use crate::ondemand::ask;
 use crate::ondemand::cache::{self, Active, CachedCopy};
 use crate::outcome::Outcome;
+use crate::respond;
 use gdn_compressor::job::CodingSet;
 use gdn_compressor::key::Kind;
 use gdn_core::coding::Coding;
+use gdn_core::jitter;
 use gdn_core::representation::Representation;
 use gdn_httpd::{apr_status_t, File, Filter, Input, Level, Request};
 
 /// Sends the cache's copy of the file the response holds, in the
 /// stream's coding; `None` leaves the body to be coded as it passes
 /// (and asks the compressor for the copy where it is missing). Steps
-/// aside for a delta (made per client) and under `GzipDiskNgJitter` (the
-/// padding is made per body).
+/// aside for a delta (made per client), and under `GzipDiskNgJitter` for
+/// a copy that cannot be padded (the body is then padded as it passes).
 pub(super) fn take_over(
     f: &mut Filter<'_>,
     input: &mut Input,
@@ -38,7 +42,7 @@ pub(super) fn take_over(
     settings: &Settings<'_>,
 ) -> Option<apr_status_t> {
     let dir = settings.dir;
-    if delta || dir.jitter().is_some() || !dir.on_demand() {
+    if delta || !dir.on_demand() {
         return None;
     }
     let req = f.request();
@@ -55,9 +59,21 @@ pub(super) fn take_over(
         (source, found)
     });
     match copy {
-        Some((source, CachedCopy::Ready(_, copy))) => {
+        Some((source, CachedCopy::Ready(path, copy))) => {
+            let splice = match dir.jitter() {
+                Some(j) => {
+                    let n = copy.info().size();
+                    let p = respond::plan_jitter(req, settings.secret, coding, &copy, path, n, j)?;
+                    Some(p.splice)
+                }
+                None => None,
+            };
             ask::sent(req, cache, Some((*source.source(), kind)));
-            Some(send(f, input, coding, settings, &copy, size))
+            let out = Outgoing {
+                copy: &copy,
+                splice: splice.as_ref(),
+            };
+            Some(send(f, input, coding, settings, out, size))
         }
         Some((_, CachedCopy::NotWorth)) => None,
         Some((_, CachedCopy::Missing)) | None => {
@@ -88,23 +104,41 @@ fn ask_for(
     }
 }
 
+/// The copy to send, and the padding spliced into it.
+struct Outgoing<'a, 'r> {
+    copy: &'a File<'r>,
+    splice: Option<&'a jitter::Splice>,
+}
+
 /// The copy in place of the file: the coded response's headers with the
-/// copy's length, its file bucket, then the end.
+/// copy's length, its file bucket (the padding around it), then the end.
 fn send<'r>(
     f: &mut Filter<'r>,
     input: &mut Input,
     coding: Coding,
     settings: &Settings<'_>,
-    copy: &File<'r>,
+    out: Outgoing<'_, 'r>,
     original: u64,
 ) -> apr_status_t {
     let req = f.request();
-    let sent = copy.info().size();
+    let size = out.copy.info().size();
+    let sent = out.splice.map_or(size, jitter::Splice::len);
     headers::coded(req, coding.c_token(), settings.dir);
     req.set_content_length(sent);
     record(req, coding, sent, original);
     input.drop_first();
-    f.send_file(copy, 0, sent);
+    match out.splice {
+        Some(sp) => {
+            if !sp.head.is_empty() {
+                f.send(&sp.head);
+            }
+            f.send_file(out.copy, sp.start, sp.end - sp.start);
+            if !sp.tail.is_empty() {
+                f.send(&sp.tail);
+            }
+        }
+        None => f.send_file(out.copy, 0, size),
+    }
     f.send_first_of(input);
     f.remove();
     f.pass()

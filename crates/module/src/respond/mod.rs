@@ -20,7 +20,7 @@ pub(crate) mod streams;
 
 pub(crate) use body::mark;
 pub use body::send_static;
-pub(crate) use padding::random_len;
+pub(crate) use padding::{plan_jitter, random_len};
 pub use responder::Responder;
 
 use crate::answer::{Answer, Skip};

@@ -11,7 +11,7 @@ use gdn_httpd::{self, File, Level, PoolBytes, Request};
 use std::ffi::CStr;
 
 /// A planned padded representation.
-pub(super) struct Padded {
+pub(crate) struct Padded {
     pub splice: jitter::Splice,
     pub pad: u32,
     pub random: bool,
@@ -22,7 +22,7 @@ const GZIP_HEADER_READ: usize = 4096;
 
 /// Decides the padding for a sibling; `None` serves it unpadded (with a
 /// debug line saying why).
-pub(super) fn plan_jitter(
+pub(crate) fn plan_jitter(
     req: &Request<'_>,
     secret: Option<&Secret>,
     c: Coding,
