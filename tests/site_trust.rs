@@ -255,3 +255,91 @@ fn a_page_restricted_after_it_was_learned_leaves_the_site_dictionary() {
     }
     a.assert_no_crash();
 }
+
+/// The `Available-Dictionary` naming `dictionary`: its SHA-256 as a
+/// structured-field byte sequence.
+fn announce(dictionary: &[u8]) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let hash = sha2::Sha256::digest(dictionary);
+    format!(
+        ":{}:",
+        base64::engine::general_purpose::STANDARD.encode(hash)
+    )
+}
+
+/// A site with the output filter on by type and no handler of the
+/// module: the files core sends join the site dictionary as the
+/// handler's pages do (a page behind a deny-list stays out), and a client
+/// that holds the dictionary gets each page's delta from the cache,
+/// made once, not coded per response.
+#[test]
+fn files_through_the_filter_join_the_site_dictionary_and_get_cached_deltas() {
+    let (hidden, secret) = ("/notip/p.html", "HIDDEN-FILTERED-NOT-IP-77d1");
+    let public = public_pages();
+    let server = server_lines(
+        "<Directory {docroot}/notip>\n<RequireAll>\nRequire all granted\nRequire not ip 10.9.8.7\n</RequireAll>\n</Directory>\n",
+    );
+    let a = Apache::start(
+        Options {
+            dir: "GzipDiskNgOnDemand On\nAddOutputFilterByType GZIP_DISK_NG text/html".into(),
+            server,
+            modules: vec!["filter", "authz_host"],
+            ..Default::default()
+        },
+        |d| {
+            put_page(d, hidden, &site_page(secret, 90, 200));
+            for (path, html) in &public {
+                put_page(d, path, html);
+            }
+            make_cache_root(&d.join("../cache"));
+        },
+    );
+    let mut paths: Vec<&str> = public.iter().map(|(p, _)| p.as_str()).collect();
+    paths.insert(13, hidden);
+    let ae = "Accept-Encoding: zstd, br, gzip";
+    for p in &paths {
+        assert_eq!(a.request(p, &["-H", ae]).status, 200, "{p}");
+    }
+    // A copy from the cache has its length; a body coded as it passes
+    // has none.
+    for p in &paths {
+        wait_for(&format!("the cached copy of {p}"), || {
+            a.request(p, &["-H", ae]).header("Content-Length").is_some()
+        });
+    }
+    let dictionary = trained(&a);
+    assert!(
+        !contains(&dictionary, secret.as_bytes()),
+        "the site dictionary learned {hidden} through the filter, which a deny-list refuses to some clients"
+    );
+    let (path, html) = &public[3];
+    let held = announce(&dictionary);
+    let asked = ["-H", "Accept-Encoding: dcz, zstd, br, gzip", "-H"];
+    let header = format!("Available-Dictionary: {held}");
+    let mut last = None;
+    wait_for(&format!("the cached delta of {path}"), || {
+        let r = a.request(path, &[asked[0], asked[1], asked[2], &header]);
+        assert_eq!((r.status, r.coding()), (200, Some("dcz")), "{path}");
+        assert!(
+            r.decoded_delta(&dictionary) == *html,
+            "{path}: not the page"
+        );
+        let cached = a.last_access_ends_with("dcz cached");
+        last = Some(r);
+        cached
+    });
+    let r = last.expect("a response");
+    assert_eq!(r.header("Content-Length"), Some(&*r.body.len().to_string()));
+    let vary = r.tokens("Vary");
+    assert!(
+        vary.iter()
+            .any(|v| v.eq_ignore_ascii_case("Available-Dictionary")),
+        "Vary: {vary:?}"
+    );
+    assert!(
+        r.body.len() * 2 < readable(&a.request(path, &["-H", "Accept-Encoding: br"])).len(),
+        "the delta is no smaller than half the page"
+    );
+    a.assert_no_crash();
+}

@@ -193,7 +193,7 @@ int gdn_in_sibling_check(const request_rec *r)
  * response that already has a Content-Encoding: their first checks all
  * end in removing themselves, no header touched before. */
 #define KNOWN_FILTERS 32
-enum { FILTER_UNKNOWN, FILTER_PLAIN, FILTER_COMPRESSOR };
+enum { FILTER_UNKNOWN, FILTER_PLAIN, FILTER_COMPRESSOR, FILTER_CODER };
 static struct {
     const ap_filter_rec_t *frec;
     ap_out_filter_func func;
@@ -240,7 +240,7 @@ static int filter_kind(const ap_filter_rec_t *frec)
         if (k == FILTER_UNKNOWN) {
             return FILTER_UNKNOWN;
         }
-        kind = k == FILTER_COMPRESSOR ? k : kind;
+        kind = k > kind ? k : kind;
         any = 1;
     }
     return any ? kind : FILTER_UNKNOWN;
@@ -270,27 +270,35 @@ static void learn_filters(const gdn_sibling_rules *rules)
         }
         known_filters[known_filter_count].frec = frec;
         known_filters[known_filter_count].func = frec->filter_func.out_func;
-        known_filters[known_filter_count].kind =
-            rules->filter_compressors[i] ? FILTER_COMPRESSOR : FILTER_PLAIN;
+        known_filters[known_filter_count].kind = FILTER_PLAIN + rules->filter_kinds[i];
         known_filter_count++;
     }
 }
 
-/* Why the content filters about to run on `r` (those before the
- * protocol's) may change its bytes: the first filter not in
- * `known_filters`; NULL when there is none. */
-const char *gdn_content_filter(const request_rec *r)
+/* The first of the content filters about to run on `r` (those before
+ * the protocol's) not in `known_filters`, or a coder where `coders`;
+ * NULL when there is none. */
+static const char *first_filter(const request_rec *r, int coders)
 {
     const ap_filter_t *f;
     for (f = r->output_filters; f && f != r->proto_output_filters; f = f->next) {
+        int kind;
         if (f->frec->ftype >= AP_FTYPE_PROTOCOL) {
             break;
         }
-        if (!filter_kind(f->frec)) {
+        kind = filter_kind(f->frec);
+        if (!kind || (coders && kind == FILTER_CODER)) {
             return f->frec->name ? f->frec->name : "an unnamed filter";
         }
     }
     return NULL;
+}
+
+/* Why a handler sending the file's bytes itself gives way on `r`: the
+ * first filter that may change them or codes them as they pass. */
+const char *gdn_content_filter(const request_rec *r)
+{
+    return first_filter(r, 1);
 }
 
 /* Removes the compression filters from a response the module sends with
@@ -360,7 +368,7 @@ static void read_answer(request_rec *r, request_rec *rr, gdn_twin *out)
     out->content_type =
         rr->content_type ? apr_pstrdup(r->pool, rr->content_type) : NULL;
     ap_run_insert_filter(rr);
-    filter = gdn_content_filter(rr);
+    filter = first_filter(rr, 0);
     out->filter = filter ? apr_pstrdup(r->pool, filter) : NULL;
     c->output_filters = o;
     c->input_filters = in;

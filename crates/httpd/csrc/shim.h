@@ -29,15 +29,16 @@ void gdn_set_request_state(request_rec *r, int module_index, void *value);
 
 /* What the module judged of the configuration at post_config: whether
  * request headers may be edited after they are read, and the output
- * filters that leave a response's bytes as they are (each with the
- * module that registers it; compressors step aside from a coded
- * response). Copied; the caller keeps its own. */
+ * filters that leave a response's content as it is (each with the
+ * module that registers it, and its kind: 0 passes the bytes, 1 a
+ * compressor, 2 a coder a handler gives way to). Copied; the caller
+ * keeps its own. */
 typedef struct {
     int headers_edited;
     int filters;
     const char *const *filter_names;
     const char *const *filter_modules;
-    const int *filter_compressors;
+    const int *filter_kinds;
 } gdn_sibling_rules;
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules);

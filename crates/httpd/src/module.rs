@@ -306,14 +306,39 @@ pub struct SiblingRules {
     pub filters: Vec<PlainFilter>,
 }
 
-/// An output filter that leaves a response's bytes as the file holds
-/// them, known by its name and the module whose object holds its
-/// function; a compressor steps aside from a coded response.
+/// An output filter that leaves a response's content as the file holds
+/// it, known by its name and the module whose object holds its function.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PlainFilter {
     pub name: &'static str,
     pub module: &'static str,
-    pub compressor: bool,
+    pub kind: FilterKind,
+}
+
+/// How a known filter leaves the content as it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FilterKind {
+    /// The bytes pass as they are (a cache, a header edit).
+    Plain,
+    /// Codes a body not yet coded and steps aside from a coded one; a
+    /// module sending a file's coded copy may take it out of the chain.
+    Compressor,
+    /// Codes a body not yet coded and steps aside from a coded one, but
+    /// a handler that sends a file's bytes itself gives way to it
+    /// (`Request::content_filter` names it); a twin passing it gets the
+    /// file's content.
+    Coder,
+}
+
+impl FilterKind {
+    /// The shim's number for it (`csrc/access.c`'s `FILTER_*` less one).
+    fn raw(self) -> c_int {
+        match self {
+            FilterKind::Plain => 0,
+            FilterKind::Compressor => 1,
+            FilterKind::Coder => 2,
+        }
+    }
 }
 
 /// What the configuration hooks get: the configuration pool and the main
@@ -392,7 +417,7 @@ impl PostConfig<'_> {
         let c = |s: &str| CString::new(s.replace('\0', " ")).unwrap_or_default();
         let names: Vec<CString> = rules.filters.iter().map(|f| c(f.name)).collect();
         let mods: Vec<CString> = rules.filters.iter().map(|f| c(f.module)).collect();
-        let comp: Vec<c_int> = rules.filters.iter().map(|f| f.compressor.into()).collect();
+        let kinds: Vec<c_int> = rules.filters.iter().map(|f| f.kind.raw()).collect();
         let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<_>>();
         let (names_p, mods_p) = (ptrs(&names), ptrs(&mods));
         let raw = ffi::gdn_sibling_rules {
@@ -400,7 +425,7 @@ impl PostConfig<'_> {
             filters: c_int::try_from(names.len()).unwrap_or(0),
             filter_names: names_p.as_ptr(),
             filter_modules: mods_p.as_ptr(),
-            filter_compressors: comp.as_ptr(),
+            filter_kinds: kinds.as_ptr(),
         };
         // SAFETY: httpd's configuration is complete at post_config; the
         // shim copies every string into pconf before this returns.

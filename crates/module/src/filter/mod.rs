@@ -173,8 +173,7 @@ pub fn filter(
         Some(s) => s,
         None => match begin(f.request(), settings) {
             Some(s) => {
-                if let Some(st) = files::take_over(f, input, s.coding, s.delta.is_some(), settings)
-                {
+                if let Some(st) = files::take_over(f, input, s.coding, s.delta.as_ref(), settings) {
                     return st;
                 }
                 SPARE.boxed(s)

@@ -5,7 +5,7 @@
 //! the copy worth asking for) and the site dictionary's (the `Link`, the
 //! period's judgment). Each step of the handler borrows it.
 
-use crate::config::{Settings, UseAsDictionary};
+use crate::config::Settings;
 use crate::facts::disk::Scope;
 use crate::lookup;
 use crate::ondemand::ask::OnDemandDeltas;
@@ -144,7 +144,7 @@ fn on_demand<'r>(
         .flatten()
         .filter(|_| original.is_none_or(|o| cache::compressible(filename, o.size)))
         .filter(|_| original.is_none() || static_type(req))?;
-    let made = original.and_then(|_| deltas_on_demand(req, settings));
+    let made = original.and_then(|_| OnDemandDeltas::of(req, settings));
     Some((cache, made))
 }
 
@@ -163,32 +163,6 @@ fn sent_once_made(settings: &Settings<'_>, ranked: &Ranked) -> Option<Coding> {
     } else {
         ranked.iter_q().next().map(|(c, _)| c)
     }
-}
-
-/// Deltas on demand in the request's scope: its file's own versions
-/// (`GzipDiskNgUseAsDictionary self`), its versioned group's (a pattern),
-/// and, for an HTML page where `GzipDiskNgSiteDictionary` is set, the
-/// host's site dictionary. A page served to an authenticated user never
-/// joins the site dictionary, which anyone may fetch.
-fn deltas_on_demand<'r>(req: &Request<'r>, settings: &Settings<'r>) -> Option<OnDemandDeltas<'r>> {
-    let dir = settings.dir;
-    let (versions, group) = match dir.use_as_dictionary() {
-        _ if dir.delta_versions() == 0 => (0, None),
-        Some(UseAsDictionary::OwnPath { .. }) => (dir.delta_versions(), None),
-        Some(UseAsDictionary::Header { pattern, .. }) => {
-            (dir.delta_versions(), Some(pattern.as_str()))
-        }
-        _ => (0, None),
-    };
-    let page = req
-        .content_type()
-        .is_some_and(|t| t.len() >= 9 && t[..9].eq_ignore_ascii_case(b"text/html"));
-    let site = settings.site_dictionary.is_some() && page && req.user().is_none();
-    (versions > 0 || site).then_some(OnDemandDeltas {
-        versions,
-        group,
-        site,
-    })
 }
 
 /// The delta codings the request may get and the dictionary it

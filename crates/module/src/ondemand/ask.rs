@@ -4,6 +4,7 @@
 //! for them.
 
 use super::cache::Active;
+use crate::config::{Settings, UseAsDictionary};
 use gdn_compressor::job::{CodingSet, Deltas};
 use gdn_compressor::key::{Kind, Source, Version};
 use gdn_httpd::{Level, Request};
@@ -23,7 +24,33 @@ pub struct OnDemandDeltas<'r> {
     pub site: bool,
 }
 
-impl OnDemandDeltas<'_> {
+impl<'r> OnDemandDeltas<'r> {
+    /// Deltas on demand in the request's scope: its file's own versions
+    /// (`GzipDiskNgUseAsDictionary self`), its versioned group's (a pattern),
+    /// and, for an HTML page where `GzipDiskNgSiteDictionary` is set, the
+    /// host's site dictionary. A page served to an authenticated user never
+    /// joins the site dictionary, which anyone may fetch.
+    pub fn of(req: &Request<'r>, settings: &Settings<'r>) -> Option<Self> {
+        let dir = settings.dir;
+        let (versions, group) = match dir.use_as_dictionary() {
+            _ if dir.delta_versions() == 0 => (0, None),
+            Some(UseAsDictionary::OwnPath { .. }) => (dir.delta_versions(), None),
+            Some(UseAsDictionary::Header { pattern, .. }) => {
+                (dir.delta_versions(), Some(pattern.as_str()))
+            }
+            _ => (0, None),
+        };
+        let page = req
+            .content_type()
+            .is_some_and(|t| t.len() >= 9 && t[..9].eq_ignore_ascii_case(b"text/html"));
+        let site = settings.site_dictionary.is_some() && page && req.user().is_none();
+        (versions > 0 || site).then_some(OnDemandDeltas {
+            versions,
+            group,
+            site,
+        })
+    }
+
     /// What of this scope may feed a dictionary others fetch or decode
     /// with: a site dictionary (anyone may fetch it) and a group's kept
     /// versions (another file's deltas) learn a page only when Apache

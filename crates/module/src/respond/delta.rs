@@ -16,7 +16,13 @@ use std::ffi::CStr;
 /// Whether the delta at `path` starts with the `d` header naming `h`; a
 /// mismatch is logged once per file version (and process) and the delta
 /// is not sent. A read error is not remembered.
-fn names(req: &Request<'_>, d: DeltaCoding, h: &Hash, file: &File<'_>, path: &CStr) -> bool {
+pub(crate) fn names(
+    req: &Request<'_>,
+    d: DeltaCoding,
+    h: &Hash,
+    file: &File<'_>,
+    path: &CStr,
+) -> bool {
     let key = (file.info().version(), d, *h);
     if let Some(ok) = memo::delta::get(&key) {
         return ok;

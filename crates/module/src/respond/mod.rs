@@ -9,7 +9,7 @@
 
 mod body;
 mod decompress;
-mod delta;
+pub(crate) mod delta;
 mod inspect;
 mod judge;
 mod knobs;
