@@ -11,7 +11,6 @@ mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use sha2::{Digest, Sha256};
 use std::collections::BTreeSet;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -173,12 +172,6 @@ fn script_versions() -> Vec<Vec<u8>> {
     v3.splice(50_000..50_010, b"version 3!".iter().copied());
     v3.extend_from_slice(b"/* appended in version 3 */\n");
     vec![v1, v2, v3]
-}
-
-/// The `Available-Dictionary` value announcing `dictionary`.
-fn announce(dictionary: &[u8]) -> String {
-    let hash = Sha256::digest(dictionary);
-    sfv::ItemSerializer::new().bare_item(&hash[..]).finish()
 }
 
 /// Every client gets, through `front`, what the module gives it directly:

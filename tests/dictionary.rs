@@ -16,12 +16,6 @@ use std::path::Path;
 
 const AE: &str = "gzip, deflate, br, zstd, dcb, dcz";
 
-/// The `Available-Dictionary` value for a dictionary's bytes.
-fn announce(dictionary: &[u8]) -> String {
-    let hash = Sha256::digest(dictionary);
-    sfv::ItemSerializer::new().bare_item(&hash[..]).finish()
-}
-
 /// The delta's file name beside `name`.
 fn delta_name(name: &str, dictionary: &[u8], coding: DeltaCoding) -> String {
     delta_file_name(name, &hash(dictionary), coding)

@@ -103,13 +103,6 @@ fn hex_of(data: &[u8]) -> String {
     hex::encode(sha256(data))
 }
 
-/// The `Available-Dictionary` value naming `dictionary`: its SHA-256 as a
-/// structured-field byte sequence.
-fn announce(dictionary: &[u8]) -> String {
-    let b64 = base64::engine::general_purpose::STANDARD.encode(sha256(dictionary));
-    format!(":{b64}:")
-}
-
 /// A GET (or whatever `extra` makes it) with `Accept-Encoding: ae` and,
 /// with `dictionary`, the `Available-Dictionary` naming it; over h2c
 /// with `h2`.

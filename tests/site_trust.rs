@@ -256,18 +256,6 @@ fn a_page_restricted_after_it_was_learned_leaves_the_site_dictionary() {
     a.assert_no_crash();
 }
 
-/// The `Available-Dictionary` naming `dictionary`: its SHA-256 as a
-/// structured-field byte sequence.
-fn announce(dictionary: &[u8]) -> String {
-    use base64::Engine as _;
-    use sha2::Digest as _;
-    let hash = sha2::Sha256::digest(dictionary);
-    format!(
-        ":{}:",
-        base64::engine::general_purpose::STANDARD.encode(hash)
-    )
-}
-
 /// A site with the output filter on by type and no handler of the
 /// module: the files core sends join the site dictionary as the
 /// handler's pages do (a page behind a deny-list stays out), and a client

@@ -217,6 +217,14 @@ pub fn site_dictionary_url(path: &str, dictionary: &[u8]) -> String {
     format!("{path}?h={hex}")
 }
 
+/// The `Available-Dictionary` value naming `dictionary` (RFC 9842): its
+/// SHA-256 as a structured-field byte sequence.
+pub fn announce(dictionary: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    let hash = Sha256::digest(dictionary);
+    sfv::ItemSerializer::new().bare_item(&hash[..]).finish()
+}
+
 /// One sample of `a`'s metrics handler's text (served at `/metrics`),
 /// 0 when it is not there.
 pub fn metric(a: &Apache, sample: &str) -> u64 {
