@@ -12,7 +12,12 @@
 //! run that configuration: one with the module, and the oracle, the same
 //! configuration without it (its handler name read as core's). Clients
 //! differ in address (127.0.0.1-3), protocol (HTTP/1.0, 1.1, h2c),
-//! credentials and User-Agent.
+//! credentials and User-Agent. Some configurations serve TLS (HTTP/2 by
+//! ALPN) and ask for client certificates (`SSLVerifyClient optional`),
+//! with mod_ssl's rules (`SSLRequire`, `Require ssl-verify-client`, an
+//! expression on the certificate) among the access rules; their clients
+//! present alice's certificate, bob's or none, which a shared cache in
+//! front cannot see.
 //!
 //! The invariant: every body the module sends for a URI decodes (with the
 //! gzip, brotli and zstd command-line tools) to bytes the same client gets
@@ -229,12 +234,26 @@ struct Config {
     vhost: bool,
     alias: bool,
     ondemand: bool,
+    /// TLS with client certificates asked for (mod_ssl's rules drawn).
+    tls: bool,
 }
 
 const AUTH: &str = "AuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n";
 
-/// Access rules of every kind a direct request meets.
-fn access(rng: &mut Rng, short: bool) -> String {
+/// mod_ssl's rules, which judge the connection's certificate: the client
+/// sent alice's, bob's or none (`SSLVerifyClient optional`).
+const TLS_RULES: &[&str] = &[
+    "SSLRequire %{SSL_CLIENT_S_DN_CN} eq \"alice\"",
+    "Require ssl-verify-client",
+    "SSLRequireSSL",
+    "<RequireAny>\nRequire ssl-verify-client\nRequire ip 127.0.0.3\n</RequireAny>",
+    "Require expr \"%{SSL_CLIENT_S_DN_CN} != 'bob'\"",
+    "SSLOptions +StrictRequire\nSSLRequire %{SSL_CLIENT_VERIFY} eq \"SUCCESS\"",
+];
+
+/// Access rules of every kind a direct request meets; mod_ssl's too
+/// where the configuration serves TLS.
+fn access(rng: &mut Rng, short: bool, tls: bool) -> String {
     let plain = [
         "Require all denied",
         "Require all granted",
@@ -263,8 +282,12 @@ fn access(rng: &mut Rng, short: bool) -> String {
     if rng.chance(25) {
         return format!("{AUTH}{}", rng.pick(&authed));
     }
+    let mut rules = plain.to_vec();
+    if tls {
+        rules.extend_from_slice(TLS_RULES);
+    }
     loop {
-        let a = rng.pick(&plain);
+        let a = rng.pick(&rules);
         if !short || !a.contains("expr") {
             return a.to_string();
         }
@@ -374,16 +397,16 @@ fn options(rng: &mut Rng, cfg: &mut Config) -> String {
 
 /// One group of directives for a directory-like context.
 fn group(rng: &mut Rng, cfg: &mut Config, server: bool, in_files: bool) -> String {
-    let short = cfg.short;
+    let (short, tls) = (cfg.short, cfg.tls);
     match rng.below(11) {
-        0..=3 => access(rng, short),
-        4 => format!("{}\n{}", env(rng, short), access(rng, short)),
+        0..=3 => access(rng, short, tls),
+        4 => format!("{}\n{}", env(rng, short), access(rng, short, tls)),
         5 | 10 => env(rng, short),
         6 if !in_files && !short => rewrite(rng, server),
-        6 | 9 if short => access(rng, short),
+        6 | 9 if short => access(rng, short, tls),
         7 => handler_or_filter(rng, cfg),
         8 if !in_files => options(rng, cfg),
-        _ if short => access(rng, short),
+        _ if short => access(rng, short, tls),
         _ => rng
             .pick(&[
                 "Redirect /a/page.html.gz /a/text.txt",
@@ -499,8 +522,21 @@ fn generate(seed: u64) -> Config {
         vhost: rng.chance(60),
         alias: rng.chance(30),
         ondemand: rng.chance(30),
+        tls: false,
     };
+    // Drawn apart, so the other seeds' configurations stay as they were.
+    let mut tls_rng = Rng(seed ^ 0x7157);
+    cfg.tls = tls_rng.chance(30);
     let mut server = String::from("DirectoryIndex index.html\n");
+    if cfg.tls {
+        // A rule on the certificate in a section of file names, which
+        // can tell a sibling from its page.
+        cfg.modules.push("ssl");
+        server += TLS_SERVER;
+        let rule = tls_rng.word(TLS_RULES);
+        server += &file_section(&mut tls_rng, rule);
+        server += "\n";
+    }
     if cfg.ondemand {
         server += "<IfModule gzip_disk_ng_module>\nGzipDiskNgCacheRoot {root}/cache\n\
                    GzipDiskNgOnDemand On\n</IfModule>\n";
@@ -585,6 +621,49 @@ fn generate(seed: u64) -> Config {
     cfg
 }
 
+// ---- TLS ----
+
+/// The server lines of a TLS configuration (`{tls}`: the certificates'
+/// directory): both ports serve TLS, HTTP/2 by ALPN, and ask every
+/// client for a certificate that alice's and bob's satisfy.
+const TLS_SERVER: &str = "SSLEngine on\nSSLCertificateFile {tls}/cert.pem\n\
+    SSLCertificateKeyFile {tls}/key.pem\nSSLCACertificateFile {tls}/clients.pem\n\
+    SSLVerifyClient optional\nSSLVerifyDepth 1\nProtocols h2 http/1.1\n";
+
+/// The certificates, made once per run: the server's (127.0.0.1), and
+/// alice's and bob's, self-signed, trusted by the server for clients.
+fn tls_dir() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        let d = world_readable_tempdir();
+        make_cert(d.path());
+        let mut trusted = vec![];
+        for cn in ["alice", "bob"] {
+            let st = std::process::Command::new("openssl")
+                .args([
+                    "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                ])
+                .args(["-subj", &format!("/CN={cn}")])
+                .arg("-keyout")
+                .arg(d.path().join(format!("{cn}.key")))
+                .arg("-out")
+                .arg(d.path().join(format!("{cn}.pem")))
+                .output()
+                .expect("openssl");
+            assert!(st.status.success(), "openssl: {st:?}");
+            trusted.extend(fs::read(d.path().join(format!("{cn}.pem"))).expect("cert"));
+        }
+        fs::write(d.path().join("clients.pem"), trusted).expect("clients.pem");
+        for f in fs::read_dir(d.path()).expect("dir") {
+            let f = f.expect("entry").path();
+            fs::set_permissions(&f, std::os::unix::fs::PermissionsExt::from_mode(0o644))
+                .expect("chmod");
+        }
+        d
+    })
+    .path()
+}
+
 // ---- Clients ----
 
 #[derive(Clone, Debug)]
@@ -595,14 +674,22 @@ struct Client {
     agent: &'static str,
     /// The second port (its virtual host) rather than the first.
     second: bool,
+    /// Over TLS: the client certificate presented (alice's, bob's, none).
+    tls: Option<Option<&'static str>>,
 }
 
-fn clients(rng: &mut Rng, vhost: bool) -> Vec<Client> {
+fn clients(rng: &mut Rng, vhost: bool, tls: bool) -> Vec<Client> {
     let mut out = vec![];
     for _ in 0..6 {
+        let addr = rng.word(&["127.0.0.1", "127.0.0.2", "127.0.0.3"]);
+        let proto = rng.word(&["--http1.0", "--http1.1", "--http2-prior-knowledge"]);
         out.push(Client {
-            addr: rng.word(&["127.0.0.1", "127.0.0.2", "127.0.0.3"]),
-            proto: rng.word(&["--http1.0", "--http1.1", "--http2-prior-knowledge"]),
+            addr,
+            // HTTP/2 over TLS is negotiated by ALPN.
+            proto: match proto {
+                "--http2-prior-knowledge" if tls => "--http2",
+                p => p,
+            },
             user: *rng.pick(&[
                 None,
                 None,
@@ -612,6 +699,7 @@ fn clients(rng: &mut Rng, vhost: bool) -> Vec<Client> {
             ]),
             agent: rng.word(&["curl/diff", "EvilBot/1.0", "Mozilla/5.0"]),
             second: vhost && rng.chance(40),
+            tls: tls.then(|| *rng.pick(&[None, Some("alice"), Some("bob")])),
         });
     }
     out
@@ -634,7 +722,7 @@ struct Got {
 /// curl run (`--next` between them), or one per request over h2c (curl
 /// 7.88 fails a second stream on a prior-knowledge connection it reuses).
 fn fetch_all(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Got> {
-    if c.proto.starts_with("--http2") {
+    if c.proto == "--http2-prior-knowledge" {
         asks.chunks(1)
             .flat_map(|a| fetch_batch(port, c, a))
             .collect()
@@ -672,7 +760,19 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
         let d = dir.path();
         args.extend(["-D".into(), d.join(format!("h{i}")).display().to_string()]);
         args.extend(["-o".into(), d.join(format!("b{i}")).display().to_string()]);
-        args.push(format!("http://127.0.0.1:{port}{uri}"));
+        let scheme = match c.tls {
+            Some(cert) => {
+                args.extend(tls_args(cert));
+                // ALPN has no HTTP/1.0: Apache answers curl's `http/1.0`
+                // with a protocol it did not offer.
+                if c.proto == "--http1.0" {
+                    args.push("--no-alpn".into());
+                }
+                "https"
+            }
+            None => "http",
+        };
+        args.push(format!("{scheme}://127.0.0.1:{port}{uri}"));
     }
     let out = std::process::Command::new("curl")
         .args(&args)
@@ -713,6 +813,26 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
             }
         })
         .collect()
+}
+
+/// curl's arguments over TLS: the server's certificate trusted, and the
+/// client's own presented. No session resumed (what is judged is the
+/// certificate, not resumption, which fails here with "bad extension"
+/// once the server asks for a certificate).
+fn tls_args(cert: Option<&str>) -> Vec<String> {
+    let t = tls_dir();
+    let mut a = vec![
+        "--no-sessionid".into(),
+        "--cacert".into(),
+        t.join("cert.pem").display().to_string(),
+    ];
+    if let Some(cn) = cert {
+        a.push("--cert".into());
+        a.push(t.join(format!("{cn}.pem")).display().to_string());
+        a.push("--key".into());
+        a.push(t.join(format!("{cn}.key")).display().to_string());
+    }
+    a
 }
 
 /// Decodes `body` by a coding token with the command-line tools, never
@@ -826,6 +946,7 @@ fn start_one(cfg: &Config, with_module: bool) -> Result<(Apache, u16), String> {
         server = server.replace("gzip-disk-ng", "default-handler");
     }
     server = format!("Listen 127.0.0.1:{port2}\n{server}")
+        .replace("{tls}", &tls_dir().display().to_string())
         .replace("{port2}", &port2.to_string())
         .replace("{sethandler}", sethandler);
     let mut modules = cfg.modules.clone();
@@ -927,11 +1048,19 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
         Err(e) => return Err(e),
     };
     let mut rng = Rng(seed ^ 0x5eed);
-    let mut cs = clients(&mut rng, cfg.vhost);
+    let mut cs = clients(&mut rng, cfg.vhost, cfg.tls);
     if cfg.vhost {
         // Both hosts asked, so what one host made can meet the other.
         cs[0].second = false;
         cs[1].second = true;
+    }
+    if cfg.tls {
+        // Of one host, a certificate holder and a client with none, both
+        // without credentials: what a shared cache stores of one's
+        // answers meets the other.
+        for (c, cert) in cs[2..4].iter_mut().zip([Some("alice"), None]) {
+            (c.tls, c.user, c.second) = (Some(cert), None, false);
+        }
     }
     let all = uris(&cfg);
     let found = std::sync::Mutex::new(vec![]);
