@@ -204,7 +204,9 @@ static int known_filter_count;
 /* mod_filter's provider record, as httpd 2.4 lays it out
  * (modules/filters/mod_filter.c): read, never written. A record with
  * providers is mod_filter's harness (FilterDeclare, and
- * AddOutputFilterByType's `BYTYPE:` ones), named as the admin chose. */
+ * AddOutputFilterByType's `BYTYPE:` ones), named as the admin chose.
+ * Read only once the start-up read-back found one of its own as written
+ * (`filter_read_back`). */
 struct filter_provider {
     void *expr;
     const char **types;
@@ -231,7 +233,9 @@ static int filter_kind(const ap_filter_rec_t *frec)
 {
     const struct filter_provider *p;
     int kind = registered_kind(frec), any = 0;
-    if (kind || !frec->providers || !FOREIGN_LAYOUTS) {
+    /* A harness's providers are read only once the read-back found
+     * mod_filter's records as written (else it is unknown). */
+    if (kind || !frec->providers || !FOREIGN_LAYOUTS || foreign_unread) {
         return kind;
     }
     kind = FILTER_PLAIN;
@@ -486,6 +490,13 @@ typedef struct {
     apr_array_header_t *rewriterules;
 } rewrite_dir;
 
+/* mod_filter's per-directory record (modules/filters/mod_filter.c),
+ * read only by the read-back, to find the harness it declared. */
+typedef struct {
+    apr_hash_t *live_filters;
+    const void *chain;
+} filter_dir;
+
 typedef struct {
     int state;
     int options;
@@ -516,6 +527,33 @@ static const rewrite_dir *rewrite_of(ap_conf_vector_t *v)
 {
     const module *m = ap_find_linked_module("mod_rewrite.c");
     return m ? ap_get_module_config(v, m) : NULL;
+}
+
+/* The read-back's own harness and the two core filters it provides, in
+ * the order FilterProvider lines add them (each goes first). */
+#define READ_BACK_HARNESS "gdn-read-back"
+#define READ_BACK_FIRST "CONTENT_LENGTH"
+#define READ_BACK_SECOND "OLD_WRITE"
+
+/* Whether the harness the read-back declared with two providers reads
+ * back as mod_filter laid it out: its records, then its providers (the
+ * last added first), each with its filter and expression. */
+static int filter_read_back(ap_conf_vector_t *v)
+{
+    const module *m = ap_find_linked_module("mod_filter.c");
+    const filter_dir *fd = m ? ap_get_module_config(v, m) : NULL;
+    const ap_filter_rec_t *frec;
+    const struct filter_provider *p;
+    if (!fd || !fd->live_filters) {
+        return 0;
+    }
+    frec = apr_hash_get(fd->live_filters, READ_BACK_HARNESS, APR_HASH_KEY_STRING);
+    p = frec ? (const struct filter_provider *)frec->providers : NULL;
+    return p && p->expr && !p->types
+        && p->frec == ap_get_output_filter_handle(READ_BACK_SECOND)
+        && p->next && p->next->expr && !p->next->types
+        && p->next->frec == ap_get_output_filter_handle(READ_BACK_FIRST)
+        && !p->next->next;
 }
 
 static int rules_enabled(int state, const apr_array_header_t *rules)
@@ -645,8 +683,8 @@ static apr_status_t text_close(void *param)
 }
 
 /* Whether the records of a directory configured with `Require all
- * granted`, `Allow from 192.0.2.1` and a rewrite rule (for the modules
- * loaded) read back as written. */
+ * granted`, `Allow from 192.0.2.1`, a rewrite rule and a harness of two
+ * providers (for the modules loaded) read back as written. */
 static const char *check_read_back(ap_conf_vector_t *v)
 {
     const authz_core_dir *a = authz_of(v);
@@ -671,6 +709,9 @@ static const char *check_read_back(ap_conf_vector_t *v)
             || rd->rewriterules->nelts != 1)) {
         return "mod_rewrite's records read back wrong";
     }
+    if (ap_find_linked_module("mod_filter.c") && !filter_read_back(v)) {
+        return "mod_filter's records read back wrong";
+    }
     return NULL;
 }
 
@@ -692,6 +733,10 @@ static const char *read_back(apr_pool_t *pconf, server_rec *s)
         ap_find_linked_module("mod_authz_core.c") ? "Require all granted\n" : "",
         ap_find_linked_module("mod_access_compat.c") ? "Allow from 192.0.2.1\n" : "",
         ap_find_linked_module("mod_rewrite.c") ? "RewriteEngine On\nRewriteRule ^ -\n" : "",
+        ap_find_linked_module("mod_filter.c")
+            ? "FilterProvider " READ_BACK_HARNESS " " READ_BACK_FIRST " true\n"
+              "FilterProvider " READ_BACK_HARNESS " " READ_BACK_SECOND " false\n"
+            : "",
         NULL);
     at = text;
     memset(&parms, 0, sizeof(parms));
