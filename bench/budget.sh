@@ -72,14 +72,8 @@ debian_site_conf "$WORK" "$PORT" "$D" "GzipDiskNgCacheRoot $WORK/cache
 <Directory $D/filtcoded>
     SetOutputFilter GZIP_DISK_NG
 </Directory>" >"$WORK/httpd.conf"
-# The same configuration without the module: its LoadModule line, its
-# directives and its log level left out, nothing else changed.
-sed -e '/^LoadModule gzip_disk_ng_module /d' -e '/^[[:space:]]*GzipDiskNg/d' -e '/SetOutputFilter GZIP_DISK_NG$/d' \
-    -e 's/ gzip_disk_ng:[a-z0-9]*//' "$WORK/httpd.conf" >"$WORK/core.conf"
-! grep -qi 'gzip_disk_ng\|GzipDiskNg' "$WORK/core.conf" ||
-    { echo "budget: the module is still named in core.conf" >&2; exit 1; }
-/usr/sbin/apache2 -t -d "$WORK" -f "$WORK/core.conf" 2>/dev/null ||
-    { echo "budget: core.conf does not parse" >&2; exit 1; }
+# The same configuration without the module.
+conf_without_module "$WORK" "$WORK/httpd.conf" "$WORK/core.conf" || exit 1
 source "$(dirname "$0")/callgrind_lib.sh"
 
 # The on-demand copies (the handler's and the filter's) made once,

@@ -16,7 +16,9 @@
 # MANY (250) requests, each on a new connection (curl sends
 # "Connection: close"), with an access log; (Ir(MANY) - Ir(FEW)) / (MANY -
 # FEW) is one whole request, start-up and shutdown cancelling out. Cases:
-# core serving the .gz, the module precompressed (gzip), the module
+# core serving the .gz in an Apache without the module (the same
+# configuration less the module's LoadModule and directives, as an
+# outside harness compares) and with it loaded, the module precompressed (gzip), the module
 # decompressing from a .gz and from a .zst sibling, and INFLATE.
 #
 # Both modes load mod_filter and mod_deflate with Debian's deflate.conf
@@ -60,11 +62,13 @@ PORT="${PORT:-18490}"
 source "$(dirname "$0")/callgrind_lib.sh"
 
 if [ -n "$WHOLE" ]; then
+    conf_without_module "$WORK" "$WORK/httpd.conf" "$WORK/core.conf" || exit 1
     echo "callgrind, instructions of Apache -X per whole request: (Ir($MANY) - Ir($FEW)) / $((MANY - FEW)), a new connection each"
     for p in $PAGES; do
         n="$(basename "$p")"
         # Core sends the .gz as a file of its own type, without Content-Encoding.
-        core=$(whole "/core/$n.gz" gzip "")
+        core=$(CONF="$WORK/core.conf" whole "/core/$n.gz" gzip "")
+        loaded=$(whole "/core/$n.gz" gzip "")
         mod=$(whole "/mod/$n" gzip gzip)
         browser=$(whole "/mod/$n" "gzip, deflate, br, zstd" gzip)
         infl=$(whole "/inflate/$n.gz" "" "")
@@ -76,6 +80,7 @@ if [ -n "$WHOLE" ]; then
         echo "$n ($(stat -c %s "$p") bytes, .gz $(stat -c %s "$D/core/$n.gz") bytes)"
         printf '%-40s %12s %8s\n' case instr/req ratio
         printf '%-40s %12d %8s\n' "core handler, same .gz bytes" "$core" 1.00
+        printf '%-40s %12d %8.3f  (this/core)\n' "the same, the module loaded" "$loaded" "$(echo "$loaded/$core" | bc -l)"
         printf '%-40s %12d %8.3f  (this/core)\n' "module precompressed gzip" "$mod" "$(echo "$mod/$core" | bc -l)"
         printf '%-40s %12d %8.3f  (this/core)\n' "the same, a browser's Accept-Encoding" "$browser" "$(echo "$browser/$core" | bc -l)"
         printf '%-40s %12d %8.3f  (this/precompressed)\n' "module dcz delta ($(stat -c %s "$D"/moddelta/"$n".*.dcz) bytes)" "$delta" "$(echo "$delta/$mod" | bc -l)"

@@ -5,7 +5,11 @@
 # FollowSymLinks and AllowOverride None, <FilesMatch "^\.ht">), and the
 # combined access log. Cases, each on PAGES (core.html, 314 KB, and
 # mod_dir.html, 24 KB):
-#   core     core's handler serving the .gz bytes
+#   core     core's handler serving the .gz bytes, in an Apache without the
+#            module (the same configuration less the module's LoadModule
+#            and directives), as an outside harness compares
+#   loaded   the same with the module loaded (what it costs requests it
+#            does not serve)
 #   mod      the module, precompressed gzip, judging the sibling's name by
 #            sections alone (the configuration is on its list)
 #   asked    the same with one line off the list (a subrequest per sibling)
@@ -33,18 +37,21 @@ PORT="${PORT:-18494}"
 debian_site_conf "$WORK" "$PORT" "$D" "" >"$WORK/httpd.conf"
 # Options in <Files> is off the list: every sibling is asked of Apache.
 debian_site_conf "$WORK" "$PORT" "$D" $'<Files "*.never">\n    Options -Indexes\n</Files>' >"$WORK/asked.conf"
+conf_without_module "$WORK" "$WORK/httpd.conf" "$WORK/core.conf" || exit 1
 
 source "$(dirname "$0")/callgrind_lib.sh"
 
 echo "callgrind, Debian's default configuration, instructions per whole request: (Ir($MANY) - Ir($FEW)) / $((MANY - FEW))"
 for p in $PAGES; do
     n="$(basename "$p")"
-    core=$(whole "/core/$n.gz" "gzip" "") || exit 1
+    core=$(CONF="$WORK/core.conf" whole "/core/$n.gz" "gzip" "") || exit 1
+    loaded=$(CONF="$WORK/httpd.conf" whole "/core/$n.gz" "gzip" "") || exit 1
     mod=$(CONF="$WORK/httpd.conf" whole "/mod/$n" "gzip" "gzip") || exit 1
     ! grep -q "asked of Apache" "$WORK/error.log" || { echo "Debian's configuration is not on the list" >&2; exit 1; }
     asked=$(CONF="$WORK/asked.conf" whole "/mod/$n" "gzip" "gzip") || exit 1
     grep -q "asked of Apache" "$WORK/error.log" || { echo "the asked case did not ask" >&2; exit 1; }
     : >"$WORK/error.log"
-    awk -v n="$n" -v c="$core" -v m="$mod" -v a="$asked" 'BEGIN {
-        printf "%s: core %d, module %d (%.3fx core), asked %d (%.3fx core)\n", n, c, m, m / c, a, a / c }'
+    awk -v n="$n" -v c="$core" -v l="$loaded" -v m="$mod" -v a="$asked" 'BEGIN {
+        printf "%s: core %d, core with the module loaded %d (%.3fx), module %d (%.3fx core), asked %d (%.3fx core)\n",
+            n, c, l, l / c, m, m / c, a, a / c }'
 done

@@ -279,6 +279,20 @@ CONF
     echo "$4"
 }
 
+# CONF as an Apache without the module would have it, as an outside
+# harness compares: its LoadModule line, its directives, its output
+# filter and its log level left out, nothing else changed; fails when the
+# module is still named or the result does not parse.
+#   conf_without_module WORK CONF OUT
+conf_without_module() {
+    sed -e '/^LoadModule gzip_disk_ng_module /d' -e '/^[[:space:]]*GzipDiskNg/d' \
+        -e '/SetOutputFilter GZIP_DISK_NG$/d' -e 's/ gzip_disk_ng:[a-z0-9]*//' "$2" >"$3"
+    ! grep -qi 'gzip_disk_ng\|GzipDiskNg' "$3" ||
+        { echo "the module is still named in $3" >&2; return 1; }
+    /usr/sbin/apache2 -t -d "$1" -f "$3" 2>/dev/null ||
+        { echo "$3 does not parse" >&2; return 1; }
+}
+
 # Waits until Apache answers on 127.0.0.1:PORT (any status), for up to
 # SECONDS (default 60).
 #   apache_wait PORT [SECONDS]
