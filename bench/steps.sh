@@ -2,7 +2,9 @@
 # Where the precompressed path's instructions go, step by step, beside
 # core's handler sending the .gz: bench/budget.sh's measurement (Debian's
 # configuration, mod_deflate.html) with its callgrind dumps kept, then
-# bench/steps.py on one steady request of each.
+# bench/steps.py on one steady request of each; then bench/reach.py: the
+# workspace's source files one precompressed request runs code of, and how
+# many calls enter the handler's own file from the others.
 #
 #   bench/steps.sh            build, measure, print the tables
 #   bench/steps.sh --no-build as above, using the module already built
@@ -30,4 +32,7 @@ for ae in gzip "gzip, deflate, br, zstd"; do
     echo "Accept-Encoding: $ae (instructions, the cheapest steady request)"
     python3 "$ROOT/bench/steps.py" "$core" "$(dump /mod/mod_deflate.html "$ae")" module
 done
+echo
+echo "One precompressed request (Accept-Encoding: gzip): the workspace's files it runs code of"
+python3 "$ROOT/bench/reach.py" "$(dump /mod/mod_deflate.html gzip)"
 rm -rf "$(dirname "$out")"
