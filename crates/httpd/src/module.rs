@@ -98,7 +98,7 @@ pub enum Takes {
 
 /// Where a directive may appear.
 #[derive(Clone, Copy, Debug)]
-pub enum Scope {
+pub enum Context {
     /// Server config and virtual hosts only.
     Server,
     /// Also `<Directory>`, `<Location>`, `<Files>` and .htaccess under
@@ -152,7 +152,7 @@ pub enum Set<D, S> {
 pub struct Directive<D: 'static, S: 'static> {
     pub name: &'static CStr,
     pub takes: Takes,
-    pub scope: Scope,
+    pub context: Context,
     /// What `apache2 -t` shows after a wrong use: its arguments and a word.
     pub help: &'static CStr,
     /// Its syntax, in the Apache manual's style (`|` between choices).
@@ -173,18 +173,18 @@ impl<D, S> Directive<D, S> {
 
     /// Where it may appear, as the Apache manual says it.
     pub fn context(&self) -> &'static str {
-        match self.scope {
-            Scope::Server if self.main_server => "server config",
-            Scope::Server => "server config, virtual host",
-            Scope::DirectoryFileInfo => "server config, virtual host, directory, .htaccess",
+        match self.context {
+            Context::Server if self.main_server => "server config",
+            Context::Server => "server config, virtual host",
+            Context::DirectoryFileInfo => "server config, virtual host, directory, .htaccess",
         }
     }
 
     /// The `AllowOverride` class it needs in .htaccess, if it may be there.
     pub fn allow_override(&self) -> Option<&'static str> {
-        match self.scope {
-            Scope::Server => None,
-            Scope::DirectoryFileInfo => Some("FileInfo"),
+        match self.context {
+            Context::Server => None,
+            Context::DirectoryFileInfo => Some("FileInfo"),
         }
     }
 
@@ -581,9 +581,9 @@ impl Command {
                 ffi::cmd_how_TAKE_ARGV,
             ),
         };
-        let req_override = match d.scope {
-            Scope::Server => ffi::RSRC_CONF as c_int,
-            Scope::DirectoryFileInfo => {
+        let req_override = match d.context {
+            Context::Server => ffi::RSRC_CONF as c_int,
+            Context::DirectoryFileInfo => {
                 (ffi::RSRC_CONF | ffi::ACCESS_CONF | ffi::OR_FILEINFO) as c_int
             }
         };

@@ -6,7 +6,7 @@
 //! docs/configuration.md to it. A new directive is one row.
 
 use crate::config::{self, DirConfig, ServerConfig};
-use gdn_httpd::{Args, Directive, Parms, Scope, Set, Takes};
+use gdn_httpd::{Args, Context, Directive, Parms, Set, Takes};
 use std::fmt::Write;
 use std::path::PathBuf;
 
@@ -20,7 +20,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"Codings served from siblings, in this fixed order (default: zstd br gzip, smallest first)",
         syntax: "GzipDiskNgEncodings coding [coding] [coding]",
         default: "all three, smallest first",
@@ -33,7 +33,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgDecompress",
         takes: Takes::Flag,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"On|Off: decompress for clients that accept no sibling (default On)",
         syntax: "GzipDiskNgDecompress On|Off",
         default: "`On`",
@@ -46,7 +46,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgStatusHeader",
         takes: Takes::One,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"On|Off|<header-name>: the marker response header (default On)",
         syntax: "GzipDiskNgStatusHeader On|Off|header-name",
         default: "`On`",
@@ -59,7 +59,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgFilterLevels",
         takes: Takes::List,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"zstd=<1-19> dcz=<1-19> br=<0-11> dcb=<0-11> gzip=<1-9>: the GZIP_DISK_NG output filter's levels (default zstd=6 dcz=10 br=5 dcb=5 gzip=6)",
         syntax: "GzipDiskNgFilterLevels coding=level [coding=level] ...",
         default: "`zstd=6 dcz=10 br=5 dcb=5 gzip=6`",
@@ -72,7 +72,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgFilterMinSize",
         takes: Takes::One,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"<bytes>: the smallest body the GZIP_DISK_NG output filter codes (default 256)",
         syntax: "GzipDiskNgFilterMinSize bytes",
         default: "`256`",
@@ -85,7 +85,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgFilterLoadLimit",
         takes: Takes::One,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"Off|<load>: from this one-minute load average the GZIP_DISK_NG filter codes at cheaper levels (default Off)",
         syntax: "GzipDiskNgFilterLoadLimit Off|load",
         default: "`Off`",
@@ -98,7 +98,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgJitter",
         takes: Takes::List,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"Off | <max-bytes> [<buffer-bytes>] [paranoid]: BREACH padding of precompressed responses",
         syntax: "GzipDiskNgJitter Off|max [buffer] [paranoid]",
         default: "`Off`",
@@ -111,7 +111,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgJitterKey",
         takes: Takes::One,
-        scope: Scope::Server,
+        context: Context::Server,
         help: c"<file>: the secret keying jitter lengths (server config, virtual host)",
         syntax: "GzipDiskNgJitterKey file",
         default: "none: a random key per start",
@@ -126,7 +126,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgUseAsDictionary",
         takes: Takes::List,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"Off | <match pattern>|self [<id>]: offer responses as compression dictionaries",
         syntax: "GzipDiskNgUseAsDictionary Off|pattern|self [id]",
         default: "`Off`",
@@ -139,7 +139,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgOnDemand",
         takes: Takes::Flag,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"On|Off: compress files without siblings into the cache, in the background (default Off)",
         syntax: "GzipDiskNgOnDemand On|Off",
         default: "`Off`",
@@ -152,7 +152,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgDeltaVersions",
         takes: Takes::One,
-        scope: Scope::DirectoryFileInfo,
+        context: Context::DirectoryFileInfo,
         help: c"<n>: earlier versions kept per file or group for deltas on demand, 0 to 16 (default 3)",
         syntax: "GzipDiskNgDeltaVersions n",
         default: "`3`",
@@ -165,7 +165,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgSiteDictionary",
         takes: Takes::One,
-        scope: Scope::Server,
+        context: Context::Server,
         help: c"<url-path>: where a dictionary trained on the host's pages is served, for deltas on demand",
         syntax: "GzipDiskNgSiteDictionary url-path",
         default: "none",
@@ -178,7 +178,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgSiteDictionaryPeriod",
         takes: Takes::One,
-        scope: Scope::Server,
+        context: Context::Server,
         help: c"<seconds>: how often the pages the site dictionary learns are judged and chosen again (default 300)",
         syntax: "GzipDiskNgSiteDictionaryPeriod seconds",
         default: "`300`",
@@ -191,7 +191,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgCacheRoot",
         takes: Takes::One,
-        scope: Scope::Server,
+        context: Context::Server,
         help: c"<directory>: where on-demand copies live (outside every DocumentRoot)",
         syntax: "GzipDiskNgCacheRoot directory",
         default: "none (no on-demand cache)",
@@ -204,7 +204,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgCacheMaxSize",
         takes: Takes::One,
-        scope: Scope::Server,
+        context: Context::Server,
         help: c"<size>[K|M|G]: total size of on-demand copies kept (default 1G)",
         syntax: "GzipDiskNgCacheMaxSize size[K|M|G]",
         default: "`1G`",
@@ -217,7 +217,7 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
     Directive {
         name: c"GzipDiskNgCompressorWorkers",
         takes: Takes::One,
-        scope: Scope::Server,
+        context: Context::Server,
         help: c"<n>: compression threads of the on-demand compressor (default 1)",
         syntax: "GzipDiskNgCompressorWorkers n",
         default: "`1`",
@@ -387,7 +387,7 @@ mod tests {
         assert!(s.jitter_key.is_some());
         for r in &DIRECTIVES {
             let server = matches!(r.set, Set::Server(_));
-            assert_eq!(server, matches!(r.scope, Scope::Server), "{}", r.name());
+            assert_eq!(server, matches!(r.context, Context::Server), "{}", r.name());
         }
     }
 

@@ -332,7 +332,7 @@ pub fn warn_stale(req: &Request<'_>, original: &CStr, s: &Sibling<'_>) {
 }
 
 /// Why a file could not be opened as Apache would serve it.
-pub enum Refused {
+pub enum NotOpened {
     /// The open failed (permissions, vanished): APR's status.
     Unreadable(gdn_httpd::apr_status_t),
     /// What was opened is not what `Options` allow under the name.
@@ -342,12 +342,12 @@ pub enum Refused {
 /// Opens `path` for sending, as core does, and checks that what was
 /// opened is what `Options` allow under that name: the one open every
 /// responder uses for the request's own file.
-pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, Refused> {
-    let f = req.open(path).map_err(Refused::Unreadable)?;
+pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, NotOpened> {
+    let f = req.open(path).map_err(NotOpened::Unreadable)?;
     if opened_as_allowed(req, path, f.info()) {
         Ok(f)
     } else {
-        Err(Refused::Swapped)
+        Err(NotOpened::Swapped)
     }
 }
 
@@ -358,7 +358,7 @@ pub fn open_as_allowed<'r>(req: &Request<'r>, path: &CStr) -> Result<File<'r>, R
 /// then checks it with an lstat, so a link swapped in and out between
 /// the two is approved with its target's stat), through a link only to
 /// a file of the link's owner under `SymLinksIfOwnerMatch`.
-pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, Refused> {
+pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, NotOpened> {
     if let Some(f) = s.opened {
         return Ok(f);
     }
@@ -369,7 +369,7 @@ pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, 
         SymlinkPolicy::Never => req.open_nofollow(s.path),
         _ => req.open(s.path),
     }
-    .map_err(Refused::Unreadable)?;
+    .map_err(NotOpened::Unreadable)?;
     let link_allowed = || match req.stat(s.path, true) {
         Ok(now) if now.kind() == FileKind::Symlink => now.user() == f.info().user(),
         Ok(now) => now.same_file(f.info()),
@@ -381,6 +381,6 @@ pub fn open_sibling<'r>(req: &Request<'r>, s: &Sibling<'r>) -> Result<File<'r>, 
         Ok(f)
     } else {
         log_swapped(req, s.path);
-        Err(Refused::Swapped)
+        Err(NotOpened::Swapped)
     }
 }

@@ -105,7 +105,7 @@ fn send_copy<'r>(
         (_, Some(d)) if !respond::delta::names(req, d.coding, &d.hash, copy, path) => return None,
         _ => None,
     };
-    let out = Outgoing {
+    let out = CopyToSend {
         copy,
         splice: splice.as_ref(),
         what: match delta {
@@ -160,7 +160,7 @@ fn site_scope<'r>(req: &Request<'r>, settings: &Settings<'r>) -> Option<OnDemand
 }
 
 /// The copy to send, and the padding spliced into it.
-struct Outgoing<'a, 'r> {
+struct CopyToSend<'a, 'r> {
     copy: &'a File<'r>,
     splice: Option<&'a jitter::Splice>,
     what: Representation,
@@ -173,7 +173,7 @@ fn send<'r>(
     input: &mut Input,
     token: &'static CStr,
     settings: &Settings<'_>,
-    out: Outgoing<'_, 'r>,
+    out: CopyToSend<'_, 'r>,
     original: u64,
 ) -> apr_status_t {
     let req = f.request();

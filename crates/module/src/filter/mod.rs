@@ -63,7 +63,7 @@ struct Stream {
     out: Vec<u8>,
     bytes_in: u64,
     bytes_out: u64,
-    pad: Option<Pad>,
+    pad: Option<DynamicPad>,
 }
 
 /// Ended streams, kept for the next response of this process.
@@ -87,7 +87,7 @@ impl spare::Reuse for Stream {
 /// `GzipDiskNgJitter` on a dynamic body: its length drawn per response,
 /// or keyed by the body as a file's is (its length, first bytes and last
 /// bytes), so one body always gets one length.
-struct Pad {
+struct DynamicPad {
     max: u32,
     /// For a keyed length: how many of the first bytes count.
     keyed: Option<usize>,
@@ -98,13 +98,13 @@ struct Pad {
 /// Most first bytes of a dynamic body a keyed padding length reads.
 const PAD_HEAD_MAX: usize = 64 * 1024;
 
-impl Pad {
-    fn new(j: Jitter) -> Pad {
+impl DynamicPad {
+    fn new(j: Jitter) -> DynamicPad {
         let keyed = match j.length {
             JitterLength::Random => None,
             JitterLength::Keyed { hashed } => Some((hashed as usize).min(PAD_HEAD_MAX)),
         };
-        Pad {
+        DynamicPad {
             max: j.max,
             keyed,
             head: Vec::new(),
@@ -228,7 +228,7 @@ fn begin(req: &Request<'_>, settings: &Settings<'_>) -> Option<Stream> {
         out: Vec::new(),
         bytes_in: 0,
         bytes_out: 0,
-        pad: dir.jitter().map(Pad::new),
+        pad: dir.jitter().map(DynamicPad::new),
     })
 }
 

@@ -63,7 +63,7 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
         let disk = Disk::new(req, Scope::bare(filename));
         let send = Responder::new(req, filename, settings);
         let walked = walk::walk(Noted::new(&disk), &[c], |r| send.send(r));
-        return after_answer(req, filename, &Resource::default(), walked, None);
+        return after_answer(req, filename, &ResourceSizes::default(), walked, None);
     }
     serve(req, filename, kind, settings)
 }
@@ -89,7 +89,7 @@ fn serve<'r>(
         .with(asked.dictionary, asked.link)
         .with_original(kind == FileKind::Regular);
     let walked = walk::walk(facts, candidates.as_slice(), |r| send.send(r));
-    let resource = Resource::of(asked.original, sizes);
+    let resource = ResourceSizes::of(asked.original, sizes);
     let status = after_answer(req, filename, &resource, walked, asked.on_demand);
     if let Some(c) = asked.site_cache() {
         site::judge(req, c, period);
@@ -100,15 +100,15 @@ fn serve<'r>(
 /// What the counters need of the resource beside the walk: the
 /// original's size and the br size the decision learned, where known.
 #[derive(Default)]
-struct Resource {
+struct ResourceSizes {
     original: Option<u64>,
     br: Option<u64>,
 }
 
-impl Resource {
+impl ResourceSizes {
     fn of(original: Option<FileMeta>, sizes: Option<Sizes>) -> Self {
         let br = sizes.map(|s| s.codings[Coding::Br.index()]);
-        Resource {
+        ResourceSizes {
             original: original.map(|o| o.size),
             br: match br {
                 Some(Size::Bytes(b)) => Some(b),
@@ -125,7 +125,7 @@ impl Resource {
 fn after_answer<'r>(
     req: &Request<'r>,
     filename: &CStr,
-    resource: &Resource,
+    resource: &ResourceSizes,
     walked: Walked<'r, &Sibling<'r>, OpenCopy<'r>>,
     on_demand: Option<OnDemand<'r>>,
 ) -> Status {

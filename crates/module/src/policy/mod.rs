@@ -31,14 +31,14 @@ pub use sections::{options_are_the_walks, sibling_rules_may_differ};
 /// (`hooks::unknown_handler`), and its modules not known hooking a
 /// request (then every page may tell clients apart).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Learned {
+pub struct UnknownModules {
     pub unknown_handler: Option<String>,
     pub client_hooks: Option<String>,
 }
 
-/// `Learned` of the configuration read last; before any, nothing is
+/// `UnknownModules` of the configuration read last; before any, nothing is
 /// known and every twin is refused.
-static LEARNED: RwLock<Option<Learned>> = RwLock::new(None);
+static LEARNED: RwLock<Option<UnknownModules>> = RwLock::new(None);
 
 /// Reads the configuration and hands the sibling checks their verdicts.
 pub fn learn(ctx: &PostConfig<'_>) {
@@ -76,7 +76,7 @@ impl Verdicts {
 }
 
 /// The verdicts on `conf`, and what twins' judgements read of it.
-pub fn rules(conf: &Configuration) -> (Verdicts, Learned) {
+pub fn rules(conf: &Configuration) -> (Verdicts, UnknownModules) {
     let read = scan::scan(&conf.lines);
     let unknown_handler = hooks::unknown_handler(conf);
     let client_hooks = hooks::unknown_request_hooks(conf)
@@ -93,21 +93,21 @@ pub fn rules(conf: &Configuration) -> (Verdicts, Learned) {
             filters: filters::PLAIN_FILTERS.to_vec(),
         },
     };
-    let learned = Learned {
+    let learned = UnknownModules {
         unknown_handler,
         client_hooks,
     };
     (verdicts, learned)
 }
 
-fn learned() -> Learned {
+fn learned() -> UnknownModules {
     let unread = "the configuration not read yet".to_owned();
     match LEARNED.read() {
-        Ok(l) => l.clone().unwrap_or(Learned {
+        Ok(l) => l.clone().unwrap_or(UnknownModules {
             unknown_handler: Some(unread.clone()),
             client_hooks: Some(unread),
         }),
-        Err(_) => Learned {
+        Err(_) => UnknownModules {
             unknown_handler: Some(unread.clone()),
             client_hooks: Some(unread),
         },

@@ -1,7 +1,7 @@
 //! Core's sections (`gdn_httpd::sections`) as the short answer reads
 //! them (`short`), and the configuration's facts kept between requests.
 
-use super::short::{self, Asked, Server, Short};
+use super::short::{self, Compared, Server, Short};
 use super::Verdicts;
 use gdn_httpd::sections::{DirSections, Section, Sections, ServerSections};
 use gdn_httpd::{Level, PostConfig, Request};
@@ -100,7 +100,7 @@ struct Live<'a, 'r> {
     dir: DirSections<'r>,
 }
 
-impl<'r> Asked for Live<'_, 'r> {
+impl<'r> Compared for Live<'_, 'r> {
     type L = Sections<'r>;
 
     fn server(&self) -> usize {

@@ -56,7 +56,7 @@ pub struct Server<L> {
 }
 
 /// What a request brings to the comparison, each read when it is needed.
-pub trait Asked {
+pub trait Compared {
     type L: List;
     /// Its server's identity.
     fn server(&self) -> usize;
@@ -276,7 +276,7 @@ impl Short {
     /// Whether the request's file and the one with `suffix` after its
     /// name could be judged differently by the sections (then the
     /// sibling is asked of Apache). A server not learned could.
-    pub fn may_differ(&self, a: &impl Asked, suffix: &[u8]) -> bool {
+    pub fn may_differ(&self, a: &impl Compared, suffix: &[u8]) -> bool {
         let Some(sf) = self.servers.get(&a.server()) else {
             return true;
         };

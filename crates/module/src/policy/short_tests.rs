@@ -1,7 +1,7 @@
 //! The short answer over sections written here as core holds them: each
 //! shape's bound, what outgrows it, and what must go to Apache.
 
-use super::short::{file_uri, literal_of, Asked, List, Sect, Server, Short};
+use super::short::{file_uri, literal_of, Compared, List, Sect, Server, Short};
 use std::cell::Cell;
 use std::ffi::CStr;
 use std::rc::Rc;
@@ -14,22 +14,24 @@ thread_local! {
 /// A regex's identity and what it matches.
 type Regex = (usize, fn(&[u8]) -> bool);
 
+/// A section of a fake configuration.
 #[derive(Clone)]
-struct Fake {
+struct FakeSection {
     regex: Option<Regex>,
     pattern: Vec<u8>,
     wildcard: bool,
-    nested: Option<Fakes>,
+    nested: Option<FakeSections>,
 }
 
+/// A list of fake sections.
 #[derive(Clone)]
-struct Fakes {
+struct FakeSections {
     id: usize,
-    secs: Rc<Vec<Fake>>,
+    secs: Rc<Vec<FakeSection>>,
 }
 
-impl Sect for Fake {
-    type List = Fakes;
+impl Sect for FakeSection {
+    type List = FakeSections;
     fn regex(&self) -> Option<usize> {
         self.regex.map(|r| r.0)
     }
@@ -48,26 +50,26 @@ impl Sect for Fake {
         let p = self.pattern.strip_prefix(b"*").expect("a `*` pattern");
         name.to_bytes().ends_with(p)
     }
-    fn nested(&self) -> Option<Fakes> {
+    fn nested(&self) -> Option<FakeSections> {
         self.nested.clone()
     }
 }
 
-impl List for Fakes {
-    type S = Fake;
+impl List for FakeSections {
+    type S = FakeSection;
     fn id(&self) -> usize {
         self.id
     }
     fn len(&self) -> usize {
         self.secs.len()
     }
-    fn at(&self, i: usize) -> Fake {
+    fn at(&self, i: usize) -> FakeSection {
         self.secs[i].clone()
     }
 }
 
-fn name(p: &str) -> Fake {
-    Fake {
+fn name(p: &str) -> FakeSection {
+    FakeSection {
         regex: None,
         pattern: p.as_bytes().to_vec(),
         wildcard: p.contains('*'),
@@ -75,15 +77,15 @@ fn name(p: &str) -> Fake {
     }
 }
 
-fn regex(id: usize, p: &str, m: fn(&[u8]) -> bool) -> Fake {
-    Fake {
+fn regex(id: usize, p: &str, m: fn(&[u8]) -> bool) -> FakeSection {
+    FakeSection {
         regex: Some((id, m)),
         ..name(p)
     }
 }
 
-fn list(id: usize, secs: Vec<Fake>) -> Fakes {
-    Fakes {
+fn list(id: usize, secs: Vec<FakeSection>) -> FakeSections {
+    FakeSections {
         id,
         secs: Rc::new(secs),
     }
@@ -91,7 +93,7 @@ fn list(id: usize, secs: Vec<Fake>) -> Fakes {
 
 /// Server 1 with these `<Files>` and `<Location>` lists, no regex
 /// `<Directory>`.
-fn server(files: Vec<Fake>, locations: Vec<Fake>) -> Server<Fakes> {
+fn server(files: Vec<FakeSection>, locations: Vec<FakeSection>) -> Server<FakeSections> {
     Server {
         id: 1,
         refused: false,
@@ -101,7 +103,7 @@ fn server(files: Vec<Fake>, locations: Vec<Fake>) -> Server<Fakes> {
     }
 }
 
-fn copy(s: &Server<Fakes>) -> Server<Fakes> {
+fn copy(s: &Server<FakeSections>) -> Server<FakeSections> {
     Server {
         id: s.id,
         refused: s.refused,
@@ -112,23 +114,23 @@ fn copy(s: &Server<Fakes>) -> Server<Fakes> {
 }
 
 /// A request on a fake server.
-struct Request<'a> {
-    server: &'a Server<Fakes>,
-    files: Fakes,
+struct FakeRequest<'a> {
+    server: &'a Server<FakeSections>,
+    files: FakeSections,
     per_request_rules: bool,
     filename: &'a str,
     uri: Option<&'a str>,
 }
 
-impl Asked for Request<'_> {
-    type L = Fakes;
+impl Compared for FakeRequest<'_> {
+    type L = FakeSections;
     fn server(&self) -> usize {
         self.server.id
     }
-    fn lists(&self) -> Server<Fakes> {
+    fn lists(&self) -> Server<FakeSections> {
         copy(self.server)
     }
-    fn files(&self) -> Fakes {
+    fn files(&self) -> FakeSections {
         self.files.clone()
     }
     fn per_request_rules(&self) -> bool {
@@ -142,30 +144,30 @@ impl Asked for Request<'_> {
     }
 }
 
-fn learned(s: &Server<Fakes>) -> Short {
+fn learned(s: &Server<FakeSections>) -> Short {
     Short::learn(&[copy(s)])
 }
 
 /// Whether the file at `path` (URI `uri`) and its `.gz` could be told
 /// apart on server `s`, its own `<Files>` list merged as it is.
-fn differ(s: &Server<Fakes>, path: &str, uri: &str) -> bool {
+fn differ(s: &Server<FakeSections>, path: &str, uri: &str) -> bool {
     differ_learned(&learned(s), s, path, uri)
 }
 
 /// As `differ`, with what `short` learned before.
-fn differ_learned(short: &Short, s: &Server<Fakes>, path: &str, uri: &str) -> bool {
+fn differ_learned(short: &Short, s: &Server<FakeSections>, path: &str, uri: &str) -> bool {
     differ_with(short, s, s.files.clone(), path, Some(uri), false)
 }
 
 fn differ_with(
     short: &Short,
-    s: &Server<Fakes>,
-    files: Fakes,
+    s: &Server<FakeSections>,
+    files: FakeSections,
     path: &str,
     uri: Option<&str>,
     per_request_rules: bool,
 ) -> bool {
-    let a = Request {
+    let a = FakeRequest {
         server: s,
         files,
         per_request_rules,
@@ -289,7 +291,7 @@ fn what_only_apache_can_say_goes_to_apache() {
         false
     ));
     // A server not learned.
-    let other = Short::learn::<Fakes>(&[]);
+    let other = Short::learn::<FakeSections>(&[]);
     assert!(differ_with(
         &other,
         &s,
@@ -303,7 +305,7 @@ fn what_only_apache_can_say_goes_to_apache() {
 #[test]
 fn nested_regexes_are_learned_too() {
     let inner = list(20, vec![regex(9, "^secret", |n| n.starts_with(b"secret"))]);
-    let dir = Fake {
+    let dir = FakeSection {
         nested: Some(inner.clone()),
         ..name("/srv")
     };

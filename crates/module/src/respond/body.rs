@@ -11,7 +11,7 @@ use super::plan::{self, Digest, Marker, Pad, Plan, Ranges, Sent};
 use super::responder::Responder;
 use crate::answer::{Answer, Skip};
 use crate::config::{self, UseAsDictionary};
-use crate::lookup::{self, Refused, Sibling};
+use crate::lookup::{self, NotOpened, Sibling};
 use crate::memo;
 use crate::memo::digest::Written;
 use gdn_core::coding::Coding;
@@ -375,7 +375,7 @@ pub(super) fn send_original<'r>(a: &Responder<'_, 'r>) -> Result<Answer, Skip<'r
     let (req, path) = (a.req, a.filename);
     let file = match lookup::open_as_allowed(req, path) {
         Ok(f) => f,
-        Err(Refused::Unreadable(st)) => {
+        Err(NotOpened::Unreadable(st)) => {
             req.log(
                 Level::Err,
                 st,
@@ -386,7 +386,7 @@ pub(super) fn send_original<'r>(a: &Responder<'_, 'r>) -> Result<Answer, Skip<'r
             );
             return Ok(Answer::other(Status::FORBIDDEN));
         }
-        Err(Refused::Swapped) => return Ok(Answer::other(Status::FORBIDDEN)),
+        Err(NotOpened::Swapped) => return Ok(Answer::other(Status::FORBIDDEN)),
     };
     if file.info().kind() != FileKind::Regular {
         return Err(Skip::Refused);

@@ -263,7 +263,7 @@ pub(super) fn decompress<'r>(
     let whole = gathered.whole();
     let stream = match whole {
         Some(_) => None,
-        None => Some(streams::Stream::take().ok_or(Skip::Busy)?),
+        None => Some(streams::DecodePlace::take().ok_or(Skip::Busy)?),
     };
     let declared = whole.or(facts.declared_len);
     set_decoded_headers(a, c, &file, s.path, declared);

@@ -21,6 +21,7 @@
 //! again in its version: the next representation answers, and one
 //! warning names the file and the fix.
 
+use super::inspect::Readable;
 use super::responder::Responder;
 use crate::memo::verdict::{self, Judged, Why};
 use crate::memo::verified::{self, Found};
@@ -150,7 +151,7 @@ fn judge(
     claimed: bool,
 ) -> Judged {
     let size = file.info().size();
-    let facts = match cheap(c, &Readable(file), size, a.original().map(|o| o.size)) {
+    let facts = match cheap(c, &Readable(*file), size, a.original().map(|o| o.size)) {
         Ok(f) => f,
         Err(b) => {
             verdict::put(key, a.original(), broken(&b, false));
@@ -395,13 +396,4 @@ fn run_check(ch: Check) {
         Found::Broken(why) => Judged::Broken { why, told: false },
     };
     verdict::checked(ch.key, ch.original.map(|(_, v)| v), j);
-}
-
-/// An open sibling as the core's checks read it: positional reads.
-struct Readable<'f, 'r>(&'f File<'r>);
-
-impl decode::ReadAt for Readable<'_, '_> {
-    fn read_at(&self, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-        self.0.read_at(offset, buf)
-    }
 }

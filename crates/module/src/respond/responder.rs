@@ -4,7 +4,7 @@
 
 use crate::answer::Skip;
 use crate::config::Settings;
-use crate::lookup::{self, Refused, Sibling};
+use crate::lookup::{self, NotOpened, Sibling};
 use gdn_core::coding::Coding;
 use gdn_httpd::{File, FileVersion, Level, Request};
 use std::ffi::CStr;
@@ -66,7 +66,7 @@ impl<'a, 'r> Responder<'a, 'r> {
     /// gives way, with a debug line, and the walk does not try it again.
     pub(super) fn open(&self, of: Option<Coding>, s: &Sibling<'r>) -> Result<File<'r>, Skip<'r>> {
         lookup::open_sibling(self.req, s).map_err(|why| {
-            if let Refused::Unreadable(st) = why {
+            if let NotOpened::Unreadable(st) = why {
                 let what = match of {
                     Some(_) => "cannot open sibling, trying next",
                     None => "cannot open delta",

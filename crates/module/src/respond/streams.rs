@@ -58,26 +58,26 @@ pub fn attach(ctx: &PostConfig<'_>) {
 }
 
 /// A streaming decode's place, given back when dropped.
-pub struct Stream {
+pub struct DecodePlace {
     slot: Option<usize>,
 }
 
-impl Stream {
+impl DecodePlace {
     /// A place, or `None` where this process or the server has as many
     /// streams as its bound.
-    pub fn take() -> Option<Stream> {
+    pub fn take() -> Option<DecodePlace> {
         let bound = PROCESS_BOUND.load(Relaxed);
         if HERE.fetch_add(1, AcqRel) >= bound {
             HERE.fetch_sub(1, AcqRel);
             return None;
         }
         let Some(table) = TABLE.get() else {
-            return Some(Stream { slot: None });
+            return Some(DecodePlace { slot: None });
         };
         let used = &table[..SERVER_BOUND.load(Relaxed).min(SLOTS)];
         let me = u64::from(std::process::id());
         match claim(used, me, process_exists) {
-            Some(i) => Some(Stream { slot: Some(i) }),
+            Some(i) => Some(DecodePlace { slot: Some(i) }),
             None => {
                 HERE.fetch_sub(1, AcqRel);
                 None
@@ -86,7 +86,7 @@ impl Stream {
     }
 }
 
-impl Drop for Stream {
+impl Drop for DecodePlace {
     fn drop(&mut self) {
         if let (Some(i), Some(t)) = (self.slot, TABLE.get()) {
             t[i].store(0, Relaxed);

@@ -13,7 +13,7 @@ use std::cell::RefCell;
 
 const ALL: [Coding; 3] = Coding::ALL;
 
-type Sent = Resolved<'static, &'static str, &'static str>;
+type FakeResolved = Resolved<'static, &'static str, &'static str>;
 
 /// The candidates `variant` gives for an existing original (or none) and
 /// a request's `Accept-Encoding`, in the server's fixed order.
@@ -41,8 +41,8 @@ fn candidates(original: bool, accept: &str, cache: bool, decompress: bool) -> Ve
 fn run(
     f: &Fake,
     cands: &[Candidate],
-    skip: &[(Sent, Skip<'static>)],
-) -> (Option<Sent>, Tried<'static>, Vec<Sent>) {
+    skip: &[(FakeResolved, Skip<'static>)],
+) -> (Option<FakeResolved>, Tried<'static>, Vec<FakeResolved>) {
     let handed = RefCell::new(Vec::new());
     let answered = RefCell::new(None);
     let walked = walk(Noted::new(f), cands, |r| {
