@@ -10,7 +10,7 @@ mod common;
 
 use common::*;
 use gdn_core::coding::Coding;
-use gdn_core::decode::{self, DecodeError, Decoder, Facts};
+use gdn_core::decode::{self, DecodeError, Decoder, HeaderFacts};
 use gdn_core::encode::Levels;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::io::Read;
@@ -88,7 +88,7 @@ fn peak_while_decoding(c: Coding, data: &[u8], expect: u64) -> usize {
 fn peak_decoding_with(
     c: Coding,
     data: &[u8],
-    facts: Option<&Facts>,
+    facts: Option<&HeaderFacts>,
 ) -> (usize, Result<u64, DecodeError>) {
     let _g = ONE_AT_A_TIME.lock().unwrap();
     let base = LIVE.load(Ordering::SeqCst);
@@ -182,7 +182,7 @@ fn brotli_piped_pages_hold_what_their_content_needs() {
         let facts = decode::inspect(Coding::Br, &br[..], br.len() as u64).unwrap();
         let (first, r) = peak_decoding_with(Coding::Br, &br, Some(&facts));
         assert_eq!(r.unwrap(), data.len() as u64);
-        let learned = Facts {
+        let learned = HeaderFacts {
             declared_len: Some(data.len() as u64),
             ..facts
         };

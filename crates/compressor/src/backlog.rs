@@ -6,8 +6,8 @@
 //! compressor never blocks the children: they send without waiting, the
 //! reader only adds to the set.
 
-use super::index::Key;
-use super::wanted::{Added, WantKey, Wanted, MAX_WANTED};
+use super::index::CopyId;
+use super::wanted::{Added, WantKey, WantedSet, MAX_WANTED};
 use crate::job::{self, OwnedJob, MAX_JOB};
 use gdn_publish::atomic::TempFile;
 use std::collections::VecDeque;
@@ -22,7 +22,7 @@ const MAGIC: &[u8] = b"gdn-wanted 1\n";
 
 /// The set and what the workers do with it.
 struct Inner {
-    wanted: Wanted,
+    wanted: WantedSet,
     /// The job stream ended: the workers finish what is wanted, then end.
     closed: bool,
     /// The process is asked to stop: the workers take no more.
@@ -36,7 +36,7 @@ struct Inner {
     /// Copies made at the fast levels and served since, to make again at
     /// the best levels when nothing is wanted (kept across restarts:
     /// `upgrades`).
-    remakes: VecDeque<(Key, PathBuf)>,
+    remakes: VecDeque<(CopyId, PathBuf)>,
     /// Site dictionary verdicts to act on, first come first (a child
     /// sends them once a training period: few, and never dropped).
     trains: VecDeque<OwnedJob>,
@@ -51,7 +51,7 @@ pub(super) enum Next {
     Wanted(WantKey, OwnedJob),
     /// A copy made at the fast levels, served since: made again at the
     /// best levels.
-    Remake(Key, PathBuf),
+    Remake(CopyId, PathBuf),
     /// A host's pages judged: train or withdraw its site dictionary.
     Train(OwnedJob),
 }
@@ -80,7 +80,7 @@ impl Backlog {
     pub(super) fn with_max(max: usize) -> Backlog {
         Backlog {
             inner: Mutex::new(Inner {
-                wanted: Wanted::new(max),
+                wanted: WantedSet::new(max),
                 closed: false,
                 stopping: false,
                 busy: 0,
@@ -110,7 +110,7 @@ impl Backlog {
 
     /// Asks for the copy `key`, made at the fast levels, to be made again
     /// at the best levels when nothing is wanted.
-    pub(super) fn remake(&self, key: Key, path: PathBuf) {
+    pub(super) fn remake(&self, key: CopyId, path: PathBuf) {
         let mut inner = self.lock();
         if inner.remakes.len() < MAX_REMAKES {
             inner.remakes.push_back((key, path));
@@ -120,7 +120,7 @@ impl Backlog {
     }
 
     /// The copies waiting to be made again at the best levels.
-    pub(super) fn remakes(&self) -> Vec<(Key, PathBuf)> {
+    pub(super) fn remakes(&self) -> Vec<(CopyId, PathBuf)> {
         self.lock().remakes.iter().cloned().collect()
     }
 
@@ -289,7 +289,7 @@ impl Backlog {
 /// The wanted file's bytes: the magic, then per entry its hits (u32 LE),
 /// when first asked (u64 LE), its message's length (u16 LE) and the
 /// message as a child sends it.
-fn records(w: &Wanted) -> Vec<u8> {
+fn records(w: &WantedSet) -> Vec<u8> {
     let mut out = MAGIC.to_vec();
     let mut buf = [0u8; MAX_JOB];
     for (job, hits, since) in w.entries() {

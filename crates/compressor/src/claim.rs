@@ -35,7 +35,7 @@ pub(super) struct Claim {
 
 /// Whether a file is held by a live process.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Held {
+pub(super) enum Holder {
     /// Locked now by `file`'s opener (the lock goes when it is closed).
     Free,
     /// Locked by another open file: a live holder.
@@ -45,11 +45,11 @@ pub(super) enum Held {
 }
 
 /// Tries to lock `file` without waiting.
-pub(super) fn try_lock(file: &File) -> Held {
+pub(super) fn try_lock(file: &File) -> Holder {
     match file.try_lock() {
-        Ok(()) => Held::Free,
-        Err(TryLockError::WouldBlock) => Held::Busy,
-        Err(TryLockError::Error(_)) => Held::Unknown,
+        Ok(()) => Holder::Free,
+        Err(TryLockError::WouldBlock) => Holder::Busy,
+        Err(TryLockError::Error(_)) => Holder::Unknown,
     }
 }
 
@@ -74,17 +74,17 @@ impl Claim {
                 },
             };
             match (try_lock(&file), created) {
-                (Held::Busy, _) => return Ok(None),
-                (Held::Free, _) if !is_at(&file, &path) => continue,
-                (Held::Free, _) | (Held::Unknown, true) => {
+                (Holder::Busy, _) => return Ok(None),
+                (Holder::Free, _) if !is_at(&file, &path) => continue,
+                (Holder::Free, _) | (Holder::Unknown, true) => {
                     if !created {
                         // Taken over: its age restarts.
                         let _ = file.set_modified(SystemTime::now());
                     }
                     return Ok(Some(Claim { path, _file: file }));
                 }
-                (Held::Unknown, false) if !stale(&path) => return Ok(None),
-                (Held::Unknown, false) => {
+                (Holder::Unknown, false) if !stale(&path) => return Ok(None),
+                (Holder::Unknown, false) => {
                     let _ = fs::remove_file(&path);
                 }
             }
@@ -128,9 +128,9 @@ pub(super) fn orphaned(path: &Path, stale_after: Duration) -> bool {
         return false;
     };
     match try_lock(&file) {
-        Held::Free => true,
-        Held::Busy => false,
-        Held::Unknown => file
+        Holder::Free => true,
+        Holder::Busy => false,
+        Holder::Unknown => file
             .metadata()
             .and_then(|m| m.modified())
             .ok()

@@ -20,15 +20,15 @@
 //! is ever a dictionary, and only after its hash is checked.
 
 use super::disk::dirs_for;
-use super::index::Key;
+use super::index::CopyId;
 use super::make::{
     current, decode_into, make_dir, pin, read_pinned, write_record, Ctx, Loaded, Problem,
 };
 use super::state::{copy_path, kept_key};
 use crate::job::OwnedDeltas;
-use crate::key::{parse_version_stem, version_stem, Kind, NameBuf, Source, Version};
-use crate::settings::Level;
-use crate::tally::Job;
+use crate::key::{parse_version_stem, version_stem, Kind, NameBuf, SourceHash, Version};
+use crate::settings::Severity;
+use crate::tally::CopyFate;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::delta_codec;
 use gdn_core::dictionary::{self, Hash};
@@ -49,7 +49,7 @@ const KEPT_LEVEL: i32 = 3;
 
 /// One version in a history.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Entry {
+struct HistoryEntry {
     hash: Hash,
     version: Version,
     /// Where it was served (a group's members differ).
@@ -59,7 +59,7 @@ struct Entry {
 /// A scope's history: the versions served, newest last.
 #[derive(Debug, Default, PartialEq, Eq)]
 struct History {
-    entries: Vec<Entry>,
+    entries: Vec<HistoryEntry>,
 }
 
 /// The history's file for a scope on the host `machine`: same path, or
@@ -86,7 +86,7 @@ impl History {
                 let hash = dictionary::from_hex(std::str::from_utf8(parts.next()?).ok()?)?;
                 let version = parse_version_stem(std::str::from_utf8(parts.next()?).ok()?)?;
                 let path = PathBuf::from(std::ffi::OsStr::from_bytes(parts.next()?));
-                Some(Entry {
+                Some(HistoryEntry {
                     hash,
                     version,
                     path,
@@ -119,7 +119,7 @@ impl History {
     /// Records `e` as the newest version and keeps `versions` earlier
     /// ones (of other content); returns those, newest first. Whether the
     /// history changed is the second value.
-    fn record(&mut self, e: Entry, versions: usize) -> (Vec<Entry>, bool) {
+    fn record(&mut self, e: HistoryEntry, versions: usize) -> (Vec<HistoryEntry>, bool) {
         let before = self.entries.clone();
         self.entries.retain(|x| x.hash != e.hash);
         self.entries.push(e);
@@ -149,7 +149,7 @@ impl Ctx<'_> {
         }
         let machine = &self.settings.host.machine;
         let file = history_path(&self.settings.root, machine, path, d);
-        let entry = Entry {
+        let entry = HistoryEntry {
             hash: read.source,
             version,
             path: path.to_path_buf(),
@@ -197,7 +197,7 @@ impl Ctx<'_> {
         &self,
         path: &Path,
         meta: &fs::Metadata,
-        (version, source): (Version, Source),
+        (version, source): (Version, SourceHash),
         content: &[u8],
         dictionaries: &[(Hash, Vec<u8>)],
     ) {
@@ -221,14 +221,14 @@ impl Ctx<'_> {
                         drop(state);
                         self.copies(
                             if size > 0 && kept {
-                                Job::Done
+                                CopyFate::Done
                             } else {
-                                Job::NotWorth
+                                CopyFate::NotWorth
                             },
                             1,
                         );
                         (self.log)(
-                            Level::Debug,
+                            Severity::Debug,
                             &format!(
                                 "{}: {} of {size} bytes against {}",
                                 path.display(),
@@ -239,7 +239,7 @@ impl Ctx<'_> {
                     }
                     Err(e) => {
                         drop(state);
-                        self.copies(Job::Failed, 1);
+                        self.copies(CopyFate::Failed, 1);
                         self.report(std::iter::once(task), e);
                     }
                 }
@@ -253,7 +253,7 @@ impl Ctx<'_> {
     fn delta(
         &self,
         meta: &fs::Metadata,
-        key: Key,
+        key: CopyId,
         d: DeltaCoding,
         dict: &[u8],
         content: &[u8],
@@ -279,7 +279,7 @@ impl Ctx<'_> {
     /// The content of the earlier version `e`, kept in the cache: read
     /// back, or recovered and kept now. `None` when it cannot be had (its
     /// copies are gone) or the cache cannot be written.
-    fn kept(&self, e: &Entry) -> Option<Vec<u8>> {
+    fn kept(&self, e: &HistoryEntry) -> Option<Vec<u8>> {
         let key = kept_key(e.hash);
         let target = copy_path(&self.settings.root, &key);
         if let Some(content) = read_kept(&target).filter(|c| dictionary::hash(c) == e.hash) {
@@ -302,7 +302,7 @@ impl Ctx<'_> {
     /// The content of `e` from the file it was served from, while that
     /// still has its version, else from one of its copies (named by that
     /// content's hash); only content whose hash is `e`'s.
-    fn recover(&self, e: &Entry) -> Option<Vec<u8>> {
+    fn recover(&self, e: &HistoryEntry) -> Option<Vec<u8>> {
         let fits = |c: &Vec<u8>| dictionary::hash(c) == e.hash;
         if let Ok(pinned) = pin(&e.path, &e.version) {
             let read = read_pinned(&e.path, &pinned).ok().filter(fits);
@@ -321,7 +321,7 @@ impl Ctx<'_> {
             }
         }
         (self.log)(
-            Level::Debug,
+            Severity::Debug,
             &format!(
                 "{}: the version {} is no longer in the cache: no deltas against it",
                 e.path.display(),
@@ -351,8 +351,8 @@ pub(super) fn keep(target: &Path, content: &[u8]) -> io::Result<u64> {
 mod tests {
     use super::*;
 
-    fn entry(n: u8) -> Entry {
-        Entry {
+    fn entry(n: u8) -> HistoryEntry {
+        HistoryEntry {
             hash: [n; 32],
             version: Version {
                 size: u64::from(n),

@@ -19,7 +19,7 @@
 //! is more than half taken (`compressor::records`), up to a slot per
 //! 4 KiB block the limit holds (80 bytes each, about 2 % of the limit).
 
-use super::key::{Source, Version};
+use super::key::{SourceHash, Version};
 use gdn_core::dictionary;
 
 /// The table's name in this boot's records directory.
@@ -85,7 +85,7 @@ pub fn window_of(v: &Version, table_len: u64) -> Option<u64> {
 }
 
 /// The record of `v` having the digest `source`.
-pub fn encode(v: &Version, source: &Source) -> [u8; SLOT] {
+pub fn encode(v: &Version, source: &SourceHash) -> [u8; SLOT] {
     let mut slot = [0u8; SLOT];
     slot[..VERSION_BYTES].copy_from_slice(&version_bytes(v));
     slot[VERSION_BYTES..CHECKED_BYTES].copy_from_slice(source);
@@ -95,7 +95,7 @@ pub fn encode(v: &Version, source: &Source) -> [u8; SLOT] {
 }
 
 /// The record a slot holds; `None` for an empty, torn or foreign one.
-pub fn decode(slot: &[u8]) -> Option<(Version, Source)> {
+pub fn decode(slot: &[u8]) -> Option<(Version, SourceHash)> {
     let slot: &[u8; SLOT] = slot.try_into().ok()?;
     let check = tagged_hash(b"gdn-rcrd", &slot[..CHECKED_BYTES]);
     if check[..SLOT - CHECKED_BYTES] != slot[CHECKED_BYTES..] {
@@ -108,7 +108,7 @@ pub fn decode(slot: &[u8]) -> Option<(Version, Source)> {
 }
 
 /// The digest `window` records for `v`, if it holds its record.
-pub fn find(window: &[u8], v: &Version) -> Option<Source> {
+pub fn find(window: &[u8], v: &Version) -> Option<SourceHash> {
     let want = version_bytes(v);
     window
         .chunks_exact(SLOT)

@@ -7,11 +7,11 @@
 //! when eviction sweeps past them, and `max_entries` bounds the memory
 //! the index needs however many of them there are.
 
-use crate::key::{Kind, Source};
+use crate::key::{Kind, SourceHash};
 use std::collections::{BTreeMap, HashMap};
 
 /// A copy's identity: the digest of its source bytes and what it holds.
-pub(super) type Key = (Source, Kind);
+pub(super) type CopyId = (SourceHash, Kind);
 
 /// The block copies are counted in at least: a file that holds a byte
 /// takes one block of the filesystem, 4 KiB on ext4 and xfs as made by
@@ -41,9 +41,9 @@ struct Entry {
 
 /// The copies and markers the cache holds.
 pub(super) struct Index {
-    entries: HashMap<Key, Entry>,
+    entries: HashMap<CopyId, Entry>,
     /// Least recently used first.
-    order: BTreeMap<u64, Key>,
+    order: BTreeMap<u64, CopyId>,
     next_tick: u64,
     /// The tick of the next entry found at start, below every tick given
     /// meanwhile: what the scan finds is older than what is made beside it.
@@ -75,7 +75,7 @@ impl Index {
 
     /// Adds `key`, found at start, as older than every entry added since
     /// it started, unless it is known already.
-    pub(super) fn insert_found(&mut self, key: Key, size: u64) {
+    pub(super) fn insert_found(&mut self, key: CopyId, size: u64) {
         if self.entries.contains_key(&key) || self.found_tick >= FOUND_TICKS {
             return;
         }
@@ -107,12 +107,12 @@ impl Index {
         self.entries.len()
     }
 
-    pub(super) fn contains(&self, key: &Key) -> bool {
+    pub(super) fn contains(&self, key: &CopyId) -> bool {
         self.entries.contains_key(key)
     }
 
     /// Adds (or replaces) `key` as the most recently used.
-    pub(super) fn insert(&mut self, key: Key, size: u64) {
+    pub(super) fn insert(&mut self, key: CopyId, size: u64) {
         self.remove(&key);
         let tick = self.next_tick;
         self.next_tick += 1;
@@ -122,7 +122,7 @@ impl Index {
     }
 
     /// Marks `key` the most recently used; false when it is unknown.
-    pub(super) fn touch(&mut self, key: &Key) -> bool {
+    pub(super) fn touch(&mut self, key: &CopyId) -> bool {
         let Some(e) = self.entries.get_mut(key) else {
             return false;
         };
@@ -134,7 +134,7 @@ impl Index {
     }
 
     /// Forgets `key`; its size if it was known.
-    pub(super) fn remove(&mut self, key: &Key) -> Option<u64> {
+    pub(super) fn remove(&mut self, key: &CopyId) -> Option<u64> {
         let e = self.entries.remove(key)?;
         self.order.remove(&e.tick);
         self.total -= e.size;
@@ -142,7 +142,7 @@ impl Index {
     }
 
     /// The deltas held against any of the dictionaries `hashes`.
-    pub(super) fn deltas_against(&self, hashes: &[gdn_core::dictionary::Hash]) -> Vec<Key> {
+    pub(super) fn deltas_against(&self, hashes: &[gdn_core::dictionary::Hash]) -> Vec<CopyId> {
         self.entries
             .keys()
             .filter(|(_, k)| matches!(k, Kind::Delta(_, h) if hashes.contains(h)))
@@ -153,7 +153,7 @@ impl Index {
     /// Forgets the least recently used entries until the copies fit
     /// `max_size` bytes and the most entries; returns them, for their
     /// files to be removed.
-    pub(super) fn evict(&mut self, max_size: u64) -> Vec<Key> {
+    pub(super) fn evict(&mut self, max_size: u64) -> Vec<CopyId> {
         let mut gone = Vec::new();
         while self.total > max_size || self.entries.len() > self.max_entries {
             let Some((_, key)) = self.order.pop_first() else {
@@ -176,7 +176,7 @@ mod tests {
     use super::*;
     use gdn_core::coding::Coding;
 
-    fn key(n: u64) -> Key {
+    fn key(n: u64) -> CopyId {
         let mut source = [0; 32];
         source[..8].copy_from_slice(&n.to_le_bytes());
         (source, Kind::Coded(Coding::Br))

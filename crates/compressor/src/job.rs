@@ -23,7 +23,7 @@
 //! argument, a relative path, lengths that do not add up, too short or
 //! too long) and goes on with the next.
 
-use super::key::{Kind, Source, Version};
+use super::key::{Kind, SourceHash, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::dictionary::Hash;
 use std::ffi::OsStr;
@@ -96,7 +96,7 @@ impl CodingSet {
 /// Deltas on demand for a compress job: which history the version joins
 /// and how much of it is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Deltas<'a> {
+pub struct JobDeltas<'a> {
     /// Earlier versions kept (`GzipDiskNgDeltaVersions`); 0 with a site:
     /// no history of the file's own.
     pub versions: u8,
@@ -108,7 +108,7 @@ pub struct Deltas<'a> {
     pub site: &'a [u8],
 }
 
-/// `Deltas`, as the compressor reads them.
+/// `JobDeltas`, as the compressor reads them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OwnedDeltas {
     pub versions: u8,
@@ -125,7 +125,7 @@ pub enum Job<'a> {
         path: &'a [u8],
         version: Version,
         codings: CodingSet,
-        deltas: Option<Deltas<'a>>,
+        deltas: Option<JobDeltas<'a>>,
     },
     /// Keep the decoded (identity) content of the sibling at `path`
     /// (coding `coding`, version `version`).
@@ -135,7 +135,7 @@ pub enum Job<'a> {
         version: Version,
     },
     /// A copy was served: for least-recently-used eviction.
-    Touch { source: Source, kind: Kind },
+    Touch { source: SourceHash, kind: Kind },
     /// The pages under `root` that a site dictionary of `site` may learn
     /// (`pages`): the list's digest, and a bit per page set
     /// where Apache judged it public.
@@ -165,7 +165,7 @@ pub enum OwnedJob {
         version: Version,
     },
     Touch {
-        source: Source,
+        source: SourceHash,
         kind: Kind,
     },
     Train {
@@ -190,7 +190,7 @@ impl OwnedJob {
                 path: path.as_os_str().as_bytes(),
                 version: *version,
                 codings: *codings,
-                deltas: deltas.as_ref().map(|d| Deltas {
+                deltas: deltas.as_ref().map(|d| JobDeltas {
                     versions: d.versions,
                     group: &d.group,
                     site: &d.site,
@@ -253,7 +253,7 @@ fn kind_of(b: u8, rest: &[u8]) -> Option<Kind> {
 /// Serializes `job` into `buf`; `None` when its strings do not fit
 /// (`MAX_PATH`).
 pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]> {
-    let none = Deltas {
+    let none = JobDeltas {
         versions: 0,
         group: &[],
         site: &[],
@@ -261,7 +261,7 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
     let mut judged = Vec::new();
     let mut when = Version::NONE;
     let mut touched = [0u8; 64];
-    let (tag, version, arg, path, deltas): (u8, &Version, u8, &[u8], Deltas<'_>) = match job {
+    let (tag, version, arg, path, deltas): (u8, &Version, u8, &[u8], JobDeltas<'_>) = match job {
         Job::Compress {
             path,
             version,
@@ -296,7 +296,7 @@ pub fn encode<'b>(job: &Job<'_>, buf: &'b mut [u8; MAX_JOB]) -> Option<&'b [u8]>
             when.mtime_us = *at;
             judged.extend_from_slice(&digest[..]);
             judged.extend_from_slice(bits);
-            let d = Deltas {
+            let d = JobDeltas {
                 versions: 0,
                 group: &judged,
                 site,
@@ -314,7 +314,7 @@ fn write_message<'b>(
     (tag, arg): (u8, u8),
     version: &Version,
     path: &[u8],
-    deltas: &Deltas<'_>,
+    deltas: &JobDeltas<'_>,
 ) -> Option<&'b [u8]> {
     let strings = [path, deltas.group, deltas.site];
     if strings.iter().map(|s| s.len()).sum::<usize>() > MAX_PATH {
@@ -368,7 +368,7 @@ pub fn decode(msg: &[u8]) -> Option<OwnedJob> {
         TAG_TOUCH if plain && version == Version::NONE => {
             let (source, hash) = path.split_at_checked(32)?;
             Some(OwnedJob::Touch {
-                source: Source::try_from(source).ok()?,
+                source: SourceHash::try_from(source).ok()?,
                 kind: kind_of(arg, hash)?,
             })
         }

@@ -33,7 +33,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 
 /// The SHA-256 of a copy's source bytes: what names it.
-pub type Source = Hash;
+pub type SourceHash = Hash;
 
 /// One version of a file on this host: its size, its mtime, and which
 /// file it is (device, inode, ctime). A job names it, the compressor
@@ -359,20 +359,20 @@ pub fn parse_kept_name(name: &str) -> Option<Hash> {
 }
 
 /// The fan-out directory of the copies of `source`: its first byte.
-pub fn fan_out(source: &Source) -> u8 {
+pub fn fan_out(source: &SourceHash) -> u8 {
     source[0]
 }
 
 /// Writes the name of the `kind` copy of the bytes whose SHA-256 is
 /// `source` (relative to the cache root) into `buf` and returns it. A
 /// kept version is named by its own hash (`source` is not read).
-pub fn copy_name<'b>(source: &Source, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
+pub fn copy_name<'b>(source: &SourceHash, kind: Kind, buf: &'b mut NameBuf) -> &'b str {
     write_copy_name(source, kind, buf);
     buf.as_str()
 }
 
 /// `copy_name` as bytes.
-pub fn write_copy_name<'b>(source: &Source, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
+pub fn write_copy_name<'b>(source: &SourceHash, kind: Kind, buf: &'b mut NameBuf) -> &'b [u8] {
     // Digits by hand, not `write!`: formatting cost over 1 % of an
     // on-demand hit (bench/ondemand_callgrind.sh).
     buf.len = 0;
@@ -418,13 +418,13 @@ fn push_kind(kind: Kind, buf: &mut NameBuf) -> &[u8] {
 /// copy: only the spelling is kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Named {
-    source: Source,
+    source: SourceHash,
     hex: [u8; 64],
 }
 
 impl Named {
     /// `source`, spelled.
-    pub fn new(source: Source) -> Self {
+    pub fn new(source: SourceHash) -> Self {
         let mut buf = NameBuf::new();
         buf.push_hash(&source);
         let mut hex = [0u8; 64];
@@ -433,7 +433,7 @@ impl Named {
     }
 
     /// The digest.
-    pub fn source(&self) -> &Source {
+    pub fn source(&self) -> &SourceHash {
         &self.source
     }
 
@@ -453,13 +453,13 @@ impl Named {
 }
 
 /// The source 64 lower-case hex digits spell; `None` for anything else.
-fn parse_source(hex: &str) -> Option<Source> {
+fn parse_source(hex: &str) -> Option<SourceHash> {
     (hex.len() == 64).then(|| dictionary::from_hex(hex))?
 }
 
 /// The source and kind a copy's file name (without its fan-out
 /// directory) stands for; `None` for any other name.
-pub fn parse_copy_name(name: &str) -> Option<(Source, Kind)> {
+pub fn parse_copy_name(name: &str) -> Option<(SourceHash, Kind)> {
     if let Some((stem, h, d)) = dictionary::parse_delta_name(name) {
         return Some((parse_source(stem)?, Kind::Delta(d, h)));
     }
@@ -591,7 +591,7 @@ mod tests {
     fn names_round_trip() {
         let mut buf = NameBuf::new();
         assert_eq!(buf.as_str(), "");
-        let src: Source = dictionary::hash(b"page");
+        let src: SourceHash = dictionary::hash(b"page");
         let hex = dictionary::to_hex(&src);
         let mut kinds = vec![];
         for c in Coding::ALL {

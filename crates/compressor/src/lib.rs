@@ -6,13 +6,13 @@
 //! and waiting on nothing else (a child's job the channel has no room for
 //! is dropped), and another takes them into the wanted set (`wanted`,
 //! `backlog`): the copies asked for, bounded, most asked first, kept on
-//! disk across restarts; a full set drops its coldest entry. `Settings::workers`
-//! threads take the most wanted entry, drop what is already pending or
-//! done (or failed for good), and make the rest (`make`). The cache is
-//! scanned and evicted at start while jobs are read (the workers begin
-//! once it is indexed, so eviction sees every copy; `state`). The cache's
-//! state (`state`, `index`) is shared behind one lock, held for
-//! bookkeeping only, never while compressing.
+//! disk across restarts; a full set drops its coldest entry.
+//! `CompressorSettings::workers` threads take the most wanted entry, drop
+//! what is already pending or done (or failed for good), and make the rest
+//! (`make`). The cache is scanned and evicted at start while jobs are read
+//! (the workers begin once it is indexed, so eviction sees every copy;
+//! `state`). The cache's state (`state`, `index`) is shared behind one
+//! lock, held for bookkeeping only, never while compressing.
 //!
 //! Several compressors (Apache instances on one host, or a fleet's
 //! servers on a shared filesystem) may share a cache root, with no lock:
@@ -55,8 +55,8 @@ mod wanted;
 
 use crate::job::{OwnedJob, Reader};
 use crate::key::Kind;
-use crate::settings::{Event, Level, Log, Settings, Stop, Tally};
-use crate::tally::Job;
+use crate::settings::{CompressorSettings, Event, Log, Severity, Stop, Tally};
+use crate::tally::CopyFate;
 use backlog::Backlog;
 use make::Ctx;
 use state::State;
@@ -77,7 +77,7 @@ const STOP_WAIT: Duration = Duration::from_millis(1500);
 /// compressor makes it) and the process ends. Jobs are taken from the
 /// first moment: the cache is scanned (and evicted) beside them.
 pub fn run<R: Read + Send>(
-    settings: &Settings,
+    settings: &CompressorSettings,
     jobs: R,
     log: Log<'_>,
     tally: Tally<'_>,
@@ -129,13 +129,13 @@ fn keep(ctx: &Ctx<'_>, backlog: &Backlog, own: &Path, stop: &Stop, ended: &Mutex
         for orphan in backlog::orphans(&ctx.settings.root) {
             match backlog.load(&orphan) {
                 Ok(n) => (ctx.log)(
-                    Level::Info,
+                    Severity::Info,
                     &format!(
                         "{n} copies wanted before a restart taken over from {}",
                         orphan.display()
                     ),
                 ),
-                Err(e) => (ctx.log)(Level::Debug, &format!("{}: {e}", orphan.display())),
+                Err(e) => (ctx.log)(Severity::Debug, &format!("{}: {e}", orphan.display())),
             }
         }
         told |= backlog_report(ctx, backlog, told);
@@ -184,7 +184,7 @@ fn take_over_upgrades(ctx: &Ctx<'_>, backlog: &Backlog) {
         let ups = match upgrades::load(&orphan) {
             Ok(ups) => ups,
             Err(e) => {
-                (ctx.log)(Level::Debug, &format!("{}: {e}", orphan.display()));
+                (ctx.log)(Severity::Debug, &format!("{}: {e}", orphan.display()));
                 continue;
             }
         };
@@ -196,7 +196,7 @@ fn take_over_upgrades(ctx: &Ctx<'_>, backlog: &Backlog) {
             }
         }
         (ctx.log)(
-            Level::Info,
+            Severity::Info,
             &format!(
                 "{n} copies made at the fast levels before a restart taken over from {}",
                 orphan.display()
@@ -221,7 +221,7 @@ fn backlog_report(ctx: &Ctx<'_>, backlog: &Backlog, told: bool) -> bool {
     match per_hour {
         Some(n) if !told && wanted as u64 > n => {
             (ctx.log)(
-                Level::Info,
+                Severity::Info,
                 &format!(
                     "{wanted} copies wanted: more than the {workers} worker(s) make in an hour \
                      (about {n} at {} ms of CPU a copy); GzipDiskNgCompressorWorkers may be raised",
@@ -234,7 +234,7 @@ fn backlog_report(ctx: &Ctx<'_>, backlog: &Backlog, told: bool) -> bool {
     }
 }
 
-/// Starts `Settings::workers` worker threads; how many started.
+/// Starts `CompressorSettings::workers` worker threads; how many started.
 fn start_workers<'s>(scope: &'s Scope<'s, '_>, ctx: &'s Ctx<'_>, backlog: &'s Backlog) -> usize {
     let mut started = 0;
     for i in 0..ctx.settings.workers.max(1) {
@@ -246,22 +246,26 @@ fn start_workers<'s>(scope: &'s Scope<'s, '_>, ctx: &'s Ctx<'_>, backlog: &'s Ba
             });
         match spawned {
             Ok(_) => started += 1,
-            Err(e) => (ctx.log)(Level::Error, &format!("cannot start a worker thread: {e}")),
+            Err(e) => (ctx.log)(
+                Severity::Error,
+                &format!("cannot start a worker thread: {e}"),
+            ),
         }
     }
     started
 }
 
-/// Lowers the calling thread's CPU priority to `Settings::worker_nice`:
-/// compressing and scanning yield to the server. The job reader and the
-/// keeper do not call this: the children never wait for the reader, so a
-/// reader slower than they are drops their jobs (the channel is full),
-/// and the keeper must write the wanted set down before a stop's SIGKILL.
+/// Lowers the calling thread's CPU priority to
+/// `CompressorSettings::worker_nice`: compressing and scanning yield to the
+/// server. The job reader and the keeper do not call this: the children
+/// never wait for the reader, so a reader slower than they are drops their
+/// jobs (the channel is full), and the keeper must write the wanted set
+/// down before a stop's SIGKILL.
 fn lower_priority(ctx: &Ctx<'_>) {
     let nice = ctx.settings.worker_nice;
     if nice != 0 && !os::nice_this_thread(nice) {
         (ctx.log)(
-            Level::Debug,
+            Severity::Debug,
             &format!("cannot lower a thread to nice {nice}"),
         );
     }
@@ -273,9 +277,9 @@ fn lower_priority(ctx: &Ctx<'_>) {
 /// children never wait for the reader: a job the channel has no room for
 /// is dropped. So the reader waits on nothing but the channel: not on the
 /// backlog's or the state's lock, which a worker lowered to
-/// `Settings::worker_nice` may hold while the CPU is busy with others
-/// (the one taking jobs in waits there instead, the jobs queued in this
-/// process meanwhile, unbounded: they are what the channel would have
+/// `CompressorSettings::worker_nice` may hold while the CPU is busy with
+/// others (the one taking jobs in waits there instead, the jobs queued in
+/// this process meanwhile, unbounded: they are what the channel would have
 /// dropped), and neither thread lowers its priority.
 fn start_reader<'s, R: Read + Send + 's>(
     scope: &'s Scope<'s, '_>,
@@ -296,7 +300,7 @@ fn start_reader<'s, R: Read + Send + 's>(
             end();
         });
     if let Err(e) = taker {
-        (ctx.log)(Level::Error, &format!("cannot start a thread: {e}"));
+        (ctx.log)(Severity::Error, &format!("cannot start a thread: {e}"));
         return end();
     }
     let reader = thread::Builder::new()
@@ -304,7 +308,10 @@ fn start_reader<'s, R: Read + Send + 's>(
         .spawn_scoped(scope, move || read_jobs(ctx, jobs, &tx));
     // Not started: the sender is gone with it, and the taker ends.
     if let Err(e) = reader {
-        (ctx.log)(Level::Error, &format!("cannot start the job reader: {e}"));
+        (ctx.log)(
+            Severity::Error,
+            &format!("cannot start the job reader: {e}"),
+        );
     }
 }
 
@@ -321,7 +328,7 @@ fn read_jobs<R: Read>(ctx: &Ctx<'_>, jobs: R, to: &mpsc::Sender<OwnedJob>) {
             }
             Ok(None) => return,
             Err(e) => {
-                (ctx.log)(Level::Error, &format!("cannot read jobs: {e}"));
+                (ctx.log)(Severity::Error, &format!("cannot read jobs: {e}"));
                 return;
             }
         }
@@ -343,8 +350,11 @@ fn take_job(ctx: &Ctx<'_>, job: OwnedJob, backlog: &Backlog) {
             let added = backlog.ask(job, 1, backlog::now_secs());
             merged(ctx, added.merged);
             if added.dropped > 0 {
-                (ctx.log)(Level::Debug, "wanted set full: the coldest entry dropped");
-                ctx.copies(Job::Dropped, added.dropped);
+                (ctx.log)(
+                    Severity::Debug,
+                    "wanted set full: the coldest entry dropped",
+                );
+                ctx.copies(CopyFate::Dropped, added.dropped);
             }
         }
     }
@@ -395,7 +405,7 @@ fn claim(ctx: &Ctx<'_>, job: &OwnedJob) -> Option<OwnedJob> {
 /// `n` copies asked for are pending, made or failed already.
 fn merged(ctx: &Ctx<'_>, n: usize) {
     if n > 0 {
-        (ctx.tally)(Event::Copies(Job::Merged, n as u64));
+        (ctx.tally)(Event::Copies(CopyFate::Merged, n as u64));
     }
 }
 

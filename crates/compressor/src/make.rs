@@ -7,18 +7,18 @@
 
 use super::claim::Claim;
 use super::disk::dirs_for;
-use super::index::Key;
+use super::index::CopyId;
 use super::os;
 use super::state::{copy_path, copy_there, mark_not_worth, State, Task};
 use crate::job::{CodingSet, OwnedDeltas};
-use crate::key::{compressible, Kind, Source, Version, MAX_SIZE};
-use crate::settings::{Event, Level, Log, Settings, Tally};
-use crate::tally::Job;
+use crate::key::{compressible, Kind, SourceHash, Version, MAX_SIZE};
+use crate::settings::{CompressorSettings, Event, Log, Severity, Tally};
+use crate::tally::CopyFate;
 use gdn_core::coding::Coding;
 use gdn_core::decode::{self, DecodeError, Decoder};
 use gdn_core::dictionary;
 use gdn_publish::atomic::TempFile;
-use gdn_publish::{Outcome, PublishError};
+use gdn_publish::{LifecycleOutcome, PublishError};
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
@@ -28,7 +28,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 
 /// What a worker needs for any job.
 pub(super) struct Ctx<'a> {
-    pub(super) settings: &'a Settings,
+    pub(super) settings: &'a CompressorSettings,
     pub(super) state: &'a Mutex<State>,
     pub(super) log: Log<'a>,
     pub(super) tally: Tally<'a>,
@@ -52,7 +52,7 @@ impl Ctx<'_> {
     }
 
     /// Tells the counters `n` copies reached state `j`.
-    pub(super) fn copies(&self, j: Job, n: usize) {
+    pub(super) fn copies(&self, j: CopyFate, n: usize) {
         if n > 0 {
             (self.tally)(Event::Copies(j, n as u64));
         }
@@ -78,12 +78,12 @@ impl Ctx<'_> {
     pub(super) fn report(&self, tasks: impl Iterator<Item = Task>, problem: Problem) {
         let (level, why) = match problem {
             Problem::Cache(e) => return self.state().cache_failed(self.settings, &e, self.log),
-            Problem::Gone(why) => (Level::Debug, why),
-            Problem::Declined(why) => (Level::Info, why),
-            Problem::Failed(why) => (Level::Warn, why),
+            Problem::Gone(why) => (Severity::Debug, why),
+            Problem::Declined(why) => (Severity::Info, why),
+            Problem::Failed(why) => (Severity::Warn, why),
         };
         (self.log)(level, &why);
-        if level != Level::Debug {
+        if level != Severity::Debug {
             let mut state = self.state();
             tasks.for_each(|k| state.failed(k));
         }
@@ -92,7 +92,7 @@ impl Ctx<'_> {
     /// Claims making the copy of `key` against the other compressors
     /// sharing the root (`claim`): `None` when another is making it, or
     /// it is there already, or its directory cannot be made.
-    pub(super) fn claim_copy(&self, key: &Key) -> Option<Claim> {
+    pub(super) fn claim_copy(&self, key: &CopyId) -> Option<Claim> {
         let target = copy_path(&self.settings.root, key);
         make_dir(&target).ok()?;
         let claim = Claim::take(&target).ok().flatten()?;
@@ -123,7 +123,7 @@ impl Ctx<'_> {
 
     /// Records that the file version `v` has the digest `source`, where
     /// this host's requests look for it.
-    fn learn(&self, v: Version, source: Source) {
+    fn learn(&self, v: Version, source: SourceHash) {
         let mut state = self.state();
         if let Err(e) = state.record(self.settings, v, source) {
             state.cache_failed(self.settings, &e, self.log);
@@ -145,7 +145,7 @@ impl Ctx<'_> {
             .read_source(path, version)
             .and_then(|read| self.compress_read(path, version, &read, codings, deltas));
         if let Err(problem) = made {
-            self.copies(Job::Failed, codings.len());
+            self.copies(CopyFate::Failed, codings.len());
             self.report(tasks(), problem);
         }
         {
@@ -184,7 +184,7 @@ impl Ctx<'_> {
             let key = (read.source, Kind::Coded(c));
             let cpu = os::thread_cpu_micros();
             let Some(size) = self.compress_one(path, read, c)? else {
-                self.copies(Job::Merged, 1);
+                self.copies(CopyFate::Merged, 1);
                 continue;
             };
             let cpu = os::thread_cpu_micros().saturating_sub(cpu);
@@ -195,9 +195,16 @@ impl Ctx<'_> {
                 state.made_fast(key, path);
             }
             drop(state);
-            self.copies(if done { Job::Done } else { Job::NotWorth }, 1);
+            self.copies(
+                if done {
+                    CopyFate::Done
+                } else {
+                    CopyFate::NotWorth
+                },
+                1,
+            );
             (self.log)(
-                Level::Debug,
+                Severity::Debug,
                 &format!("{}: {} copy of {size} bytes", path.display(), c.token()),
             );
         }
@@ -225,12 +232,12 @@ impl Ctx<'_> {
         let outcome =
             gdn_publish::make_copy_of(&read.content, &read.meta, c, levels, s.min_saving, &target);
         match outcome {
-            Outcome::Written(sizes) => Ok(Some(sizes.size)),
-            Outcome::NotWorth { .. } => {
+            LifecycleOutcome::Written(sizes) => Ok(Some(sizes.size)),
+            LifecycleOutcome::NotWorth { .. } => {
                 mark_not_worth(&target).map_err(Problem::Cache)?;
                 Ok(Some(0))
             }
-            Outcome::Failed(e) => Err(publish_problem(path, c, e)),
+            LifecycleOutcome::Failed(e) => Err(publish_problem(path, c, e)),
             other => {
                 let why = format!("{}: {}: unexpected {other:?}", path.display(), c.token());
                 Err(Problem::Failed(why))
@@ -243,12 +250,12 @@ impl Ctx<'_> {
     /// changes with its bytes); left as it is when the original no longer
     /// has the copy's source bytes, the copy went, or another compressor
     /// is at it.
-    pub(super) fn remake(&self, path: &Path, key: Key) {
+    pub(super) fn remake(&self, path: &Path, key: CopyId) {
         match self.remake_copy(path, &key) {
             Ok(Some(size)) => {
                 self.state().made(self.settings, key, size, self.log);
                 (self.log)(
-                    Level::Debug,
+                    Severity::Debug,
                     &format!(
                         "{}: copy made again at the best level, {size} bytes",
                         path.display()
@@ -261,7 +268,7 @@ impl Ctx<'_> {
         self.holding();
     }
 
-    fn remake_copy(&self, path: &Path, key: &Key) -> Result<Option<u64>, Problem> {
+    fn remake_copy(&self, path: &Path, key: &CopyId) -> Result<Option<u64>, Problem> {
         let (source, Kind::Coded(c)) = *key else {
             return Ok(None);
         };
@@ -287,8 +294,8 @@ impl Ctx<'_> {
             &target,
         );
         match outcome {
-            Outcome::Written(sizes) => Ok(Some(sizes.size)),
-            Outcome::Failed(e) => Err(publish_problem(path, c, e)),
+            LifecycleOutcome::Written(sizes) => Ok(Some(sizes.size)),
+            LifecycleOutcome::Failed(e) => Err(publish_problem(path, c, e)),
             _ => Ok(None),
         }
     }
@@ -300,11 +307,18 @@ impl Ctx<'_> {
         match self.decode_sibling(path, coding, version) {
             Ok(Some((key, size))) => {
                 let kept = self.state().made(self.settings, key, size, self.log);
-                self.copies(if kept { Job::Done } else { Job::NotWorth }, 1);
+                self.copies(
+                    if kept {
+                        CopyFate::Done
+                    } else {
+                        CopyFate::NotWorth
+                    },
+                    1,
+                );
             }
-            Ok(None) => self.copies(Job::Merged, 1),
+            Ok(None) => self.copies(CopyFate::Merged, 1),
             Err(problem) => {
-                self.copies(Job::Failed, 1);
+                self.copies(CopyFate::Failed, 1);
                 self.report(std::iter::once(task), problem);
             }
         }
@@ -317,7 +331,7 @@ impl Ctx<'_> {
         path: &Path,
         coding: Coding,
         version: Version,
-    ) -> Result<Option<(Key, u64)>, Problem> {
+    ) -> Result<Option<(CopyId, u64)>, Problem> {
         let read = self.read_source(path, version)?;
         let key = (read.source, Kind::Decoded(coding));
         let target = copy_path(&self.settings.root, &key);
@@ -348,7 +362,7 @@ impl Ctx<'_> {
 pub(super) struct Loaded {
     pub meta: fs::Metadata,
     pub content: Vec<u8>,
-    pub source: Source,
+    pub source: SourceHash,
 }
 
 /// Why decoding into the cache stopped.

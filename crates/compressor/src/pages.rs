@@ -32,7 +32,7 @@ const MAX_ENTRIES: usize = 200_000;
 
 /// A page the rule chose: its path below the root, size and mtime.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Candidate {
+pub struct ChosenPage {
     /// Below the root, without a leading `/`.
     pub rel: PathBuf,
     pub size: u64,
@@ -40,7 +40,7 @@ pub struct Candidate {
     pub mtime_us: i64,
 }
 
-impl Candidate {
+impl ChosenPage {
     /// Its file under `root`.
     pub fn path(&self, root: &Path) -> PathBuf {
         root.join(&self.rel)
@@ -60,7 +60,7 @@ fn is_page(name: &[u8]) -> bool {
 }
 
 /// The pages under `root`, by the rule above.
-pub fn candidates(root: &Path) -> Vec<Candidate> {
+pub fn candidates(root: &Path) -> Vec<ChosenPage> {
     let mut out = Vec::new();
     let mut bytes = 0u64;
     let walk = walkdir::WalkDir::new(root)
@@ -95,7 +95,7 @@ pub fn candidates(root: &Path) -> Vec<Candidate> {
             break;
         }
         bytes += size;
-        out.push(Candidate {
+        out.push(ChosenPage {
             rel: rel.to_path_buf(),
             size,
             mtime_us: meta.mtime() * 1_000_000 + meta.mtime_nsec() / 1000,
@@ -109,7 +109,7 @@ pub fn candidates(root: &Path) -> Vec<Candidate> {
 
 /// What names a list of pages: SHA-256 of each one's path, size and
 /// mtime, in order.
-pub fn digest<'a>(pages: impl IntoIterator<Item = &'a Candidate>) -> Hash {
+pub fn digest<'a>(pages: impl IntoIterator<Item = &'a ChosenPage>) -> Hash {
     let mut bytes = Vec::new();
     for p in pages {
         bytes.extend_from_slice(p.rel.as_os_str().as_bytes());

@@ -7,8 +7,8 @@
 //! name is replaced, as the children would not trust it either.
 
 use crate::digests::{self, SLOT, TABLE, WINDOW, WINDOW_BYTES};
-use crate::key::{Source, Version};
-use crate::settings::Settings;
+use crate::key::{SourceHash, Version};
+use crate::settings::CompressorSettings;
 use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::os::unix::fs::{FileExt, MetadataExt, OpenOptionsExt};
@@ -24,7 +24,7 @@ pub(super) struct Records {
 }
 
 /// Where this host's table is for this boot.
-pub(super) fn table_path(settings: &Settings) -> PathBuf {
+pub(super) fn table_path(settings: &CompressorSettings) -> PathBuf {
     settings.root.join(settings.host.records_dir()).join(TABLE)
 }
 
@@ -32,7 +32,7 @@ impl Records {
     /// This boot's table under `settings.root`: the one there if it is
     /// one the children trust, else a new one, sparse, of the length the
     /// limit gives (`digests::table_len`).
-    pub(super) fn open(settings: &Settings) -> io::Result<Records> {
+    pub(super) fn open(settings: &CompressorSettings) -> io::Result<Records> {
         let path = table_path(settings);
         super::disk::dirs_for(&path)?;
         let owner = fs::metadata(&settings.root)?.uid();
@@ -120,7 +120,7 @@ impl Records {
     }
 
     /// The digest recorded for `v`, if any, in the table as it is now.
-    pub(super) fn get(&mut self, v: &Version) -> Option<Source> {
+    pub(super) fn get(&mut self, v: &Version) -> Option<SourceHash> {
         self.follow().ok()?;
         let (w, _) = self.window(v).ok()?;
         digests::find(&w, v)
@@ -129,7 +129,7 @@ impl Records {
     /// Records that `v` has the digest `source` (unless it is recorded
     /// already), growing the table once its window is more than half
     /// taken.
-    pub(super) fn put(&mut self, v: &Version, source: &Source) -> io::Result<()> {
+    pub(super) fn put(&mut self, v: &Version, source: &SourceHash) -> io::Result<()> {
         self.follow()?;
         let (w, at) = self.window(v)?;
         if digests::find(&w, v) == Some(*source) {
@@ -220,8 +220,8 @@ mod tests {
         }
     }
 
-    fn settings(d: &Path) -> Settings {
-        Settings {
+    fn settings(d: &Path) -> CompressorSettings {
+        CompressorSettings {
             root: d.to_path_buf(),
             max_size: 1 << 30,
             workers: 1,

@@ -3,14 +3,14 @@
 //! the callbacks the module passes in (the module counts the events; this
 //! crate knows nothing of its counters).
 
-use crate::tally::Job;
+use crate::tally::CopyFate;
 use std::path::PathBuf;
 use std::sync::{Condvar, Mutex, PoisonError};
 use std::time::Duration;
 
 /// What the compressor runs with.
 #[derive(Clone, Debug)]
-pub struct Settings {
+pub struct CompressorSettings {
     /// The cache root (exists; the process can write it).
     pub root: PathBuf,
     /// Total bytes of copies kept.
@@ -54,7 +54,7 @@ pub const FAST_LEVELS: gdn_core::encode::Levels = gdn_core::encode::Levels {
 
 /// How important a log line is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Level {
+pub enum Severity {
     Error,
     Warn,
     Notice,
@@ -63,13 +63,13 @@ pub enum Level {
 }
 
 /// Where log lines go.
-pub type Log<'a> = &'a (dyn Fn(Level, &str) + Sync);
+pub type Log<'a> = &'a (dyn Fn(Severity, &str) + Sync);
 
 /// What the compressor tells of its work, for the module's counters.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Event {
     /// `n` copies asked for reached this state.
-    Copies(Job, u64),
+    Copies(CopyFate, u64),
     /// After a job or at start: what the cache holds, and how many copies
     /// were evicted since the last such event (after many, the host may
     /// have the allocator give their memory back: the compressor keeps

@@ -30,8 +30,8 @@ use super::disk::dirs_for;
 use super::make::{pin, read_pinned, write_record, Ctx};
 use super::state::{copy_path, kept_key, State};
 use crate::key::{site_current_coded, site_dir_name, site_named, Version, SITE_CURRENT};
-use crate::pages::{self, Candidate};
-use crate::settings::Level;
+use crate::pages::{self, ChosenPage};
+use crate::settings::Severity;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, Hash};
 use gdn_core::encode::encode_vec;
@@ -69,7 +69,7 @@ const SELECTION: &str = "selection";
 
 /// One dictionary of a host.
 #[derive(Clone, Debug, PartialEq, Eq)]
-struct Trained {
+struct HostDictionary {
     hash: Hash,
     /// When it was trained, seconds since the epoch.
     at: u64,
@@ -91,7 +91,7 @@ impl Site {
         }
     }
 
-    fn dictionaries(&self) -> Vec<Trained> {
+    fn dictionaries(&self) -> Vec<HostDictionary> {
         let text = fs::read_to_string(self.dir.join("dictionaries")).unwrap_or_default();
         text.lines()
             .filter_map(|l| {
@@ -99,7 +99,7 @@ impl Site {
                 let hash = dictionary::from_hex(f.next()?)?;
                 let mut n = || f.next()?.parse::<u64>().ok();
                 let (at, pages, retired) = (n()?, n()?, n()?);
-                Some(Trained {
+                Some(HostDictionary {
                     hash,
                     at,
                     pages: pages as usize,
@@ -113,7 +113,7 @@ impl Site {
         write_record(&self.dir.join(name), text)
     }
 
-    fn save_dictionaries(&self, d: &[Trained]) -> io::Result<()> {
+    fn save_dictionaries(&self, d: &[HostDictionary]) -> io::Result<()> {
         let text: String = d
             .iter()
             .map(|t| {
@@ -174,7 +174,7 @@ fn remove_all(files: &[PathBuf]) -> io::Result<()> {
 }
 
 /// The public pages of a judged list: those whose bit is set.
-fn public(list: &[Candidate], bits: &[u8]) -> Vec<Candidate> {
+fn public(list: &[ChosenPage], bits: &[u8]) -> Vec<ChosenPage> {
     list.iter()
         .enumerate()
         .filter(|(i, _)| pages::bit(bits, *i))
@@ -183,7 +183,7 @@ fn public(list: &[Candidate], bits: &[u8]) -> Vec<Candidate> {
 }
 
 /// The pages of `list` judged not public now.
-fn private(list: &[Candidate], bits: &[u8]) -> Vec<PathBuf> {
+fn private(list: &[ChosenPage], bits: &[u8]) -> Vec<PathBuf> {
     list.iter()
         .enumerate()
         .filter(|(i, _)| !pages::bit(bits, *i))
@@ -227,7 +227,7 @@ impl Ctx<'_> {
             // The tree changed between the judging and now: the next
             // period judges it again.
             (self.log)(
-                Level::Debug,
+                Severity::Debug,
                 &format!("the pages under {} changed since judged", root.display()),
             );
             return;
@@ -273,7 +273,7 @@ impl Ctx<'_> {
     /// named files go at once (and the bare path's, for the current
     /// one), and the current one is retired, so no page links it;
     /// whether the current one was.
-    fn withdraw(&self, site: &Site, trained: &mut [Trained], private: &[PathBuf]) -> bool {
+    fn withdraw(&self, site: &Site, trained: &mut [HostDictionary], private: &[PathBuf]) -> bool {
         if private.is_empty() {
             return false;
         }
@@ -293,7 +293,7 @@ impl Ctx<'_> {
                 self.state().cache_failed(self.settings, &e, self.log);
             }
             (self.log)(
-                Level::Notice,
+                Severity::Notice,
                 &format!(
                     "site dictionary {} withdrawn: it learned {}, which not every client may read now",
                     dictionary::to_hex(&t.hash),
@@ -312,7 +312,7 @@ impl Ctx<'_> {
     /// The host's dictionaries a browser may still hold, newest first;
     /// those retired longer than `LIFETIME` ago are forgotten, with their
     /// files and deltas.
-    fn expire(&self, site: &Site, state: &mut State) -> Vec<Trained> {
+    fn expire(&self, site: &Site, state: &mut State) -> Vec<HostDictionary> {
         let (mut live, gone): (Vec<_>, Vec<_>) = site
             .dictionaries()
             .into_iter()
@@ -337,7 +337,7 @@ impl Ctx<'_> {
 
     /// A dictionary's content: kept, else recovered from the file that
     /// serves it under its name, checked against its hash.
-    fn dictionary(&self, site: &Site, t: &Trained) -> Option<Vec<u8>> {
+    fn dictionary(&self, site: &Site, t: &HostDictionary) -> Option<Vec<u8>> {
         let key = kept_key(t.hash);
         let kept = copy_path(&self.settings.root, &key);
         if let Some(d) = read_kept(&kept).filter(|d| dictionary::hash(d) == t.hash) {
@@ -352,7 +352,7 @@ impl Ctx<'_> {
 
     /// The content of each of `public` under `root`, in order, while each
     /// is the version judged; `None` when one changed since.
-    fn read_pages(root: &Path, public: &[Candidate]) -> Option<Vec<Vec<u8>>> {
+    fn read_pages(root: &Path, public: &[ChosenPage]) -> Option<Vec<Vec<u8>>> {
         public
             .iter()
             .map(|c| {
@@ -376,8 +376,8 @@ impl Ctx<'_> {
         &self,
         site: &Site,
         root: &Path,
-        public: &[Candidate],
-        trained: Vec<Trained>,
+        public: &[ChosenPage],
+        trained: Vec<HostDictionary>,
     ) -> Option<Vec<u8>> {
         let samples = Self::read_pages(root, public)?;
         let bytes: usize = samples.iter().map(Vec::len).sum();
@@ -389,12 +389,12 @@ impl Ctx<'_> {
                 root.display(),
                 samples.len()
             );
-            (self.log)(Level::Info, &why);
+            (self.log)(Severity::Info, &why);
             return None;
         }
         self.install(site, &dict, trained, public)?;
         (self.log)(
-            Level::Notice,
+            Severity::Notice,
             &format!(
                 "site dictionary {} trained: {} bytes from {} pages ({bytes} bytes) under {}, served from {}",
                 dictionary::to_hex(&dictionary::hash(&dict)),
@@ -416,8 +416,8 @@ impl Ctx<'_> {
         &self,
         site: &Site,
         dict: &[u8],
-        mut trained: Vec<Trained>,
-        public: &[Candidate],
+        mut trained: Vec<HostDictionary>,
+        public: &[ChosenPage],
     ) -> Option<()> {
         let hash = dictionary::hash(dict);
         let t = now();
@@ -427,7 +427,7 @@ impl Ctx<'_> {
         trained.retain(|o| o.hash != hash);
         trained.insert(
             0,
-            Trained {
+            HostDictionary {
                 hash,
                 at: t,
                 pages: public.len(),
@@ -472,7 +472,7 @@ impl Ctx<'_> {
     /// Makes every learned page's deltas against a new dictionary, for
     /// the version judged (named, as every copy is, by its content's
     /// digest: `deltas_against` learns it from the bytes read).
-    fn deltas_of_pages(&self, root: &Path, public: &[Candidate], dict: &[u8]) {
+    fn deltas_of_pages(&self, root: &Path, public: &[ChosenPage], dict: &[u8]) {
         let dictionaries = [(dictionary::hash(dict), dict.to_vec())];
         for c in public {
             let path = c.path(root);
@@ -497,8 +497,8 @@ impl Ctx<'_> {
 mod tests {
     use super::*;
 
-    fn trained(pages: usize, retired: u64) -> Trained {
-        Trained {
+    fn trained(pages: usize, retired: u64) -> HostDictionary {
+        HostDictionary {
             hash: [pages as u8; 32],
             at: 1,
             pages,

@@ -10,14 +10,14 @@
 //! appeared behind this one's back is no error.
 
 use super::disk::allocated;
-use super::index::{max_entries, Index, Key};
+use super::index::{max_entries, CopyId, Index};
 use super::records::Records;
 use crate::host::Host;
 use crate::key::{
-    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf, Source,
-    Version, KEPT_DIR, RETIRED_SITE_DIR,
+    copy_name, fan_out, is_old_copy_name, parse_copy_name, parse_kept_name, Kind, NameBuf,
+    SourceHash, Version, KEPT_DIR, RETIRED_SITE_DIR,
 };
-use crate::settings::{Level, Log, Settings};
+use crate::settings::{CompressorSettings, Log, Severity};
 use gdn_core::dictionary::Hash;
 use gdn_publish::atomic::TMP_MARK;
 use std::collections::{HashMap, HashSet};
@@ -55,7 +55,7 @@ pub(super) struct State {
     /// does not read and hash the file again.
     deltas: HashSet<Version>,
     /// The digests of the file versions this host read lately.
-    sources: HashMap<Version, Source>,
+    sources: HashMap<Version, SourceHash>,
     /// This boot's table of digest records, once opened.
     records: Option<Records>,
     /// What that table takes on disk, within the limit.
@@ -66,17 +66,17 @@ pub(super) struct State {
     evicted: u64,
     /// Touches read before the start's scan indexed the cache, applied
     /// after it (`None` once it did).
-    early_touches: Option<Vec<Key>>,
+    early_touches: Option<Vec<CopyId>>,
     /// Copies made at the fast levels, and their originals' paths: made
     /// again at the best levels once served (`touch`).
-    fast: HashMap<Key, PathBuf>,
+    fast: HashMap<CopyId, PathBuf>,
     /// Copies of the original made, and the CPU they took (µs).
     made: u64,
     made_cpu_us: u64,
 }
 
 /// The copy of `key`'s path under `root`.
-pub(super) fn copy_path(root: &Path, key: &Key) -> PathBuf {
+pub(super) fn copy_path(root: &Path, key: &CopyId) -> PathBuf {
     let mut name = NameBuf::new();
     root.join(copy_name(&key.0, key.1, &mut name))
 }
@@ -112,13 +112,13 @@ pub(super) fn mark_not_worth(target: &Path) -> std::io::Result<()> {
 }
 
 /// The index key of the kept version `h` (its own source).
-pub(super) fn kept_key(h: Hash) -> Key {
+pub(super) fn kept_key(h: Hash) -> CopyId {
     (h, Kind::Kept(h))
 }
 
 /// A copy found at start, and when it was last used.
-struct Found {
-    key: Key,
+struct FoundCopy {
+    key: CopyId,
     size: u64,
     used: SystemTime,
 }
@@ -128,7 +128,7 @@ impl State {
     /// temporaries of a killed run removed, what exceeds the size limit
     /// evicted.
     #[cfg(test)]
-    pub(super) fn start(settings: &Settings, log: Log<'_>) -> State {
+    pub(super) fn start(settings: &CompressorSettings, log: Log<'_>) -> State {
         let state = std::sync::Mutex::new(State::empty(settings));
         let _ = State::start_into(&state, settings, log);
         state
@@ -142,9 +142,9 @@ impl State {
     /// Returns the fast copies served meanwhile, to make again.
     pub(super) fn start_into(
         state: &std::sync::Mutex<State>,
-        settings: &Settings,
+        settings: &CompressorSettings,
         log: Log<'_>,
-    ) -> Vec<(Key, PathBuf)> {
+    ) -> Vec<(CopyId, PathBuf)> {
         let lock = || {
             state
                 .lock()
@@ -173,7 +173,7 @@ impl State {
         let evicted = state.evict(settings, log);
         state.index.shrink();
         log(
-            Level::Info,
+            Severity::Info,
             &format!(
                 "cache {}: {} entries, {} bytes; {leftovers} leftover temporaries removed, {evicted} evicted",
                 settings.root.display(),
@@ -185,7 +185,7 @@ impl State {
     }
 
     /// Nothing indexed, pending or failed.
-    pub(super) fn empty(settings: &Settings) -> State {
+    pub(super) fn empty(settings: &CompressorSettings) -> State {
         State {
             index: Index::with_max_entries(max_entries(settings.max_size)),
             pending: HashSet::new(),
@@ -210,7 +210,7 @@ impl State {
     /// name that is not one a compressor made (`copy_there`: another
     /// user's, or one others could write) is removed and made anew, as
     /// one removed behind the compressor's back is.
-    pub(super) fn claim(&mut self, settings: &Settings, task: Task) -> bool {
+    pub(super) fn claim(&mut self, settings: &CompressorSettings, task: Task) -> bool {
         if self.pending.contains(&task) || self.failed.contains(&task) {
             return false;
         }
@@ -230,7 +230,7 @@ impl State {
     }
 
     /// This boot's table of digest records, opened (or made) once.
-    fn records(&mut self, settings: &Settings) -> io::Result<&mut Records> {
+    fn records(&mut self, settings: &CompressorSettings) -> io::Result<&mut Records> {
         if self.records.is_none() {
             let r = Records::open(settings)?;
             self.records_bytes = r.allocated();
@@ -245,7 +245,7 @@ impl State {
     /// learned here but gone from the table (its slot taken, or written
     /// to a table another compressor sharing the root replaced meanwhile)
     /// is recorded again: the children look for it there.
-    fn source_of(&mut self, settings: &Settings, v: &Version) -> Option<Source> {
+    fn source_of(&mut self, settings: &CompressorSettings, v: &Version) -> Option<SourceHash> {
         let recorded = self.records(settings).ok().and_then(|r| r.get(v));
         if let Some(s) = recorded {
             self.learned(*v, s);
@@ -261,9 +261,9 @@ impl State {
     /// the limit.
     pub(super) fn record(
         &mut self,
-        settings: &Settings,
+        settings: &CompressorSettings,
         v: Version,
-        source: Source,
+        source: SourceHash,
     ) -> io::Result<()> {
         let records = self.records(settings)?;
         records.put(&v, &source)?;
@@ -273,12 +273,12 @@ impl State {
     }
 
     /// The bytes copies may take: the limit less the digest table's.
-    fn copies_limit(&self, settings: &Settings) -> u64 {
+    fn copies_limit(&self, settings: &CompressorSettings) -> u64 {
         settings.max_size.saturating_sub(self.records_bytes)
     }
 
     /// Remembers that the file version `v` has the digest `source`.
-    pub(super) fn learned(&mut self, v: Version, source: Source) {
+    pub(super) fn learned(&mut self, v: Version, source: SourceHash) {
         if self.sources.len() >= FAILED_MAX {
             self.sources.clear();
         }
@@ -287,7 +287,7 @@ impl State {
 
     /// Lets the deltas of every version whose digest is among `gone` be
     /// asked for again: one of them was removed.
-    fn forget_deltas_of(&mut self, gone: &HashSet<Source>) {
+    fn forget_deltas_of(&mut self, gone: &HashSet<SourceHash>) {
         let sources = &self.sources;
         self.deltas
             .retain(|v| !sources.get(v).is_some_and(|s| gone.contains(s)));
@@ -304,7 +304,7 @@ impl State {
 
     /// Forgets the kept version `h` and the deltas against it, files and
     /// all: a dictionary no browser may hold any more.
-    pub(super) fn forget_kept(&mut self, settings: &Settings, h: Hash, log: Log<'_>) {
+    pub(super) fn forget_kept(&mut self, settings: &CompressorSettings, h: Hash, log: Log<'_>) {
         let mut gone = self.index.deltas_against(&[h]);
         gone.push(kept_key(h));
         let sources = gone.iter().map(|k| k.0).collect();
@@ -338,13 +338,19 @@ impl State {
     /// start sees it so, and older ones evicted until the cache, the new
     /// copy included, fits the limit. A copy larger than the whole limit
     /// is replaced by a marker (so it is not made again); false then.
-    pub(super) fn made(&mut self, settings: &Settings, key: Key, size: u64, log: Log<'_>) -> bool {
+    pub(super) fn made(
+        &mut self,
+        settings: &CompressorSettings,
+        key: CopyId,
+        size: u64,
+        log: Log<'_>,
+    ) -> bool {
         self.cache_ok(log);
         let path = copy_path(&settings.root, &key);
         let kept = size <= self.copies_limit(settings);
         if !kept {
             log(
-                Level::Info,
+                Severity::Info,
                 &format!(
                     "{}: {size} bytes, larger than the cache's {} byte limit: not kept",
                     path.display(),
@@ -373,8 +379,8 @@ impl State {
     /// `made`, for a copy of the original that took `cpu_us` of CPU.
     pub(super) fn made_with_cpu(
         &mut self,
-        settings: &Settings,
-        key: Key,
+        settings: &CompressorSettings,
+        key: CopyId,
         size: u64,
         cpu_us: u64,
         log: Log<'_>,
@@ -386,7 +392,7 @@ impl State {
 
     /// The copy `key` of the original at `path` was made at the fast
     /// levels (bounded: one not remembered stays as it is).
-    pub(super) fn made_fast(&mut self, key: Key, path: &Path) {
+    pub(super) fn made_fast(&mut self, key: CopyId, path: &Path) {
         if self.fast.len() < self.index.max_entries() {
             self.fast.insert(key, path.to_path_buf());
         }
@@ -394,7 +400,7 @@ impl State {
 
     /// The copies made at the fast levels and not served since, with
     /// their originals' paths.
-    pub(super) fn fast_copies(&self) -> Vec<(Key, PathBuf)> {
+    pub(super) fn fast_copies(&self) -> Vec<(CopyId, PathBuf)> {
         self.fast.iter().map(|(k, p)| (*k, p.clone())).collect()
     }
 
@@ -408,7 +414,11 @@ impl State {
     /// evicting that version would take the delta with it.
     /// A copy made at the fast levels and served is returned with its
     /// original's path, to be made again at the best levels.
-    pub(super) fn touch(&mut self, settings: &Settings, key: &Key) -> Option<(Key, PathBuf)> {
+    pub(super) fn touch(
+        &mut self,
+        settings: &CompressorSettings,
+        key: &CopyId,
+    ) -> Option<(CopyId, PathBuf)> {
         if let Some(early) = &mut self.early_touches {
             // Bounded: a touch lost costs an order of eviction, no more.
             if early.len() < FAILED_MAX {
@@ -438,7 +448,7 @@ impl State {
     /// Evicts beyond the limits, least recently used first; how many went.
     /// A kept version takes the deltas made against it along: no delta
     /// is offered against a version the cache no longer holds.
-    pub(super) fn evict(&mut self, settings: &Settings, log: Log<'_>) -> usize {
+    pub(super) fn evict(&mut self, settings: &CompressorSettings, log: Log<'_>) -> usize {
         let mut gone = self.index.evict(self.copies_limit(settings));
         let kept: Vec<_> = gone
             .iter()
@@ -470,14 +480,19 @@ impl State {
                 Err(e) if e.kind() != io::ErrorKind::NotFound => {
                     self.cache_failed(settings, &e, log);
                 }
-                _ => log(Level::Debug, &format!("evicted {}", path.display())),
+                _ => log(Severity::Debug, &format!("evicted {}", path.display())),
             }
         }
         gone.len()
     }
 
     /// The cache could not be written: one warning until it can again.
-    pub(super) fn cache_failed(&mut self, settings: &Settings, e: &io::Error, log: Log<'_>) {
+    pub(super) fn cache_failed(
+        &mut self,
+        settings: &CompressorSettings,
+        e: &io::Error,
+        log: Log<'_>,
+    ) {
         let root = settings.root.display();
         // A root deleted under a running server: making a fan-out
         // directory then fails in the root's parent (often "Permission
@@ -493,13 +508,13 @@ impl State {
         };
         if self.failing {
             log(
-                Level::Debug,
+                Severity::Debug,
                 &format!("cache {root} still not writable: {e}"),
             );
         } else {
             self.failing = true;
             log(
-                Level::Warn,
+                Severity::Warn,
                 &format!("cannot write the cache {root}: {e}; requests are answered without it until it can be written"),
             );
         }
@@ -509,7 +524,7 @@ impl State {
     fn cache_ok(&mut self, log: Log<'_>) {
         if self.failing {
             self.failing = false;
-            log(Level::Notice, "the cache can be written again");
+            log(Severity::Notice, "the cache can be written again");
         }
     }
 }
@@ -519,7 +534,12 @@ impl State {
 /// `root`, and copies named the older way. Anything else (files an admin
 /// put there, another compressor's temporaries being written) is left
 /// alone and not counted.
-fn scan(root: &Path, host: &Host, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
+fn scan(
+    root: &Path,
+    host: &Host,
+    found: &mut Vec<FoundCopy>,
+    leftovers: &mut usize,
+) -> io::Result<()> {
     retire_earlier_boots(root, host);
     for entry in fs::read_dir(root)? {
         let entry = entry?;
@@ -587,7 +607,7 @@ fn retire_earlier_boots(root: &Path, host: &Host) {
 
 /// Indexes the kept versions under `kept/<2 hex>/`, removing leftover
 /// temporaries.
-fn scan_kept(dir: &Path, found: &mut Vec<Found>, leftovers: &mut usize) -> io::Result<()> {
+fn scan_kept(dir: &Path, found: &mut Vec<FoundCopy>, leftovers: &mut usize) -> io::Result<()> {
     for entry in fs::read_dir(dir)? {
         let entry = entry?;
         let fan = entry.file_name();
@@ -624,7 +644,7 @@ fn parse_fan_out(name: &str) -> Option<u8> {
 
 /// The entry for the copy `name` in fan-out directory `dir`, if it is one
 /// and in its right place; last used at its atime or mtime, the later.
-fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<Found> {
+fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<FoundCopy> {
     let (source, kind) = parse_copy_name(name)?;
     if fan_out(&source) != dir {
         return None;
@@ -634,10 +654,10 @@ fn indexed(name: &str, dir: u8, entry: &fs::DirEntry) -> Option<Found> {
 
 /// The entry for the regular file `entry` at `key`; last used at its
 /// atime or mtime, the later.
-fn found_at(entry: &fs::DirEntry, key: Key) -> Option<Found> {
+fn found_at(entry: &fs::DirEntry, key: CopyId) -> Option<FoundCopy> {
     let meta = entry.metadata().ok().filter(|m| m.is_file())?;
     let at = |t: io::Result<SystemTime>| t.unwrap_or(SystemTime::UNIX_EPOCH);
-    Some(Found {
+    Some(FoundCopy {
         key,
         size: allocated(&meta),
         used: at(meta.accessed()).max(at(meta.modified())),

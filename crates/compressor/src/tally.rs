@@ -4,7 +4,7 @@
 /// What became of an on-demand copy asked for, counted per copy (one
 /// job for two codings is two).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Job {
+pub enum CopyFate {
     /// Sent to the compressor.
     Queued,
     /// Not sent (the channel was full) or dropped by the compressor (its
@@ -20,35 +20,35 @@ pub enum Job {
     Failed,
 }
 
-impl Job {
-    pub const ALL: [Job; 6] = [
-        Job::Queued,
-        Job::Dropped,
-        Job::Merged,
-        Job::Done,
-        Job::NotWorth,
-        Job::Failed,
+impl CopyFate {
+    pub const ALL: [CopyFate; 6] = [
+        CopyFate::Queued,
+        CopyFate::Dropped,
+        CopyFate::Merged,
+        CopyFate::Done,
+        CopyFate::NotWorth,
+        CopyFate::Failed,
     ];
 
     pub fn index(self) -> usize {
         match self {
-            Job::Queued => 0,
-            Job::Dropped => 1,
-            Job::Merged => 2,
-            Job::Done => 3,
-            Job::NotWorth => 4,
-            Job::Failed => 5,
+            CopyFate::Queued => 0,
+            CopyFate::Dropped => 1,
+            CopyFate::Merged => 2,
+            CopyFate::Done => 3,
+            CopyFate::NotWorth => 4,
+            CopyFate::Failed => 5,
         }
     }
 
     pub fn name(self) -> &'static str {
         match self {
-            Job::Queued => "queued",
-            Job::Dropped => "dropped",
-            Job::Merged => "merged",
-            Job::Done => "done",
-            Job::NotWorth => "not_worth",
-            Job::Failed => "failed",
+            CopyFate::Queued => "queued",
+            CopyFate::Dropped => "dropped",
+            CopyFate::Merged => "merged",
+            CopyFate::Done => "done",
+            CopyFate::NotWorth => "not_worth",
+            CopyFate::Failed => "failed",
         }
     }
 }

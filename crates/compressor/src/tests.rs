@@ -6,7 +6,7 @@ use super::state::{copy_path, kept_key, State};
 use crate::job::{encode, CodingSet, Job, MAX_JOB};
 use crate::key::{Kind, Version};
 use crate::run;
-use crate::settings::{Event, Level, Settings, Stop};
+use crate::settings::{CompressorSettings, Event, Severity, Stop};
 use gdn_cli::publish;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::delta_codec::decode;
@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime};
 
-fn settings(root: &Path) -> Settings {
-    Settings {
+fn settings(root: &Path) -> CompressorSettings {
+    CompressorSettings {
         root: root.to_path_buf(),
         max_size: 1 << 30,
         workers: 2,
@@ -40,13 +40,13 @@ fn settings(root: &Path) -> Settings {
 
 /// The log lines of one or more runs.
 #[derive(Default)]
-struct Lines(Mutex<Vec<(Level, String)>>);
+struct Lines(Mutex<Vec<(Severity, String)>>);
 
 impl Lines {
-    fn log(&self) -> impl Fn(Level, &str) + Sync + '_ {
+    fn log(&self) -> impl Fn(Severity, &str) + Sync + '_ {
         |l, m: &str| self.0.lock().unwrap().push((l, m.to_owned()))
     }
-    fn count(&self, level: Level, has: &str) -> usize {
+    fn count(&self, level: Severity, has: &str) -> usize {
         let lines = self.0.lock().unwrap();
         lines
             .iter()
@@ -84,7 +84,7 @@ fn compress_job(p: &Path, codings: CodingSet) -> Vec<u8> {
     })
 }
 
-fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
+fn run_over(s: &CompressorSettings, stream: Vec<Vec<u8>>, lines: &Lines) {
     run(
         s,
         Messages::new(stream),
@@ -94,7 +94,7 @@ fn run_over(s: &Settings, stream: Vec<Vec<u8>>, lines: &Lines) {
     );
 }
 
-fn copy(s: &Settings, p: &Path, kind: Kind) -> PathBuf {
+fn copy(s: &CompressorSettings, p: &Path, kind: Kind) -> PathBuf {
     copy_path(&s.root, &(source(p), kind))
 }
 
@@ -142,7 +142,7 @@ fn copies_are_what_compress_writes() {
         let m = fs::metadata(&made).unwrap();
         assert_eq!(m.modified().unwrap(), original.modified().unwrap());
     }
-    assert_eq!(lines.count(Level::Warn, ""), 0);
+    assert_eq!(lines.count(Severity::Warn, ""), 0);
 }
 
 #[test]
@@ -156,25 +156,25 @@ fn duplicate_jobs_compress_once() {
     stream.push(compress_job(&p, all()));
     stream.push(compress_job(&p, gzip));
     run_over(&s, stream, &lines);
-    assert_eq!(lines.count(Level::Debug, "copy of"), 3);
+    assert_eq!(lines.count(Severity::Debug, "copy of"), 3);
     let ino = fs::metadata(copy(&s, &p, Kind::Coded(Coding::Gzip)))
         .unwrap()
         .ino();
     // A later run knows the copies from the cache itself.
     run_over(&s, vec![compress_job(&p, all())], &lines);
-    assert_eq!(lines.count(Level::Debug, "copy of"), 3);
+    assert_eq!(lines.count(Severity::Debug, "copy of"), 3);
     let again = fs::metadata(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
     assert_eq!(again.ino(), ino);
     // Removed behind its back: made again.
     fs::remove_file(copy(&s, &p, Kind::Coded(Coding::Gzip))).unwrap();
     run_over(&s, vec![compress_job(&p, all())], &lines);
-    assert_eq!(lines.count(Level::Debug, "copy of"), 4);
+    assert_eq!(lines.count(Severity::Debug, "copy of"), 4);
     // One others could write, or another user's, is no copy: made anew.
     let gz = copy(&s, &p, Kind::Coded(Coding::Gzip));
     fs::set_permissions(&gz, fs::Permissions::from_mode(0o666)).unwrap();
     fs::write(&gz, b"rewritten").unwrap();
     run_over(&s, vec![compress_job(&p, all())], &lines);
-    assert_eq!(lines.count(Level::Debug, "copy of"), 5);
+    assert_eq!(lines.count(Severity::Debug, "copy of"), 5);
     let made = fs::metadata(&gz).unwrap();
     assert_eq!(made.permissions().mode() & 0o7777, 0o600);
     assert_ne!(fs::read(&gz).unwrap(), b"rewritten");
@@ -207,9 +207,9 @@ fn another_version_is_refused() {
         deltas: None,
     }));
     run_over(&s, stream, &lines);
-    assert_eq!(lines.count(Level::Debug, "not the version queued"), 1);
-    assert_eq!(lines.count(Level::Debug, "gone.html"), 1);
-    assert_eq!(lines.count(Level::Warn, ""), 0);
+    assert_eq!(lines.count(Severity::Debug, "not the version queued"), 1);
+    assert_eq!(lines.count(Severity::Debug, "gone.html"), 1);
+    assert_eq!(lines.count(Severity::Warn, ""), 0);
     for c in Coding::ALL {
         assert!(!copy(&s, &p, Kind::Coded(c)).exists());
     }
@@ -267,7 +267,7 @@ fn decoded_copies_equal_the_original() {
         assert_eq!(m.modified().unwrap(), sm.modified().unwrap());
     }
     assert!(!copy(&s, &corrupt, Kind::Decoded(Coding::Gzip)).exists());
-    assert_eq!(lines.count(Level::Warn, "cannot decode"), 1);
+    assert_eq!(lines.count(Severity::Warn, "cannot decode"), 1);
 }
 
 #[test]
@@ -365,13 +365,13 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
     // A marker stands in for it, so it is not made again per request.
     let marker = copy(&s, &large, Kind::Coded(Coding::Gzip));
     assert_eq!(fs::metadata(&marker).unwrap().len(), 0);
-    assert_eq!(lines.count(Level::Info, "not kept"), 1);
+    assert_eq!(lines.count(Severity::Info, "not kept"), 1);
     assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
 }
 
 /// The record of `p`'s version, as this host keeps it (as a child reads
 /// it: its window of the table).
-fn record_of(s: &Settings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
+fn record_of(s: &CompressorSettings, p: &Path) -> Option<gdn_core::dictionary::Hash> {
     use crate::digests;
     let table = fs::read(super::records::table_path(s)).ok()?;
     let v = version(p);
@@ -473,9 +473,9 @@ fn leftovers_are_removed_at_start() {
     assert!(!old_history.exists());
     drop(writer);
     assert!(foreign.exists() && made.exists());
-    assert_eq!(lines.count(Level::Info, "3 entries"), 1);
+    assert_eq!(lines.count(Severity::Info, "3 entries"), 1);
     assert_eq!(
-        lines.count(Level::Info, "3 leftover temporaries removed"),
+        lines.count(Severity::Info, "3 leftover temporaries removed"),
         1
     );
 }
@@ -513,8 +513,8 @@ fn an_unwritable_cache_warns_once() {
         version: version(&sib),
     }));
     run_over(&s, stream, &lines);
-    assert_eq!(lines.count(Level::Warn, ""), 1);
-    assert_eq!(lines.count(Level::Warn, "cannot write the cache"), 1);
+    assert_eq!(lines.count(Severity::Warn, ""), 1);
+    assert_eq!(lines.count(Severity::Warn, "cannot write the cache"), 1);
 }
 
 #[test]
@@ -527,11 +527,11 @@ fn the_warning_comes_again_after_a_recovery() {
     let e = std::io::Error::from(std::io::ErrorKind::StorageFull);
     state.cache_failed(&s, &e, &log);
     state.cache_failed(&s, &e, &log);
-    assert_eq!(lines.count(Level::Warn, ""), 1);
+    assert_eq!(lines.count(Severity::Warn, ""), 1);
     state.made(&s, ([2; 32], Kind::Decoded(Coding::Br)), 0, &log);
-    assert_eq!(lines.count(Level::Notice, "written again"), 1);
+    assert_eq!(lines.count(Severity::Notice, "written again"), 1);
     state.cache_failed(&s, &e, &log);
-    assert_eq!(lines.count(Level::Warn, ""), 2);
+    assert_eq!(lines.count(Severity::Warn, ""), 2);
 }
 
 /// Events of a run, to count what it dropped.
@@ -547,7 +547,7 @@ impl Events {
         events
             .iter()
             .map(|e| match e {
-                Event::Copies(crate::tally::Job::Dropped, n) => *n,
+                Event::Copies(crate::tally::CopyFate::Dropped, n) => *n,
                 _ => 0,
             })
             .sum()
@@ -567,21 +567,21 @@ fn wait_until(what: &str, done: impl Fn() -> bool) {
 /// returned end is dropped; started once its start is logged.
 fn running<'a>(
     scope: &'a std::thread::Scope<'a, '_>,
-    s: &'a Settings,
+    s: &'a CompressorSettings,
     lines: &'a Lines,
     events: &'a Events,
 ) -> fs::File {
     let (tx, rx) = seqpacket_pair();
-    let before = lines.count(Level::Info, "entries");
+    let before = lines.count(Severity::Info, "entries");
     scope.spawn(move || run(s, rx, &lines.log(), &events.tally(), &Stop::new()));
     wait_until("the run's start", || {
-        lines.count(Level::Info, "entries") > before
+        lines.count(Severity::Info, "entries") > before
     });
     tx
 }
 
 /// A leftover temporary in a fan-out directory of `cache`.
-fn leftover(s: &Settings, p: &Path) -> PathBuf {
+fn leftover(s: &CompressorSettings, p: &Path) -> PathBuf {
     let made = copy(s, p, Kind::Coded(Coding::Gzip));
     let dir = made.parent().unwrap();
     fs::create_dir_all(dir).unwrap();
@@ -618,8 +618,8 @@ fn two_runs_share_a_root_and_both_make_copies() {
         drop((one, two));
         assert!(left.exists(), "another run's temporary is left alone");
     });
-    assert_eq!(first.count(Level::Warn, ""), 0);
-    assert_eq!(second.count(Level::Warn, ""), 0);
+    assert_eq!(first.count(Severity::Warn, ""), 0);
+    assert_eq!(second.count(Severity::Warn, ""), 0);
     assert_eq!(second_events.dropped(), 0);
 }
 
@@ -630,7 +630,7 @@ fn delta_job(p: &Path, group: &[u8]) -> Vec<u8> {
         path: p.as_os_str().as_bytes(),
         version: version(p),
         codings: all(),
-        deltas: Some(crate::job::Deltas {
+        deltas: Some(crate::job::JobDeltas {
             versions: 2,
             group,
             site: &[],
@@ -642,7 +642,7 @@ fn delta_job(p: &Path, group: &[u8]) -> Vec<u8> {
 /// second `edit` makes of it, a job each; the file and both versions.
 fn served_then_edited(
     docs: &Path,
-    s: &Settings,
+    s: &CompressorSettings,
     lines: &Lines,
     seed: u64,
     edit: impl FnOnce(&mut Vec<u8>),
@@ -659,7 +659,7 @@ fn served_then_edited(
 }
 
 /// The delta of the file at `p` (its current version) against `dict`.
-fn delta_of(s: &Settings, p: &Path, d: DeltaCoding, dict: &[u8]) -> Option<Vec<u8>> {
+fn delta_of(s: &CompressorSettings, p: &Path, d: DeltaCoding, dict: &[u8]) -> Option<Vec<u8>> {
     let kind = Kind::Delta(d, gdn_core::dictionary::hash(dict));
     fs::read(copy(s, p, kind)).ok()
 }
@@ -691,7 +691,7 @@ fn a_file_rewritten_in_place_gets_deltas_against_its_earlier_versions() {
     fs::write(&p, b"// v4\n".repeat(5000)).unwrap();
     run_over(&s, vec![delta_job(&p, b"")], &lines);
     assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v1).is_none());
-    assert_eq!(lines.count(Level::Warn, ""), 0);
+    assert_eq!(lines.count(Severity::Warn, ""), 0);
 }
 
 #[test]
@@ -789,7 +789,7 @@ fn train_job_at(docs: &Path, private: &[usize], at: i64) -> Vec<u8> {
 
 /// The delta of the page `p` against `dict`, named as every copy is by
 /// the page's content.
-fn site_delta(s: &Settings, p: &Path, dict: &[u8]) -> Option<Vec<u8>> {
+fn site_delta(s: &CompressorSettings, p: &Path, dict: &[u8]) -> Option<Vec<u8>> {
     delta_of(s, p, DeltaCoding::Dcz, dict)
 }
 
@@ -839,7 +839,7 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
         vec![train_job(&docs, &[]), train_job(&docs, &[])],
         &lines,
     );
-    assert_eq!(lines.count(Level::Notice, "trained"), 1);
+    assert_eq!(lines.count(Severity::Notice, "trained"), 1);
     // The same files elsewhere train the same bytes.
     let (_e, docs2, cache2) = tree();
     copy_with_mtimes(&pages, &docs2);
@@ -858,7 +858,7 @@ fn a_site_dictionary_is_trained_from_the_public_pages_and_withdrawn_when_one_is_
     assert!(!named.exists(), "withdrawn");
     let third = fs::read(&current).expect("trained without it");
     assert_ne!(third, second);
-    assert_eq!(lines.count(Level::Notice, "withdrawn"), 2);
+    assert_eq!(lines.count(Severity::Notice, "withdrawn"), 2);
     // Another child's verdicts, judged before the page was restricted,
     // come late: not acted on.
     run_over(&s, vec![train_job_at(&docs, &[], 0)], &lines);
@@ -919,8 +919,8 @@ fn corrupt_kept_versions_and_histories_and_leftovers_of_deltas() {
     fs::write(&p, &v3).unwrap();
     run_over(&s, vec![delta_job(&p, b"")], &lines);
     assert!(delta_of(&s, &p, DeltaCoding::Dcz, &v2).is_none());
-    assert_eq!(lines.count(Level::Warn, ""), 0);
-    assert_eq!(lines.count(Level::Error, ""), 0);
+    assert_eq!(lines.count(Severity::Warn, ""), 0);
+    assert_eq!(lines.count(Severity::Error, ""), 0);
 }
 
 #[test]
@@ -987,16 +987,16 @@ fn a_fast_copy_served_is_made_again_at_the_best_level() {
         fs::read(&made).unwrap() == best_bytes,
         "made again at the best level after a restart"
     );
-    assert_eq!(lines.count(Level::Info, "taken over"), 1);
+    assert_eq!(lines.count(Severity::Info, "taken over"), 1);
     // Made and served in one run: made again at the best level, a new file.
     fs::remove_file(&made).unwrap();
     let events = Events::default();
     let fast = std::thread::scope(|scope| {
         let mut tx = running(scope, &s, &lines, &events);
-        let before = lines.count(Level::Debug, "br copy of");
+        let before = lines.count(Severity::Debug, "br copy of");
         tx.write_all(&compress_job(&p, br)).unwrap();
         wait_until("the fast copy", || {
-            lines.count(Level::Debug, "br copy of") > before
+            lines.count(Severity::Debug, "br copy of") > before
         });
         // Not the first copy's inode: that one was freed, and may be reused.
         let fast = fs::metadata(&made).unwrap().ino();
@@ -1008,7 +1008,7 @@ fn a_fast_copy_served_is_made_again_at_the_best_level() {
         "made again at the best level"
     );
     assert_ne!(fs::metadata(&made).unwrap().ino(), fast);
-    assert_eq!(lines.count(Level::Warn, ""), 0);
+    assert_eq!(lines.count(Severity::Warn, ""), 0);
 }
 
 /// The children send without waiting, and a job the channel has no room

@@ -9,7 +9,7 @@
 //! copy's source bytes (`make::remake`), so an entry read back never
 //! makes a copy of other bytes.
 
-use super::index::Key;
+use super::index::CopyId;
 use crate::key::Kind;
 use gdn_core::coding::Coding;
 use gdn_publish::atomic::TempFile;
@@ -32,7 +32,7 @@ pub(super) enum Fast {
 }
 
 /// A fast copy, its original's path, and where it stands.
-pub(super) type Upgrade = (Key, PathBuf, Fast);
+pub(super) type Upgrade = (CopyId, PathBuf, Fast);
 
 /// Writes `upgrades` at `path`, or removes the file when there are none.
 pub(super) fn save(path: &Path, upgrades: &[Upgrade]) -> io::Result<()> {

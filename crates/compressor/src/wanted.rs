@@ -47,7 +47,7 @@ pub(super) struct Added {
 }
 
 /// The wanted set.
-pub(super) struct Wanted {
+pub(super) struct WantedSet {
     entries: HashMap<WantKey, Want>,
     work: BTreeMap<WorkRank, WantKey>,
     cold: BTreeMap<ColdRank, WantKey>,
@@ -99,9 +99,9 @@ fn merge(job: &mut OwnedJob, more: OwnedJob) -> usize {
     }
 }
 
-impl Wanted {
-    pub(super) fn new(max: usize) -> Wanted {
-        Wanted {
+impl WantedSet {
+    pub(super) fn new(max: usize) -> WantedSet {
+        WantedSet {
             entries: HashMap::new(),
             work: BTreeMap::new(),
             cold: BTreeMap::new(),
@@ -275,7 +275,7 @@ pub(super) mod tests {
 
     #[test]
     fn most_asked_first_then_first_asked() {
-        let mut w = Wanted::new(10);
+        let mut w = WantedSet::new(10);
         for n in 1..=3 {
             w.add(job(n, Coding::Br), 1, n);
         }
@@ -292,7 +292,7 @@ pub(super) mod tests {
 
     #[test]
     fn a_full_set_drops_the_coldest_never_the_newest() {
-        let mut w = Wanted::new(3);
+        let mut w = WantedSet::new(3);
         for n in 1..=3 {
             w.add(job(n, Coding::Br), 1, 0);
         }
@@ -307,7 +307,7 @@ pub(super) mod tests {
 
     #[test]
     fn codings_asked_while_taken_wait_again() {
-        let mut w = Wanted::new(3);
+        let mut w = WantedSet::new(3);
         w.add(job(1, Coding::Br), 1, 0);
         let (key, taken) = w.take().unwrap();
         w.add(job(1, Coding::Zstd), 1, 0);

@@ -190,7 +190,7 @@ fn read_at_most<S: ReadAt + ?Sized>(
 
 /// What a sibling's headers say about the whole of it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Facts {
+pub struct HeaderFacts {
     /// Exact decoded length when certain: every zstd frame declares its
     /// size. Gzip cannot tell without decoding (ISIZE is the last member's,
     /// modulo 2^32), brotli never declares one.
@@ -212,7 +212,7 @@ pub struct Facts {
     pub gzip_isize: Option<u64>,
 }
 
-impl Facts {
+impl HeaderFacts {
     /// Why browsers would refuse this sibling, if they would.
     pub fn browser_refusal(&self, coding: Coding) -> Option<String> {
         match coding {
@@ -249,7 +249,7 @@ pub fn inspect<S: ReadAt + ?Sized>(
     coding: Coding,
     src: &S,
     len: u64,
-) -> Result<Facts, DecodeError> {
+) -> Result<HeaderFacts, DecodeError> {
     let mut head = [0u8; 3];
     let n = read_at_most(src, 0, &mut head)?;
     match coding {
@@ -257,11 +257,11 @@ pub fn inspect<S: ReadAt + ?Sized>(
         Coding::Gzip if head != [0x1f, 0x8b, 8] => {
             Err(DecodeError::Corrupt("not a gzip stream".into()))
         }
-        Coding::Gzip => Ok(Facts {
+        Coding::Gzip => Ok(HeaderFacts {
             window: 32 * 1024,
             needed: 32 * 1024,
             gzip_isize: gzip_isize(src, len)?,
-            ..Facts::default()
+            ..HeaderFacts::default()
         }),
         Coding::Br => {
             let (bits, large_window) = brotli_header(&head[..n])?;
@@ -272,11 +272,11 @@ pub fn inspect<S: ReadAt + ?Sized>(
             } else {
                 (1 << bits).min(MAX_WINDOW)
             };
-            Ok(Facts {
+            Ok(HeaderFacts {
                 window: 1 << bits,
                 needed,
                 large_window,
-                ..Facts::default()
+                ..HeaderFacts::default()
             })
         }
         Coding::Zstd => zstd_inspect(src, len),
@@ -298,10 +298,10 @@ fn gzip_isize<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Option<u64>, Deco
     Ok(Some(u64::from(u32::from_le_bytes(t))))
 }
 
-fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Facts, DecodeError> {
-    let mut facts = Facts {
+fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<HeaderFacts, DecodeError> {
+    let mut facts = HeaderFacts {
         declared_len: Some(0),
-        ..Facts::default()
+        ..HeaderFacts::default()
     };
     let (mut pos, mut steps, mut frames) = (0u64, 0u32, 0u32);
     while pos < len {
@@ -349,7 +349,7 @@ fn zstd_inspect<S: ReadAt + ?Sized>(src: &S, len: u64) -> Result<Facts, DecodeEr
 /// declared size) is smaller, the smallest window holding that content,
 /// which its header byte is rewritten to declare. A frame declaring only
 /// its content size (single segment) already declares that.
-fn frame_needs(facts: &mut Facts, pos: u64, fh: &FrameHeader, bound: Option<u64>) {
+fn frame_needs(facts: &mut HeaderFacts, pos: u64, fh: &FrameHeader, bound: Option<u64>) {
     let content = match (fh.content, bound) {
         (Some(c), Some(b)) => Some(c.min(b)),
         (c, b) => c.or(b),
@@ -407,10 +407,10 @@ fn zstd_blocks_end<S: ReadAt + ?Sized>(
 
 /// A streaming decoder over any reader, its memory capped (see `bounded`).
 pub struct Decoder<R: Read> {
-    inner: Inner<R>,
+    inner: CodingDecoder<R>,
 }
 
-enum Inner<R: Read> {
+enum CodingDecoder<R: Read> {
     Gzip(Box<flate2::read::MultiGzDecoder<BufReader<R>>>),
     Zstd(Box<zstd::stream::read::Decoder<'static, BufReader<Rewrite<R>>>>),
     Br(Box<bounded::Brotli<R>>),
@@ -431,10 +431,10 @@ impl<R: Read> Decoder<R> {
     pub fn with_facts(
         coding: Coding,
         src: R,
-        facts: Option<&Facts>,
+        facts: Option<&HeaderFacts>,
     ) -> Result<Decoder<R>, DecodeError> {
         let inner = match coding {
-            Coding::Gzip => Inner::Gzip(Box::new(flate2::read::MultiGzDecoder::new(
+            Coding::Gzip => CodingDecoder::Gzip(Box::new(flate2::read::MultiGzDecoder::new(
                 BufReader::with_capacity(IN_BUF, src),
             ))),
             Coding::Zstd => {
@@ -444,9 +444,9 @@ impl<R: Read> Decoder<R> {
                         .map_err(DecodeError::from)?;
                 d.window_log_max(ZSTD_WINDOW_LOG_MAX)
                     .map_err(DecodeError::from)?;
-                Inner::Zstd(Box::new(d))
+                CodingDecoder::Zstd(Box::new(d))
             }
-            Coding::Br => Inner::Br(Box::new(bounded::Brotli::new(src, facts))),
+            Coding::Br => CodingDecoder::Br(Box::new(bounded::Brotli::new(src, facts))),
         };
         Ok(Decoder { inner })
     }
@@ -455,9 +455,9 @@ impl<R: Read> Decoder<R> {
     pub fn read(&mut self, out: &mut [u8]) -> Result<usize, DecodeError> {
         loop {
             let r = match &mut self.inner {
-                Inner::Gzip(d) => d.read(out),
-                Inner::Zstd(d) => d.read(out),
-                Inner::Br(d) => match d.read(out) {
+                CodingDecoder::Gzip(d) => d.read(out),
+                CodingDecoder::Zstd(d) => d.read(out),
+                CodingDecoder::Br(d) => match d.read(out) {
                     Err(DecodeError::Io(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
                     other => return other,
                 },
@@ -472,7 +472,7 @@ impl<R: Read> Decoder<R> {
     /// Most bytes a brotli decoder's allocations held at once so far.
     pub fn brotli_peak(&self) -> Option<usize> {
         match &self.inner {
-            Inner::Br(d) => Some(d.usage().peak()),
+            CodingDecoder::Br(d) => Some(d.usage().peak()),
             _ => None,
         }
     }
@@ -629,7 +629,7 @@ mod tests {
         v
     }
 
-    fn facts(c: Coding, e: &[u8]) -> Result<Facts, DecodeError> {
+    fn facts(c: Coding, e: &[u8]) -> Result<HeaderFacts, DecodeError> {
         inspect(c, e, e.len() as u64)
     }
 
@@ -768,7 +768,7 @@ mod tests {
     }
 
     /// Decodes `e` as the module does: headers first, then with the facts.
-    fn decode_bounded(c: Coding, e: &[u8]) -> (Facts, Result<Vec<u8>, DecodeError>) {
+    fn decode_bounded(c: Coding, e: &[u8]) -> (HeaderFacts, Result<Vec<u8>, DecodeError>) {
         let f = facts(c, e).unwrap();
         let mut out = Vec::new();
         let r = Decoder::with_facts(c, e, Some(&f)).and_then(|mut d| d.copy_to(&mut out));
@@ -812,7 +812,7 @@ mod tests {
         }
         // A learned length lowers it further.
         let w24 = brotli_one_shot(&d, 1, 24);
-        let f = Facts {
+        let f = HeaderFacts {
             declared_len: Some(d.len() as u64),
             ..facts(Coding::Br, &w24).unwrap()
         };

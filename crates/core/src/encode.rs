@@ -198,11 +198,11 @@ fn encode_brotli<W: Write>(
         size_hint: usize::try_from(len).unwrap_or(usize::MAX),
         ..Default::default()
     };
-    let mut src = Digest::default().reading(src);
+    let mut src = Checksum::default().reading(src);
     let mut ending = Ending {
         out: &mut *out,
         held: Vec::with_capacity(CHUNK + BROTLI_FLUSHED_TAIL),
-        check: Some(brotli::DecompressorWriter::new(Digest::default(), 4096)),
+        check: Some(brotli::DecompressorWriter::new(Checksum::default(), 4096)),
     };
     let mut e = brotli::CompressorWriter::with_params(&mut ending, CHUNK, &params);
     copy_chunked(&mut src, &mut e)?;
@@ -216,12 +216,12 @@ fn encode_brotli<W: Write>(
 
 /// Length and CRC-32C of bytes seen, to compare a decode with the input.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct Digest {
+struct Checksum {
     len: u64,
     crc: u32,
 }
 
-impl Digest {
+impl Checksum {
     fn update(&mut self, b: &[u8]) {
         self.len += b.len() as u64;
         self.crc = crc32c::crc32c_append(self.crc, b);
@@ -235,7 +235,7 @@ impl Digest {
     }
 }
 
-impl Write for Digest {
+impl Write for Checksum {
     fn write(&mut self, b: &[u8]) -> io::Result<usize> {
         self.update(b);
         Ok(b.len())
@@ -248,7 +248,7 @@ impl Write for Digest {
 /// A reader that digests what it yields.
 struct Digesting<R> {
     inner: R,
-    digest: Digest,
+    digest: Checksum,
 }
 
 impl<R: Read> Read for Digesting<R> {
@@ -266,7 +266,7 @@ struct Ending<'a, W: Write> {
     out: &'a mut Tracked<W>,
     held: Vec<u8>,
     /// `None` once the stream failed to decode: the ending is then kept.
-    check: Option<brotli::DecompressorWriter<Digest>>,
+    check: Option<brotli::DecompressorWriter<Checksum>>,
 }
 
 impl<W: Write> Write for Ending<'_, W> {
@@ -291,7 +291,7 @@ impl<W: Write> Write for Ending<'_, W> {
 
 impl<W: Write> Ending<'_, W> {
     /// Writes the held bytes, rewritten if the rewrite decodes to `input`.
-    fn finish(self, input: Digest) -> io::Result<()> {
+    fn finish(self, input: Checksum) -> io::Result<()> {
         if self.held.last() != Some(&jitter::BROTLI_LAST) {
             return Err(io::Error::other(
                 "flushed brotli stream does not end with a byte-aligned empty last meta-block",
@@ -308,9 +308,9 @@ impl<W: Write> Ending<'_, W> {
 /// Whether a decoder fed all but a stream's ending, then `ending`, finished
 /// exactly at its end with `input`'s length and CRC.
 fn ends_decoding_to(
-    check: Option<brotli::DecompressorWriter<Digest>>,
+    check: Option<brotli::DecompressorWriter<Checksum>>,
     ending: &[u8],
-    input: Digest,
+    input: Checksum,
 ) -> bool {
     check.is_some_and(|mut c| {
         c.write_all(ending).is_ok() && c.close().is_ok() && *c.get_ref() == input

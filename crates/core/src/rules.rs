@@ -5,7 +5,7 @@
 //! module's on-demand compression ask the same.
 
 use crate::coding::DeltaCoding;
-use crate::types::{ext_key, sorted_keys, Kind, Types};
+use crate::types::{ext_key, sorted_keys, TypeKind, Types};
 use std::fmt;
 
 /// Extensions of formats that are already compressed (images, fonts,
@@ -83,11 +83,11 @@ pub fn compress_rule(name: &str, len: u64, min_size: u64, types: &Types) -> Opti
             Some(SkipReason::Compressed)
         }
         _ => match types.kind(name.as_bytes()) {
-            Kind::Script => Some(SkipReason::Script),
-            Kind::Untyped => Some(SkipReason::Untyped),
-            Kind::Other => Some(SkipReason::Incompressible),
-            Kind::Compressible if len < min_size => Some(SkipReason::TooSmall),
-            Kind::Compressible => None,
+            TypeKind::Script => Some(SkipReason::Script),
+            TypeKind::Untyped => Some(SkipReason::Untyped),
+            TypeKind::Other => Some(SkipReason::Incompressible),
+            TypeKind::Compressible if len < min_size => Some(SkipReason::TooSmall),
+            TypeKind::Compressible => None,
         },
     }
 }
@@ -210,11 +210,11 @@ mod tests {
                 Some(SkipReason::Delta)
             } else if compressed {
                 Some(SkipReason::Compressed)
-            } else if types.kind(name.as_bytes()) == Kind::Script {
+            } else if types.kind(name.as_bytes()) == TypeKind::Script {
                 Some(SkipReason::Script)
-            } else if types.kind(name.as_bytes()) == Kind::Untyped {
+            } else if types.kind(name.as_bytes()) == TypeKind::Untyped {
                 Some(SkipReason::Untyped)
-            } else if types.kind(name.as_bytes()) == Kind::Other {
+            } else if types.kind(name.as_bytes()) == TypeKind::Other {
                 Some(SkipReason::Incompressible)
             } else if len < min {
                 Some(SkipReason::TooSmall)

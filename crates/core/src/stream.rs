@@ -97,12 +97,12 @@ impl StreamLevels {
 
 /// A body's coder.
 pub struct Encoder {
-    inner: Inner,
+    inner: CodingEncoder,
     /// Bytes that go out before the coder's first (a `dcz` header).
     head: Vec<u8>,
 }
 
-enum Inner {
+enum CodingEncoder {
     /// With what it is for, under which it goes back to the pool.
     Zstd(zstd::stream::raw::Encoder<'static>, Option<ZstdKey>),
     Br(Box<brotli::CompressorWriter<Vec<u8>>>),
@@ -129,15 +129,15 @@ impl Encoder {
         let inner = match coding {
             Coding::Zstd => {
                 let key = (levels.zstd, None);
-                Inner::Zstd(zstd_coder(key, &[])?, Some(key))
+                CodingEncoder::Zstd(zstd_coder(key, &[])?, Some(key))
             }
-            Coding::Br => Inner::Br(Box::new(brotli::CompressorWriter::new(
+            Coding::Br => CodingEncoder::Br(Box::new(brotli::CompressorWriter::new(
                 Vec::new(),
                 BROTLI_BUFFER,
                 levels.brotli_quality.min(11),
                 BROTLI_LGWIN,
             ))),
-            Coding::Gzip => Inner::Gzip(gzip::Gzip::new(levels.gzip.clamp(1, 9))),
+            Coding::Gzip => CodingEncoder::Gzip(gzip::Gzip::new(levels.gzip.clamp(1, 9))),
         };
         Ok(Encoder {
             inner,
@@ -156,7 +156,7 @@ impl Encoder {
         }
         let key = (level, Some(*hash));
         Ok(Encoder {
-            inner: Inner::Zstd(zstd_coder(key, dictionary)?, Some(key)),
+            inner: CodingEncoder::Zstd(zstd_coder(key, dictionary)?, Some(key)),
             head: dictionary::header(crate::coding::DeltaCoding::Dcz, hash),
         })
     }
@@ -165,7 +165,7 @@ impl Encoder {
     /// RFC 9842 header is its first output.
     pub fn dcb(quality: u32, dictionary: &[u8], hash: &Hash) -> Encoder {
         Encoder {
-            inner: Inner::Dcb(Box::new(dcb::Dcb::new(quality, dictionary, hash))),
+            inner: CodingEncoder::Dcb(Box::new(dcb::Dcb::new(quality, dictionary, hash))),
             head: dictionary::header(crate::coding::DeltaCoding::Dcb, hash),
         }
     }
@@ -174,11 +174,11 @@ impl Encoder {
     pub fn write(&mut self, input: &[u8], out: &mut Vec<u8>) -> io::Result<()> {
         self.start(out);
         match &mut self.inner {
-            Inner::Zstd(e, _) => return zstd_run(e, input, out),
-            Inner::Br(e) => e.write_all(input)?,
-            Inner::Dcb(e) => return e.write(input, out),
-            Inner::Gzip(e) => return e.write(input, out),
-            Inner::Done => return Err(finished()),
+            CodingEncoder::Zstd(e, _) => return zstd_run(e, input, out),
+            CodingEncoder::Br(e) => e.write_all(input)?,
+            CodingEncoder::Dcb(e) => return e.write(input, out),
+            CodingEncoder::Gzip(e) => return e.write(input, out),
+            CodingEncoder::Done => return Err(finished()),
         }
         self.drain(out);
         Ok(())
@@ -188,11 +188,11 @@ impl Encoder {
     pub fn flush(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
         self.start(out);
         match &mut self.inner {
-            Inner::Zstd(e, _) => return zstd_drive(out, |o| e.flush(o)),
-            Inner::Br(e) => e.flush()?,
-            Inner::Dcb(e) => return e.flush(out),
-            Inner::Gzip(e) => return e.flush(out),
-            Inner::Done => return Err(finished()),
+            CodingEncoder::Zstd(e, _) => return zstd_drive(out, |o| e.flush(o)),
+            CodingEncoder::Br(e) => e.flush()?,
+            CodingEncoder::Dcb(e) => return e.flush(out),
+            CodingEncoder::Gzip(e) => return e.flush(out),
+            CodingEncoder::Done => return Err(finished()),
         }
         self.drain(out);
         Ok(())
@@ -202,18 +202,18 @@ impl Encoder {
     pub fn finish(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
         self.start(out);
         self.drain(out);
-        let tail = match std::mem::replace(&mut self.inner, Inner::Done) {
-            Inner::Zstd(mut e, key) => {
+        let tail = match std::mem::replace(&mut self.inner, CodingEncoder::Done) {
+            CodingEncoder::Zstd(mut e, key) => {
                 zstd_drive(out, |o| e.finish(o, true))?;
                 if let Some(key) = key {
                     zstd_keep(key, e);
                 }
                 return Ok(());
             }
-            Inner::Br(e) => e.into_inner(),
-            Inner::Dcb(mut e) => return e.finish(out),
-            Inner::Gzip(e) => return e.finish(out),
-            Inner::Done => return Err(finished()),
+            CodingEncoder::Br(e) => e.into_inner(),
+            CodingEncoder::Dcb(mut e) => return e.finish(out),
+            CodingEncoder::Gzip(e) => return e.finish(out),
+            CodingEncoder::Done => return Err(finished()),
         };
         out.extend_from_slice(&tail);
         Ok(())
@@ -228,20 +228,20 @@ impl Encoder {
             return self.finish(out);
         }
         match self.inner {
-            Inner::Zstd(..) => {
+            CodingEncoder::Zstd(..) => {
                 self.finish(out)?;
                 out.extend_from_slice(&jitter::zstd_skippable_frame(pad));
                 return Ok(());
             }
-            Inner::Br(_) | Inner::Dcb(_) => {
+            CodingEncoder::Br(_) | CodingEncoder::Dcb(_) => {
                 self.flush(out)?;
                 out.extend_from_slice(&jitter::brotli_metadata_block(&jitter::padding(pad)));
             }
-            Inner::Gzip(_) => {
+            CodingEncoder::Gzip(_) => {
                 self.flush(out)?;
                 out.extend_from_slice(&jitter::deflate_empty_blocks(pad));
             }
-            Inner::Done => return Err(finished()),
+            CodingEncoder::Done => return Err(finished()),
         }
         self.finish(out)
     }
@@ -249,8 +249,11 @@ impl Encoder {
     /// Moves what the coder made into `out`.
     fn drain(&mut self, out: &mut Vec<u8>) {
         let made = match &mut self.inner {
-            Inner::Br(e) => e.get_mut(),
-            Inner::Gzip(_) | Inner::Zstd(..) | Inner::Dcb(_) | Inner::Done => return,
+            CodingEncoder::Br(e) => e.get_mut(),
+            CodingEncoder::Gzip(_)
+            | CodingEncoder::Zstd(..)
+            | CodingEncoder::Dcb(_)
+            | CodingEncoder::Done => return,
         };
         if out.is_empty() {
             std::mem::swap(out, made);

@@ -32,7 +32,7 @@ pub const SSI_EXTENSIONS: &[&str] = &["shtm", "shtml", "stm"];
 
 /// What the rule makes of a name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub enum TypeKind {
     /// A type that compresses: worth a sibling.
     Compressible,
     /// An extension a server-side handler runs, or a type one claims
@@ -45,13 +45,13 @@ pub enum Kind {
     Other,
 }
 
-impl fmt::Display for Kind {
+impl fmt::Display for TypeKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            Kind::Compressible => "compressible type",
-            Kind::Script => "server-side script",
-            Kind::Untyped => "no MIME type",
-            Kind::Other => "type that does not compress",
+            TypeKind::Compressible => "compressible type",
+            TypeKind::Script => "server-side script",
+            TypeKind::Untyped => "no MIME type",
+            TypeKind::Other => "type that does not compress",
         })
     }
 }
@@ -202,9 +202,9 @@ fn ends_with_ignore_case(s: &[u8], suffix: &[u8]) -> bool {
 pub struct Types {
     /// Each extension of at most `EXT_KEY_MAX` bytes (all but a few) by
     /// its key, sorted, with its type's kind, decided once.
-    short: Vec<(u64, Kind)>,
+    short: Vec<(u64, TypeKind)>,
     /// The longer ones, in lower case.
-    long: HashMap<Box<[u8]>, Kind>,
+    long: HashMap<Box<[u8]>, TypeKind>,
 }
 
 /// The system's MIME map, where Apache's `TypesConfig` reads it on Debian
@@ -238,13 +238,13 @@ impl Types {
             let mut words = line.split_whitespace();
             let Some(t) = words.next() else { continue };
             let kind = if is_handler_type(t.as_bytes()) {
-                Kind::Script
+                TypeKind::Script
             } else if is_compressible_type(t.as_bytes())
                 || extra.iter().any(|x| x.eq_ignore_ascii_case(t))
             {
-                Kind::Compressible
+                TypeKind::Compressible
             } else {
-                Kind::Other
+                TypeKind::Other
             };
             for ext in words {
                 match ext_key(ext.as_bytes()) {
@@ -255,9 +255,9 @@ impl Types {
         }
         // Scripts are scripts whatever the map says of them.
         for k in SCRIPT_KEYS.into_iter().chain(SSI_KEYS) {
-            by_key.insert(k, Kind::Script);
+            by_key.insert(k, TypeKind::Script);
         }
-        let mut short: Vec<(u64, Kind)> = by_key.into_iter().collect();
+        let mut short: Vec<(u64, TypeKind)> = by_key.into_iter().collect();
         short.sort_unstable_by_key(|e| e.0);
         Types { short, long }
     }
@@ -265,11 +265,11 @@ impl Types {
     /// What the rule makes of `name`: a script where any extension is one
     /// a handler runs or the map gives a handler's type; else the kind of
     /// the type mod_mime would give it (the last extension the map knows).
-    pub fn kind(&self, name: &[u8]) -> Kind {
-        let mut kind = Kind::Untyped;
+    pub fn kind(&self, name: &[u8]) -> TypeKind {
+        let mut kind = TypeKind::Untyped;
         for ext in extensions(name) {
             match self.lookup(ext) {
-                Some(Kind::Script) => return Kind::Script,
+                Some(TypeKind::Script) => return TypeKind::Script,
                 Some(k) => kind = k,
                 None => {}
             }
@@ -278,7 +278,7 @@ impl Types {
     }
 
     /// The kind of the type the map gives `ext`, if it gives one.
-    fn lookup(&self, ext: &[u8]) -> Option<Kind> {
+    fn lookup(&self, ext: &[u8]) -> Option<TypeKind> {
         match ext_key(ext) {
             Some(k) => self
                 .short
@@ -347,7 +347,7 @@ mod tests {
             "f.webmanifest",
             "notes.txt",
         ] {
-            assert_eq!(t.kind(n.as_bytes()), Kind::Compressible, "{n}");
+            assert_eq!(t.kind(n.as_bytes()), TypeKind::Compressible, "{n}");
         }
     }
 
@@ -355,22 +355,22 @@ mod tests {
     fn scripts_backups_and_untyped_names_do_not() {
         let t = debian();
         for (n, k) in [
-            ("wp-config.php", Kind::Script),
-            ("/var/www/WP-CONFIG.PHP", Kind::Script),
-            ("page.php.html", Kind::Script),
-            ("page.phtml", Kind::Script),
-            ("index.shtml", Kind::Script),
-            ("index.stm", Kind::Script),
-            ("run.cgi", Kind::Script),
-            ("tool.pl", Kind::Script),
-            ("config.php.bak", Kind::Script),
-            ("lib.inc", Kind::Untyped),
-            ("config.bak", Kind::Other),
-            ("page.html~", Kind::Untyped),
-            ("README", Kind::Untyped),
-            (".htaccess", Kind::Untyped),
-            ("photo.png", Kind::Other),
-            ("blob.bin", Kind::Other),
+            ("wp-config.php", TypeKind::Script),
+            ("/var/www/WP-CONFIG.PHP", TypeKind::Script),
+            ("page.php.html", TypeKind::Script),
+            ("page.phtml", TypeKind::Script),
+            ("index.shtml", TypeKind::Script),
+            ("index.stm", TypeKind::Script),
+            ("run.cgi", TypeKind::Script),
+            ("tool.pl", TypeKind::Script),
+            ("config.php.bak", TypeKind::Script),
+            ("lib.inc", TypeKind::Untyped),
+            ("config.bak", TypeKind::Other),
+            ("page.html~", TypeKind::Untyped),
+            ("README", TypeKind::Untyped),
+            (".htaccess", TypeKind::Untyped),
+            ("photo.png", TypeKind::Other),
+            ("blob.bin", TypeKind::Other),
         ] {
             assert_eq!(t.kind(n.as_bytes()), k, "{n}");
         }
@@ -379,16 +379,16 @@ mod tests {
     #[test]
     fn the_last_known_extension_gives_the_type() {
         let t = debian();
-        assert_eq!(t.kind("a.png.html".as_bytes()), Kind::Compressible);
-        assert_eq!(t.kind("a.html.png".as_bytes()), Kind::Other);
-        assert_eq!(t.kind("a.html.unknown".as_bytes()), Kind::Compressible);
+        assert_eq!(t.kind("a.png.html".as_bytes()), TypeKind::Compressible);
+        assert_eq!(t.kind("a.html.png".as_bytes()), TypeKind::Other);
+        assert_eq!(t.kind("a.html.unknown".as_bytes()), TypeKind::Compressible);
     }
 
     #[test]
     fn a_handler_type_in_the_map_is_a_script() {
         let t = Types::parse("application/x-httpd-php5 p5\ntext/html html\n", &[]);
-        assert_eq!(t.kind("x.p5".as_bytes()), Kind::Script);
-        assert_eq!(t.kind("x.p5.html".as_bytes()), Kind::Script);
+        assert_eq!(t.kind("x.p5".as_bytes()), TypeKind::Script);
+        assert_eq!(t.kind("x.p5.html".as_bytes()), TypeKind::Script);
     }
 
     #[test]
@@ -396,18 +396,18 @@ mod tests {
         let map = "text/html html\napplication/x-thing thing\n";
         assert_eq!(
             Types::parse(map, &[]).kind("a.thing".as_bytes()),
-            Kind::Other
+            TypeKind::Other
         );
         let extra = ["Application/X-Thing".to_string()];
         assert_eq!(
             Types::parse(map, &extra).kind("a.thing".as_bytes()),
-            Kind::Compressible
+            TypeKind::Compressible
         );
         let php = ["application/x-httpd-php".to_string()];
         let t = Types::parse("application/x-httpd-php php\n", &php);
         assert_eq!(
             t.kind("a.php".as_bytes()),
-            Kind::Script,
+            TypeKind::Script,
             "a handler's type stays one"
         );
     }
@@ -441,8 +441,8 @@ mod tests {
     #[test]
     fn long_extensions_and_the_packed_search() {
         let t = Types::parse("text/x-long longextension\ntext/html html\n", &[]);
-        assert_eq!(t.kind("a.LongExtension".as_bytes()), Kind::Compressible);
-        assert_eq!(t.kind("a.longextensio".as_bytes()), Kind::Untyped);
+        assert_eq!(t.kind("a.LongExtension".as_bytes()), TypeKind::Compressible);
+        assert_eq!(t.kind("a.longextensio".as_bytes()), TypeKind::Untyped);
         for e in SCRIPT_EXTENSIONS {
             assert!(is_script_ext(e.as_bytes()));
             assert!(is_script_ext(e.to_ascii_uppercase().as_bytes()));
@@ -467,9 +467,9 @@ mod tests {
     #[test]
     fn the_builtin_map_types_the_web() {
         let t = Types::parse(BUILTIN, &[]);
-        assert_eq!(t.kind("a.html".as_bytes()), Kind::Compressible);
-        assert_eq!(t.kind("a.bin".as_bytes()), Kind::Other);
-        assert_eq!(t.kind("a.inc".as_bytes()), Kind::Untyped);
+        assert_eq!(t.kind("a.html".as_bytes()), TypeKind::Compressible);
+        assert_eq!(t.kind("a.bin".as_bytes()), TypeKind::Other);
+        assert_eq!(t.kind("a.inc".as_bytes()), TypeKind::Untyped);
         assert!(!t.is_empty());
     }
 }

@@ -106,7 +106,7 @@ pub fn judge(coding: Coding, sibling: &Path, original: Option<&Path>) -> Result<
     let expected = match original {
         Some(o) => {
             let of = File::open(o).map_err(|e| format!("cannot open original: {e}"))?;
-            let o = verdict::Original::of(BufReader::with_capacity(64 * 1024, of))
+            let o = verdict::OriginalDigest::of(BufReader::with_capacity(64 * 1024, of))
                 .map_err(|e| format!("cannot read original: {e}"))?;
             Some(o)
         }

@@ -21,7 +21,7 @@ pub mod state;
 pub mod store;
 
 pub use error::{PublishError, Removal};
-pub use lifecycle::{Outcome, Sizes};
+pub use lifecycle::{LifecycleOutcome, SizeAgainst};
 pub use options::{CompressOptions, DeltaOptions, Report, DEFAULT_MIN_SIZE};
 
 use gdn_core::coding::Coding;
@@ -50,7 +50,7 @@ pub fn make_copy(
     levels: &Levels,
     min_saving: f64,
     target: &Path,
-) -> Outcome {
+) -> LifecycleOutcome {
     let original = Original::known(path, meta.clone());
     let job = SiblingJob::at(&original, coding, target.to_path_buf(), levels, min_saving);
     let opts = CompressOptions {
@@ -75,8 +75,8 @@ pub fn make_copy_of(
     levels: &Levels,
     min_saving: f64,
     target: &Path,
-) -> Outcome {
-    let failed = |e| Outcome::Failed(PublishError::Write(target.to_path_buf(), e));
+) -> LifecycleOutcome {
+    let failed = |e| LifecycleOutcome::Failed(PublishError::Write(target.to_path_buf(), e));
     let mut tmp = match atomic::TempFile::new(target) {
         Ok(t) => t,
         Err(e) => return failed(e),
@@ -86,15 +86,15 @@ pub fn make_copy_of(
         Ok((size, _)) => size,
         Err(e) => return failed(e),
     };
-    let sizes = Sizes { size, against: len };
+    let sizes = SizeAgainst { size, against: len };
     if sibling::saves_too_little(len, size, min_saving) {
-        return Outcome::NotWorth {
+        return LifecycleOutcome::NotWorth {
             sizes,
             removed: false,
         };
     }
     match tmp.commit_private(target, meta) {
-        Ok(()) => Outcome::Written(sizes),
+        Ok(()) => LifecycleOutcome::Written(sizes),
         Err(e) => failed(e),
     }
 }

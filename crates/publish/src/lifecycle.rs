@@ -3,8 +3,8 @@
 //! removed) when it does not pay, told but not written in a dry run, else
 //! committed atomically with the original's mtime.
 //!
-//! A `Job` says what differs between a sibling and a delta; `run` is the
-//! order of the steps, the same for both.
+//! A `LifecycleJob` says what differs between a sibling and a delta; `run`
+//! is the order of the steps, the same for both.
 
 use crate::atomic::TempFile;
 use crate::error::{PublishError, Removal};
@@ -19,23 +19,23 @@ use std::path::Path;
 /// for a sibling; for a delta the br sibling, else the smallest other
 /// representation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Sizes {
+pub struct SizeAgainst {
     pub size: u64,
     pub against: u64,
 }
 
 /// What happened to one sibling or delta of one file.
 #[derive(Debug)]
-pub enum Outcome {
+pub enum LifecycleOutcome {
     /// Already made from this original (and, for a delta, dictionary).
     UpToDate,
     /// Dry run: would be written; its sizes when the dry run encodes
     /// (deltas), `None` when it does not (siblings).
-    WouldWrite(Option<Sizes>),
+    WouldWrite(Option<SizeAgainst>),
     /// Written.
-    Written(Sizes),
+    Written(SizeAgainst),
     /// Did not pay: not kept, and an old one was `removed`.
-    NotWorth { sizes: Sizes, removed: bool },
+    NotWorth { sizes: SizeAgainst, removed: bool },
     /// A delta whose dictionary is no longer one of the file's: removed
     /// (or, in a dry run, would be).
     Stale,
@@ -57,13 +57,13 @@ pub enum Encoded {
 
 /// What encoding gave.
 pub enum Made {
-    Encoded(Encoded, Sizes),
+    Encoded(Encoded, SizeAgainst),
     /// Cannot be made for this original: an old one goes.
     TooLarge,
 }
 
 /// One sibling or delta of one original: what differs between the two.
-pub trait Job {
+pub trait LifecycleJob {
     /// Where it goes.
     fn target(&self) -> &Path;
     /// The target as found before any work on the file began.
@@ -75,49 +75,53 @@ pub trait Job {
     fn dry_run_encodes(&self) -> bool;
     fn encode(&self) -> Result<Made, PublishError>;
     /// Whether an encoding of these sizes is worth keeping.
-    fn pays(&self, sizes: Sizes) -> bool;
+    fn pays(&self, sizes: SizeAgainst) -> bool;
     /// What an old one that is no longer made is removed as.
     fn removal(&self) -> Removal;
 }
 
 /// Makes (or keeps, or drops) `job` for `original`.
-pub fn run(job: &impl Job, original: &Original<'_>, opts: &CompressOptions) -> Outcome {
-    steps(job, original, opts).unwrap_or_else(Outcome::Failed)
+pub fn run(
+    job: &impl LifecycleJob,
+    original: &Original<'_>,
+    opts: &CompressOptions,
+) -> LifecycleOutcome {
+    steps(job, original, opts).unwrap_or_else(LifecycleOutcome::Failed)
 }
 
 fn steps(
-    job: &impl Job,
+    job: &impl LifecycleJob,
     original: &Original<'_>,
     opts: &CompressOptions,
-) -> Result<Outcome, PublishError> {
+) -> Result<LifecycleOutcome, PublishError> {
     if !opts.force && job.existing().is_some_and(|m| job.up_to_date(m)) {
-        return Ok(Outcome::UpToDate);
+        return Ok(LifecycleOutcome::UpToDate);
     }
     if opts.dry_run && !job.dry_run_encodes() {
-        return Ok(Outcome::WouldWrite(None));
+        return Ok(LifecycleOutcome::WouldWrite(None));
     }
     let (encoded, sizes) = match job.encode()? {
         Made::Encoded(encoded, sizes) => (encoded, sizes),
         Made::TooLarge => {
             let removed = drop_existing(job, opts.dry_run)?;
-            return Ok(Outcome::TooLarge { removed });
+            return Ok(LifecycleOutcome::TooLarge { removed });
         }
     };
     if !job.pays(sizes) {
         drop(encoded);
         let removed = drop_existing(job, opts.dry_run)?;
-        return Ok(Outcome::NotWorth { sizes, removed });
+        return Ok(LifecycleOutcome::NotWorth { sizes, removed });
     }
     if opts.dry_run {
-        return Ok(Outcome::WouldWrite(Some(sizes)));
+        return Ok(LifecycleOutcome::WouldWrite(Some(sizes)));
     }
     commit(encoded, job.target(), original)?;
-    Ok(Outcome::Written(sizes))
+    Ok(LifecycleOutcome::Written(sizes))
 }
 
 /// Removes the old one that is no longer made; whether there was one (a
 /// dry run removes nothing).
-fn drop_existing(job: &impl Job, dry_run: bool) -> Result<bool, PublishError> {
+fn drop_existing(job: &impl LifecycleJob, dry_run: bool) -> Result<bool, PublishError> {
     if dry_run || !job.existing().is_some_and(|m| m.is_file()) {
         return Ok(false);
     }
@@ -151,7 +155,7 @@ mod tests {
     use std::cell::Cell;
 
     /// A job that "encodes" to fixed bytes and pays below a size.
-    struct Fake<'a> {
+    struct FakeJob<'a> {
         target: std::path::PathBuf,
         existing: Option<fs::Metadata>,
         bytes: &'a [u8],
@@ -160,7 +164,7 @@ mod tests {
         encoded: Cell<u32>,
     }
 
-    impl Job for Fake<'_> {
+    impl LifecycleJob for FakeJob<'_> {
         fn target(&self) -> &Path {
             &self.target
         }
@@ -176,13 +180,13 @@ mod tests {
         fn encode(&self) -> Result<Made, PublishError> {
             self.encoded.set(self.encoded.get() + 1);
             let size = self.bytes.len() as u64;
-            let sizes = Sizes {
+            let sizes = SizeAgainst {
                 size,
                 against: self.limit,
             };
             Ok(Made::Encoded(Encoded::Bytes(self.bytes.to_vec()), sizes))
         }
-        fn pays(&self, sizes: Sizes) -> bool {
+        fn pays(&self, sizes: SizeAgainst) -> bool {
             sizes.size < sizes.against
         }
         fn removal(&self) -> Removal {
@@ -198,7 +202,7 @@ mod tests {
         let original = Original::open(&orig).unwrap();
         let target = d.path().join("a.txt.x");
         fs::write(&target, b"old").unwrap();
-        let job = |bytes, limit, encodes_in_dry_run| Fake {
+        let job = |bytes, limit, encodes_in_dry_run| FakeJob {
             target: target.clone(),
             existing: fs::symlink_metadata(&target).ok(),
             bytes,
@@ -211,30 +215,30 @@ mod tests {
         let dry = job(b"new!", 100, false);
         assert!(matches!(
             run(&dry, &original, &opts),
-            Outcome::WouldWrite(None)
+            LifecycleOutcome::WouldWrite(None)
         ));
         assert_eq!(dry.encoded.get(), 0);
         let dry = job(b"new!", 2, true);
         let o = run(&dry, &original, &opts);
         assert!(
-            matches!(o, Outcome::NotWorth { removed: false, .. }),
+            matches!(o, LifecycleOutcome::NotWorth { removed: false, .. }),
             "{o:?}"
         );
         assert!(target.exists());
         let o = run(&job(b"new!", 2, true), &original, &plain);
         assert!(
-            matches!(o, Outcome::NotWorth { removed: true, .. }),
+            matches!(o, LifecycleOutcome::NotWorth { removed: true, .. }),
             "{o:?}"
         );
         assert!(!target.exists());
         let o = run(&job(b"new!", 100, true), &original, &plain);
         assert!(
-            matches!(o, Outcome::Written(Sizes { size: 4, .. })),
+            matches!(o, LifecycleOutcome::Written(SizeAgainst { size: 4, .. })),
             "{o:?}"
         );
         let m = fs::metadata(&target).unwrap();
         assert_eq!(m.modified().unwrap(), original.meta.modified().unwrap());
         let o = run(&job(b"new!", 100, true), &original, &plain);
-        assert!(matches!(o, Outcome::UpToDate), "{o:?}");
+        assert!(matches!(o, LifecycleOutcome::UpToDate), "{o:?}");
     }
 }

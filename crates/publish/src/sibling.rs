@@ -1,10 +1,10 @@
-//! The lifecycle `Job` that makes one sibling: streamed through its
+//! The `LifecycleJob` that makes one sibling: streamed through its
 //! coding's encoder into a temporary, kept when it saves `--min-saving`.
 
 use crate::atomic::TempFile;
 use crate::error::{PublishError, Removal};
 use crate::freshness::{changed_since, made_from};
-use crate::lifecycle::{Encoded, Job, Made, Sizes};
+use crate::lifecycle::{Encoded, LifecycleJob, Made, SizeAgainst};
 use crate::original::Original;
 use crate::sibling_path;
 use gdn_core::coding::Coding;
@@ -71,7 +71,7 @@ impl<'a> SiblingJob<'a> {
     }
 }
 
-impl Job for SiblingJob<'_> {
+impl LifecycleJob for SiblingJob<'_> {
     fn target(&self) -> &Path {
         &self.target
     }
@@ -89,10 +89,10 @@ impl Job for SiblingJob<'_> {
         let against = self.original.meta.len();
         Ok(Made::Encoded(
             Encoded::Checked(tmp),
-            Sizes { size, against },
+            SizeAgainst { size, against },
         ))
     }
-    fn pays(&self, sizes: Sizes) -> bool {
+    fn pays(&self, sizes: SizeAgainst) -> bool {
         !saves_too_little(sizes.against, sizes.size, self.min_saving)
     }
     fn removal(&self) -> Removal {

@@ -40,7 +40,7 @@ pub struct Store {
 
 /// One stored version of a file.
 #[derive(Clone, Debug)]
-pub struct Version {
+pub struct StoredVersion {
     pub hash: Hash,
     pub mtime: SystemTime,
     pub path: PathBuf,
@@ -77,17 +77,17 @@ impl Store {
     }
 
     /// The stored versions of the file at `rel`, newest first.
-    pub fn versions(&self, rel: &Path) -> Vec<Version> {
+    pub fn versions(&self, rel: &Path) -> Vec<StoredVersion> {
         let Ok(entries) = fs::read_dir(self.versions_dir(rel)) else {
             return Vec::new();
         };
-        let mut v: Vec<Version> = entries
+        let mut v: Vec<StoredVersion> = entries
             .filter_map(Result::ok)
             .filter_map(|e| {
                 let name = e.file_name();
                 let hash = dictionary::from_hex(name.to_str()?.strip_suffix(".zst")?)?;
                 let meta = e.metadata().ok().filter(|m| m.is_file())?;
-                Some(Version {
+                Some(StoredVersion {
                     hash,
                     mtime: meta.modified().ok()?,
                     path: e.path(),

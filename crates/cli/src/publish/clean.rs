@@ -15,7 +15,7 @@
 
 use super::progress::Progress;
 use super::summary::{CleanSummary, Kept};
-use super::verify::{self, Dictionaries, Kind, Sibling};
+use super::verify::{self, Dictionaries, MadeFile, MadeKind};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
 use gdn_publish::check;
@@ -48,7 +48,7 @@ pub struct CleanOptions {
 }
 
 /// What becomes of one sibling or delta.
-enum Verdict {
+enum Fate {
     /// `compress` wrote it: it goes (it went, unless a dry run); its size.
     Goes(u64),
     /// It stays, and why.
@@ -78,7 +78,7 @@ pub fn clean(paths: &[PathBuf], opts: &CleanOptions) -> Result<CleanSummary, Str
         progress.problem(path, why);
         summary.errors += 1;
     }
-    let verdicts: Vec<Verdict> = made
+    let verdicts: Vec<Fate> = made
         .files
         .par_iter()
         .map(|s| {
@@ -92,11 +92,11 @@ pub fn clean(paths: &[PathBuf], opts: &CleanOptions) -> Result<CleanSummary, Str
     // Told in the walk's order, whatever order the work was done in.
     for (s, v) in made.files.iter().zip(verdicts) {
         tell(&progress, &s.path, &v, opts.dry_run);
-        let delta = matches!(s.kind, Kind::Delta(..));
+        let delta = matches!(s.kind, MadeKind::Delta(..));
         match v {
-            Verdict::Goes(bytes) => summary.count_gone(delta, bytes),
-            Verdict::Stays(why) => *summary.kept.entry(why).or_default() += 1,
-            Verdict::Problem(_) => summary.errors += 1,
+            Fate::Goes(bytes) => summary.count_gone(delta, bytes),
+            Fate::Stays(why) => *summary.kept.entry(why).or_default() += 1,
+            Fate::Problem(_) => summary.errors += 1,
         }
     }
     let leftovers = made.temporaries.iter().filter(|t| is_abandoned(t));
@@ -135,56 +135,56 @@ fn remove_leftovers(
 
 /// Decides on one sibling or delta, and removes it when it goes (unless
 /// `dry_run`).
-fn settle(s: &Sibling, dicts: &Dictionaries, dry_run: bool) -> Verdict {
+fn settle(s: &MadeFile, dicts: &Dictionaries, dry_run: bool) -> Fate {
     let v = judge(s, dicts);
-    if let (Verdict::Goes(_), false) = (&v, dry_run) {
+    if let (Fate::Goes(_), false) = (&v, dry_run) {
         if let Err(e) = fs::remove_file(&s.path) {
-            return Verdict::Problem(format!("cannot remove: {e}"));
+            return Fate::Problem(format!("cannot remove: {e}"));
         }
     }
     v
 }
 
 /// Whether `compress` wrote the sibling or delta `s`.
-fn judge(s: &Sibling, dicts: &Dictionaries) -> Verdict {
+fn judge(s: &MadeFile, dicts: &Dictionaries) -> Fate {
     let meta = match fs::symlink_metadata(&s.path) {
         Ok(m) => m,
-        Err(e) => return Verdict::Problem(format!("cannot stat: {e}")),
+        Err(e) => return Fate::Problem(format!("cannot stat: {e}")),
     };
     let own_name = match s.kind {
-        Kind::Sibling(c) => sibling_path(&s.original, c) == s.path,
-        Kind::Delta(..) => true,
+        MadeKind::Sibling(c) => sibling_path(&s.original, c) == s.path,
+        MadeKind::Delta(..) => true,
     };
     if !meta.is_file() || !own_name {
-        return Verdict::Stays(Kept::NotMade);
+        return Fate::Stays(Kept::NotMade);
     }
     match fs::metadata(&s.original) {
         Ok(m) if m.is_file() => {}
-        Ok(_) => return Verdict::Stays(Kept::NoOriginal),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Verdict::Stays(Kept::NoOriginal),
-        Err(e) => return Verdict::Problem(format!("cannot stat its original: {e}")),
+        Ok(_) => return Fate::Stays(Kept::NoOriginal),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Fate::Stays(Kept::NoOriginal),
+        Err(e) => return Fate::Problem(format!("cannot stat its original: {e}")),
     }
     // Unreadable files are problems; what does not decode is not ours.
     if let Err(e) = File::open(&s.path) {
-        return Verdict::Problem(format!("cannot open: {e}"));
+        return Fate::Problem(format!("cannot open: {e}"));
     }
     if let Err(e) = File::open(&s.original) {
-        return Verdict::Problem(format!("cannot open its original: {e}"));
+        return Fate::Problem(format!("cannot open its original: {e}"));
     }
     let made = match s.kind {
-        Kind::Sibling(c) => sibling_made(c, s, dicts),
-        Kind::Delta(c, h) => delta_made(c, &h, s, dicts),
+        MadeKind::Sibling(c) => sibling_made(c, s, dicts),
+        MadeKind::Delta(c, h) => delta_made(c, &h, s, dicts),
     };
     match made {
-        Ok(true) => Verdict::Goes(meta.len()),
-        Ok(false) => Verdict::Stays(Kept::NotMade),
-        Err(why) => Verdict::Problem(why),
+        Ok(true) => Fate::Goes(meta.len()),
+        Ok(false) => Fate::Stays(Kept::NotMade),
+        Err(why) => Fate::Problem(why),
     }
 }
 
 /// A sibling is `compress`'s when it decodes to its original, or to an
 /// earlier version of it the store keeps.
-fn sibling_made(c: Coding, s: &Sibling, dicts: &Dictionaries) -> Result<bool, String> {
+fn sibling_made(c: Coding, s: &MadeFile, dicts: &Dictionaries) -> Result<bool, String> {
     if check::matches(c, &s.path, &s.original).is_ok() {
         return Ok(true);
     }
@@ -193,7 +193,12 @@ fn sibling_made(c: Coding, s: &Sibling, dicts: &Dictionaries) -> Result<bool, St
 
 /// A delta is `compress`'s when it decodes to its original against its
 /// dictionary, or its header names a dictionary the store records for it.
-fn delta_made(c: DeltaCoding, h: &Hash, s: &Sibling, dicts: &Dictionaries) -> Result<bool, String> {
+fn delta_made(
+    c: DeltaCoding,
+    h: &Hash,
+    s: &MadeFile,
+    dicts: &Dictionaries,
+) -> Result<bool, String> {
     if let Ok(decoded) = verify::decode_delta(c, h, &s.path, &s.original, dicts) {
         let original = store::read_limited(&s.original)
             .map_err(|e| format!("cannot read its original: {e}"))?;
@@ -209,14 +214,14 @@ fn delta_made(c: DeltaCoding, h: &Hash, s: &Sibling, dicts: &Dictionaries) -> Re
 }
 
 /// Tells what became of one file: a problem always, the rest on its line.
-fn tell(progress: &Progress, path: &Path, v: &Verdict, dry_run: bool) {
+fn tell(progress: &Progress, path: &Path, v: &Fate, dry_run: bool) {
     match v {
-        Verdict::Goes(_) if dry_run => {
+        Fate::Goes(_) if dry_run => {
             progress.file_line(&format!("{}: would be removed", path.display()))
         }
-        Verdict::Goes(_) => progress.file_line(&format!("{}: removed", path.display())),
-        Verdict::Stays(why) => progress.file_line(&format!("{}: kept, {why}", path.display())),
-        Verdict::Problem(why) => progress.problem(path, &format!("{why}; kept")),
+        Fate::Goes(_) => progress.file_line(&format!("{}: removed", path.display())),
+        Fate::Stays(why) => progress.file_line(&format!("{}: kept, {why}", path.display())),
+        Fate::Problem(why) => progress.problem(path, &format!("{why}; kept")),
     }
 }
 

@@ -33,7 +33,7 @@ use std::collections::HashSet;
 use std::fs;
 use std::path::PathBuf;
 use std::time::Instant;
-use walk::{Filter, Found, SkipReason};
+use walk::{FoundFile, SkipReason, WalkFilter};
 use worker::{compress_file, FileResult};
 
 /// Runs `compress` over `paths`.
@@ -45,7 +45,7 @@ pub fn compress(paths: &[PathBuf], opts: &CompressOptions) -> Result<CompressSum
         Vec::new()
     };
     let (files, mut summary) = files_to_compress(paths, opts)?;
-    let plan = delta::Plan::new(stores, &files, &opts.deltas)?;
+    let plan = delta::DeltaPlan::new(stores, &files, &opts.deltas)?;
     let progress = Progress::new(opts.report, files.len() as u64);
     let results: Vec<FileResult> = files
         .par_iter()
@@ -67,7 +67,7 @@ fn files_to_compress(
     paths: &[PathBuf],
     opts: &CompressOptions,
 ) -> Result<(Vec<(PathBuf, u64)>, CompressSummary), String> {
-    let mut filter = Filter::new(&opts.include, &opts.exclude)?;
+    let mut filter = WalkFilter::new(&opts.include, &opts.exclude)?;
     filter.follow_symlinks = opts.follow_symlinks;
     filter.min_size = opts.min_size;
     filter.compress_rules = true;
@@ -88,8 +88,10 @@ fn files_to_compress(
         }
         summary.files_seen += 1;
         match f {
-            Found::File(path, len) => files.push((path, len)),
-            Found::Skipped(tmp, SkipReason::Temporary) if !opts.dry_run && is_abandoned(&tmp) => {
+            FoundFile::File(path, len) => files.push((path, len)),
+            FoundFile::Skipped(tmp, SkipReason::Temporary)
+                if !opts.dry_run && is_abandoned(&tmp) =>
+            {
                 match fs::remove_file(&tmp) {
                     Ok(()) => summary.temporaries_removed += 1,
                     Err(e) => {
@@ -98,8 +100,8 @@ fn files_to_compress(
                     }
                 }
             }
-            Found::Skipped(_, why) => *summary.skipped.entry(why).or_default() += 1,
-            Found::Error(path, why) => {
+            FoundFile::Skipped(_, why) => *summary.skipped.entry(why).or_default() += 1,
+            FoundFile::Error(path, why) => {
                 problems.problem(&path, &why);
                 summary.errors += 1;
             }

@@ -4,7 +4,7 @@
 use super::walk::SkipReason;
 use super::worker::FileResult;
 use gdn_core::coding::Coding;
-use gdn_publish::lifecycle::Outcome;
+use gdn_publish::lifecycle::LifecycleOutcome;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
@@ -23,21 +23,23 @@ pub struct CodingTotals {
 impl CodingTotals {
     /// Counts one sibling's outcome; true when it was (or would be)
     /// written.
-    fn count(&mut self, outcome: &Outcome) -> bool {
+    fn count(&mut self, outcome: &LifecycleOutcome) -> bool {
         match *outcome {
-            Outcome::UpToDate => self.up_to_date += 1,
-            Outcome::WouldWrite(_) => return true,
-            Outcome::Written(s) => {
+            LifecycleOutcome::UpToDate => self.up_to_date += 1,
+            LifecycleOutcome::WouldWrite(_) => return true,
+            LifecycleOutcome::Written(s) => {
                 self.written += 1;
                 self.bytes_before += s.against;
                 self.bytes_after += s.size;
                 return true;
             }
-            Outcome::NotWorth { removed, .. } => {
+            LifecycleOutcome::NotWorth { removed, .. } => {
                 self.not_worth += 1;
                 self.removed += u64::from(removed);
             }
-            Outcome::Stale | Outcome::TooLarge { .. } | Outcome::Failed(_) => {}
+            LifecycleOutcome::Stale
+            | LifecycleOutcome::TooLarge { .. }
+            | LifecycleOutcome::Failed(_) => {}
         }
         false
     }
@@ -81,18 +83,18 @@ pub struct DeltaTotals {
 
 impl DeltaTotals {
     /// Counts one delta's outcome.
-    fn count(&mut self, outcome: &Outcome) {
+    fn count(&mut self, outcome: &LifecycleOutcome) {
         match *outcome {
-            Outcome::UpToDate => self.up_to_date += 1,
-            Outcome::Written(s) | Outcome::WouldWrite(Some(s)) => {
+            LifecycleOutcome::UpToDate => self.up_to_date += 1,
+            LifecycleOutcome::Written(s) | LifecycleOutcome::WouldWrite(Some(s)) => {
                 self.written += 1;
                 self.bytes += s.size;
                 self.br_bytes += s.against;
             }
-            Outcome::NotWorth { .. } => self.not_smaller += 1,
-            Outcome::Stale => self.stale += 1,
-            Outcome::TooLarge { .. } => self.too_large += 1,
-            Outcome::WouldWrite(None) | Outcome::Failed(_) => {}
+            LifecycleOutcome::NotWorth { .. } => self.not_smaller += 1,
+            LifecycleOutcome::Stale => self.stale += 1,
+            LifecycleOutcome::TooLarge { .. } => self.too_large += 1,
+            LifecycleOutcome::WouldWrite(None) | LifecycleOutcome::Failed(_) => {}
         }
     }
 }
@@ -161,7 +163,7 @@ impl CompressSummary {
         let mut wrote = false;
         let mut all_up_to_date = !file.outcomes.is_empty();
         for (c, outcome) in file.outcomes {
-            all_up_to_date &= matches!(outcome, Outcome::UpToDate);
+            all_up_to_date &= matches!(outcome, LifecycleOutcome::UpToDate);
             wrote |= self.per_coding[c.index()].count(&outcome);
         }
         self.compressed += u64::from(wrote);

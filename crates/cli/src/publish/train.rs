@@ -5,7 +5,7 @@
 //! share (templates, navigation, footers) as raw content, which is what
 //! RFC 9842 clients use a dictionary as.
 
-use super::walk::{Filter, Found};
+use super::walk::{FoundFile, WalkFilter};
 use gdn_core::{dictionary, train};
 use gdn_publish::atomic::TempFile;
 use gdn_publish::store;
@@ -57,12 +57,12 @@ pub fn train(
     } else {
         include.to_vec()
     };
-    let mut filter = Filter::new(&include, exclude)?;
+    let mut filter = WalkFilter::new(&include, exclude)?;
     filter.compress_rules = true;
     let out_real = fs::canonicalize(out).ok();
     let mut samples = Vec::new();
     for found in filter.walk(&[dir.to_path_buf()]) {
-        let Found::File(path, _) = found else {
+        let FoundFile::File(path, _) = found else {
             continue;
         };
         if out_real.is_some() && fs::canonicalize(&path).ok() == out_real {

@@ -7,10 +7,10 @@
 use super::delta::codec;
 use super::progress::Progress;
 use super::summary::VerifySummary;
-use super::walk::{Filter, Found, SkipReason};
+use super::walk::{FoundFile, SkipReason, WalkFilter};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
-use gdn_core::types::{Kind as TypeKind, Types};
+use gdn_core::types::{TypeKind, Types};
 use gdn_publish::check;
 use gdn_publish::freshness::mtime;
 use gdn_publish::options::Report;
@@ -29,23 +29,23 @@ enum Verdict {
 }
 
 /// What a sibling or delta found by the walk is.
-pub(super) enum Kind {
+pub(super) enum MadeKind {
     Sibling(Coding),
     Delta(DeltaCoding, Hash),
 }
 
 /// A sibling or delta found by the walk: its path, kind and original's path.
-pub(super) struct Sibling {
+pub(super) struct MadeFile {
     pub(super) path: PathBuf,
-    pub(super) kind: Kind,
+    pub(super) kind: MadeKind,
     pub(super) original: PathBuf,
 }
 
 /// What a walk found that `compress` makes.
 #[derive(Default)]
-pub(super) struct Made {
+pub(super) struct MadeFiles {
     /// Siblings and deltas, by their names.
-    pub(super) files: Vec<Sibling>,
+    pub(super) files: Vec<MadeFile>,
     /// Temporaries of interrupted runs.
     pub(super) temporaries: Vec<PathBuf>,
     /// What could not be examined, and why.
@@ -86,8 +86,8 @@ pub fn verify_with_dictionaries(
             progress.file_started(&s.path);
             let v = match (not_a_page(&types, s), &s.kind) {
                 (Some(why), _) => Verdict::Bad(why),
-                (None, Kind::Sibling(c)) => verify_sibling(*c, &s.path, &s.original),
-                (None, Kind::Delta(c, h)) => verify_delta(*c, h, &s.path, &s.original, &dicts),
+                (None, MadeKind::Sibling(c)) => verify_sibling(*c, &s.path, &s.original),
+                (None, MadeKind::Delta(c, h)) => verify_delta(*c, h, &s.path, &s.original, &dicts),
             };
             match &v {
                 Verdict::Ok => progress.file_line(&format!("{}: ok", s.path.display())),
@@ -115,7 +115,7 @@ pub fn verify_with_dictionaries(
 /// original is a server-side script (Apache runs it; its sibling is its
 /// source, sent as bytes), or an existing file of no MIME type (`.inc`,
 /// `.bak`: configuration and backups, not pages). `clean` removes them.
-fn not_a_page(types: &Types, s: &Sibling) -> Option<String> {
+fn not_a_page(types: &Types, s: &MadeFile) -> Option<String> {
     let name = s.original.file_name()?.to_str()?;
     match types.kind(name.as_bytes()) {
         TypeKind::Script => Some(format!(
@@ -136,7 +136,7 @@ fn siblings_under(
     paths: &[PathBuf],
     follow_symlinks: bool,
     summary: &mut VerifySummary,
-) -> Vec<Sibling> {
+) -> Vec<MadeFile> {
     let made = made_under(paths, follow_symlinks);
     let problems = Progress::errors_only();
     for (path, why) in &made.errors {
@@ -147,16 +147,16 @@ fn siblings_under(
 }
 
 /// Every sibling and delta below `paths` by its name, and the temporaries.
-pub(super) fn made_under(paths: &[PathBuf], follow_symlinks: bool) -> Made {
-    let mut filter = Filter::default();
+pub(super) fn made_under(paths: &[PathBuf], follow_symlinks: bool) -> MadeFiles {
+    let mut filter = WalkFilter::default();
     filter.follow_symlinks = follow_symlinks;
-    let mut made = Made::default();
+    let mut made = MadeFiles::default();
     for found in filter.walk(paths) {
         match found {
-            Found::File(path, _) => made.files.extend(sibling_named(path)),
-            Found::Skipped(path, SkipReason::Temporary) => made.temporaries.push(path),
-            Found::Skipped(..) => {}
-            Found::Error(path, why) => made.errors.push((path, why)),
+            FoundFile::File(path, _) => made.files.extend(sibling_named(path)),
+            FoundFile::Skipped(path, SkipReason::Temporary) => made.temporaries.push(path),
+            FoundFile::Skipped(..) => {}
+            FoundFile::Error(path, why) => made.errors.push((path, why)),
         }
     }
     made
@@ -168,11 +168,11 @@ pub(super) fn original_named(path: &Path) -> Option<PathBuf> {
 }
 
 /// The sibling or delta `path` names, if it names one.
-fn sibling_named(path: PathBuf) -> Option<Sibling> {
+fn sibling_named(path: PathBuf) -> Option<MadeFile> {
     if let Some((coding, original)) = check::sibling_of(&path) {
-        return Some(Sibling {
+        return Some(MadeFile {
             path,
-            kind: Kind::Sibling(coding),
+            kind: MadeKind::Sibling(coding),
             original,
         });
     }
@@ -180,9 +180,9 @@ fn sibling_named(path: PathBuf) -> Option<Sibling> {
         .file_name()
         .and_then(|n| n.to_str())
         .and_then(dictionary::parse_delta_name)?;
-    Some(Sibling {
+    Some(MadeFile {
         original: path.with_file_name(name),
-        kind: Kind::Delta(coding, hash),
+        kind: MadeKind::Delta(coding, hash),
         path,
     })
 }

@@ -22,7 +22,7 @@ pub fn load_types(path: Option<&Path>, extra: &[String]) -> Result<Types, String
 
 /// One file the walk found.
 #[derive(Debug)]
-pub enum Found {
+pub enum FoundFile {
     /// A regular file to work on, with its size.
     File(PathBuf, u64),
     /// A file left alone, and why.
@@ -31,18 +31,18 @@ pub enum Found {
     Error(PathBuf, String),
 }
 
-impl Found {
+impl FoundFile {
     /// The path found.
     pub fn path(&self) -> &Path {
         match self {
-            Found::File(p, _) | Found::Skipped(p, _) | Found::Error(p, _) => p,
+            FoundFile::File(p, _) | FoundFile::Skipped(p, _) | FoundFile::Error(p, _) => p,
         }
     }
 }
 
 /// What to walk and what to leave out.
 #[derive(Debug, Default)]
-pub struct Filter {
+pub struct WalkFilter {
     include: Option<GlobSet>,
     exclude: Option<GlobSet>,
     /// Follow symlinks below the given paths.
@@ -68,15 +68,15 @@ fn glob_set(globs: &[String]) -> Result<Option<GlobSet>, String> {
     b.build().map(Some).map_err(|e| e.to_string())
 }
 
-impl Filter {
+impl WalkFilter {
     /// A filter with the given include and exclude globs, and the
     /// system's types.
-    pub fn new(include: &[String], exclude: &[String]) -> Result<Filter, String> {
-        Ok(Filter {
+    pub fn new(include: &[String], exclude: &[String]) -> Result<WalkFilter, String> {
+        Ok(WalkFilter {
             include: glob_set(include)?,
             exclude: glob_set(exclude)?,
             types: load_types(None, &[])?,
-            ..Filter::default()
+            ..WalkFilter::default()
         })
     }
 
@@ -95,29 +95,29 @@ impl Filter {
     }
 
     /// Classifies one regular file.
-    fn classify(&self, path: PathBuf, rel: &Path, len: u64) -> Found {
+    fn classify(&self, path: PathBuf, rel: &Path, len: u64) -> FoundFile {
         let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-            return Found::Error(path, "file name is not valid UTF-8".into());
+            return FoundFile::Error(path, "file name is not valid UTF-8".into());
         };
         if path.to_str().is_none() {
-            return Found::Error(path, "path is not valid UTF-8".into());
+            return FoundFile::Error(path, "path is not valid UTF-8".into());
         }
         if is_temp_name(name) {
-            return Found::Skipped(path, SkipReason::Temporary);
+            return FoundFile::Skipped(path, SkipReason::Temporary);
         }
         if self.excluded(rel) || !self.included(rel) {
-            return Found::Skipped(path, SkipReason::Filtered);
+            return FoundFile::Skipped(path, SkipReason::Filtered);
         }
         if self.compress_rules {
             if let Some(why) = compress_rule(name, len, self.min_size, &self.types) {
-                return Found::Skipped(path, why);
+                return FoundFile::Skipped(path, why);
             }
         }
-        Found::File(path, len)
+        FoundFile::File(path, len)
     }
 
     /// Walks every root (file or directory) and classifies what it finds.
-    pub fn walk(&self, roots: &[PathBuf]) -> Vec<Found> {
+    pub fn walk(&self, roots: &[PathBuf]) -> Vec<FoundFile> {
         let mut out = Vec::new();
         for root in roots {
             let walker = walkdir::WalkDir::new(root)
@@ -142,7 +142,7 @@ impl Filter {
                             Some(io) => io.to_string(),
                             None => e.to_string(),
                         };
-                        out.push(Found::Error(p, msg));
+                        out.push(FoundFile::Error(p, msg));
                         continue;
                     }
                 };
@@ -152,17 +152,17 @@ impl Filter {
                 }
                 let path = entry.path().to_path_buf();
                 if ft.is_symlink() {
-                    out.push(Found::Skipped(path, SkipReason::Symlink));
+                    out.push(FoundFile::Skipped(path, SkipReason::Symlink));
                     continue;
                 }
                 if !ft.is_file() {
-                    out.push(Found::Skipped(path, SkipReason::NotRegular));
+                    out.push(FoundFile::Skipped(path, SkipReason::NotRegular));
                     continue;
                 }
                 let len = match entry.metadata() {
                     Ok(m) => m.len(),
                     Err(e) => {
-                        out.push(Found::Error(path, e.to_string()));
+                        out.push(FoundFile::Error(path, e.to_string()));
                         continue;
                     }
                 };
@@ -195,7 +195,7 @@ mod tests {
         fs::write(r.join("sub/skipme/c.js"), vec![b'c'; 1000]).unwrap();
         fs::write(r.join("sub/.b.js.gz.tmp12ab"), vec![b'c'; 1000]).unwrap();
         std::os::unix::fs::symlink(r.join("a.html"), r.join("link.html")).unwrap();
-        let mut f = Filter::new(&[], &["skipme".into()]).unwrap();
+        let mut f = WalkFilter::new(&[], &["skipme".into()]).unwrap();
         f.min_size = 256;
         f.compress_rules = true;
         let found = f.walk(&[r.to_path_buf()]);
@@ -203,11 +203,11 @@ mod tests {
         let mut skipped = Vec::new();
         for x in found {
             match x {
-                Found::File(p, _) => files.push(p.strip_prefix(r).unwrap().to_path_buf()),
-                Found::Skipped(p, why) => {
+                FoundFile::File(p, _) => files.push(p.strip_prefix(r).unwrap().to_path_buf()),
+                FoundFile::Skipped(p, why) => {
                     skipped.push((p.strip_prefix(r).unwrap().to_path_buf(), why))
                 }
-                Found::Error(p, e) => panic!("{p:?}: {e}"),
+                FoundFile::Error(p, e) => panic!("{p:?}: {e}"),
             }
         }
         assert_eq!(files, [PathBuf::from("a.html"), PathBuf::from("sub/b.js")]);
@@ -217,11 +217,11 @@ mod tests {
         assert!(skipped.contains(&("sub/.b.js.gz.tmp12ab".into(), SkipReason::Temporary)));
         assert!(!skipped.iter().any(|(p, _)| p.starts_with("sub/skipme")));
 
-        let f = Filter::new(&["*.js".into()], &[]).unwrap();
+        let f = WalkFilter::new(&["*.js".into()], &[]).unwrap();
         let n = f
             .walk(&[r.to_path_buf()])
             .into_iter()
-            .filter(|x| matches!(x, Found::File(..)))
+            .filter(|x| matches!(x, FoundFile::File(..)))
             .count();
         assert_eq!(n, 2);
     }

@@ -2,14 +2,14 @@
 //! task per coding), its deltas, then, if asked, the original removed once
 //! every sibling decodes back to it.
 
-use super::delta::{self, DeltaResult, Plan, Prepared};
+use super::delta::{self, DeltaPlan, DeltaResult, Prepared};
 use super::progress::Progress;
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::to_hex;
 use gdn_publish::check;
 use gdn_publish::error::PublishError;
 use gdn_publish::freshness::changed_since;
-use gdn_publish::lifecycle::{self, Outcome};
+use gdn_publish::lifecycle::{self, LifecycleOutcome};
 use gdn_publish::options::CompressOptions;
 use gdn_publish::original::Original;
 use gdn_publish::sibling::SiblingJob;
@@ -21,7 +21,7 @@ use std::path::Path;
 /// Everything that happened to one file.
 #[derive(Default)]
 pub(super) struct FileResult {
-    pub(super) outcomes: Vec<(Coding, Outcome)>,
+    pub(super) outcomes: Vec<(Coding, LifecycleOutcome)>,
     pub(super) original_removed: bool,
     pub(super) errors: u64,
     pub(super) deltas: Vec<DeltaResult>,
@@ -35,7 +35,7 @@ pub(super) struct FileResult {
 pub(super) fn compress_file(
     path: &Path,
     opts: &CompressOptions,
-    plan: Option<&Plan>,
+    plan: Option<&DeltaPlan>,
     progress: &Progress,
 ) -> FileResult {
     progress.file_started(path);
@@ -75,7 +75,7 @@ impl Work<'_> {
     }
 
     /// Everything done to an original that opens.
-    fn original(&mut self, original: &mut Original<'_>, plan: Option<&Plan>) {
+    fn original(&mut self, original: &mut Original<'_>, plan: Option<&DeltaPlan>) {
         // Before the siblings are rewritten: a stale one holds the version
         // the store needs.
         let prepared = plan.and_then(|p| match delta::prepare(original, p, self.opts) {
@@ -105,7 +105,7 @@ impl Work<'_> {
     fn siblings(&mut self, original: &mut Original<'_>) {
         let opts = self.opts;
         let found: &Original<'_> = original;
-        let outcomes: Vec<(Coding, Outcome)> = opts
+        let outcomes: Vec<(Coding, LifecycleOutcome)> = opts
             .codings
             .par_iter()
             .map(|&c| {
@@ -115,11 +115,11 @@ impl Work<'_> {
             .collect();
         for (c, outcome) in &outcomes {
             match outcome {
-                Outcome::Written(sizes) => original.record(*c, Some(sizes.size)),
-                Outcome::NotWorth { removed: true, .. } => original.record(*c, None),
+                LifecycleOutcome::Written(sizes) => original.record(*c, Some(sizes.size)),
+                LifecycleOutcome::NotWorth { removed: true, .. } => original.record(*c, None),
                 _ => {}
             }
-            if let Outcome::Failed(why) = outcome {
+            if let LifecycleOutcome::Failed(why) = outcome {
                 self.problem(format_args!("{}: {why}", c.token()));
             }
             self.told.extend(describe(*c, outcome));
@@ -129,7 +129,7 @@ impl Work<'_> {
 
     /// Makes every delta, after the siblings, and prunes the stored
     /// versions.
-    fn deltas(&mut self, original: &Original<'_>, prepared: &Prepared, plan: &Plan) {
+    fn deltas(&mut self, original: &Original<'_>, prepared: &Prepared, plan: &DeltaPlan) {
         let deltas = delta::make_deltas(original, prepared, plan, self.opts);
         self.result.recovered = prepared.recovered;
         if prepared.recovered {
@@ -139,7 +139,7 @@ impl Work<'_> {
         for d in &deltas {
             let name = format!("{} vs {}", d.coding.token(), &to_hex(&d.dictionary)[..12]);
             match &d.outcome {
-                Outcome::Failed(why) => self.problem(format_args!("{name}: {why}")),
+                LifecycleOutcome::Failed(why) => self.problem(format_args!("{name}: {why}")),
                 outcome => self.told.extend(describe_delta(&name, outcome)),
             }
         }
@@ -152,11 +152,11 @@ impl Work<'_> {
 
 /// The per-file line's words about one coding; none when there is no news
 /// (up to date) or it is a problem, told on its own.
-fn describe(c: Coding, outcome: &Outcome) -> Option<String> {
+fn describe(c: Coding, outcome: &LifecycleOutcome) -> Option<String> {
     match outcome {
-        Outcome::Written(s) => Some(format!("{} {} -> {}", c.token(), s.against, s.size)),
-        Outcome::WouldWrite(_) => Some(format!("{} would be written", c.token())),
-        Outcome::NotWorth { removed, .. } => Some(format!(
+        LifecycleOutcome::Written(s) => Some(format!("{} {} -> {}", c.token(), s.against, s.size)),
+        LifecycleOutcome::WouldWrite(_) => Some(format!("{} would be written", c.token())),
+        LifecycleOutcome::NotWorth { removed, .. } => Some(format!(
             "{} not worth it{}",
             c.token(),
             if *removed {
@@ -171,16 +171,22 @@ fn describe(c: Coding, outcome: &Outcome) -> Option<String> {
 
 /// The per-file line's words about the delta `name`; none when it is up
 /// to date or a problem, told on its own.
-fn describe_delta(name: &str, outcome: &Outcome) -> Option<String> {
+fn describe_delta(name: &str, outcome: &LifecycleOutcome) -> Option<String> {
     Some(match outcome {
-        Outcome::Written(s) => format!("{name} {} (br {})", s.size, s.against),
-        Outcome::WouldWrite(Some(s)) => format!("{name} would be {} (br {})", s.size, s.against),
-        Outcome::NotWorth { sizes: s, .. } => {
+        LifecycleOutcome::Written(s) => format!("{name} {} (br {})", s.size, s.against),
+        LifecycleOutcome::WouldWrite(Some(s)) => {
+            format!("{name} would be {} (br {})", s.size, s.against)
+        }
+        LifecycleOutcome::NotWorth { sizes: s, .. } => {
             format!("{name} {} not smaller than br {}", s.size, s.against)
         }
-        Outcome::Stale => format!("{name} stale, removed"),
-        Outcome::TooLarge { .. } => format!("{name} not made: over 16 MiB with its dictionary"),
-        Outcome::UpToDate | Outcome::WouldWrite(None) | Outcome::Failed(_) => return None,
+        LifecycleOutcome::Stale => format!("{name} stale, removed"),
+        LifecycleOutcome::TooLarge { .. } => {
+            format!("{name} not made: over 16 MiB with its dictionary")
+        }
+        LifecycleOutcome::UpToDate
+        | LifecycleOutcome::WouldWrite(None)
+        | LifecycleOutcome::Failed(_) => return None,
     })
 }
 

@@ -10,7 +10,7 @@
 //! `Decoder` from the file, so the body and its errors are the streaming
 //! decoder's, at the same points.
 
-use super::{read_at_most, DecodeError, Decoder, Facts, ReadAt};
+use super::{read_at_most, DecodeError, Decoder, HeaderFacts, ReadAt};
 use crate::coding::Coding;
 use std::io::{self, Read};
 use std::sync::{Mutex, PoisonError};
@@ -87,7 +87,7 @@ impl<S: ReadAt + ?Sized> Read for At<'_, S> {
     }
 }
 
-enum Mode<'s, S: ReadAt + ?Sized> {
+enum BodyMode<'s, S: ReadAt + ?Sized> {
     /// The whole body is in the cache's output buffer.
     Whole {
         len: usize,
@@ -100,7 +100,7 @@ enum Mode<'s, S: ReadAt + ?Sized> {
 pub struct Body<'s, S: ReadAt + ?Sized> {
     /// Always `Some` until dropped.
     cache: Option<Cache>,
-    mode: Mode<'s, S>,
+    mode: BodyMode<'s, S>,
     chunk: usize,
     /// Where the current chunk is in the output buffer.
     current: std::ops::Range<usize>,
@@ -117,7 +117,7 @@ impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
         c: Coding,
         src: &'s S,
         file_len: u64,
-        facts: Option<&Facts>,
+        facts: Option<&HeaderFacts>,
         chunk: usize,
     ) -> Result<Body<'s, S>, DecodeError> {
         let declared = facts.and_then(|f| f.declared_len);
@@ -127,8 +127,8 @@ impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
             .filter(|&n| read_whole(src, &mut cache.input, n))
             .and_then(|n| decode_whole(c, &mut cache, n, declared));
         let mode = match len {
-            Some(len) => Mode::Whole { len, pos: 0 },
-            None => Mode::Stream(Decoder::with_facts(c, At { src, pos: 0 }, facts)?),
+            Some(len) => BodyMode::Whole { len, pos: 0 },
+            None => BodyMode::Stream(Decoder::with_facts(c, At { src, pos: 0 }, facts)?),
         };
         Ok(Body {
             cache: Some(cache),
@@ -146,13 +146,13 @@ impl<'s, S: ReadAt + ?Sized> Body<'s, S> {
             return Ok((0, true));
         };
         let n = match &mut self.mode {
-            Mode::Whole { len, pos } => {
+            BodyMode::Whole { len, pos } => {
                 let n = self.chunk.min(*len - *pos);
                 self.current = *pos..*pos + n;
                 *pos += n;
                 n
             }
-            Mode::Stream(dec) => {
+            BodyMode::Stream(dec) => {
                 grow(&mut cache.output, self.chunk);
                 self.current = 0..0;
                 let buf = &mut cache.output[..self.chunk];
@@ -318,7 +318,7 @@ mod tests {
             Ok(b) => b,
             Err(err) => return (false, Err(err)),
         };
-        let whole = matches!(b.mode, Mode::Whole { .. });
+        let whole = matches!(b.mode, BodyMode::Whole { .. });
         let mut out = Vec::new();
         loop {
             match b.fill() {
@@ -455,12 +455,12 @@ mod tests {
         // handler then finds does not match.
         for wrong in [a.len() as u64 - 1, a.len() as u64 + 1] {
             let z = zst(&a);
-            let facts = Facts {
+            let facts = HeaderFacts {
                 declared_len: Some(wrong),
-                ..Facts::default()
+                ..HeaderFacts::default()
             };
             let b = Body::new(Coding::Zstd, &z[..], z.len() as u64, Some(&facts), CHUNK).unwrap();
-            assert!(matches!(b.mode, Mode::Stream(_)));
+            assert!(matches!(b.mode, BodyMode::Stream(_)));
         }
         let z = zst(&a);
         let mut bad = z.clone();

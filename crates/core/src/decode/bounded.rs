@@ -19,7 +19,7 @@
 //!   ring buffer above all) beyond the cap, so no header can make the
 //!   decoder hold more.
 
-use super::{DecodeError, Facts, MAX_WINDOW, ZSTD_WINDOW_LOG_MAX};
+use super::{DecodeError, HeaderFacts, MAX_WINDOW, ZSTD_WINDOW_LOG_MAX};
 use brotli::{Allocator, HuffmanCode, SliceWrapper, SliceWrapperMut};
 use std::io::{self, Read};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -256,7 +256,7 @@ pub struct Brotli<R: Read> {
 impl<R: Read> Brotli<R> {
     /// A decoder over `src`, its window lowered to what `facts` say the
     /// content needs.
-    pub fn new(src: R, facts: Option<&Facts>) -> Brotli<R> {
+    pub fn new(src: R, facts: Option<&HeaderFacts>) -> Brotli<R> {
         let bits = facts
             .and_then(|f| f.declared_len)
             .map_or(ZSTD_WINDOW_LOG_MAX, brotli_bits_for);

@@ -10,7 +10,7 @@
 //! compares what it decodes to with the original's length and SHA-256:
 //! a sibling fresh by its mtime but stale by its content is broken too.
 
-use super::{inspect, DecodeError, Decoder, Facts, ReadAt};
+use super::{inspect, DecodeError, Decoder, HeaderFacts, ReadAt};
 use crate::coding::Coding;
 use sha2::{Digest, Sha256};
 use std::fmt;
@@ -63,7 +63,7 @@ pub fn cheap<S: ReadAt + ?Sized>(
     src: &S,
     len: u64,
     original: Option<u64>,
-) -> Result<Facts, Broken> {
+) -> Result<HeaderFacts, Broken> {
     if len == 0 {
         return Err(Broken::Empty);
     }
@@ -86,17 +86,17 @@ pub fn cheap<S: ReadAt + ?Sized>(
 
 /// The original a sibling must decode to: its length and SHA-256.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Original {
+pub struct OriginalDigest {
     pub len: u64,
     pub sha256: [u8; 32],
 }
 
-impl Original {
+impl OriginalDigest {
     /// The length and SHA-256 of what `r` reads.
-    pub fn of(mut r: impl Read) -> std::io::Result<Original> {
+    pub fn of(mut r: impl Read) -> std::io::Result<OriginalDigest> {
         let mut h = Sha256::new();
         let len = std::io::copy(&mut r, &mut h)?;
-        Ok(Original {
+        Ok(OriginalDigest {
             len,
             sha256: h.finalize().into(),
         })
@@ -109,8 +109,8 @@ impl Original {
 pub fn full(
     coding: Coding,
     src: impl Read,
-    facts: Option<&Facts>,
-    original: Option<&Original>,
+    facts: Option<&HeaderFacts>,
+    original: Option<&OriginalDigest>,
 ) -> Result<u64, Broken> {
     full_within(coding, src, facts, original, u64::MAX)
 }
@@ -121,8 +121,8 @@ pub fn full(
 pub fn full_within(
     coding: Coding,
     src: impl Read,
-    facts: Option<&Facts>,
-    original: Option<&Original>,
+    facts: Option<&HeaderFacts>,
+    original: Option<&OriginalDigest>,
     limit: u64,
 ) -> Result<u64, Broken> {
     let mut dec = Decoder::with_facts(coding, src, facts).map_err(Broken::Undecodable)?;
@@ -167,7 +167,7 @@ mod tests {
     use crate::test_util::encoded as encode;
 
     fn judge(c: Coding, bytes: &[u8], original: &[u8]) -> Result<u64, Broken> {
-        let o = Original::of(original).unwrap();
+        let o = OriginalDigest::of(original).unwrap();
         let facts = cheap(c, bytes, bytes.len() as u64, Some(o.len))?;
         full(c, bytes, Some(&facts), Some(&o))
     }

@@ -18,7 +18,7 @@ use brotli::enc::StandardAlloc;
 use std::io;
 use std::sync::{Arc, Mutex, PoisonError};
 
-type State = BrotliEncoderStateStruct<StandardAlloc>;
+type BrotliState = BrotliEncoderStateStruct<StandardAlloc>;
 
 /// Prepared dictionaries kept per process: a site has one, and a
 /// retrained one replaces it.
@@ -27,14 +27,14 @@ const SEEDS: usize = 2;
 /// A coder that has taken a dictionary and coded nothing, by the
 /// dictionary's hash and the quality: its match finder is what a new
 /// coder of that pair copies.
-type Seed = ((Hash, u32), Arc<State>);
+type Seed = ((Hash, u32), Arc<BrotliState>);
 
 /// The prepared dictionaries, the most recently made last.
 static PREPARED: Mutex<Vec<Seed>> = Mutex::new(Vec::new());
 
 /// One brotli stream against a dictionary.
 pub(super) struct Dcb {
-    state: State,
+    state: BrotliState,
 }
 
 impl Dcb {
@@ -111,8 +111,8 @@ impl Dcb {
 
 /// A coder's state at `quality` with a window for a dictionary of
 /// `dict_len` bytes and a stream's own window after it.
-fn configured(quality: u32, dict_len: usize) -> State {
-    let mut state = State::new(StandardAlloc::default());
+fn configured(quality: u32, dict_len: usize) -> BrotliState {
+    let mut state = BrotliState::new(StandardAlloc::default());
     let lgwin = crate::delta_codec::dcb_lgwin(dict_len as u64, 1 << BROTLI_LGWIN);
     state.set_parameter(Param::BROTLI_PARAM_QUALITY, quality);
     state.set_parameter(Param::BROTLI_PARAM_LGWIN, lgwin);
@@ -121,7 +121,7 @@ fn configured(quality: u32, dict_len: usize) -> State {
 
 /// The prepared coder for `key`: the kept one, else one made now from
 /// `dictionary` (the bytes the key's hash names) and kept.
-fn prepared(key: (Hash, u32), dictionary: &[u8]) -> Arc<State> {
+fn prepared(key: (Hash, u32), dictionary: &[u8]) -> Arc<BrotliState> {
     let kept = {
         let seeds = PREPARED.lock().unwrap_or_else(PoisonError::into_inner);
         seeds

@@ -9,7 +9,7 @@ use super::{Facts, Held, Seen};
 use crate::lookup::{self, Route, Sibling};
 use crate::memo;
 use crate::ondemand::cache::{Active, CachedCopy};
-use gdn_compressor::key::{Kind, Named, Source, Version};
+use gdn_compressor::key::{Kind, Named, SourceHash, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
 use gdn_httpd::{File, Request};
@@ -23,7 +23,7 @@ pub struct OpenCopy<'r> {
     pub file: File<'r>,
     /// What names it in the cache: the digest of the bytes it was made
     /// from, and what it holds of them.
-    pub key: (Source, Kind),
+    pub key: (SourceHash, Kind),
 }
 
 /// What a request's scope says of its resource, before any lookup.

@@ -5,22 +5,22 @@
 
 use crate::memo::version::VersionMemo;
 use crate::memo::SiblingVersion;
-use gdn_core::decode::Facts;
+use gdn_core::decode::HeaderFacts;
 
 /// Entries kept.
 const MAX_ENTRIES: usize = 16_384;
 
 /// `None`: the sibling could not be inspected (corrupt, truncated), so the
 /// precompressed path does not walk it again on every request.
-static MEMO: VersionMemo<SiblingVersion, Option<Facts>> = VersionMemo::new(MAX_ENTRIES);
+static MEMO: VersionMemo<SiblingVersion, Option<HeaderFacts>> = VersionMemo::new(MAX_ENTRIES);
 
 /// The remembered facts of a file version (`Some(None)`: not inspectable).
-pub fn get(key: &SiblingVersion) -> Option<Option<Facts>> {
+pub fn get(key: &SiblingVersion) -> Option<Option<HeaderFacts>> {
     MEMO.get(key)
 }
 
 /// Remembers the facts of a file version.
-pub fn put(key: SiblingVersion, facts: Option<Facts>) {
+pub fn put(key: SiblingVersion, facts: Option<HeaderFacts>) {
     MEMO.put(key, facts);
 }
 
@@ -63,10 +63,10 @@ mod tests {
     #[test]
     fn remembers_per_version_learns_lengths_and_stays_bounded() {
         let k = (v(1, 2, 3, 4), Coding::Gzip);
-        let f = Facts {
+        let f = HeaderFacts {
             window: 32 * 1024,
             needed: 32 * 1024,
-            ..Facts::default()
+            ..HeaderFacts::default()
         };
         put(k, Some(f));
         assert_eq!(get(&k), Some(Some(f)));
@@ -88,7 +88,7 @@ mod tests {
         assert_eq!(get(&bad), Some(None));
         // Bounded (in the same test: the map is shared).
         for i in 0..(MAX_ENTRIES as u64 + 10) {
-            put((v(9, i, 0, 0), Coding::Br), Some(Facts::default()));
+            put((v(9, i, 0, 0), Coding::Br), Some(HeaderFacts::default()));
         }
         assert!(MEMO.len() <= MAX_ENTRIES, "{}", MEMO.len());
     }

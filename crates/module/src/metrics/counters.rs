@@ -5,7 +5,7 @@
 //! metrics handler.
 
 use crate::metrics::tally::{self, slot, Counted, Reason, Snapshot};
-use gdn_compressor::tally::Job;
+use gdn_compressor::tally::CopyFate;
 use gdn_core::coding::Coding;
 use gdn_httpd::shm::{self, Counters};
 use gdn_httpd::PostConfig;
@@ -115,7 +115,7 @@ pub fn decode_cpu(c: Coding, micros: u64) {
 }
 
 /// `n` on-demand copies reached state `j`.
-pub fn copies(j: Job, n: u64) {
+pub fn copies(j: CopyFate, n: u64) {
     add(slot::job(j), n);
 }
 

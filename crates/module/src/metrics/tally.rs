@@ -15,7 +15,7 @@ pub use page::page;
 pub use render::{auto, prometheus};
 
 use crate::outcome::Outcome;
-use gdn_compressor::tally::Job;
+use gdn_compressor::tally::CopyFate;
 use gdn_core::coding::Coding;
 use gdn_core::representation::Representation;
 
@@ -122,7 +122,7 @@ impl Reason {
 pub mod slot {
     use super::{Outcome, Reason};
     use crate::outcome::OUTCOMES;
-    use gdn_compressor::tally::Job;
+    use gdn_compressor::tally::CopyFate;
     use gdn_core::coding::Coding;
 
     pub fn responses(o: Outcome) -> usize {
@@ -149,7 +149,7 @@ pub mod slot {
             _ => 4 * OUTCOMES + 3 + r.index() * 3 + c.index(),
         }
     }
-    pub fn job(j: Job) -> usize {
+    pub fn job(j: CopyFate) -> usize {
         4 * OUTCOMES + 15 + j.index()
     }
     const BASE: usize = 4 * OUTCOMES + 21;
@@ -273,7 +273,7 @@ pub fn layout() -> u64 {
         eat(o.coding().unwrap_or("").as_bytes());
     }
     Reason::ALL.iter().for_each(|r| eat(r.name().as_bytes()));
-    Job::ALL.iter().for_each(|j| eat(j.name().as_bytes()));
+    CopyFate::ALL.iter().for_each(|j| eat(j.name().as_bytes()));
     let h = gdn_core::dictionary::hash(&all);
     let mut first = [0u8; 8];
     first.copy_from_slice(&h[..8]);
@@ -297,7 +297,7 @@ pub(crate) mod tests {
         values[slot::passed_over(Reason::Stale, Coding::Zstd)] = 2;
         values[slot::COMPRESSOR_STARTS] = 1;
         values[slot::CACHE_ENTRIES] = 1;
-        values[slot::job(Job::Done)] = 1;
+        values[slot::job(CopyFate::Done)] = 1;
         Snapshot {
             values,
             on_demand: true,
@@ -322,7 +322,7 @@ pub(crate) mod tests {
                 all.push(slot::passed_over(r, c));
             }
         }
-        all.extend(Job::ALL.map(slot::job));
+        all.extend(CopyFate::ALL.map(slot::job));
         all.extend([
             slot::COMPRESSOR_CPU_US,
             slot::COMPRESSOR_STARTS,

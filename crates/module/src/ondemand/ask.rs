@@ -5,8 +5,8 @@
 
 use super::cache::Active;
 use crate::config::{Settings, UseAsDictionary};
-use gdn_compressor::job::{CodingSet, Deltas};
-use gdn_compressor::key::{Kind, Source, Version};
+use gdn_compressor::job::{CodingSet, JobDeltas};
+use gdn_compressor::key::{Kind, SourceHash, Version};
 use gdn_httpd::{Level, Request};
 use std::ffi::CStr;
 
@@ -93,7 +93,7 @@ pub struct ToAsk<'r> {
 
 /// Marks the copy an answer sent as used, for least-recently-used
 /// eviction.
-pub fn sent(req: &Request<'_>, cache: &Active, copy: Option<(Source, Kind)>) {
+pub fn sent(req: &Request<'_>, cache: &Active, copy: Option<(SourceHash, Kind)>) {
     if let Some((source, kind)) = copy {
         cache.touch(source, kind, req.request_time_secs());
     }
@@ -123,7 +123,7 @@ pub fn copies(
         .and_then(|d| d.group)
         .map(|p| [host, b" ", p.as_bytes()].concat())
         .unwrap_or_default();
-    let deltas = deltas.map(|d| Deltas {
+    let deltas = deltas.map(|d| JobDeltas {
         versions: d.versions,
         group: &group,
         site: if d.site { host } else { &[] },

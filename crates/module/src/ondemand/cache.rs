@@ -24,9 +24,9 @@ use crate::memo;
 use crate::metrics::counters;
 use gdn_compressor::digests;
 use gdn_compressor::host::Host;
-use gdn_compressor::job::{self, CodingSet, Deltas, Job};
-use gdn_compressor::key::{self, Kind, NameBuf, Named, Source, Version};
-use gdn_compressor::settings::{Event, Settings, Stop, FAST_LEVELS};
+use gdn_compressor::job::{self, CodingSet, Job, JobDeltas};
+use gdn_compressor::key::{self, Kind, NameBuf, Named, SourceHash, Version};
+use gdn_compressor::settings::{CompressorSettings, Event, Stop, FAST_LEVELS};
 use gdn_compressor::tally;
 use std::ffi::{CStr, CString};
 use std::fs::File;
@@ -67,12 +67,12 @@ pub fn active() -> Option<&'static Active> {
 }
 
 /// What the compressor process runs with, set before it is forked.
-static SETTINGS: Mutex<Option<Settings>> = Mutex::new(None);
+static SETTINGS: Mutex<Option<CompressorSettings>> = Mutex::new(None);
 
 /// What the compressor is told: the cache root and limit, its workers
 /// and their priority, the levels of its first and best copies.
-fn settings_of(sc: &ServerConfig, root: &Path, host: &Host) -> Settings {
-    Settings {
+fn settings_of(sc: &ServerConfig, root: &Path, host: &Host) -> CompressorSettings {
+    CompressorSettings {
         root: root.to_path_buf(),
         host: host.clone(),
         max_size: sc.cache_max_size(),
@@ -123,7 +123,7 @@ pub fn start(ctx: &PostConfig<'_>, server: Option<&ServerConfig>) {
     let settings = settings_of(sc, &root, &host);
     *SETTINGS.lock().unwrap_or_else(PoisonError::into_inner) = Some(settings);
     // Started at the parent's priority: its compression threads lower
-    // their own (`Settings::worker_nice`), its job reader does not.
+    // their own (`CompressorSettings::worker_nice`), its job reader does not.
     let Some((channel, _pid)) = helper::start(ctx, c"gdn-compressor", own_nice(), compressor_main)
     else {
         return;
@@ -187,13 +187,13 @@ fn compressor_main(jobs: File, log: ServerLog) {
         .unwrap_or_else(PoisonError::into_inner)
         .take();
     let Some(settings) = settings else { return };
-    let say = |level: gdn_compressor::settings::Level, msg: &str| {
+    let say = |level: gdn_compressor::settings::Severity, msg: &str| {
         let l = match level {
-            gdn_compressor::settings::Level::Error => Level::Err,
-            gdn_compressor::settings::Level::Warn => Level::Warn,
-            gdn_compressor::settings::Level::Notice => Level::Notice,
-            gdn_compressor::settings::Level::Info => Level::Info,
-            gdn_compressor::settings::Level::Debug => Level::Debug,
+            gdn_compressor::settings::Severity::Error => Level::Err,
+            gdn_compressor::settings::Severity::Warn => Level::Warn,
+            gdn_compressor::settings::Severity::Notice => Level::Notice,
+            gdn_compressor::settings::Severity::Info => Level::Info,
+            gdn_compressor::settings::Severity::Debug => Level::Debug,
         };
         log.log(l, &format!("gdn-compressor: {msg}"));
     };
@@ -210,7 +210,7 @@ fn compressor_main(jobs: File, log: ServerLog) {
             });
         if let Err(e) = waiter {
             say(
-                gdn_compressor::settings::Level::Warn,
+                gdn_compressor::settings::Severity::Warn,
                 &format!("cannot wait for a stop: {e}"),
             );
         }
@@ -427,7 +427,7 @@ impl Active {
         path: &CStr,
         v: Version,
         codings: CodingSet,
-        deltas: Option<Deltas<'_>>,
+        deltas: Option<JobDeltas<'_>>,
         now_us: i64,
     ) -> bool {
         let bits = codings.bits() | if deltas.is_some() { DELTAS_ASKED } else { 0 };
@@ -469,7 +469,7 @@ impl Active {
 
     /// Tells the compressor a copy was served, at most once a second per
     /// copy and process, for its least-recently-used eviction.
-    pub fn touch(&self, source: Source, kind: Kind, now: i64) {
+    pub fn touch(&self, source: SourceHash, kind: Kind, now: i64) {
         static SENT: Lately = Lately::new();
         if SENT.done(&(source, kind), 1, now) {
             return;
@@ -553,9 +553,9 @@ impl Lately {
 /// full.
 fn queued(sent: bool, n: usize) {
     let state = if sent {
-        tally::Job::Queued
+        tally::CopyFate::Queued
     } else {
-        tally::Job::Dropped
+        tally::CopyFate::Dropped
     };
     counters::copies(state, n as u64);
 }

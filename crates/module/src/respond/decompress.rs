@@ -16,7 +16,7 @@ use crate::memo::verdict::Judged;
 use crate::metrics::counters;
 use crate::outcome::Outcome;
 use gdn_core::coding::Coding;
-use gdn_core::decode::{self, Body, DecodeError, Facts};
+use gdn_core::decode::{self, Body, DecodeError, HeaderFacts};
 use gdn_core::digest::{Algorithm, Hasher};
 use gdn_core::representation::Representation;
 use gdn_core::variant::Window;
@@ -118,7 +118,7 @@ fn decodable_facts<'r>(
     file: &File<'_>,
     path: &'r CStr,
     w: Window,
-) -> Result<(Facts, memo::SiblingVersion), Skip<'r>> {
+) -> Result<(HeaderFacts, memo::SiblingVersion), Skip<'r>> {
     let req = a.req;
     let header = sibling_header(req, c, file, path);
     if let Ok((facts, _)) = &header {
@@ -139,7 +139,7 @@ fn decodable_facts<'r>(
 /// Whether a sibling needs more history than a `Window::Small` candidate
 /// allows: a large zstd window then waits for its `Window::Any` turn,
 /// after gzip.
-fn waits(req: &Request<'_>, c: Coding, w: Window, facts: &Facts, path: &CStr) -> bool {
+fn waits(req: &Request<'_>, c: Coding, w: Window, facts: &HeaderFacts, path: &CStr) -> bool {
     let wait = w == Window::Small && c == Coding::Zstd && facts.needed > ZSTD_PREFERRED_WINDOW;
     if wait {
         req.log_with(Level::Debug, 0, || {
@@ -182,7 +182,7 @@ fn mismatch(total: u64, eof: bool, declared: Option<u64>) -> Option<DecodeError>
 fn start<'s, 'r>(
     c: Coding,
     file: &'s Readable<'r>,
-    facts: &Facts,
+    facts: &HeaderFacts,
 ) -> Result<(Body<'s, Readable<'r>>, Chunk), DecodeError> {
     let mut dec = Body::new(c, file, file.0.info().size(), Some(facts), OUT_CHUNK)?;
     let first = fill(&mut dec)?;
@@ -306,7 +306,7 @@ pub(super) fn decompress<'r>(
 }
 
 /// A sibling's header and its memo key, or why it is not decoded.
-type Checked<'r> = Result<(Facts, memo::SiblingVersion), Skip<'r>>;
+type Checked<'r> = Result<(HeaderFacts, memo::SiblingVersion), Skip<'r>>;
 
 /// Coding `c`'s sibling `s`, opened, and its facts, checked before the
 /// decode: one whose large window waits for its later turn gives way.

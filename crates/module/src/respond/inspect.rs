@@ -4,7 +4,7 @@
 
 use crate::memo;
 use gdn_core::coding::Coding;
-use gdn_core::decode::{self, DecodeError, Facts};
+use gdn_core::decode::{self, DecodeError, HeaderFacts};
 use gdn_httpd::{File, Level, Request};
 use std::ffi::CStr;
 
@@ -16,7 +16,7 @@ pub(super) fn sibling_header(
     c: Coding,
     file: &File<'_>,
     path: &CStr,
-) -> Result<(Facts, memo::SiblingVersion), DecodeError> {
+) -> Result<(HeaderFacts, memo::SiblingVersion), DecodeError> {
     let key = (file.info().version(), c);
     if let Some(Some(f)) = memo::header::get(&key) {
         return Ok((f, key));

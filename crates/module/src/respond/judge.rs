@@ -29,8 +29,8 @@ use crate::memo::SiblingVersion;
 use crate::metrics::counters;
 use crate::metrics::tally::Reason;
 use gdn_core::coding::Coding;
-use gdn_core::decode::verdict::{cheap, full_within, Broken, Original};
-use gdn_core::decode::{self as decode, Facts};
+use gdn_core::decode::verdict::{cheap, full_within, Broken, OriginalDigest};
+use gdn_core::decode::{self as decode, HeaderFacts};
 use gdn_httpd::{File, FileVersion, Level, Request};
 use std::ffi::CStr;
 use std::fs;
@@ -233,7 +233,7 @@ fn full_check(
     a: &Responder<'_, '_>,
     c: Coding,
     file: &File<'_>,
-    facts: &Facts,
+    facts: &HeaderFacts,
 ) -> Result<(), Broken> {
     let original = match a.original() {
         None => None,
@@ -243,7 +243,7 @@ fn full_check(
                 // its decode alone.
                 return full_within(c, file.reader(0), Some(facts), None, DECODED_MAX).map(|_| ());
             };
-            Original::of(o.reader(0)).ok()
+            OriginalDigest::of(o.reader(0)).ok()
         }
     };
     full_within(
@@ -304,7 +304,7 @@ struct Check {
     sibling: PathBuf,
     coding: Coding,
     key: SiblingVersion,
-    facts: Facts,
+    facts: HeaderFacts,
     original: Option<(PathBuf, FileVersion)>,
 }
 
@@ -313,7 +313,13 @@ static CHECKER: Mutex<Option<SyncSender<Check>>> = Mutex::new(None);
 
 /// Asks the checker thread for the full check of a sibling too large to
 /// decode in the request.
-fn queue_check(a: &Responder<'_, '_>, c: Coding, path: &CStr, key: SiblingVersion, facts: Facts) {
+fn queue_check(
+    a: &Responder<'_, '_>,
+    c: Coding,
+    path: &CStr,
+    key: SiblingVersion,
+    facts: HeaderFacts,
+) {
     if a.original().is_some_and(|o| o.size > BACKGROUND_MAX) {
         return;
     }
@@ -370,7 +376,7 @@ fn run_check(ch: Check) {
         None => None,
         Some((p, v)) => {
             let Some(f) = open_version(p, v) else { return };
-            match Original::of(BufReader::with_capacity(64 << 10, f)) {
+            match OriginalDigest::of(BufReader::with_capacity(64 << 10, f)) {
                 Ok(o) => Some(o),
                 Err(_) => return,
             }

@@ -7,7 +7,7 @@
 //! a page judged not public now.
 
 use crate::ondemand::cache;
-use gdn_compressor::pages::{self, Candidate};
+use gdn_compressor::pages::{self, ChosenPage};
 use gdn_httpd::{Level, Request};
 use std::ffi::{CString, OsStr};
 use std::hash::BuildHasher;
@@ -54,7 +54,7 @@ pub fn judge(req: &Request<'_>, cache: &cache::Active, period: u32) {
 
 /// Whether every client may GET the page `c` under `root`, as Apache
 /// answers for its URI.
-fn is_public(req: &Request<'_>, root: &Path, c: &Candidate) -> bool {
+fn is_public(req: &Request<'_>, root: &Path, c: &ChosenPage) -> bool {
     let (Ok(uri), Ok(path)) = (
         CString::new(c.uri()),
         CString::new(c.path(root).into_os_string().into_vec()),

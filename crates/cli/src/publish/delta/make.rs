@@ -4,13 +4,13 @@
 
 use super::codec::{self, DeltaLevels};
 use super::previous::Prepared;
-use super::{dictionaries, Dict, Plan, Source};
+use super::{dictionaries, DeltaPlan, Dict, DictSource};
 use gdn_core::coding::Coding;
 use gdn_core::dictionary::{self, DeltaCoding, Hash};
 use gdn_core::encode::encode_vec;
 use gdn_publish::error::{PublishError, Removal};
 use gdn_publish::freshness::mtime;
-use gdn_publish::lifecycle::{self, Encoded, Job, Made, Outcome, Sizes};
+use gdn_publish::lifecycle::{self, Encoded, LifecycleJob, LifecycleOutcome, Made, SizeAgainst};
 use gdn_publish::options::CompressOptions;
 use gdn_publish::original::Original;
 use gdn_publish::store;
@@ -25,7 +25,7 @@ use std::sync::Arc;
 pub struct DeltaResult {
     pub coding: DeltaCoding,
     pub dictionary: Hash,
-    pub outcome: Outcome,
+    pub outcome: LifecycleOutcome,
 }
 
 /// Makes (or keeps, drops, removes) every delta of `original`, after its
@@ -33,7 +33,7 @@ pub struct DeltaResult {
 pub(in crate::publish) fn make_deltas(
     original: &Original<'_>,
     prepared: &Prepared,
-    plan: &Plan,
+    plan: &DeltaPlan,
     opts: &CompressOptions,
 ) -> Vec<DeltaResult> {
     let path = original.path;
@@ -43,7 +43,10 @@ pub(in crate::publish) fn make_deltas(
     for d in &dicts {
         for &coding in &opts.deltas.codings {
             let outcome = make_delta(original, prepared, d, coding, br, opts);
-            if matches!(outcome, Outcome::UpToDate | Outcome::Written(_)) {
+            if matches!(
+                outcome,
+                LifecycleOutcome::UpToDate | LifecycleOutcome::Written(_)
+            ) {
                 catalogue(plan, d);
             }
             out.push(DeltaResult {
@@ -73,8 +76,8 @@ pub(in crate::publish) fn make_deltas(
 
 /// Records a file dictionary in the store of the tree it is in, so that
 /// `verify` finds it; failing only costs `verify` that knowledge.
-fn catalogue(plan: &Plan, d: &Dict) {
-    if let Source::Bytes(_, Some(file)) = &d.source {
+fn catalogue(plan: &DeltaPlan, d: &Dict) {
+    if let DictSource::Bytes(_, Some(file)) = &d.source {
         if let Some((store, _)) = plan.store_of(file) {
             let _ = store.catalogue(&d.hash, file);
         }
@@ -82,20 +85,22 @@ fn catalogue(plan: &Plan, d: &Dict) {
 }
 
 /// Removes a delta whose dictionary is no longer the file's.
-fn remove_stale(path: &Path, dry_run: bool) -> Outcome {
+fn remove_stale(path: &Path, dry_run: bool) -> LifecycleOutcome {
     if dry_run {
-        return Outcome::Stale;
+        return LifecycleOutcome::Stale;
     }
     match fs::remove_file(path) {
-        Ok(()) => Outcome::Stale,
-        Err(e) => Outcome::Failed(PublishError::Remove(Removal::Stale, path.to_path_buf(), e)),
+        Ok(()) => LifecycleOutcome::Stale,
+        Err(e) => {
+            LifecycleOutcome::Failed(PublishError::Remove(Removal::Stale, path.to_path_buf(), e))
+        }
     }
 }
 
 /// Keeps the newest `--delta-versions` stored versions of the file.
 pub(in crate::publish) fn prune(
     original: &Original<'_>,
-    plan: &Plan,
+    plan: &DeltaPlan,
     opts: &CompressOptions,
 ) -> Result<(), PublishError> {
     if opts.dry_run || opts.deltas.versions == 0 {
@@ -139,9 +144,9 @@ fn make_delta(
     coding: DeltaCoding,
     br: u64,
     opts: &CompressOptions,
-) -> Outcome {
+) -> LifecycleOutcome {
     let Some(target) = dictionary::delta_path(original.path, &dict.hash, coding) else {
-        return Outcome::Failed(PublishError::NameNotUtf8);
+        return LifecycleOutcome::Failed(PublishError::NameNotUtf8);
     };
     let job = DeltaJob {
         original,
@@ -169,7 +174,7 @@ struct DeltaJob<'a> {
     levels: &'a DeltaLevels,
 }
 
-impl Job for DeltaJob<'_> {
+impl LifecycleJob for DeltaJob<'_> {
     fn target(&self) -> &Path {
         &self.target
     }
@@ -200,13 +205,13 @@ impl Job for DeltaJob<'_> {
         }
         let delta =
             codec::encode(self.coding, self.levels, &dict, data).map_err(PublishError::Encode)?;
-        let sizes = Sizes {
+        let sizes = SizeAgainst {
             size: delta.len() as u64,
             against: self.br,
         };
         Ok(Made::Encoded(Encoded::Bytes(delta), sizes))
     }
-    fn pays(&self, sizes: Sizes) -> bool {
+    fn pays(&self, sizes: SizeAgainst) -> bool {
         sizes.size < sizes.against
     }
     fn removal(&self) -> Removal {
@@ -215,10 +220,10 @@ impl Job for DeltaJob<'_> {
 }
 
 /// A dictionary's bytes.
-fn load(source: &Source) -> Result<Arc<Vec<u8>>, PublishError> {
+fn load(source: &DictSource) -> Result<Arc<Vec<u8>>, PublishError> {
     match source {
-        Source::Bytes(b, _) => Ok(b.clone()),
-        Source::Stored(p) => store::load_version(p)
+        DictSource::Bytes(b, _) => Ok(b.clone()),
+        DictSource::Stored(p) => store::load_version(p)
             .map(Arc::new)
             .map_err(|e| PublishError::LoadVersion(p.clone(), e)),
     }

@@ -44,11 +44,11 @@ struct Existing {
 #[derive(Clone, Debug)]
 struct Dict {
     hash: Hash,
-    source: Source,
+    source: DictSource,
 }
 
 #[derive(Clone, Debug)]
-enum Source {
+enum DictSource {
     /// A version in the store, loaded only when a delta must be made.
     Stored(PathBuf),
     /// Bytes at hand, and the file they are, when they are one.
@@ -56,30 +56,30 @@ enum Source {
 }
 
 /// The site dictionary of `--dictionary`.
-struct Site {
+struct SiteDictionary {
     hash: Hash,
     bytes: Arc<Vec<u8>>,
     path: PathBuf,
 }
 
 /// Everything decided before the files are worked on in parallel.
-pub(super) struct Plan {
+pub(super) struct DeltaPlan {
     trees: Vec<Store>,
-    site: Option<Site>,
+    site: Option<SiteDictionary>,
     /// Group member -> the older members it gets deltas against.
     groups: HashMap<PathBuf, Vec<PathBuf>>,
     /// Original -> its deltas on disk.
     existing: HashMap<PathBuf, Vec<Existing>>,
 }
 
-impl Plan {
+impl DeltaPlan {
     /// The plan for `files`, found in the trees of `trees`; `None` when no
     /// delta is asked for.
     pub(super) fn new(
         mut trees: Vec<Store>,
         files: &[(PathBuf, u64)],
         opts: &DeltaOptions,
-    ) -> Result<Option<Plan>, String> {
+    ) -> Result<Option<DeltaPlan>, String> {
         if !opts.active() {
             return Ok(None);
         }
@@ -89,7 +89,7 @@ impl Plan {
             Some(p) => Some(site_dictionary(p)?),
             None => None,
         };
-        let mut plan = Plan {
+        let mut plan = DeltaPlan {
             trees,
             site,
             groups: HashMap::new(),
@@ -142,13 +142,13 @@ impl Plan {
 }
 
 /// Reads and hashes the site dictionary.
-fn site_dictionary(path: &Path) -> Result<Site, String> {
+fn site_dictionary(path: &Path) -> Result<SiteDictionary, String> {
     let bytes = store::read_limited(path)
         .map_err(|e| format!("cannot read dictionary {}: {e}", path.display()))?;
     if bytes.is_empty() {
         return Err(format!("dictionary {} is empty", path.display()));
     }
-    Ok(Site {
+    Ok(SiteDictionary {
         hash: dictionary::hash(&bytes),
         bytes: Arc::new(bytes),
         path: fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()),
@@ -181,17 +181,22 @@ fn existing_deltas(files: &[(PathBuf, u64)]) -> HashMap<PathBuf, Vec<Existing>> 
 }
 
 /// The dictionaries `path` gets deltas against, without its own content.
-fn dictionaries(path: &Path, prepared: &Prepared, plan: &Plan, opts: &DeltaOptions) -> Vec<Dict> {
+fn dictionaries(
+    path: &Path,
+    prepared: &Prepared,
+    plan: &DeltaPlan,
+    opts: &DeltaOptions,
+) -> Vec<Dict> {
     let own = dictionary::hash(&prepared.current);
     let mut v = Vec::new();
     if let (Some((store, rel)), true) = (plan.store_of(path), opts.versions > 0) {
         let pending = prepared.pending.iter().map(|b| Dict {
             hash: dictionary::hash(b),
-            source: Source::Bytes(b.clone(), None),
+            source: DictSource::Bytes(b.clone(), None),
         });
         let stored = store.versions(rel).into_iter().map(|s| Dict {
             hash: s.hash,
-            source: Source::Stored(s.path),
+            source: DictSource::Stored(s.path),
         });
         let versions: Vec<Dict> = pending.chain(stored).filter(|d| d.hash != own).collect();
         v.extend(dedup(versions).into_iter().take(opts.versions));
@@ -200,7 +205,7 @@ fn dictionaries(path: &Path, prepared: &Prepared, plan: &Plan, opts: &DeltaOptio
         if let Ok(b) = store::read_limited(member) {
             v.push(Dict {
                 hash: dictionary::hash(&b),
-                source: Source::Bytes(Arc::new(b), Some(member.clone())),
+                source: DictSource::Bytes(Arc::new(b), Some(member.clone())),
             });
         }
     }
@@ -209,7 +214,7 @@ fn dictionaries(path: &Path, prepared: &Prepared, plan: &Plan, opts: &DeltaOptio
         if !itself {
             v.push(Dict {
                 hash: site.hash,
-                source: Source::Bytes(site.bytes.clone(), Some(site.path.clone())),
+                source: DictSource::Bytes(site.bytes.clone(), Some(site.path.clone())),
             });
         }
     }
@@ -250,12 +255,12 @@ mod tests {
             ..Default::default()
         };
         let files = [(f.clone(), 1)];
-        let plan = Plan::new(stores(&[top.clone(), sub.clone()]), &files, &opts)
+        let plan = DeltaPlan::new(stores(&[top.clone(), sub.clone()]), &files, &opts)
             .unwrap()
             .unwrap();
         let (store, rel) = plan.store_of(&f).unwrap();
         assert_eq!((store.tree(), rel), (sub.as_path(), Path::new("app.js")));
-        let plan = Plan::new(stores(std::slice::from_ref(&top)), &files, &opts)
+        let plan = DeltaPlan::new(stores(std::slice::from_ref(&top)), &files, &opts)
             .unwrap()
             .unwrap();
         assert_eq!(plan.store_of(&f).unwrap().1, Path::new("assets/app.js"));
@@ -288,7 +293,7 @@ mod tests {
             group_depth: 2,
             ..Default::default()
         };
-        let plan = Plan::new(stores(&[d.path().to_path_buf()]), &files, &opts)
+        let plan = DeltaPlan::new(stores(&[d.path().to_path_buf()]), &files, &opts)
             .unwrap()
             .unwrap();
         let older = |n: &str| {
@@ -308,6 +313,6 @@ mod tests {
             groups: vec!["app.[.js".into()],
             ..Default::default()
         };
-        assert!(Plan::new(stores(&[d.path().to_path_buf()]), &files, &bad).is_err());
+        assert!(DeltaPlan::new(stores(&[d.path().to_path_buf()]), &files, &bad).is_err());
     }
 }

@@ -1,7 +1,7 @@
 //! The file's content read for its deltas, and the earlier version its
 //! stale siblings still hold, recovered before they are rewritten.
 
-use super::Plan;
+use super::DeltaPlan;
 use gdn_core::coding::Coding;
 use gdn_core::decode::Decoder;
 use gdn_core::dictionary;
@@ -29,7 +29,7 @@ pub(in crate::publish) struct Prepared {
 /// file gets no delta (too large, or outside every tree and dictionary).
 pub(in crate::publish) fn prepare(
     original: &Original<'_>,
-    plan: &Plan,
+    plan: &DeltaPlan,
     opts: &CompressOptions,
 ) -> Result<Option<Prepared>, PublishError> {
     let path = original.path;

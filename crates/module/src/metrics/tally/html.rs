@@ -4,7 +4,7 @@
 
 use super::{slot, Reason, Snapshot, Totals};
 use crate::outcome::Outcome;
-use gdn_compressor::tally::Job;
+use gdn_compressor::tally::CopyFate;
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::representation::Representation;
 use std::fmt::Write;
@@ -279,7 +279,7 @@ fn on_demand(s: &Snapshot, now_secs: u64, out: &mut String) {
     }
     out.push_str(".</p>\n");
     backlog(s, now_secs, out);
-    let asked: Vec<Job> = Job::ALL
+    let asked: Vec<CopyFate> = CopyFate::ALL
         .into_iter()
         .filter(|&j| s.get(slot::job(j)) > 0)
         .collect();
@@ -318,8 +318,8 @@ fn backlog(s: &Snapshot, now_secs: u64, out: &mut String) {
     let _ = writeln!(
         out,
         "; {} made, {} dropped; CPU per copy: {}.</p>",
-        s.get(slot::job(Job::Done)),
-        s.get(slot::job(Job::Dropped)),
+        s.get(slot::job(CopyFate::Done)),
+        s.get(slot::job(CopyFate::Dropped)),
         cpu(super::render::cpu_per_copy(s)),
     );
 }

@@ -3,7 +3,7 @@
 
 use super::{slot, Reason, Snapshot};
 use crate::outcome::Outcome;
-use gdn_compressor::tally::Job;
+use gdn_compressor::tally::CopyFate;
 use gdn_core::coding::Coding;
 use std::fmt::Write;
 
@@ -107,7 +107,7 @@ fn samples(s: &Snapshot, source: Source) -> Vec<Sample> {
 /// Microseconds of the compressor's CPU per copy made or found not
 /// worth keeping (0 before the first).
 pub fn cpu_per_copy(s: &Snapshot) -> u64 {
-    let copies = s.get(slot::job(Job::Done)) + s.get(slot::job(Job::NotWorth));
+    let copies = s.get(slot::job(CopyFate::Done)) + s.get(slot::job(CopyFate::NotWorth));
     s.get(slot::COMPRESSOR_CPU_US) / copies.max(1)
 }
 
@@ -133,7 +133,7 @@ fn passed_over(s: &Snapshot) -> Vec<Sample> {
 }
 
 fn jobs(s: &Snapshot) -> Vec<Sample> {
-    Job::ALL
+    CopyFate::ALL
         .iter()
         .map(|&j| Sample {
             labels: vec![("state", j.name())],
