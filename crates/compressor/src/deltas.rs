@@ -249,7 +249,7 @@ impl Ctx<'_> {
 
     /// Writes one delta (or, when it would not be smaller than the
     /// content, or a `dcb` would need too large a window, the empty
-    /// marker); its size.
+    /// stand-in); its size.
     fn delta(
         &self,
         meta: &fs::Metadata,

@@ -2,7 +2,7 @@
 //! was used, in least-recently-used order, with no I/O of its own so the
 //! eviction order is tested alone.
 //!
-//! Markers (not worth compressing) count 0 bytes against the size limit
+//! Stand-ins (not worth compressing) count 0 bytes against the size limit
 //! but are entries like any copy: they leave in least-recently-used order
 //! when eviction sweeps past them, and `max_entries` bounds the memory
 //! the index needs however many of them there are.
@@ -22,7 +22,7 @@ pub(super) const BLOCK: u64 = 4096;
 const MIN_ENTRIES: usize = 1 << 16;
 
 /// Most entries kept under a byte limit of `max_size`: as many copies as
-/// the limit holds at one block each (markers, of no block, count as
+/// the limit holds at one block each (stand-ins, of no block, count as
 /// entries too); at least `MIN_ENTRIES`. The default 1 GiB allows 262,144
 /// entries, whose index takes about 320 bytes each, 82 MB at most
 /// (`memory::index_memory_per_entry` measures it); beyond it the least
@@ -39,7 +39,7 @@ struct Entry {
     tick: u64,
 }
 
-/// The copies and markers the cache holds.
+/// The copies and stand-ins the cache holds.
 pub(super) struct Index {
     entries: HashMap<CopyId, Entry>,
     /// Least recently used first.
@@ -188,7 +188,7 @@ mod tests {
         for n in 1..=4 {
             ix.insert(key(n), 100);
         }
-        ix.insert(key(9), 0); // a marker
+        ix.insert(key(9), 0); // a stand-in
         assert!(ix.touch(&key(1)));
         assert!(!ix.touch(&key(7)));
         assert_eq!(ix.total(), 400);

@@ -211,7 +211,7 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// Makes the `c` copy of the bytes read (or the marker that it does
+    /// Makes the `c` copy of the bytes read (or the stand-in that it does
     /// not pay); its size, or `None` when it was there already or another
     /// compressor sharing the root is making it (a later request finds
     /// it).

@@ -204,7 +204,7 @@ impl State {
     }
 
     /// Takes `task` on: false when it is pending, failed before, or done
-    /// (this host knows the version's digest and a copy or marker is
+    /// (this host knows the version's digest and a copy or stand-in is
     /// there, whichever compressor sharing the root made it: it is
     /// indexed here so this one's eviction sees it). A file at the copy's
     /// name that is not one a compressor made (`copy_there`: another
@@ -333,11 +333,11 @@ impl State {
         self.failed.insert(task);
     }
 
-    /// A copy (or marker) of `size` bytes was made at `key`'s name:
+    /// A copy (or stand-in) of `size` bytes was made at `key`'s name:
     /// indexed as the most recently used, its atime set to now so a later
     /// start sees it so, and older ones evicted until the cache, the new
     /// copy included, fits the limit. A copy larger than the whole limit
-    /// is replaced by a marker (so it is not made again); false then.
+    /// is replaced by a stand-in (so it is not made again); false then.
     pub(super) fn made(
         &mut self,
         settings: &CompressorSettings,

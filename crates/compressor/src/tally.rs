@@ -14,7 +14,7 @@ pub enum CopyFate {
     Merged,
     /// The copy was written.
     Done,
-    /// Compressing it was not worth it; a marker says so.
+    /// Compressing it was not worth it; a stand-in says so.
     NotWorth,
     /// The file changed or vanished, or it could not be done.
     Failed,

@@ -216,7 +216,7 @@ fn another_version_is_refused() {
 }
 
 #[test]
-fn incompressible_data_leaves_markers() {
+fn incompressible_data_leaves_stand_ins() {
     let (_d, docs, cache) = tree();
     let p = docs.join("noise.txt");
     fs::write(&p, noise(20_000, 9)).unwrap();
@@ -317,7 +317,7 @@ fn eviction_keeps_the_limit_and_a_touched_copy() {
     assert!(!copy(&s, &files[0], Kind::Coded(Coding::Gzip)).exists());
 }
 
-/// Bytes of every file under `root` (copies, markers, the lock), as
+/// Bytes of every file under `root` (copies, stand-ins, the lock), as
 /// the limit counts them: allocated blocks, this host's digest records
 /// (`hosts/`) included.
 fn bytes_under(root: &Path) -> u64 {
@@ -362,9 +362,9 @@ fn a_copy_larger_than_the_limit_is_not_kept_and_the_limit_holds_after_each_job()
         bytes_under(&cache),
         s.max_size
     );
-    // A marker stands in for it, so it is not made again per request.
-    let marker = copy(&s, &large, Kind::Coded(Coding::Gzip));
-    assert_eq!(fs::metadata(&marker).unwrap().len(), 0);
+    // A stand-in takes its place, so it is not made again per request.
+    let stand_in = copy(&s, &large, Kind::Coded(Coding::Gzip));
+    assert_eq!(fs::metadata(&stand_in).unwrap().len(), 0);
     assert_eq!(lines.count(Severity::Info, "not kept"), 1);
     assert!(copy(&s, &small, Kind::Coded(Coding::Gzip)).exists());
 }

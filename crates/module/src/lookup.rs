@@ -67,7 +67,7 @@ pub enum Admitted {
 /// itself, or a symlink's target where `Options` allow following it.
 /// Used only where the configuration keeps `Options` in `<Directory>`
 /// (csrc/access.c), so the merged options are the directory walk's.
-pub fn resolve(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
+pub fn served_file(req: &Request<'_>, path: &CStr) -> Option<Finfo> {
     let link = req.stat(path, true).ok()?;
     if link.kind() != FileKind::Symlink {
         return Some(link);
@@ -98,7 +98,7 @@ pub fn opened_as_allowed(req: &Request<'_>, path: &CStr, opened: &Finfo) -> bool
     if req.symlink_policy() == SymlinkPolicy::Always {
         return true;
     }
-    let ok = resolve(req, path).is_some_and(|now| now.same_file(opened));
+    let ok = served_file(req, path).is_some_and(|now| now.same_file(opened));
     if !ok {
         log_swapped(req, path);
     }
@@ -204,7 +204,7 @@ fn stat_short<'r>(
     if req.symlink_policy() == SymlinkPolicy::Always {
         return open_followed(req, path);
     }
-    let info = resolve(req, path).ok_or(NotServed::Absent)?;
+    let info = served_file(req, path).ok_or(NotServed::Absent)?;
     if info.kind() != FileKind::Regular {
         req.log_with(Level::Debug, 0, || {
             format!("ignoring {}: not a regular file", path.to_string_lossy())

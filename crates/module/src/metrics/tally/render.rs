@@ -38,7 +38,7 @@ const FAMILIES: [Family; 19] = [
     ("gzip_disk_ng_compressor_starts_total", "On-demand compressor processes started.", "counter", Source::One(slot::COMPRESSOR_STARTS)),
     ("gzip_disk_ng_compressor_restarts_total", "On-demand compressors started again after one died.", "counter", Source::One(slot::COMPRESSOR_RESTARTS)),
     ("gzip_disk_ng_compressor_pid", "Process id of the last on-demand compressor started.", "gauge", Source::One(slot::COMPRESSOR_PID)),
-    ("gzip_disk_ng_cache_entries", "Files in the on-demand cache: copies, deltas, kept versions, and markers of files not worth compressing.", "gauge", Source::One(slot::CACHE_ENTRIES)),
+    ("gzip_disk_ng_cache_entries", "Files in the on-demand cache: copies, deltas, kept versions, and stand-ins for files not worth compressing.", "gauge", Source::One(slot::CACHE_ENTRIES)),
     ("gzip_disk_ng_cache_bytes", "Bytes of the copies, deltas and kept versions in the on-demand cache.", "gauge", Source::One(slot::CACHE_BYTES)),
     ("gzip_disk_ng_cache_evictions_total", "Copies, deltas and kept versions evicted from the on-demand cache, least recently used first.", "counter", Source::One(slot::CACHE_EVICTIONS)),
     ("gzip_disk_ng_ondemand_wanted", "On-demand copies asked for and not made yet: entries of the compressor's wanted set (a file version's codings, or a decoded sibling).", "gauge", Source::One(slot::WANTED)),
