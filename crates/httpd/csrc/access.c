@@ -200,6 +200,10 @@ static struct {
     int kind;
 } known_filters[KNOWN_FILTERS];
 static int known_filter_count;
+/* What a harness is, provider after provider (`gdn_sibling_rules`). */
+#define FILTER_KINDS 4
+static int harness_kind[FILTER_KINDS * FILTER_KINDS];
+static int harness_start;
 
 /* mod_filter's provider record, as httpd 2.4 lays it out
  * (modules/filters/mod_filter.c): read, never written. A record with
@@ -227,27 +231,23 @@ static int registered_kind(const ap_filter_rec_t *frec)
 }
 
 /* What a filter record is: one of `known_filters`, or mod_filter's
- * harness of such filters alone (a compressor where one of them is),
- * else unknown. */
+ * harness, its providers' kinds folded as the module's rule says
+ * (`harness_kind`), else unknown. */
 static int filter_kind(const ap_filter_rec_t *frec)
 {
     const struct filter_provider *p;
-    int kind = registered_kind(frec), any = 0;
+    int kind = registered_kind(frec);
     /* A harness's providers are read only once the read-back found
      * mod_filter's records as written (else it is unknown). */
     if (kind || !frec->providers || !FOREIGN_LAYOUTS || foreign_unread) {
         return kind;
     }
-    kind = FILTER_PLAIN;
+    kind = harness_start;
     for (p = (const struct filter_provider *)frec->providers; p; p = p->next) {
         int k = p->frec ? registered_kind(p->frec) : FILTER_UNKNOWN;
-        if (k == FILTER_UNKNOWN) {
-            return FILTER_UNKNOWN;
-        }
-        kind = k > kind ? k : kind;
-        any = 1;
+        kind = harness_kind[kind * FILTER_KINDS + k];
     }
-    return any ? kind : FILTER_UNKNOWN;
+    return kind;
 }
 
 /* The object (shared module or httpd itself) holding `addr`. */
@@ -263,6 +263,13 @@ static const void *object_of(const void *addr)
 static void learn_filters(const gdn_sibling_rules *rules)
 {
     int i;
+    /* A number out of range is unknown: every index stays in the table. */
+    for (i = 0; i < FILTER_KINDS * FILTER_KINDS; i++) {
+        int k = rules->harness[i];
+        harness_kind[i] = k >= 0 && k < FILTER_KINDS ? k : FILTER_UNKNOWN;
+    }
+    harness_start = rules->harness_start >= 0 && rules->harness_start < FILTER_KINDS
+        ? rules->harness_start : FILTER_UNKNOWN;
     known_filter_count = 0;
     for (i = 0; i < rules->filters && known_filter_count < KNOWN_FILTERS; i++) {
         ap_filter_rec_t *frec = ap_get_output_filter_handle(rules->filter_names[i]);

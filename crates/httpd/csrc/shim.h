@@ -28,10 +28,13 @@ void *gdn_request_state(const request_rec *r, int module_index);
 void gdn_set_request_state(request_rec *r, int module_index, void *value);
 
 /* What the module judged of the configuration at post_config: whether
- * request headers may be edited after they are read, and the output
+ * request headers may be edited after they are read, the output
  * filters that leave a response's content as it is (each with the
  * module that registers it, and its kind: 0 passes the bytes, 1 a
- * compressor, 2 a coder a handler gives way to). Copied; the caller
+ * compressor, 2 a coder a handler gives way to), and what a mod_filter
+ * harness is: starting from `harness_start`, `harness[k * 4 + p]` is
+ * the kind after a provider of kind p, the providers before it of kind
+ * k (by access.c's FILTER_* numbers, 0 unknown). Copied; the caller
  * keeps its own. */
 typedef struct {
     int headers_edited;
@@ -39,6 +42,8 @@ typedef struct {
     const char *const *filter_names;
     const char *const *filter_modules;
     const int *filter_kinds;
+    const int *harness;
+    int harness_start;
 } gdn_sibling_rules;
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules);

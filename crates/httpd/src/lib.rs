@@ -30,8 +30,8 @@ pub use file::{File, FileKind, FileReader, FileVersion, Finfo, PoolBytes, Symlin
 pub use filter::{Filter, Input, Piece};
 pub use log::{Level, ServerLog};
 pub use module::{
-    Args, Command, Config, Context, Directive, FilterKind, Hook, Module, Order, Parms, PlainFilter,
-    PostConfig, Set, SiblingRules, Takes,
+    Args, Command, Config, Context, Directive, FilterKind, HarnessRule, Hook, Module, Order, Parms,
+    PlainFilter, PostConfig, Set, SiblingRules, Takes,
 };
 pub use request::{Asked, AuthzNode, ClientRules, Request, Twin};
 

@@ -304,6 +304,38 @@ pub struct SiblingRules {
     /// then the headers as read are kept for every request's twins.
     pub headers_edited: bool,
     pub filters: Vec<PlainFilter>,
+    /// What a mod_filter harness is, one provider after another.
+    pub harness: HarnessRule,
+}
+
+/// What a mod_filter harness is, as the module's rule folds its
+/// providers' kinds (`None`: unknown): the kind before any provider, and
+/// the kind after each (kind so far, provider's kind) pair. A harness
+/// without a provider is unknown. By default every harness is unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HarnessRule {
+    start: Option<FilterKind>,
+    after: [Option<FilterKind>; HARNESS_KINDS * HARNESS_KINDS],
+}
+
+impl HarnessRule {
+    /// The rule `fold` (the kind so far and the next provider's, to the
+    /// kind after it), starting from `start`.
+    pub fn of(
+        start: Option<FilterKind>,
+        fold: impl Fn(Option<FilterKind>, Option<FilterKind>) -> Option<FilterKind>,
+    ) -> HarnessRule {
+        let kinds = || [None].into_iter().chain(FilterKind::ALL.map(Some));
+        let mut after = [None; HARNESS_KINDS * HARNESS_KINDS];
+        for a in kinds() {
+            for b in kinds() {
+                after
+                    [FilterKind::shim(a) as usize * HARNESS_KINDS + FilterKind::shim(b) as usize] =
+                    fold(a, b);
+            }
+        }
+        HarnessRule { start, after }
+    }
 }
 
 /// An output filter that leaves a response's content as the file holds
@@ -331,6 +363,8 @@ pub enum FilterKind {
 }
 
 impl FilterKind {
+    const ALL: [FilterKind; 3] = [FilterKind::Plain, FilterKind::Compressor, FilterKind::Coder];
+
     /// The shim's number for it (`csrc/access.c`'s `FILTER_*` less one).
     fn raw(self) -> c_int {
         match self {
@@ -339,7 +373,16 @@ impl FilterKind {
             FilterKind::Coder => 2,
         }
     }
+
+    /// `csrc/access.c`'s `FILTER_*`: 0 for unknown, else one more than
+    /// `raw`.
+    fn shim(kind: Option<FilterKind>) -> c_int {
+        kind.map_or(0, |k| k.raw() + 1)
+    }
 }
+
+/// Unknown and the three kinds.
+const HARNESS_KINDS: usize = 4;
 
 /// What the configuration hooks get: the configuration pool and the main
 /// server.
@@ -418,6 +461,7 @@ impl PostConfig<'_> {
         let names: Vec<CString> = rules.filters.iter().map(|f| c(f.name)).collect();
         let mods: Vec<CString> = rules.filters.iter().map(|f| c(f.module)).collect();
         let kinds: Vec<c_int> = rules.filters.iter().map(|f| f.kind.raw()).collect();
+        let harness = rules.harness.after.map(FilterKind::shim);
         let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<_>>();
         let (names_p, mods_p) = (ptrs(&names), ptrs(&mods));
         let raw = ffi::gdn_sibling_rules {
@@ -426,6 +470,8 @@ impl PostConfig<'_> {
             filter_names: names_p.as_ptr(),
             filter_modules: mods_p.as_ptr(),
             filter_kinds: kinds.as_ptr(),
+            harness: harness.as_ptr(),
+            harness_start: FilterKind::shim(rules.harness.start),
         };
         // SAFETY: httpd's configuration is complete at post_config; the
         // shim copies every string into pconf before this returns.

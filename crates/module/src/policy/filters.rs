@@ -41,9 +41,29 @@ pub const PLAIN_FILTERS: [PlainFilter; 15] = [
     plain("logio_ttfb_out", "mod_logio.c"),
 ];
 
+/// What a mod_filter harness is, its providers' kinds folded one after
+/// another from `HARNESS_START`: mod_filter runs the first provider whose
+/// condition holds, so the harness is unknown where one of them is, a
+/// coder (which the handler gives way to) where one of them is, and a
+/// compressor (which a coded response may take out of the chain) only
+/// where every one is: a harness that may run a filter passing the bytes
+/// is kept, as that filter would be.
+pub fn harness(so_far: Option<FilterKind>, next: Option<FilterKind>) -> Option<FilterKind> {
+    use FilterKind::{Coder, Compressor, Plain};
+    match (so_far?, next?) {
+        (Coder, _) | (_, Coder) => Some(Coder),
+        (Compressor, Compressor) => Some(Compressor),
+        (Plain | Compressor, Plain | Compressor) => Some(Plain),
+    }
+}
+
+/// The kind a harness's fold starts from: no provider yet changes
+/// nothing (`harness(HARNESS_START, k)` is `k`).
+pub const HARNESS_START: Option<FilterKind> = Some(FilterKind::Compressor);
+
 #[cfg(test)]
 mod tests {
-    use super::PLAIN_FILTERS;
+    use super::{harness, HARNESS_START, PLAIN_FILTERS};
     use crate::filter::NAME;
     use crate::module::GzipDiskNg;
     use gdn_httpd::{FilterKind, Module};
@@ -57,5 +77,34 @@ mod tests {
         assert!(PLAIN_FILTERS
             .iter()
             .any(|f| f.name == name && f.module == module && f.kind == FilterKind::Coder));
+    }
+
+    fn fold(providers: &[Option<FilterKind>]) -> Option<FilterKind> {
+        providers.iter().fold(HARNESS_START, |k, &p| harness(k, p))
+    }
+
+    /// A harness is what its providers together may do: one unknown
+    /// provider makes it unknown, a coder a coder, and it is a
+    /// compressor only where every provider is one.
+    #[test]
+    fn a_harness_is_what_its_providers_may_do() {
+        use FilterKind::{Coder, Compressor, Plain};
+        for k in [None, Some(Plain), Some(Compressor), Some(Coder)] {
+            assert_eq!(fold(&[k]), k, "one provider: the harness is it");
+        }
+        assert_eq!(
+            fold(&[Some(Compressor), Some(Compressor)]),
+            Some(Compressor)
+        );
+        assert_eq!(fold(&[Some(Compressor), Some(Plain)]), Some(Plain));
+        assert_eq!(fold(&[Some(Plain), Some(Compressor)]), Some(Plain));
+        assert_eq!(fold(&[Some(Compressor), Some(Coder)]), Some(Coder));
+        assert_eq!(
+            fold(&[Some(Plain), Some(Coder), Some(Compressor)]),
+            Some(Coder)
+        );
+        assert_eq!(fold(&[Some(Coder), None]), None);
+        assert_eq!(fold(&[None, Some(Compressor)]), None);
+        assert_eq!(fold(&[Some(Plain), Some(Plain)]), Some(Plain));
     }
 }

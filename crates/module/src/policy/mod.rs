@@ -21,7 +21,7 @@ mod twin;
 mod words;
 
 use gdn_httpd::conftree::Configuration;
-use gdn_httpd::{Asked, Finfo, PostConfig, SiblingRules, Status, SymlinkPolicy};
+use gdn_httpd::{Asked, Finfo, HarnessRule, PostConfig, SiblingRules, Status, SymlinkPolicy};
 use std::sync::RwLock;
 
 pub use sections::{options_are_the_walks, sibling_rules_may_differ};
@@ -91,6 +91,7 @@ pub fn rules(conf: &Configuration) -> (Verdicts, UnknownModules) {
         sibling: SiblingRules {
             headers_edited: read.edits_headers && hooks::loaded(conf, "mod_headers.c"),
             filters: filters::PLAIN_FILTERS.to_vec(),
+            harness: HarnessRule::of(filters::HARNESS_START, filters::harness),
         },
     };
     let learned = UnknownModules {
