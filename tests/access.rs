@@ -441,6 +441,70 @@ fn file_etag_is_honoured() {
     assert_eq!(gt.matches('-').count(), 2, "{gt}");
 }
 
+/// The validators made once per file version and configuration
+/// (`memo::validators`) are core's on every request: one file reached
+/// under two FileETag settings keeps each one's tag however often either
+/// is asked, and a file changed within the second gets core's weak tag,
+/// strong once it is a second old.
+#[test]
+fn validators_follow_file_etag_and_the_second() {
+    let data = page(8_000, 5);
+    let server = format!(
+        "{}Alias /inode {{docroot}}/ms\n<Location /inode>\nFileETag INode MTime Size\n</Location>\n",
+        subdir("ms", "FileETag MTime Size")
+    );
+    let a = start_with(server, vec!["alias"], |d| {
+        publish(d, "ms/a.html", &data, true, &[".gz"]);
+    });
+    let tag = |path: &str, ae: Option<&str>| {
+        let r = a.get(path, ae);
+        assert_eq!(r.status, 200, "{path} {ae:?}");
+        r.header("ETag").expect("etag").to_string()
+    };
+    for round in 0..3 {
+        for ae in [None, Some("gzip")] {
+            let (ms, inode) = (tag("/ms/a.html", ae), tag("/inode/a.html", ae));
+            let dashes = usize::from(ae.is_some());
+            assert_eq!(
+                ms.matches('-').count(),
+                1 + dashes,
+                "round {round} {ae:?}: {ms}"
+            );
+            assert_eq!(
+                inode.matches('-').count(),
+                2 + dashes,
+                "round {round} {ae:?}: {inode}"
+            );
+            assert!(
+                inode.ends_with(&ms[ms.find('-').expect("dash")..]),
+                "{inode} {ms}"
+            );
+        }
+    }
+    for name in ["ms/a.html", "ms/a.html.gz"] {
+        set_mtime(&a.docroot.join(name), std::time::SystemTime::now());
+    }
+    let fresh = tag("/ms/a.html", Some("gzip"));
+    assert!(
+        fresh.starts_with("W/\"") && fresh.ends_with("-gzip\""),
+        "{fresh}"
+    );
+    std::thread::sleep(Duration::from_millis(1_100));
+    for _ in 0..2 {
+        let settled = tag("/ms/a.html", Some("gzip"));
+        assert!(
+            settled.starts_with('"') && settled.ends_with("-gzip\""),
+            "{settled}"
+        );
+        assert_eq!(
+            settled,
+            format!("{}", &fresh[2..]),
+            "the same version, strong"
+        );
+    }
+    a.assert_no_crash();
+}
+
 fn details_server() -> (Apache, Vec<u8>) {
     let data = page(30_000, 9);
     let a = Apache::start(one_child(), |d| {

@@ -145,6 +145,30 @@ int gdn_sendfile_enabled(request_rec *r)
     return AP_SENDFILE_ENABLED(d->enable_sendfile) != 0;
 }
 
+/* The FileETag components ap_make_etag_ex uses for `r` (FileETag as
+ * merged for its directory), or -1 where it reads more than a file's
+ * stat and the request's time: a digest ETag (the file's bytes), a
+ * strong one a module asked for, a variant list validator. */
+int gdn_etag_bits(const request_rec *r)
+{
+    core_dir_config *d = ap_get_core_module_config(r->per_dir_config);
+    etag_components_t bits = (d->etag_bits & ~d->etag_remove) | d->etag_add;
+    if (r->vlist_validator) {
+        return -1;
+    }
+#ifdef AP_REQUEST_STRONG_ETAG
+    if (AP_REQUEST_IS_STRONG_ETAG(r)) {
+        return -1;
+    }
+#endif
+#ifdef ETAG_DIGEST
+    if (bits & ETAG_DIGEST) {
+        return -1;
+    }
+#endif
+    return (int)bits;
+}
+
 /* Appends a file bucket honouring EnableMMAP and ReadBufferSize. */
 void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len)

@@ -21,6 +21,7 @@ void gdn_log_r(const request_rec *r, int module_index, int level,
 apr_status_t gdn_open_for_send(request_rec *r, const char *path,
                                apr_file_t **fd);
 int gdn_sendfile_enabled(request_rec *r);
+int gdn_etag_bits(const request_rec *r);
 void gdn_insert_file(request_rec *r, apr_bucket_brigade *bb, apr_file_t *fd,
                      apr_off_t start, apr_off_t len);
 void *gdn_module_config(ap_conf_vector_t *cv, const module *m);

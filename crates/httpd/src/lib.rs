@@ -21,6 +21,7 @@ mod pool;
 mod request;
 pub mod sections;
 pub mod shm;
+mod validators;
 
 use std::ffi::{c_int, CStr};
 
@@ -34,6 +35,7 @@ pub use module::{
     PlainFilter, PostConfig, Set, SiblingRules, Takes,
 };
 pub use request::{Asked, AuthzNode, ClientRules, Request, Twin};
+pub use validators::{ValidatorInputs, Validators};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,
 /// this type names them.

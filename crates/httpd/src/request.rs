@@ -759,72 +759,8 @@ impl<'r> Request<'r> {
         })
     }
 
-    /// `ap_update_mtime` + `ap_set_last_modified` for a served file.
-    pub fn set_last_modified(&self, f: &Finfo) {
-        // SAFETY: live request.
-        unsafe {
-            ffi::ap_update_mtime(self.r, f.raw.mtime);
-            ffi::ap_set_last_modified(self.r);
-        }
-    }
-
-    /// Sets an ETag made as core makes one for `file` (honouring
-    /// FileETag), with `-suffix` inside the closing quote.
-    pub fn set_etag(&self, file: &File<'_>, path: &CStr, suffix: &str, force_weak: bool) {
-        self.set_etag_raw(&file.info, file.fd, path, suffix, force_weak);
-    }
-
-    /// `set_etag` for a file known by its stat, not opened (a
-    /// representation whose ETag is another file's, as a decoded copy's
-    /// is its sibling's).
-    pub fn set_etag_of(&self, info: &Finfo, path: &CStr, suffix: &str, force_weak: bool) {
-        self.set_etag_raw(info, ptr::null_mut(), path, suffix, force_weak);
-    }
-
-    fn set_etag_raw(
-        &self,
-        info: &Finfo,
-        fd: *mut ffi::apr_file_t,
-        path: &CStr,
-        suffix: &str,
-        force_weak: bool,
-    ) {
-        let mut finfo = info.raw;
-        let mut er = ffi::etag_rec {
-            vlist_validator: ptr::null(),
-            request_time: self.raw().request_time,
-            finfo: &mut finfo,
-            pathname: path.as_ptr(),
-            fd,
-            force_weak: c_int::from(force_weak),
-        };
-        // SAFETY: er's pointers are valid for the call.
-        let tag = unsafe { ffi::ap_make_etag_ex(self.r, &mut er) };
-        if tag.is_null() {
-            return;
-        }
-        // SAFETY: pool string from ap_make_etag_ex.
-        let t = unsafe { CStr::from_ptr(tag) }.to_bytes();
-        if t.is_empty() {
-            // `FileETag None`: no ETag at all, Last-Modified validates.
-            return;
-        }
-        if suffix.is_empty() {
-            // SAFETY: tag is a pool string.
-            unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), tag) };
-            return;
-        }
-        let (head, close) = match t.split_last() {
-            Some((b'"', head)) => (head, &b"\""[..]),
-            _ => (t, &b""[..]),
-        };
-        let v = self.pool_concat(&[head, b"-", suffix.as_bytes(), close]);
-        // SAFETY: pool string.
-        unsafe { ffi::apr_table_setn(self.raw().headers_out, c"ETag".as_ptr(), v) }
-    }
-
     /// The concatenation of `parts` as a NUL-terminated pool string.
-    fn pool_concat(&self, parts: &[&[u8]]) -> *const c_char {
+    pub(crate) fn pool_concat(&self, parts: &[&[u8]]) -> *const c_char {
         let len: usize = parts.iter().map(|p| p.len()).sum();
         // SAFETY: len + 1 bytes allocated in the pool and filled in full.
         unsafe {

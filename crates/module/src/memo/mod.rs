@@ -5,8 +5,9 @@
 //! (`source`), sibling verdicts (`verdict`, the verified ones also shared
 //! by every process: `verified`), delta headers (`delta`),
 //! jitter's padding lengths and brotli proofs (`padding`), the site
-//! dictionary's hash (`dictionary`), stale siblings reported (`stale`)
-//! and files found in a store (`store`). Not to be confused with the
+//! dictionary's hash (`dictionary`), stale siblings reported (`stale`),
+//! files found in a store (`store`) and the validators core made for a
+//! file (`validators`). Not to be confused with the
 //! on-disk on-demand cache (`ondemand::cache`).
 
 /// A sibling version: its file's version and the coding it is read as.
@@ -24,6 +25,7 @@ pub(crate) mod size;
 pub(crate) mod source;
 pub(crate) mod stale;
 pub(crate) mod store;
+pub(crate) mod validators;
 pub(crate) mod verdict;
 pub(crate) mod verified;
 pub(crate) mod version;

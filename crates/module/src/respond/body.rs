@@ -246,11 +246,10 @@ pub(super) fn integrity_fields_of(
 /// `plan` has them. True where a coded representation's range cannot be
 /// satisfied.
 fn static_headers(req: &Request<'_>, r: &Outgoing<'_, '_>, plan: &Plan, len: u64) -> bool {
-    req.set_last_modified(r.validators_of.unwrap_or(r.file.info()));
     let (suffix, weak) = (plan.tag.suffix(), plan.tag.weak());
     match r.validators_of {
-        None => req.set_etag(r.file, r.path, &suffix, weak),
-        Some(info) => req.set_etag_of(info, r.path, &suffix, weak),
+        None => memo::validators::set(req, r.file.info(), Some(r.file), r.path, &suffix, weak),
+        Some(info) => memo::validators::set(req, info, None, r.path, &suffix, weak),
     }
     let unsatisfiable = match plan.ranges {
         Ranges::Refused => {

@@ -389,8 +389,8 @@ fn set_decoded_headers(
 ) {
     let req = a.req;
     let plan = plan::plan(Representation::Decoded(c));
-    req.set_last_modified(file.info());
-    req.set_etag(file, path, &plan.tag.suffix(), plan.tag.weak());
+    let (suffix, weak) = (plan.tag.suffix(), plan.tag.weak());
+    memo::validators::set(req, file.info(), Some(file), path, &suffix, weak);
     match plan.ranges {
         Ranges::Refused => body::refuse_ranges(req),
         Ranges::Offered { .. } => req.set_accept_ranges(),
