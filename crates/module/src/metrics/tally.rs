@@ -45,19 +45,19 @@ pub fn counted(
     whole: bool,
     original: Option<u64>,
 ) -> Counted {
+    // Only an identity body can have been coded on its way out.
+    let identity = matches!(
+        o,
+        Outcome::ORIGINAL
+            | Outcome::Sent(Representation::Decoded(_))
+            | Outcome::Sent(Representation::DecodedCopy(_))
+    );
     let filtered = encoding
+        .filter(|_| identity)
         .and_then(|e| e.rsplit(|&b| b == b',').next())
         .and_then(|t| std::str::from_utf8(t).ok())
         .and_then(|t| Coding::from_token(t.trim()));
-    let outcome = match (o, filtered) {
-        (
-            Outcome::ORIGINAL
-            | Outcome::Sent(Representation::Decoded(_))
-            | Outcome::Sent(Representation::DecodedCopy(_)),
-            Some(c),
-        ) => Outcome::OnTheFly(c),
-        _ => o,
-    };
+    let outcome = filtered.map_or(o, Outcome::OnTheFly);
     let known = passed != u64::MAX;
     let uncompressed = match outcome {
         _ if sent == 0 => Some(0),
