@@ -8,6 +8,7 @@
 use crate::config::Settings;
 use crate::facts::disk::Scope;
 use crate::lookup;
+use crate::memo;
 use crate::ondemand::ask::OnDemandDeltas;
 use crate::ondemand::cache;
 use crate::site;
@@ -206,7 +207,7 @@ fn accepted(req: &Request<'_>) -> Accepted {
     if req.is_subrequest() {
         return Accepted::none();
     }
-    let mut accepted = Accepted::parse_bytes(req.header_in(c"Accept-Encoding"));
+    let mut accepted = memo::accepted::parsed(req.header_in(c"Accept-Encoding"));
     if !req.env_is_empty() {
         for c in Coding::ALL {
             if req.env_is_set(c.no_env()) {

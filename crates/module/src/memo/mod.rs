@@ -7,7 +7,8 @@
 //! jitter's padding lengths and brotli proofs (`padding`), the site
 //! dictionary's hash (`dictionary`), stale siblings reported (`stale`),
 //! files found in a store (`store`) and the validators core made for a
-//! file (`validators`). Not to be confused with the
+//! file (`validators`); and, by its bytes, what an `Accept-Encoding`
+//! says (`accepted`). Not to be confused with the
 //! on-disk on-demand cache (`ondemand::cache`).
 
 /// A sibling version: its file's version and the coding it is read as.
@@ -16,6 +17,7 @@
 /// version they were judged against).
 pub type SiblingVersion = (gdn_httpd::FileVersion, gdn_core::coding::Coding);
 
+pub(crate) mod accepted;
 pub(crate) mod delta;
 pub(crate) mod dictionary;
 pub(crate) mod digest;
