@@ -18,6 +18,8 @@
 #define _GNU_SOURCE
 #endif
 #include <dlfcn.h>
+#include <stdint.h>
+#include <string.h>
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
@@ -101,6 +103,8 @@ static int headers_edited;
 static void learn_filters(const gdn_sibling_rules *rules);
 static const char *read_back(apr_pool_t *pconf, server_rec *s);
 static const char *foreign_unread;
+#define KIND_SLOTS 64
+static uintptr_t kind_slots[KIND_SLOTS];
 
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules)
@@ -108,6 +112,8 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
     headers_edited = rules->headers_edited;
     learn_filters(rules);
     foreign_unread = read_back(pconf, main_server);
+    /* What filters are was learned above: none is remembered before. */
+    memset(kind_slots, 0, sizeof(kind_slots));
 }
 
 /* ---- The sibling's URI, as httpd would have it ---- */
@@ -233,7 +239,7 @@ static int registered_kind(const ap_filter_rec_t *frec)
 /* What a filter record is: one of `known_filters`, or mod_filter's
  * harness, its providers' kinds folded as the module's rule says
  * (`harness_kind`), else unknown. */
-static int filter_kind(const ap_filter_rec_t *frec)
+static int fold_kind(const ap_filter_rec_t *frec)
 {
     const struct filter_provider *p;
     int kind = registered_kind(frec);
@@ -246,6 +252,32 @@ static int filter_kind(const ap_filter_rec_t *frec)
     for (p = (const struct filter_provider *)frec->providers; p; p = p->next) {
         int k = p->frec ? registered_kind(p->frec) : FILTER_UNKNOWN;
         kind = harness_kind[kind * FILTER_KINDS + k];
+    }
+    return kind;
+}
+
+/* What `fold_kind` found, by record. A record's kind is fixed once the
+ * configuration is read (a harness's providers too), so a request asks
+ * this table rather than fold a harness's providers again. One word a
+ * slot: the record's address with its kind in the low bits (records are
+ * aligned), written and read whole, so a thread reads a pair another
+ * wrote or an older one; a slot another record takes costs that one a
+ * fold. Emptied once the configuration is read (`gdn_scan_config`),
+ * before any request. */
+#define KIND_BITS ((uintptr_t)3)
+
+static int filter_kind(const ap_filter_rec_t *frec)
+{
+    uintptr_t at = (uintptr_t)frec;
+    uintptr_t *slot = &kind_slots[(at >> 4) & (KIND_SLOTS - 1)];
+    uintptr_t seen = __atomic_load_n(slot, __ATOMIC_RELAXED);
+    int kind;
+    if ((seen & ~KIND_BITS) == at && at) {
+        return (int)(seen & KIND_BITS);
+    }
+    kind = fold_kind(frec);
+    if (!(at & KIND_BITS) && (uintptr_t)kind <= KIND_BITS) {
+        __atomic_store_n(slot, at | (uintptr_t)kind, __ATOMIC_RELAXED);
     }
     return kind;
 }
