@@ -856,6 +856,77 @@ fn a_published_delta_beside_the_file_comes_first() {
     a.assert_no_crash();
 }
 
+/// Writes `body` as the published `coding` delta of `app.js` against
+/// `dictionary` (a new inode, the original's mtime), as a deploy would.
+fn publish_delta(a: &Apache, dictionary: &[u8], coding: &str, body: &[u8]) {
+    let original = a.docroot.join("app.js");
+    let p = a
+        .docroot
+        .join(format!("app.js.{}.{coding}", hex_of(dictionary)));
+    let tmp = a.docroot.join(".gdn-delta");
+    fs::write(&tmp, body).expect("write");
+    set_mtime(&tmp, mtime(&original));
+    fs::rename(&tmp, &p).expect("rename");
+}
+
+/// A published delta beside its original, against a version the cache
+/// keeps, is the page's representation once it decodes to the page: sent
+/// where its own name is refused (`<FilesMatch>` here; a rate limiter
+/// counting its twin alike), since the page's own request was allowed.
+/// One that decodes to other bytes is never sent; without the kept
+/// dictionary, the delta's own name decides, and refuses it.
+#[test]
+fn a_published_delta_verified_against_the_kept_version_needs_no_twin() {
+    let v1 = script(120_000, 11);
+    let v2 = minor_release(&v1, 11);
+    let refused = "GzipDiskNgUseAsDictionary self\n\
+                   <FilesMatch \"\\.dcz$\">\nRequire all denied\n</FilesMatch>";
+    let a = Apache::start(on_demand_with(refused), |d| fill(d, &[("app.js", &v1)]));
+    serve_until_cached(&a, "/app.js", &v1);
+    rewrite_in_place(&a.docroot.join("app.js"), &v2, 200);
+    let cached = wait_for_delta(&a, "/app.js", &v1, "dcz", false);
+    assert_delta(&cached, "dcz", &v1, &v2);
+    let published = dcz_cli(&v1, &v2, "-5");
+    assert!(
+        published != cached.body,
+        "the published delta is the cached one"
+    );
+    publish_delta(&a, &v1, "dcz", &published);
+    let own = format!("/app.js.{}.dcz", hex_of(&v1));
+    assert_eq!(ask(&a, &own, "identity", None, false, &[]).status, 403);
+    for h2 in [false, true] {
+        let r = ask(&a, "/app.js", "dcz", Some(&v1), h2, &[]);
+        assert_eq!(r.coding(), Some("dcz"));
+        assert!(r.body == published, "the published delta was not sent");
+        assert_logged(&a, "200 dcz precompressed");
+    }
+    // Named for v1, decoding to something else: the cached delta answers.
+    let mut other = v2.clone();
+    other[60_000] ^= 0x20;
+    publish_delta(&a, &v1, "dcz", &dcz_cli(&v1, &other, "-19"));
+    let r = ask(&a, "/app.js", "dcz", Some(&v1), false, &[]);
+    assert_delta(&r, "dcz", &v1, &v2);
+    assert_logged(&a, "200 dcz cached");
+    let warned = |a: &Apache| {
+        a.module_log()
+            .iter()
+            .filter(|l| l.contains("does not decode to its page"))
+            .count()
+    };
+    assert_eq!(warned(&a), 1, "{:?}", a.module_log());
+    ask(&a, "/app.js", "dcz", Some(&v1), false, &[]);
+    assert_eq!(warned(&a), 1, "told again");
+    // The kept version gone: the delta's own name decides, and refuses it.
+    fs::remove_file(cache_of(&a).join(kept_path(&v1))).expect("the kept version");
+    publish_delta(&a, &v1, "dcz", &published);
+    let r = ask(&a, "/app.js", "dcz", Some(&v1), false, &[]);
+    assert!(
+        r.body != published,
+        "sent without its check nor its own name's"
+    );
+    a.assert_no_crash();
+}
+
 #[test]
 fn delta_versions_0_makes_no_deltas() {
     let v1 = script(120_000, 10);

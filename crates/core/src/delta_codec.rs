@@ -4,6 +4,7 @@
 //! with. A site dictionary is learned by `crate::train`. The formats'
 //! headers and names, which the module shares, are `crate::dictionary`'s.
 
+use crate::decode::verdict::{same_bytes, OriginalDigest};
 use crate::dictionary::{hash, header, split_header, to_hex, DeltaCoding, Hash};
 use std::io::{self, Read, Write};
 
@@ -172,22 +173,60 @@ pub fn decode(dictionary: &[u8], delta: &[u8]) -> Result<Vec<u8>, DeltaError> {
         return Err(DeltaError::OtherDictionary(h));
     }
     let mut out = Vec::new();
-    match coding {
+    payload_decoder(coding, dictionary, payload)?
+        .read_to_end(&mut out)
+        .map_err(DeltaError::Corrupt)?;
+    Ok(out)
+}
+
+/// Whether the whole `coding` delta `delta` reads (header included) names
+/// `dictionary` and decodes against it to `original`'s bytes: a server
+/// that holds the dictionary knows a published delta to be its page's
+/// representation. Reads at most the original's length and a byte of
+/// decoded output, so a bomb costs what its original costs.
+pub fn decodes_to(
+    coding: DeltaCoding,
+    dictionary: &[u8],
+    mut delta: impl Read,
+    original: &OriginalDigest,
+) -> Result<bool, DeltaError> {
+    let mut head = [0u8; 40];
+    let head = &mut head[..coding.header_len()];
+    delta.read_exact(head).map_err(|_| DeltaError::NoHeader)?;
+    match split_header(head) {
+        Some((c, h, _)) if c == coding && h == hash(dictionary) => {}
+        Some((_, h, _)) => return Err(DeltaError::OtherDictionary(h)),
+        None => return Err(DeltaError::NoHeader),
+    }
+    let decoded = payload_decoder(coding, dictionary, delta)?;
+    same_bytes(decoded, original).map_err(DeltaError::Corrupt)
+}
+
+/// A reader of what a delta's `payload` (after its header) decodes to
+/// against `dictionary`, within RFC 9842's window limits.
+fn payload_decoder<'d>(
+    coding: DeltaCoding,
+    dictionary: &'d [u8],
+    payload: impl Read + 'd,
+) -> Result<Box<dyn Read + 'd>, DeltaError> {
+    Ok(match coding {
         DeltaCoding::Dcz => {
-            let mut d = zstd::stream::read::Decoder::with_ref_prefix(payload, dictionary)
-                .map_err(DeltaError::Corrupt)?;
+            let mut d = zstd::stream::read::Decoder::with_ref_prefix(
+                io::BufReader::new(payload),
+                dictionary,
+            )
+            .map_err(DeltaError::Corrupt)?;
             let max = dcz_window_max(dictionary.len() as u64);
             d.window_log_max(63 - max.leading_zeros())
                 .map_err(DeltaError::Corrupt)?;
-            d.read_to_end(&mut out).map_err(DeltaError::Corrupt)?;
+            Box::new(d)
         }
-        DeltaCoding::Dcb => {
-            brotli::Decompressor::new_with_custom_dict(payload, 4096, dictionary.to_vec().into())
-                .read_to_end(&mut out)
-                .map_err(DeltaError::Corrupt)?;
-        }
-    }
-    Ok(out)
+        DeltaCoding::Dcb => Box::new(brotli::Decompressor::new_with_custom_dict(
+            payload,
+            4096,
+            dictionary.to_vec().into(),
+        )),
+    })
 }
 
 #[cfg(test)]
@@ -282,6 +321,68 @@ mod tests {
         let last = corrupt.len() - 3;
         corrupt[last] ^= 0x55;
         assert!(decode(&v1, &corrupt).map_or(true, |o| o != v2));
+    }
+
+    /// A delta is its page's representation only when it names the
+    /// dictionary given and decodes against it to the page's very bytes;
+    /// a bomb is read no further than the page's length and a byte.
+    #[test]
+    fn decodes_to_names_the_dictionary_and_the_very_bytes() {
+        let v1 = text(4, 60_000);
+        let v2 = edited(&v1);
+        let digest = |b: &[u8]| OriginalDigest::of(b).unwrap();
+        for c in DeltaCoding::ALL {
+            let delta = encode(c, &DeltaLevels::default(), &v1, &v2).unwrap();
+            assert!(
+                decodes_to(c, &v1, &delta[..], &digest(&v2)).unwrap(),
+                "{c:?}"
+            );
+            let mut other = v2.clone();
+            other[30_000] ^= 1;
+            assert!(!decodes_to(c, &v1, &delta[..], &digest(&other)).unwrap());
+            assert!(!decodes_to(c, &v1, &delta[..], &digest(&v2[..v2.len() - 1])).unwrap());
+            assert!(matches!(
+                decodes_to(c, &v2, &delta[..], &digest(&v2)),
+                Err(DeltaError::OtherDictionary(_))
+            ));
+            assert!(matches!(
+                decodes_to(c, &v1, &delta[..20], &digest(&v2)),
+                Err(DeltaError::NoHeader)
+            ));
+            let cut = &delta[..delta.len() - 8];
+            assert!(!matches!(decodes_to(c, &v1, cut, &digest(&v2)), Ok(true)));
+        }
+        let other = DeltaCoding::Dcb;
+        let dcz = encode(DeltaCoding::Dcz, &DeltaLevels::default(), &v1, &v2).unwrap();
+        assert!(
+            decodes_to(other, &v1, &dcz[..], &digest(&v2)).is_err(),
+            "another coding"
+        );
+        // 1 MiB against a page of 10 bytes: read no further than the
+        // first block past them.
+        let long = text(5, 1 << 20);
+        for c in DeltaCoding::ALL {
+            let bomb = encode(c, &DeltaLevels::default(), &v1, &long).unwrap();
+            let mut counted = Counting(&bomb[..], 0);
+            assert!(!decodes_to(c, &v1, &mut counted, &digest(&long[..10])).unwrap());
+            assert!(
+                counted.1 < bomb.len() / 4,
+                "{c:?}: {} of {}",
+                counted.1,
+                bomb.len()
+            );
+        }
+    }
+
+    /// A reader that counts what it gave.
+    struct Counting<'a>(&'a [u8], usize);
+
+    impl Read for Counting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            let n = self.0.read(buf)?;
+            self.1 += n;
+            Ok(n)
+        }
     }
 
     #[test]

@@ -29,4 +29,5 @@ mod respond;
 mod site;
 mod status;
 mod store_guard;
+mod verified_delta;
 mod walk;

@@ -301,19 +301,19 @@ pub fn find_sibling<'r>(
 }
 
 /// The delta of `base` against the dictionary with SHA-256 `hash`, if it
-/// exists and Apache would serve it under its own name: a delta is sent
-/// once its header names the dictionary, not once decoded against it
-/// (the module does not hold a published delta's dictionary), so it is
-/// never `Route::Verified` and its own name's rules decide.
+/// exists and `route`'s rules allow it: on `Route::Verified` it is sent
+/// only once known to decode, against that dictionary, to the original's
+/// current bytes (`verified_delta`); else its own name's rules decide.
 pub fn find_delta<'r>(
     req: &Request<'r>,
     base: &CStr,
     d: DeltaCoding,
     hash: &[u8; 32],
+    route: Route,
 ) -> Option<Sibling<'r>> {
     let suffix = dictionary::DeltaSuffix::new(hash, d);
     let path = req.path_with_suffix(base, suffix.as_bytes());
-    stat_sibling(req, path, suffix.as_bytes(), Route::OwnName).ok()
+    stat_sibling(req, path, suffix.as_bytes(), route).ok()
 }
 
 /// Warns once per sibling version per process (`memo::stale`).

@@ -103,6 +103,14 @@ impl OriginalDigest {
     }
 }
 
+/// Whether `r` reads exactly `original`'s bytes, reading at most its
+/// length and a byte.
+pub fn same_bytes(r: impl Read, original: &OriginalDigest) -> std::io::Result<bool> {
+    let mut h = Sha256::new();
+    let len = std::io::copy(&mut r.take(original.len.saturating_add(1)), &mut h)?;
+    Ok(len == original.len && <[u8; 32]>::from(h.finalize()) == original.sha256)
+}
+
 /// The full check: decodes `src` (a `coding` stream whose `cheap` facts
 /// are `facts`) to its end, and compares what it decodes to with the
 /// original where there is one. The decoded length.

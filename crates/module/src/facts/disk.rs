@@ -9,6 +9,7 @@ use super::{Facts, Held, Seen};
 use crate::lookup::{self, Route, Sibling};
 use crate::memo;
 use crate::ondemand::cache::{Active, CachedCopy};
+use crate::verified_delta::{self, Verdict};
 use gdn_compressor::key::{Kind, Named, SourceHash, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
@@ -142,6 +143,26 @@ impl<'a, 'r> Disk<'a, 'r> {
         })
     }
 
+    /// The published delta against `hash`, fresh: beside an original and
+    /// with the dictionary kept in the cache, sent once it decodes to the
+    /// original (`verified_delta`) without asking its own name; one found
+    /// not to, never; else as its own name's rules decide.
+    fn published_delta(&self, d: DeltaCoding, hash: &[u8; 32]) -> Option<Sibling<'r>> {
+        let (req, base, original) = (self.req, self.scope.filename, self.scope.original);
+        let fresh = |s: Sibling<'r>| variant::usable(lookup::meta(&s.info), original).then_some(s);
+        if let (Some(_), Some(cache)) = (original, self.scope.cache) {
+            if let Some(s) = lookup::find_delta(req, base, d, hash, Route::Verified) {
+                let s = fresh(s)?;
+                match verified_delta::judge(req, cache, d, hash, &s, base) {
+                    Verdict::Page => return Some(s),
+                    Verdict::Not => return None,
+                    Verdict::Unchecked => {}
+                }
+            }
+        }
+        fresh(lookup::find_delta(req, base, d, hash, Route::OwnName)?)
+    }
+
     fn find_copy(&self, c: Coding) -> Held<OpenCopy<'r>> {
         let Some(cache) = self.scope.cache else {
             return Held::NotWorth;
@@ -171,8 +192,7 @@ impl<'d, 'r> Facts for &'d Disk<'_, 'r> {
         self.deltas[d.index()]
             .get_or_init(|| {
                 let hash = self.scope.dictionary.as_ref()?;
-                let s = lookup::find_delta(self.req, self.scope.filename, d, hash)?;
-                variant::usable(lookup::meta(&s.info), self.scope.original).then_some(s)
+                self.published_delta(d, hash)
             })
             .as_ref()
     }

@@ -1,5 +1,7 @@
 //! Whether a delta file's header names the dictionary its name does
-//! (RFC 9842), checked once per version of the delta file.
+//! (RFC 9842), checked once per version of the delta file; and whether a
+//! published delta decodes to its page (`verified_delta`), per version of
+//! both files.
 
 use crate::memo::version::VersionMemo;
 use gdn_core::dictionary::{DeltaCoding, Hash};
@@ -23,4 +25,27 @@ pub fn get(key: &DeltaVersion) -> Option<bool> {
 #[inline]
 pub fn put(key: DeltaVersion, names: bool) {
     VERDICTS.put(key, names);
+}
+
+/// What a published delta was found to be against its page's version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Represents {
+    /// Decodes against its dictionary to the page's very bytes.
+    Page,
+    /// Does not: never sent in this version.
+    Not,
+}
+
+static REPRESENTS: VersionMemo<(DeltaVersion, FileVersion), Represents> =
+    VersionMemo::new(MAX_ENTRIES);
+
+/// What was found of the delta `key` against the page's version `page`.
+#[inline]
+pub fn represents(key: &DeltaVersion, page: FileVersion) -> Option<Represents> {
+    REPRESENTS.get(&(*key, page))
+}
+
+/// Remembers what was found of the delta `key` against `page`.
+pub fn put_represents(key: DeltaVersion, page: FileVersion, r: Represents) {
+    REPRESENTS.put((key, page), r);
 }

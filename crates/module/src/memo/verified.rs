@@ -1,4 +1,5 @@
-//! What full checks of siblings found, shared by every process of the
+//! What full checks of siblings (and of published deltas, against the
+//! dictionary they name) found, shared by every process of the
 //! server: a sibling version is decoded to its end once for the whole
 //! server, not once per child, and a bomb costs one bounded decode, not
 //! one in each child that met it. A table of fixed size in a shared
@@ -24,7 +25,7 @@ use super::SiblingVersion;
 use gdn_httpd::shm::Counters;
 use gdn_httpd::{FileVersion, PostConfig};
 use std::collections::hash_map::RandomState;
-use std::hash::BuildHasher;
+use std::hash::{BuildHasher, Hash};
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::OnceLock;
@@ -103,7 +104,7 @@ pub fn shared() -> bool {
 /// The two hashes naming a sibling version judged against `original`,
 /// for its finding (`kind` 0) or its claim (1); the first never zero (an
 /// empty slot).
-fn words(key: &SiblingVersion, original: Option<FileVersion>, kind: u8) -> Option<(u64, u64)> {
+fn words(key: &impl Hash, original: Option<FileVersion>, kind: u8) -> Option<(u64, u64)> {
     let keys = KEYS.get()?;
     let word = |half: u8| keys.hash_one((kind, half, key, original));
     Some((word(0) | 1, word(1)))
@@ -117,7 +118,7 @@ fn slot(t: &[AtomicU64], a: u64) -> (&AtomicU64, &AtomicU64) {
 
 /// What some process of this server's check found of `key` against
 /// `original`.
-pub fn found(key: &SiblingVersion, original: Option<FileVersion>) -> Option<Found> {
+pub fn found(key: &impl Hash, original: Option<FileVersion>) -> Option<Found> {
     let (t, (a, b)) = (TABLE.get()?, words(key, original, 0)?);
     read(t, a, b)
 }
@@ -132,7 +133,7 @@ fn read(t: &[AtomicU64], a: u64, b: u64) -> Option<Found> {
 
 /// Records what a check found of `key` against `original`, for every
 /// process of the server.
-pub fn put(key: &SiblingVersion, original: Option<FileVersion>, f: Found) {
+pub fn put(key: &impl Hash, original: Option<FileVersion>, f: Found) {
     if let (Some(t), Some((a, b))) = (TABLE.get(), words(key, original, 0)) {
         write(t, a, b, f);
     }

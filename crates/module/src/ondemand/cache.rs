@@ -335,6 +335,22 @@ impl Active {
         req.stat(path, true).is_ok_and(|f| self.made_here(&f))
     }
 
+    /// The kept version whose content has SHA-256 `h`, opened (zstd, as
+    /// the compressor keeps it): only a regular, non-empty file the
+    /// compressor's user owns, opened without following a symlink. What
+    /// it decodes to is checked against `h` by whoever reads it.
+    pub fn kept_version<'r>(
+        &self,
+        req: &Request<'r>,
+        h: &gdn_core::dictionary::Hash,
+    ) -> Option<gdn_httpd::File<'r>> {
+        let mut name = NameBuf::new();
+        let kind = Kind::Kept(*h);
+        let path = req.path_with_suffix(&self.root, key::write_copy_name(h, kind, &mut name));
+        let f = req.open_nofollow(path).ok()?;
+        (self.made_here(f.info()) && f.info().size() > 0).then_some(f)
+    }
+
     /// The current site dictionary of the host `host_key`, as it is or in
     /// `coding`, opened, if the compressor trained one: only a regular
     /// file the compressor's user owns, opened without following a

@@ -1,0 +1,179 @@
+//! Whether a published delta is its page's representation. A delta
+//! (RFC 9842) beside an existing original, against a dictionary the
+//! on-demand cache keeps (a version this server served, named by its
+//! SHA-256 and checked against it when read), is decoded against that
+//! dictionary and compared with the original's current bytes, once per
+//! version of the delta and of the original for the whole server
+//! (`memo::verified`, and each process's `memo::delta`). One that decodes
+//! to them carries exactly what the page's own request was allowed, so
+//! its own name's rules are not asked (`lookup::Route::Verified`: no twin
+//! request, which a rate limiter would count as the client's). One that
+//! does not is never sent in that version. Where the dictionary is not
+//! kept, or the files are larger than a request checks, the delta is
+//! judged under its own name, as a sibling without an original is.
+
+use crate::lookup::{self, Sibling};
+use crate::memo::delta::{self as memo, DeltaVersion, Represents};
+use crate::memo::verdict::Why;
+use crate::memo::verified::{self, Found};
+use crate::ondemand::cache::Active;
+use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::decode::verdict::OriginalDigest;
+use gdn_core::decode::Decoder;
+use gdn_core::delta_codec;
+use gdn_core::dictionary::{self, Hash};
+use gdn_httpd::{FileVersion, Level, Request};
+use std::ffi::CStr;
+
+/// Largest delta decoded in the request that first meets it.
+const DELTA_MAX: u64 = 512 << 10;
+
+/// Largest original (and kept dictionary) such a check reads.
+const ORIGINAL_MAX: u64 = 16 << 20;
+
+/// What is known of a published delta against its page.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// It decodes to the page: sent without asking its own name.
+    Page,
+    /// It does not: not sent.
+    Not,
+    /// Not checked (no kept dictionary, too large, a read that failed):
+    /// its own name's rules decide.
+    Unchecked,
+}
+
+/// What the published delta `s` (coding `d`, named for dictionary `h`)
+/// is against the request's file at `original`: from the memos, or
+/// checked now.
+pub fn judge(
+    req: &Request<'_>,
+    cache: &Active,
+    d: DeltaCoding,
+    h: &Hash,
+    s: &Sibling<'_>,
+    original: &CStr,
+) -> Verdict {
+    let page = req.finfo();
+    if s.info.size() > DELTA_MAX || page.size() > ORIGINAL_MAX {
+        return Verdict::Unchecked;
+    }
+    let key: DeltaVersion = (s.info.version(), d, *h);
+    let page = page.version();
+    if let Some(r) = memo::represents(&key, page) {
+        return verdict(r);
+    }
+    let r = match verified::found(&key, Some(page)) {
+        Some(Found::Whole) => Represents::Page,
+        Some(Found::Broken(_)) => Represents::Not,
+        Some(Found::PastBound) | None => {
+            match check(&Published { d, h, s }, req, cache, original) {
+                Some(r) => {
+                    shared(&key, page, r);
+                    tell(req, s.path, r);
+                    r
+                }
+                None => return Verdict::Unchecked,
+            }
+        }
+    };
+    memo::put_represents(key, page, r);
+    verdict(r)
+}
+
+fn verdict(r: Represents) -> Verdict {
+    match r {
+        Represents::Page => Verdict::Page,
+        Represents::Not => Verdict::Not,
+    }
+}
+
+fn shared(key: &DeltaVersion, page: FileVersion, r: Represents) {
+    let f = match r {
+        Represents::Page => Found::Whole,
+        Represents::Not => Found::Broken(Why::Differs),
+    };
+    verified::put(key, Some(page), f);
+}
+
+/// A published delta met: its coding, the dictionary it is named for,
+/// and its file.
+struct Published<'a, 'r> {
+    d: DeltaCoding,
+    h: &'a Hash,
+    s: &'a Sibling<'r>,
+}
+
+/// Decodes the delta against the kept dictionary and compares it with
+/// the original; `None` where either cannot be read as it must be.
+fn check(
+    p: &Published<'_, '_>,
+    req: &Request<'_>,
+    cache: &Active,
+    original: &CStr,
+) -> Option<Represents> {
+    let (d, h, s) = (p.d, p.h, p.s);
+    let dict = kept_dictionary(req, cache, h)?;
+    let o = lookup::open_as_allowed(req, original).ok()?;
+    if !o.info().same_file(&req.finfo()) {
+        return None;
+    }
+    let digest = OriginalDigest::of(o.reader(0)).ok()?;
+    let delta = lookup::open_as_allowed(req, s.path).ok()?;
+    if !delta.info().same_file(&s.info) || delta.info().version() != s.info.version() {
+        return None;
+    }
+    Some(
+        match delta_codec::decodes_to(d, &dict, delta.reader(0), &digest) {
+            Ok(true) => Represents::Page,
+            Ok(false) | Err(_) => Represents::Not,
+        },
+    )
+}
+
+/// The bytes of the version the cache keeps under `h`, once they are
+/// checked to have that SHA-256.
+fn kept_dictionary(req: &Request<'_>, cache: &Active, h: &Hash) -> Option<Vec<u8>> {
+    let f = cache.kept_version(req, h)?;
+    let mut dec = Decoder::new(Coding::Zstd, f.reader(0)).ok()?;
+    let (mut bytes, mut buf) = (Vec::new(), vec![0u8; 64 << 10]);
+    loop {
+        let n = dec.read(&mut buf).ok()?;
+        if n == 0 || bytes.len() as u64 > ORIGINAL_MAX {
+            break;
+        }
+        bytes.extend_from_slice(&buf[..n]);
+    }
+    let ok = bytes.len() as u64 <= ORIGINAL_MAX && dictionary::hash(&bytes) == *h;
+    if !ok {
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "kept version {} is not the dictionary its name says; not used",
+                dictionary::to_hex(h)
+            )
+        });
+    }
+    ok.then_some(bytes)
+}
+
+/// Says what this process found: once per delta version, as it found it.
+fn tell(req: &Request<'_>, path: &CStr, r: Represents) {
+    match r {
+        Represents::Page => req.log_with(Level::Trace1, 0, || {
+            format!(
+                "published delta decodes to its page against the kept dictionary: {}",
+                path.to_string_lossy()
+            )
+        }),
+        Represents::Not => req.log(
+            Level::Warn,
+            0,
+            &format!(
+                "published delta {} does not decode to its page against the dictionary it \
+                 names; not sent in this version (`gzip-disk-ng compress` with \
+                 `--delta-versions` makes it again)",
+                path.to_string_lossy()
+            ),
+        ),
+    }
+}
