@@ -22,7 +22,9 @@
 //! The invariant: every body the module sends for a URI decodes (with the
 //! gzip, brotli and zstd command-line tools) to bytes the same client gets
 //! from the oracle for a direct GET of that URI or of one of its
-//! siblings' URIs (`.gz`, `.br`, `.zst`). Nothing else, and so nothing of
+//! siblings' URIs (`.gz`, `.br`, `.zst`, and the published deltas against
+//! the site's one dictionary, `.<hash>.dcz` and `.dcb`, which clients
+//! announcing it may be sent, decoded against it). Nothing else, and so nothing of
 //! the cache root or another host's files, may be sent; and never a
 //! server-side script's bytes (`conf.php` and its old sibling in each
 //! directory, some configurations typing `.php` or `.html` as PHP), even
@@ -126,6 +128,39 @@ fn page_files(docroot: &Path, root: &str, name: &str, original: bool, sibs: &[&s
     }
 }
 
+/// The dictionary every published delta is made against, and clients
+/// announcing it hold.
+fn dictionary() -> Vec<u8> {
+    content("dict", "dictionary")
+}
+
+/// The suffix of the `token` delta against `dictionary()`.
+fn delta_suffix(token: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let hex: String = Sha256::digest(dictionary())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!(".{hex}.{token}")
+}
+
+/// The published `tokens` deltas of `name` against `dictionary()`, as the
+/// publish tool makes them: decoding to `name`'s own bytes (`same`), or
+/// each to its own tagged bytes.
+fn delta_files(docroot: &Path, root: &str, name: &str, same: bool, tokens: &[&str]) {
+    use gdn_core::delta_codec::{encode, DeltaLevels};
+    for t in tokens {
+        let d = match *t {
+            "dcb" => gdn_core::coding::DeltaCoding::Dcb,
+            _ => gdn_core::coding::DeltaCoding::Dcz,
+        };
+        let own = format!("{name}{}", delta_suffix(t));
+        let bytes = content(root, if same { name } else { &own });
+        let delta = encode(d, &DeltaLevels::default(), &dictionary(), &bytes).expect("delta");
+        write(&docroot.join(&own), &delta);
+    }
+}
+
 /// `name` with siblings that decode to its own bytes: verified, they are
 /// the page, sent whatever the rules for their own names.
 fn same_files(docroot: &Path, root: &str, name: &str, sibs: &[&str]) {
@@ -168,6 +203,15 @@ fn fill_root(docroot: &Path, root: &str) {
             &format!("{d}/same.html"),
             &[".gz", ".br", ".zst"],
         );
+        delta_files(docroot, root, &format!("{d}/page.html"), false, &["dcz"]);
+        delta_files(
+            docroot,
+            root,
+            &format!("{d}/same.html"),
+            true,
+            &["dcz", "dcb"],
+        );
+        delta_files(docroot, root, &format!("{d}/only.html"), false, &["dcb"]);
         // A script with the sibling an older publish tool wrote of it:
         // its bytes are its source, never sent whatever core would do.
         page_files(docroot, root, &format!("{d}/{SCRIPT}"), true, &[".gz"]);
@@ -209,6 +253,7 @@ fn uris(cfg: &Config) -> Vec<String> {
     u.push("/a/".into());
     u.push("/a/page.html.gz".into());
     u.push("/a/same.html.gz".into());
+    u.push(format!("/b/page.html{}", delta_suffix("dcz")));
     u.push("/c/link.html".into());
     if cfg.alias {
         u.push("/al/page.html".into());
@@ -426,6 +471,7 @@ fn file_section(rng: &mut Rng, body: &str) -> String {
         ("<Files \"*.html\">", "</Files>"),
         ("<FilesMatch \"\\.(gz|zst)$\">", "</FilesMatch>"),
         ("<FilesMatch \"^only\">", "</FilesMatch>"),
+        ("<FilesMatch \"\\.dc[zb]$\">", "</FilesMatch>"),
         ("<FilesMatch \"\\.html$\">", "</FilesMatch>"),
         ("<If \"%{REQUEST_URI} =~ /\\.zst$/\">", "</If>"),
         ("<If \"%{HTTP_USER_AGENT} =~ /Mozilla/\">", "</If>"),
@@ -448,6 +494,7 @@ fn location_section(rng: &mut Rng, body: &str) -> String {
         ("<LocationMatch \"\\.gz$\">", "</LocationMatch>"),
         ("<LocationMatch \"^/c/.*\\.br$\">", "</LocationMatch>"),
         ("<Location \"/*/only.html.*\">", "</Location>"),
+        ("<LocationMatch \"\\.dcz$\">", "</LocationMatch>"),
         ("<LocationMatch \"\\.html$\">", "</LocationMatch>"),
     ];
     let (h, t) = rng.pick(&heads);
@@ -756,6 +803,10 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
         }
         if let Some(ae) = ae {
             args.extend(["-H".into(), format!("Accept-Encoding: {ae}")]);
+            if ae.contains("dc") {
+                let held = announce(&dictionary());
+                args.extend(["-H".into(), format!("Available-Dictionary: {held}")]);
+            }
         }
         let d = dir.path();
         args.extend(["-D".into(), d.join(format!("h{i}")).display().to_string()]);
@@ -842,6 +893,7 @@ fn cli_decode(coding: &str, body: &[u8]) -> Option<Vec<u8>> {
         "gzip" | "x-gzip" => ("gzip", &["-dc"]),
         "br" => ("brotli", &["-dc"]),
         "zstd" => ("zstd", &["-dcq"]),
+        "dcz" | "dcb" => return oracle_decode_delta(coding, &dictionary(), body).ok(),
         _ => return None,
     };
     let out = pipe(prog, args, body)?;
@@ -855,6 +907,9 @@ fn candidates(uri: &str) -> Vec<String> {
     let mut names = vec![uri.to_owned()];
     for s in ["", ".gz", ".br", ".zst"] {
         names.push(format!("{base}{s}"));
+    }
+    for t in ["dcz", "dcb"] {
+        names.push(format!("{base}{}", delta_suffix(t)));
     }
     names.dedup();
     names
@@ -874,13 +929,16 @@ fn page_of(uri: &str) -> String {
 /// A sibling's own URI counts only where the page's file is not what
 /// answers the page: a sibling of an existing original is sent only
 /// verified to decode to the original's bytes, allowed by the page's
-/// own answer, never for its own name's sake.
+/// own answer, never for its own name's sake. A delta's own URI counts
+/// always: a delta the module cannot decode against its dictionary is
+/// sent as its own name's rules decide.
 fn allowed(uri: &str, oracle: &Memo) -> Vec<Vec<u8>> {
     let mut out = vec![];
     let base = page_of(uri);
     let original = original_answers(&base, oracle);
     for n in candidates(uri) {
-        if original && n != uri && n != base {
+        let delta = n.ends_with(".dcz") || n.ends_with(".dcb");
+        if original && n != uri && n != base && !delta {
             continue;
         }
         let Some(r) = oracle.get(&n) else { continue };
@@ -891,7 +949,14 @@ fn allowed(uri: &str, oracle: &Memo) -> Vec<Vec<u8>> {
             Some(ce) => cli_decode(ce, &r.body).unwrap_or_else(|| r.body.clone()),
             None => r.body.clone(),
         };
-        for (s, coding) in [(".gz", "gzip"), (".br", "br"), (".zst", "zstd")] {
+        let codings = [
+            (".gz", "gzip"),
+            (".br", "br"),
+            (".zst", "zstd"),
+            (".dcz", "dcz"),
+            (".dcb", "dcb"),
+        ];
+        for (s, coding) in codings {
             if n.ends_with(s) {
                 if let Some(d) = cli_decode(coding, &body) {
                     out.push(d);
@@ -1032,8 +1097,13 @@ const ENCODINGS: &[Option<&str>] = &[
     Some("gzip"),
     Some("br"),
     Some("zstd"),
+    Some("dcz, dcb, br, gzip"),
+    Some("dcb, gzip"),
     None,
 ];
+
+/// Deltas the module sent, over every seed: the run must have met some.
+static DELTAS_SENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The violations of one seed; `None` where Apache itself refuses the
 /// configuration (the grammar made something httpd does not accept).
@@ -1089,6 +1159,9 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
                     let ask = &asks[ci * rounds + round];
                     let mut answers = vec![];
                     for ((uri, ae), r) in ask.iter().zip(fetch_all(s.ports[i], c, ask)) {
+                        if r.status == 200 && matches!(r.coding.as_deref(), Some("dcz" | "dcb")) {
+                            DELTAS_SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
                         if let Some(v) = check(c, uri, *ae, &r, &oracle) {
                             found.lock().expect("lock").push(v);
                         }
@@ -1309,6 +1382,12 @@ fn module_sends_only_what_the_client_may_get() {
     assert!(
         ran < 8 || refused * 4 <= ran,
         "Apache refused {refused} of {ran} generated configurations: the grammar is broken"
+    );
+    let deltas = DELTAS_SENT.load(std::sync::atomic::Ordering::Relaxed);
+    eprintln!("differential: {deltas} deltas sent over {ran} configurations");
+    assert!(
+        ran < 8 || deltas > 0,
+        "no delta was sent in {ran} configurations: the site's deltas are not met"
     );
     assert!(
         failed.is_empty(),
