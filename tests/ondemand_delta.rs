@@ -183,6 +183,15 @@ fn rewrite_in_place(p: &Path, data: &[u8], secs_ago: u64) {
     assert_eq!(fs::metadata(p).expect("file").ino(), ino, "not in place");
 }
 
+/// Rewrites `p` in place with `data` and gives it back its mtime, as a
+/// tool that keeps timestamps does: only its ctime tells the versions
+/// apart where the sizes are equal.
+fn rewrite_keeping_mtime(p: &Path, data: &[u8]) {
+    let was = mtime(p);
+    fs::write(p, data).expect("rewrite");
+    set_mtime(p, was);
+}
+
 /// Writes `data` to a temporary name beside `p` and renames it over `p`
 /// (a new inode), as deploy tools and editors do.
 fn rename_over(p: &Path, data: &[u8], secs_ago: u64) {
@@ -916,6 +925,26 @@ fn a_published_delta_verified_against_the_kept_version_needs_no_twin() {
     assert_eq!(warned(&a), 1, "{:?}", a.module_log());
     ask(&a, "/app.js", "dcz", Some(&v1), false, &[]);
     assert_eq!(warned(&a), 1, "told again");
+    // Verified, then its original rewritten in place with its size and
+    // mtime kept: the delta no longer decodes to the page, and is not sent.
+    publish_delta(&a, &v1, "dcz", &published);
+    let r = ask(&a, "/app.js", "dcz", Some(&v1), false, &[]);
+    assert!(
+        r.body == published,
+        "the published delta was not sent again"
+    );
+    rewrite_keeping_mtime(&a.docroot.join("app.js"), &other);
+    let r = ask(&a, "/app.js", "dcz", Some(&v1), false, &[]);
+    assert!(r.body != published, "sent under the version before");
+    match r.coding() {
+        Some("dcz") => assert_delta(&r, "dcz", &v1, &other),
+        _ => assert_normal(&r, &other, "the page rewritten in place"),
+    }
+    rewrite_keeping_mtime(&a.docroot.join("app.js"), &v2);
+    // Settled: the compressor has made this version's deltas (and kept
+    // what it keeps) before the kept version is taken away.
+    let r = wait_for_delta(&a, "/app.js", &v1, "dcb", false);
+    assert_delta(&r, "dcb", &v1, &v2);
     // The kept version gone: the delta's own name decides, and refuses it.
     fs::remove_file(cache_of(&a).join(kept_path(&v1))).expect("the kept version");
     publish_delta(&a, &v1, "dcz", &published);
