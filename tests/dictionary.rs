@@ -11,7 +11,7 @@ use common::*;
 use gdn_core::dictionary::{delta_file_name, hash, DeltaCoding};
 use sha2::{Digest, Sha256};
 use std::fs;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::Path;
 
 const AE: &str = "gzip, deflate, br, zstd, dcb, dcz";
@@ -431,5 +431,120 @@ fn a_delta_whose_header_names_another_dictionary_is_not_sent() {
     assert_eq!(r.header("Content-Encoding"), Some("br"));
     let warned = a.module_log_about("does not name the dictionary");
     assert_eq!(warned.len(), 1, "{warned:#?}");
+    a.assert_no_crash();
+}
+
+/// Lets the server's user read `store` as the docs say: 0750 with the
+/// server's group (nogroup, where tests run as root and Apache as
+/// nobody; the user's own group otherwise).
+fn open_store_to_server(store: &Path) {
+    if is_root() {
+        let ok = std::process::Command::new("chgrp")
+            .arg("nogroup")
+            .arg(store)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "chgrp nogroup {}", store.display());
+    }
+    fs::set_permissions(store, fs::Permissions::from_mode(0o750)).unwrap();
+}
+
+/// Publishes `v1` of `page.html` and of the group member `assets/app.1.js`,
+/// then `v2` of the page and `assets/app.2.js`, with deltas, into `store`.
+fn publish_with_store(d: &Path, store: &Path, v1: &[u8], v2: &[u8]) {
+    let group = ["--delta-group", "assets/app.*.js", "--delta-versions", "2"];
+    let run = |d: &Path| {
+        let mut args = vec!["compress".to_string(), "--store".into()];
+        args.push(store.display().to_string());
+        args.extend(group.iter().map(|s| s.to_string()));
+        args.push(d.display().to_string());
+        let o = publish_tool(&args);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    fs::create_dir(d.join("assets")).unwrap();
+    fs::write(d.join("page.html"), v1).unwrap();
+    fs::write(d.join("assets/app.1.js"), v1).unwrap();
+    set_mtime(
+        &d.join("assets/app.1.js"),
+        std::time::SystemTime::now() - std::time::Duration::from_secs(60),
+    );
+    run(d);
+    fs::write(d.join("page.html"), v2).unwrap();
+    set_mtime(
+        &d.join("page.html"),
+        std::time::SystemTime::now() + std::time::Duration::from_secs(5),
+    );
+    fs::write(d.join("assets/app.2.js"), v2).unwrap();
+    run(d);
+    for name in ["page.html", "assets/app.2.js"] {
+        let delta = d.join(delta_name(name, v1, DeltaCoding::Dcz));
+        assert!(delta.is_file(), "no delta {}", delta.display());
+    }
+}
+
+/// With the tree's publish store named (`GzipDiskNgDeltaStore`), a
+/// published delta beside its original is verified against the
+/// dictionary the store holds (the page's earlier version, or the group
+/// member its catalogue names) and sent without asking its own name,
+/// which `<FilesMatch>` refuses; a store the server cannot read, or a
+/// catalogued file that is no longer the dictionary, leaves the delta to
+/// its own name's rules (refused: br), with one warning for the store.
+#[test]
+fn published_deltas_are_verified_against_the_publish_store() {
+    let v1 = page(60_000, 7);
+    let mut v2 = v1.clone();
+    v2.splice(20_000..20_012, b"second issue".iter().copied());
+    let holder = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let store = holder.path().join("store");
+    fs::create_dir(&store).unwrap();
+    open_store_to_server(holder.path());
+    let server = format!(
+        "GzipDiskNgDeltaStore {{docroot}} {}\n\
+         <FilesMatch \"\\.(dcz|dcb)$\">\nRequire all denied\n</FilesMatch>\n",
+        store.display()
+    );
+    let a = Apache::start(
+        Options {
+            server,
+            ..Default::default()
+        },
+        |d| publish_with_store(d, &store, &v1, &v2),
+    );
+    let coding = |path: &str| {
+        let r = with_dictionary(&a, path, &v1, AE, &[]);
+        assert_eq!(r.status, 200, "{path}");
+        (r.header("Content-Encoding").map(str::to_owned), r.body)
+    };
+    // Private, as the tool made it: not readable by the server.
+    // (As the server's own user, no mode at all.)
+    let private = if is_root() { 0o700 } else { 0o000 };
+    fs::set_permissions(&store, fs::Permissions::from_mode(private)).unwrap();
+    assert_eq!(coding("/page.html").0.as_deref(), Some("br"));
+    let warned = |a: &Apache| {
+        a.error_log()
+            .lines()
+            .filter(|l| l.contains("GzipDiskNgDeltaStore") && l.contains("[gzip_disk_ng:warn]"))
+            .count()
+    };
+    assert_eq!(warned(&a), 1, "{}", a.error_log());
+    open_store_to_server(&store);
+    let delta = |path: &str| {
+        let (c, body) = coding(path);
+        let c = c.unwrap_or_default();
+        assert!(c == "dcz" || c == "dcb", "{c}: {:?}", a.module_log());
+        assert_eq!(oracle_decoded_delta(&c, &v1, &body), v2, "{path}");
+    };
+    delta("/page.html");
+    // The group member the catalogue names, rewritten: not the
+    // dictionary any more, so not used; restored, it verifies the delta.
+    let member = a.docroot.join("assets/app.1.js");
+    let kept = fs::metadata(&member).unwrap().modified().unwrap();
+    fs::write(&member, &v2).unwrap();
+    assert_eq!(coding("/assets/app.2.js").0.as_deref(), Some("br"));
+    fs::write(&member, &v1).unwrap();
+    set_mtime(&member, kept);
+    delta("/assets/app.2.js");
+    assert_eq!(warned(&a), 1, "{}", a.error_log());
     a.assert_no_crash();
 }

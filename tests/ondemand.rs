@@ -358,6 +358,42 @@ fn configtest_refuses_a_plain_or_served_cache_root() {
     }
     let (ok, text) = configtest("GzipDiskNgCacheMaxSize 12Q");
     assert!(!ok && text.contains("GzipDiskNgCacheMaxSize"), "{text}");
+    // A publish store is refused where its earlier versions would be
+    // served: inside its tree or inside any DocumentRoot.
+    let tree = d.path().join("tree");
+    fs::create_dir_all(tree.join("store")).expect("mkdir");
+    for (lines, says) in [
+        (
+            format!("GzipDiskNgDeltaStore {0} {0}/store", tree.display()),
+            "inside the tree",
+        ),
+        (
+            format!(
+                "DocumentRoot {}\nGzipDiskNgDeltaStore {} {}/cache",
+                docs.display(),
+                tree.display(),
+                docs.display()
+            ),
+            "inside DocumentRoot",
+        ),
+        (
+            format!("GzipDiskNgDeltaStore {}", tree.display()),
+            "two arguments",
+        ),
+    ] {
+        let (ok, text) = configtest(&lines);
+        assert!(
+            !ok && text.contains(says) && text.contains("GzipDiskNgDeltaStore"),
+            "{lines}: {text}"
+        );
+    }
+    let (ok, text) = configtest(&format!(
+        "DocumentRoot {}\nGzipDiskNgDeltaStore {} {}/store",
+        docs.display(),
+        tree.display(),
+        d.path().display()
+    ));
+    assert!(ok, "{text}");
 }
 
 /// `apache2 -t` as an admin runs it: `User` set (as root; otherwise the

@@ -65,6 +65,9 @@ pub struct ServerConfig {
     /// `GzipDiskNgSiteDictionaryPeriod`: seconds between two judgements
     /// of the pages the site dictionary learns.
     pub site_dictionary_period: Option<u32>,
+    /// `GzipDiskNgDeltaStore`: the publish tool's stores the module reads
+    /// dictionaries from, to verify published deltas.
+    pub delta_stores: Option<Vec<DeltaStore>>,
 }
 
 // A virtual host without its own settings uses the main server's.
@@ -75,6 +78,7 @@ gdn_httpd::config_by_field!(ServerConfig {
     compressor_workers,
     site_dictionary,
     site_dictionary_period,
+    delta_stores,
 });
 
 impl ServerConfig {
@@ -111,6 +115,70 @@ pub fn parse_site_dictionary(arg: &str) -> Result<String, String> {
         ));
     }
     Ok(arg.to_owned())
+}
+
+/// `GzipDiskNgDeltaStore tree store`: a tree the publish tool published
+/// with deltas, and its dictionary store (`gzip-disk-ng compress
+/// --store`), whose earlier versions and catalogued dictionaries verify
+/// the tree's published deltas. Only read, and every dictionary read is
+/// checked against the SHA-256 its delta names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeltaStore {
+    /// The published tree's top directory, as requests' file names have it.
+    pub tree: PathBuf,
+    /// The store's directory.
+    pub dir: PathBuf,
+}
+
+impl DeltaStore {
+    /// The path of `file` relative to the tree, where it lies inside.
+    pub fn relative<'a>(&self, file: &'a Path) -> Option<&'a Path> {
+        file.strip_prefix(&self.tree)
+            .ok()
+            .filter(|r| !r.as_os_str().is_empty())
+    }
+}
+
+/// `GzipDiskNgDeltaStore tree store` (each relative to ServerRoot, as
+/// httpd resolves file arguments): the store outside the tree (it holds
+/// earlier versions, which a server of the tree would hand out) and the
+/// tree outside the store.
+pub fn parse_delta_store(args: &[PathBuf]) -> Result<DeltaStore, String> {
+    let [tree, dir] = args else {
+        return Err("takes two arguments: the published tree and its dictionary store".into());
+    };
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let (t, d) = (canonical(tree), canonical(dir));
+    if d.starts_with(&t) || t.starts_with(&d) {
+        return Err(format!(
+            "the store {} lies inside the tree {} (or the tree in it): its earlier versions \
+             would be served; keep the store outside every published tree",
+            dir.display(),
+            tree.display()
+        ));
+    }
+    Ok(DeltaStore {
+        tree: tree.to_path_buf(),
+        dir: dir.to_path_buf(),
+    })
+}
+
+/// A dictionary store must not be served: refused inside any
+/// `DocumentRoot`, as the cache root is.
+pub fn check_delta_store_served(store: &Path, document_roots: &[PathBuf]) -> Result<(), String> {
+    let store = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
+    for d in document_roots {
+        let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
+        if store.starts_with(&d) {
+            return Err(format!(
+                "GzipDiskNgDeltaStore {} is inside DocumentRoot {}: its earlier versions would \
+                 be served as they are; keep the store outside every DocumentRoot",
+                store.display(),
+                d.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// How often, by default, a host's pages are judged again for its site

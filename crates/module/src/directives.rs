@@ -16,7 +16,7 @@ pub type DirectiveDoc = Directive<DirConfig, ServerConfig>;
 /// Every directive, in the manual's order. httpd's command table
 /// dispatches each to its own setter, whose error the dispatch prefixes
 /// with the directive's name.
-pub static DIRECTIVES: [DirectiveDoc; 16] = [
+pub static DIRECTIVES: [DirectiveDoc; 17] = [
     Directive {
         name: c"GzipDiskNgEncodings",
         takes: Takes::List,
@@ -185,6 +185,25 @@ pub static DIRECTIVES: [DirectiveDoc; 16] = [
         main_server: false,
         set: Set::Server(|s, a, _| {
             s.site_dictionary_period = Some(config::parse_site_dictionary_period(a.one()?)?);
+            Ok(())
+        }),
+    },
+    Directive {
+        name: c"GzipDiskNgDeltaStore",
+        takes: Takes::List,
+        context: Context::Server,
+        help: c"<tree> <store>: a published tree and its dictionary store (gzip-disk-ng compress --store), read to verify the tree's published deltas",
+        syntax: "GzipDiskNgDeltaStore tree store",
+        default: "none",
+        main_server: false,
+        set: Set::Server(|s, a, p| {
+            let paths = a
+                .list()?
+                .iter()
+                .map(|w| p.server_relative(w).ok_or_else(|| format!("invalid path {w}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            let store = config::parse_delta_store(&paths)?;
+            s.delta_stores.get_or_insert_with(Vec::new).push(store);
             Ok(())
         }),
     },
@@ -381,6 +400,15 @@ mod tests {
         let e = apply("GzipDiskNgJitterKey", Args::One("missing")).unwrap_err();
         assert!(e.starts_with("cannot use") && e.contains("missing"), "{e}");
         assert!(apply("GzipDiskNgCompressorWorkers", Args::One("0")).is_err());
+        apply("GzipDiskNgDeltaStore", Args::List(&["tree", "store"])).unwrap();
+        apply("GzipDiskNgDeltaStore", Args::List(&["/t2", "/s2"])).unwrap();
+        let e = apply("GzipDiskNgDeltaStore", Args::List(&["tree", "tree/store"])).unwrap_err();
+        assert!(e.contains("inside the tree"), "{e}");
+        assert!(apply("GzipDiskNgDeltaStore", Args::List(&["tree"])).is_err());
+        let stores = s.delta_stores.as_deref().unwrap_or_default();
+        assert_eq!(stores.len(), 2, "{stores:?}");
+        assert_eq!(stores[0].tree, dir.path().join("tree"));
+        assert_eq!(stores[1].dir, std::path::Path::new("/s2"));
         assert_eq!(d.encodings(), &[gdn_core::coding::Coding::Br]);
         assert!(!d.decompress());
         assert_eq!(s.cache_max_size(), 2 << 20);

@@ -13,6 +13,7 @@
 
 mod answer;
 pub mod config;
+mod delta_dictionary;
 pub mod directives;
 mod facts;
 mod filter;

@@ -1,7 +1,7 @@
 //! The `gzip_disk_ng_module` httpd loads: its directives, configuration
 //! types and hooks, built on the `httpd` layer's module blocks.
 
-use crate::config::{self, DirConfig, ServerConfig, Settings};
+use crate::config::{self, DeltaStore, DirConfig, ServerConfig, Settings};
 use crate::directives::DIRECTIVES;
 use crate::handler;
 use crate::metrics::counters;
@@ -11,7 +11,9 @@ use crate::status;
 use crate::store_guard;
 use gdn_core::jitter::Secret;
 use gdn_httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
-use std::ffi::CStr;
+use std::ffi::{CStr, OsStr};
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
 use std::sync::{PoisonError, RwLock};
 
 /// The module, as `LoadModule gzip_disk_ng_module …` names it.
@@ -122,6 +124,7 @@ impl gdn_httpd::Module for GzipDiskNg {
     /// warns of a missing `DocumentRoot`: the rest of the site still
     /// starts.
     fn check_config(ctx: &PostConfig<'_>) -> Result<(), String> {
+        check_delta_stores(ctx)?;
         let Some(root) = ctx
             .server_config::<GzipDiskNg>()
             .and_then(|c| c.cache_root.as_ref())
@@ -144,6 +147,18 @@ impl gdn_httpd::Module for GzipDiskNg {
         }
         Ok(())
     }
+}
+
+/// No `GzipDiskNgDeltaStore` may be served: each is refused inside any
+/// `DocumentRoot` (also under `apache2 -t`).
+fn check_delta_stores(ctx: &PostConfig<'_>) -> Result<(), String> {
+    let roots = ctx.document_roots();
+    for c in ctx.server_configs::<GzipDiskNg>() {
+        for s in c.delta_stores.iter().flatten() {
+            config::check_delta_store_served(&s.dir, &roots)?;
+        }
+    }
+    Ok(())
 }
 
 /// `GzipDiskNgSiteDictionary` without a cache root does nothing: said on
@@ -182,6 +197,14 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
 fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.site_dictionary.as_deref())
+}
+
+/// The first `GzipDiskNgDeltaStore` of the request's virtual host whose
+/// tree holds the file `file`.
+pub fn delta_store<'r>(req: &Request<'r>, file: &CStr) -> Option<&'r DeltaStore> {
+    let stores = req.server_config::<GzipDiskNg>()?.delta_stores.as_deref()?;
+    let file = Path::new(OsStr::from_bytes(file.to_bytes()));
+    stores.iter().find(|s| s.relative(file).is_some())
 }
 
 /// The request's directory settings (the defaults where no scope set any).

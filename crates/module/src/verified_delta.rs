@@ -1,34 +1,34 @@
 //! Whether a published delta is its page's representation. A delta
 //! (RFC 9842) beside an existing original, against a dictionary the
-//! on-demand cache keeps (a version this server served, named by its
-//! SHA-256 and checked against it when read), is decoded against that
+//! on-demand cache keeps (a version this server served) or the publish
+//! tool's store of the tree holds (`delta_dictionary`; either checked
+//! against its SHA-256 when read), is decoded against that
 //! dictionary and compared with the original's current bytes, once per
 //! version of the delta and of the original for the whole server
 //! (`memo::verified`, and each process's `memo::delta`). One that decodes
 //! to them carries exactly what the page's own request was allowed, so
 //! its own name's rules are not asked (`lookup::Route::Verified`: no twin
 //! request, which a rate limiter would count as the client's). One that
-//! does not is never sent in that version. Where the dictionary is not
-//! kept, or the files are larger than a request checks, the delta is
+//! does not is never sent in that version. Where no source holds the
+//! dictionary, or the files are larger than a request checks, the delta is
 //! judged under its own name, as a sibling without an original is.
 
+use crate::delta_dictionary::{self, Sources};
 use crate::lookup::{self, Sibling};
 use crate::memo::delta::{self as memo, DeltaVersion, Represents};
 use crate::memo::verdict::Why;
 use crate::memo::verified::{self, Found};
-use crate::ondemand::cache::Active;
-use gdn_core::coding::{Coding, DeltaCoding};
+use gdn_core::coding::DeltaCoding;
 use gdn_core::decode::verdict::OriginalDigest;
-use gdn_core::decode::Decoder;
 use gdn_core::delta_codec;
-use gdn_core::dictionary::{self, Hash};
+use gdn_core::dictionary::Hash;
 use gdn_httpd::{FileVersion, Level, Request};
 use std::ffi::CStr;
 
 /// Largest delta decoded in the request that first meets it.
 const DELTA_MAX: u64 = 512 << 10;
 
-/// Largest original (and kept dictionary) such a check reads.
+/// Largest original (and dictionary) such a check reads.
 const ORIGINAL_MAX: u64 = 16 << 20;
 
 /// What is known of a published delta against its page.
@@ -38,7 +38,7 @@ pub enum Verdict {
     Page,
     /// It does not: not sent.
     Not,
-    /// Not checked (no kept dictionary, too large, a read that failed):
+    /// Not checked (no dictionary found, too large, a read that failed):
     /// its own name's rules decide.
     Unchecked,
 }
@@ -48,7 +48,7 @@ pub enum Verdict {
 /// checked now.
 pub fn judge(
     req: &Request<'_>,
-    cache: &Active,
+    sources: Sources<'_>,
     d: DeltaCoding,
     h: &Hash,
     s: &Sibling<'_>,
@@ -67,7 +67,7 @@ pub fn judge(
         Some(Found::Whole) => Represents::Page,
         Some(Found::Broken(_)) => Represents::Not,
         Some(Found::PastBound) | None => {
-            match check(&Published { d, h, s }, req, cache, original) {
+            match check(&Published { d, h, s }, req, sources, original) {
                 Some(r) => {
                     shared(&key, page, r);
                     tell(req, s.path, r);
@@ -104,16 +104,16 @@ struct Published<'a, 'r> {
     s: &'a Sibling<'r>,
 }
 
-/// Decodes the delta against the kept dictionary and compares it with
+/// Decodes the delta against its dictionary and compares it with
 /// the original; `None` where either cannot be read as it must be.
 fn check(
     p: &Published<'_, '_>,
     req: &Request<'_>,
-    cache: &Active,
+    sources: Sources<'_>,
     original: &CStr,
 ) -> Option<Represents> {
     let (d, h, s) = (p.d, p.h, p.s);
-    let dict = kept_dictionary(req, cache, h)?;
+    let dict = delta_dictionary::find(req, sources, h, original, ORIGINAL_MAX)?;
     let o = lookup::open_as_allowed(req, original).ok()?;
     if o.info().version() != req.finfo().version() {
         return None;
@@ -131,37 +131,12 @@ fn check(
     )
 }
 
-/// The bytes of the version the cache keeps under `h`, once they are
-/// checked to have that SHA-256.
-fn kept_dictionary(req: &Request<'_>, cache: &Active, h: &Hash) -> Option<Vec<u8>> {
-    let f = cache.kept_version(req, h)?;
-    let mut dec = Decoder::new(Coding::Zstd, f.reader(0)).ok()?;
-    let (mut bytes, mut buf) = (Vec::new(), vec![0u8; 64 << 10]);
-    loop {
-        let n = dec.read(&mut buf).ok()?;
-        if n == 0 || bytes.len() as u64 > ORIGINAL_MAX {
-            break;
-        }
-        bytes.extend_from_slice(&buf[..n]);
-    }
-    let ok = bytes.len() as u64 <= ORIGINAL_MAX && dictionary::hash(&bytes) == *h;
-    if !ok {
-        req.log_with(Level::Debug, 0, || {
-            format!(
-                "kept version {} is not the dictionary its name says; not used",
-                dictionary::to_hex(h)
-            )
-        });
-    }
-    ok.then_some(bytes)
-}
-
 /// Says what this process found: once per delta version, as it found it.
 fn tell(req: &Request<'_>, path: &CStr, r: Represents) {
     match r {
         Represents::Page => req.log_with(Level::Trace1, 0, || {
             format!(
-                "published delta decodes to its page against the kept dictionary: {}",
+                "published delta decodes to its page against its dictionary: {}",
                 path.to_string_lossy()
             )
         }),

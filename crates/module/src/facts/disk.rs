@@ -6,6 +6,7 @@
 //! costs one lookup and none is made twice.
 
 use super::{Facts, Held, Seen};
+use crate::delta_dictionary::Sources;
 use crate::lookup::{self, Route, Sibling};
 use crate::memo;
 use crate::ondemand::cache::{Active, CachedCopy};
@@ -144,16 +145,21 @@ impl<'a, 'r> Disk<'a, 'r> {
     }
 
     /// The published delta against `hash`, fresh: beside an original and
-    /// with the dictionary kept in the cache, sent once it decodes to the
-    /// original (`verified_delta`) without asking its own name; one found
-    /// not to, never; else as its own name's rules decide.
+    /// with the dictionary kept in the cache or the tree's publish store,
+    /// sent once it decodes to the original (`verified_delta`) without
+    /// asking its own name; one found not to, never; else as its own
+    /// name's rules decide.
     fn published_delta(&self, d: DeltaCoding, hash: &[u8; 32]) -> Option<Sibling<'r>> {
         let (req, base, original) = (self.req, self.scope.filename, self.scope.original);
         let fresh = |s: Sibling<'r>| variant::usable(lookup::meta(&s.info), original).then_some(s);
-        if let (Some(_), Some(cache)) = (original, self.scope.cache) {
+        let sources = Sources {
+            cache: self.scope.cache,
+            store: crate::module::delta_store(req, base),
+        };
+        if let (Some(_), true) = (original, sources.any()) {
             if let Some(s) = lookup::find_delta(req, base, d, hash, Route::Verified) {
                 let s = fresh(s)?;
-                match verified_delta::judge(req, cache, d, hash, &s, base) {
+                match verified_delta::judge(req, sources, d, hash, &s, base) {
                     Verdict::Page => return Some(s),
                     Verdict::Not => return None,
                     Verdict::Unchecked => {}
