@@ -434,22 +434,6 @@ fn a_delta_whose_header_names_another_dictionary_is_not_sent() {
     a.assert_no_crash();
 }
 
-/// Lets the server's user read `store` as the docs say: 0750 with the
-/// server's group (nogroup, where tests run as root and Apache as
-/// nobody; the user's own group otherwise).
-fn open_store_to_server(store: &Path) {
-    if is_root() {
-        let ok = std::process::Command::new("chgrp")
-            .arg("nogroup")
-            .arg(store)
-            .status()
-            .unwrap()
-            .success();
-        assert!(ok, "chgrp nogroup {}", store.display());
-    }
-    fs::set_permissions(store, fs::Permissions::from_mode(0o750)).unwrap();
-}
-
 /// Publishes `v1` of `page.html` and of the group member `assets/app.1.js`,
 /// then `v2` of the page and `assets/app.2.js`, with deltas, into `store`.
 fn publish_with_store(d: &Path, store: &Path, v1: &[u8], v2: &[u8]) {

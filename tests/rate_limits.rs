@@ -22,6 +22,11 @@ const SITE_COUNT: usize = 24;
 /// A server whose configuration makes every sibling a twin where one is
 /// asked (server-level rewrite rules), behind mod_evasive.
 fn start(fill: impl FnOnce(&Path)) -> Option<Apache> {
+    start_with("", fill)
+}
+
+/// As `start`, with `extra` lines at server level.
+fn start_with(extra: &str, fill: impl FnOnce(&Path)) -> Option<Apache> {
     if !Path::new(&format!("{}/mod_{EVASIVE}.so", httpd_modules())).exists() {
         skip("mod_evasive not installed (apt-get install libapache2-mod-evasive)");
         return None;
@@ -32,7 +37,7 @@ fn start(fill: impl FnOnce(&Path)) -> Option<Apache> {
          DOSSiteCount {SITE_COUNT}\nDOSSiteInterval 30\n\
          DOSPageCount 1000\nDOSPageInterval 30\n\
          DOSBlockingPeriod 30\n\
-         </IfModule>\n"
+         </IfModule>\n{extra}"
     );
     Some(Apache::start(
         Options {
@@ -100,4 +105,88 @@ fn a_sibling_without_its_original_is_still_asked() {
         "every twin passed the limiter: {statuses:?}"
     );
     a.assert_no_crash();
+}
+
+/// Publishes every page twice, as a site does between two visits, so
+/// that each gets deltas against its first version in `store`.
+fn publish_deltas(d: &Path, store: &Path, v1: &[u8], v2: &[u8]) {
+    let run = || {
+        let o = publish_tool([
+            "compress".as_ref(),
+            "--delta-versions".as_ref(),
+            "1".as_ref(),
+            "--store".as_ref(),
+            store.as_os_str(),
+            d.as_os_str(),
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+    };
+    for i in 0..PAGES {
+        std::fs::write(d.join(format!("p{i}.html")), v1).unwrap();
+    }
+    run();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    for i in 0..PAGES {
+        let p = d.join(format!("p{i}.html"));
+        std::fs::write(&p, v2).unwrap();
+        set_mtime(&p, later);
+    }
+    run();
+}
+
+/// Published deltas of pages whose originals exist: with the tree's
+/// publish store named, each is verified against the earlier version the
+/// store holds and sent with no request for its own name, so the limiter
+/// sees one request per page; without it, each delta is asked under its
+/// own name and the limiter refuses past half its count.
+#[test]
+fn deltas_verified_against_the_publish_store_cost_one_request_per_page() {
+    let v1 = page(20_000, 54);
+    let mut v2 = v1.clone();
+    v2.splice(10_000..10_006, b"issue2".iter().copied());
+    let statuses = |with_store: bool| {
+        let holder = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let store = holder.path().join("store");
+        std::fs::create_dir(&store).unwrap();
+        open_store_to_server(holder.path());
+        open_store_to_server(&store);
+        let line = format!("GzipDiskNgDeltaStore {{docroot}} {}\n", store.display());
+        let a = start_with(if with_store { &line } else { "" }, |d| {
+            publish_deltas(d, &store, &v1, &v2)
+        })?;
+        let ae = "gzip, br, zstd, dcb, dcz";
+        let dict = format!("Available-Dictionary: {}", announce(&v1));
+        let got: Vec<(u16, Option<String>)> = (0..PAGES)
+            .map(|i| {
+                let args = [
+                    "-H".to_string(),
+                    format!("Accept-Encoding: {ae}"),
+                    "-H".into(),
+                    dict.clone(),
+                ];
+                let r = curl(&a.url(&format!("/p{i}.html")), &args);
+                let c = r.header("Content-Encoding").map(str::to_owned);
+                if r.status == 200 && matches!(c.as_deref(), Some("dcz" | "dcb")) {
+                    let c = c.as_deref().unwrap_or_default();
+                    assert_eq!(oracle_decoded_delta(c, &v1, &r.body), v2, "page {i}");
+                }
+                (r.status, c)
+            })
+            .collect();
+        a.assert_no_crash();
+        Some(got)
+    };
+    let Some(verified) = statuses(true) else {
+        return;
+    };
+    assert!(
+        verified
+            .iter()
+            .all(|(s, c)| *s == 200 && matches!(c.as_deref(), Some("dcz" | "dcb"))),
+        "{verified:?}"
+    );
+    let Some(asked) = statuses(false) else {
+        return;
+    };
+    assert!(asked.iter().any(|(s, _)| *s != 200), "{asked:?}");
 }

@@ -91,3 +91,20 @@ pub fn smallest_sibling(base: &Path) -> (&'static str, Vec<u8>) {
         .min_by_key(|(_, b)| b.len())
         .expect("a sibling")
 }
+
+/// Lets the server's user read `store` as the docs say: 0750 with the
+/// server's group (nogroup, where tests run as root and Apache as
+/// nobody; the user's own group otherwise).
+pub fn open_store_to_server(store: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if super::harness::is_root() {
+        let ok = std::process::Command::new("chgrp")
+            .arg("nogroup")
+            .arg(store)
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "chgrp nogroup {}", store.display());
+    }
+    fs::set_permissions(store, fs::Permissions::from_mode(0o750)).unwrap();
+}
