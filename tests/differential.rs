@@ -232,6 +232,23 @@ fn fill_root(docroot: &Path, root: &str) {
     }
 }
 
+/// The publish store of the main host's tree, as the publish tool lays
+/// one out: every page with deltas has `dictionary()` as an earlier
+/// version (`versions/<path>/<hex>.zst`). Read only where the
+/// configuration names it (`Config::store`).
+fn fill_store(store: &Path) {
+    let hex = delta_suffix("");
+    let hex = hex.trim_matches('.');
+    for d in DIRS {
+        for f in ["page.html", "same.html", "only.html"] {
+            let dir = store.join("versions").join(d).join(f);
+            fs::create_dir_all(&dir).expect("mkdir");
+            let mut out = fs::File::create(dir.join(format!("{hex}.zst"))).expect("version");
+            gdn_publish::store::write_version(&mut out, &dictionary(), 3).expect("zstd");
+        }
+    }
+}
+
 /// A server-side script in each directory.
 const SCRIPT: &str = "conf.php";
 
@@ -281,6 +298,10 @@ struct Config {
     ondemand: bool,
     /// TLS with client certificates asked for (mod_ssl's rules drawn).
     tls: bool,
+    /// The main host's tree has a publish store holding every delta's
+    /// dictionary (`GzipDiskNgDeltaStore`): a delta beside its original
+    /// is verified against it, the page or nothing.
+    store: bool,
 }
 
 const AUTH: &str = "AuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n";
@@ -570,11 +591,17 @@ fn generate(seed: u64) -> Config {
         alias: rng.chance(30),
         ondemand: rng.chance(30),
         tls: false,
+        store: false,
     };
     // Drawn apart, so the other seeds' configurations stay as they were.
     let mut tls_rng = Rng(seed ^ 0x7157);
     cfg.tls = tls_rng.chance(30);
+    cfg.store = Rng(seed ^ 0x5703).chance(40);
     let mut server = String::from("DirectoryIndex index.html\n");
+    if cfg.store {
+        server += "<IfModule gzip_disk_ng_module>\n\
+                   GzipDiskNgDeltaStore {docroot} {root}/store\n</IfModule>\n";
+    }
     if cfg.tls {
         // A rule on the certificate in a section of file names, which
         // can tell a sibling from its page.
@@ -930,15 +957,17 @@ fn page_of(uri: &str) -> String {
 /// answers the page: a sibling of an existing original is sent only
 /// verified to decode to the original's bytes, allowed by the page's
 /// own answer, never for its own name's sake. A delta's own URI counts
-/// always: a delta the module cannot decode against its dictionary is
-/// sent as its own name's rules decide.
-fn allowed(uri: &str, oracle: &Memo) -> Vec<Vec<u8>> {
+/// where the module cannot decode it against its dictionary (`stored`
+/// false: no publish store holds it): it is then sent as its own name's
+/// rules decide. Where the store holds it, a delta beside its original
+/// is verified, the page or nothing, as any other sibling.
+fn allowed(uri: &str, oracle: &Memo, stored: bool) -> Vec<Vec<u8>> {
     let mut out = vec![];
     let base = page_of(uri);
     let original = original_answers(&base, oracle);
     for n in candidates(uri) {
         let delta = n.ends_with(".dcz") || n.ends_with(".dcb");
-        if original && n != uri && n != base && !delta {
+        if original && n != uri && n != base && (!delta || stored) {
             continue;
         }
         let Some(r) = oracle.get(&n) else { continue };
@@ -1042,6 +1071,7 @@ fn start_one(cfg: &Config, with_module: bool) -> Result<(Apache, u16), String> {
         // Labels of one length: files of one path have one size in both.
         fill_root(docroot, "d1");
         fill_root(&root.join("docs2"), "d2");
+        fill_store(&root.join("store"));
         for (d, text) in &htaccess {
             for r in ["docs", "docs2"] {
                 let t = text
@@ -1132,6 +1162,11 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
             (c.tls, c.user, c.second) = (Some(cert), None, false);
         }
     }
+    // Whose page requests meet the main host's publish store.
+    let stored: Vec<bool> = cs
+        .iter()
+        .map(|c| cfg.store && !(cfg.vhost && c.second))
+        .collect();
     let all = uris(&cfg);
     let found = std::sync::Mutex::new(vec![]);
     let seen = std::sync::Mutex::new(vec![]);
@@ -1146,6 +1181,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     std::thread::scope(|scope| {
         for (ci, c) in cs.iter().enumerate() {
             let (s, found, seen, asks, all) = (&s, &found, &seen, &asks, &all);
+            let stored = stored[ci];
             scope.spawn(move || {
                 let i = usize::from(c.second);
                 let names: BTreeSet<String> = all.iter().flat_map(|u| candidates(u)).collect();
@@ -1162,7 +1198,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
                         if r.status == 200 && matches!(r.coding.as_deref(), Some("dcz" | "dcb")) {
                             DELTAS_SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
-                        if let Some(v) = check(c, uri, *ae, &r, &oracle) {
+                        if let Some(v) = check(c, uri, *ae, &r, &oracle, stored) {
                             found.lock().expect("lock").push(v);
                         }
                         answers.push((uri.clone(), *ae, r));
@@ -1177,6 +1213,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     let mut found = found.into_inner().expect("lock");
     found.extend(shared_cache_violations(
         &cs,
+        &stored,
         &seen.into_inner().expect("lock"),
     ));
     if std::env::var_os("DIFF_DEBUG").is_some() {
@@ -1191,13 +1228,15 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     Ok(Some(found))
 }
 
-/// A violation, if the module's answer `r` to `uri` is not allowed.
+/// A violation, if the module's answer `r` to `uri` is not allowed
+/// (`stored`: the client's page requests meet the publish store).
 fn check(
     c: &Client,
     uri: &str,
     ae: Option<&'static str>,
     r: &Got,
     oracle: &Memo,
+    stored: bool,
 ) -> Option<Violation> {
     if r.status != 200 {
         return None;
@@ -1214,7 +1253,7 @@ fn check(
     if !script
         && body
             .as_ref()
-            .is_some_and(|b| allowed(uri, oracle).contains(b))
+            .is_some_and(|b| allowed(uri, oracle, stored).contains(b))
     {
         return None;
     }
@@ -1254,7 +1293,7 @@ type Seen = (usize, Memo, Vec<(String, Option<&'static str>, Got)>);
 /// that URI (where it tells them apart, the cache's trouble is Apache's
 /// own). An answer that depended on the client must say so (`private`).
 /// A page mod_status made differs per request, and is judged by `check`.
-fn shared_cache_violations(cs: &[Client], seen: &[Seen]) -> Vec<Violation> {
+fn shared_cache_violations(cs: &[Client], stored: &[bool], seen: &[Seen]) -> Vec<Violation> {
     let mut out = vec![];
     for (a, oracle_a, answers) in seen {
         for (uri, ae, r) in answers {
@@ -1281,7 +1320,7 @@ fn shared_cache_violations(cs: &[Client], seen: &[Seen]) -> Vec<Violation> {
                 if b == a
                     || cs[*b].second != cs[*a].second
                     || !same(oracle_a.get(uri), oracle_b.get(uri))
-                    || allowed(uri, oracle_b).contains(&body)
+                    || allowed(uri, oracle_b, stored[*b]).contains(&body)
                 {
                     continue;
                 }
