@@ -92,9 +92,10 @@ pub fn smallest_sibling(base: &Path) -> (&'static str, Vec<u8>) {
         .expect("a sibling")
 }
 
-/// Lets the server's user read `store` as the docs say: 0750 with the
+/// Lets the server's user read `store` as the docs say: 2750 with the
 /// server's group (nogroup, where tests run as root and Apache as
-/// nobody; the user's own group otherwise).
+/// nobody; the user's own group otherwise), so what the publish tool
+/// makes in it takes that group.
 pub fn open_store_to_server(store: &Path) {
     use std::os::unix::fs::PermissionsExt;
     if super::harness::is_root() {
@@ -106,5 +107,5 @@ pub fn open_store_to_server(store: &Path) {
             .success();
         assert!(ok, "chgrp nogroup {}", store.display());
     }
-    fs::set_permissions(store, fs::Permissions::from_mode(0o750)).unwrap();
+    fs::set_permissions(store, fs::Permissions::from_mode(0o2750)).unwrap();
 }

@@ -9,7 +9,11 @@
 //!   had; the newest K are kept;
 //! - `dictionaries/<hex SHA-256>`: the path, relative to the tree, of a
 //!   file used whole as a dictionary (a group member, a site dictionary),
-//!   so `verify` can find it from a delta's hash.
+//!   so `verify` (and the module, where `GzipDiskNgDeltaStore` names the
+//!   store) can find it from a delta's hash.
+//!
+//! A store is created private (0700); one that exists keeps its mode, so
+//! an admin can make it for the server's group.
 
 use crate::atomic::TempFile;
 use gdn_core::dictionary::{self, Hash, VERSIONS_DIR};
@@ -228,6 +232,30 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
     use std::time::Duration;
+
+    /// A store the admin made for the server's group (the module reads it,
+    /// `GzipDiskNgDeltaStore`) keeps its mode; what goes in stays
+    /// readable through it as the files it came from are.
+    #[test]
+    fn an_existing_store_keeps_its_mode() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("store");
+        fs::create_dir(&dir).unwrap();
+        fs::set_permissions(&dir, fs::Permissions::from_mode(0o750)).unwrap();
+        let s = Store::at(d.path(), dir.clone());
+        let f = d.path().join("page.html");
+        fs::write(&f, b"v1").unwrap();
+        fs::set_permissions(&f, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(s
+            .add(Path::new("page.html"), b"v1", &fs::metadata(&f).unwrap())
+            .unwrap());
+        s.catalogue(&dictionary::hash(b"v1"), &f).unwrap();
+        let mode = |p: &Path| fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode(&dir), 0o750);
+        let version = &s.versions(Path::new("page.html"))[0].path;
+        assert_eq!(mode(version), 0o644);
+        assert_eq!(mode(&s.catalogue_path(&dictionary::hash(b"v1"))), 0o644);
+    }
 
     #[test]
     fn versions_are_added_listed_newest_first_and_pruned() {
