@@ -472,8 +472,9 @@ fn publish_with_store(d: &Path, store: &Path, v1: &[u8], v2: &[u8]) {
 /// dictionary the store holds (the page's earlier version, or the group
 /// member its catalogue names) and sent without asking its own name,
 /// which `<FilesMatch>` refuses; a store the server cannot read, or a
-/// catalogued file that is no longer the dictionary, leaves the delta to
-/// its own name's rules (refused: br), with one warning for the store.
+/// catalogued file removed or no longer the dictionary, leaves the delta
+/// to its own name's rules (refused: br), with one warning for the
+/// unreadable store and none for the rest.
 #[test]
 fn published_deltas_are_verified_against_the_publish_store() {
     let v1 = page(60_000, 7);
@@ -533,6 +534,11 @@ fn published_deltas_are_verified_against_the_publish_store() {
     // dictionary any more, so not used; restored, it verifies the delta.
     let member = a.docroot.join("assets/app.1.js");
     let kept = fs::metadata(&member).unwrap().modified().unwrap();
+    // Removed from the tree: no dictionary, and nothing to warn of.
+    let away = a.docroot.join("app.1.js.away");
+    fs::rename(&member, &away).unwrap();
+    assert_eq!(coding("/assets/app.2.js").as_deref(), Some("br"));
+    fs::rename(&away, &member).unwrap();
     fs::write(&member, &v2).unwrap();
     assert_eq!(coding("/assets/app.2.js").as_deref(), Some("br"));
     fs::write(&member, &v1).unwrap();

@@ -79,35 +79,47 @@ fn from_store(
         .join(VERSIONS_DIR)
         .join(rel)
         .join(format!("{hex}.zst"));
-    let read = match std::fs::File::open(&version) {
-        Ok(f) => unzstd(f).and_then(|d| read_bounded(d, max)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+    let read = match opened(&version) {
+        Ok(Some(f)) => unzstd(f).and_then(|d| read_bounded(d, max)),
+        Ok(None) => {
             let entry = store.dir.join(CATALOGUE_DIR).join(&hex);
-            match catalogued(store, &entry) {
-                Ok(Some(file)) => std::fs::File::open(file).and_then(|f| read_bounded(f, max)),
+            let file = match catalogued(store, &entry) {
+                Ok(Some(file)) => file,
                 Ok(None) => return None,
-                Err(e) => Err(e),
+                Err(e) => return unreadable(req, &entry, &e),
+            };
+            // A catalogued file since removed from the tree names no
+            // dictionary.
+            match opened(&file) {
+                Ok(Some(f)) => read_bounded(f, max),
+                Ok(None) => return None,
+                Err(e) => return unreadable(req, &file, &e),
             }
         }
         Err(e) => Err(e),
     };
     match read {
         Ok(bytes) => checked(req, "stored version", bytes, h),
-        Err(e) => {
-            unreadable(req, store, &e);
-            None
-        }
+        Err(e) => unreadable(req, &version, &e),
+    }
+}
+
+/// The file at `path`, opened; `None` where there is none.
+fn opened(path: &Path) -> io::Result<Option<std::fs::File>> {
+    match std::fs::File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 
 /// The tree's file a catalogue entry names: a path inside the tree, with
 /// no `..`; `None` where there is no entry or it names no such path.
 fn catalogued(store: &DeltaStore, entry: &Path) -> io::Result<Option<PathBuf>> {
-    let bytes = match std::fs::File::open(entry) {
-        Ok(f) => read_bounded(f, CATALOGUE_ENTRY_MAX)?,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e),
+    let Some(f) = opened(entry)? else {
+        return Ok(None);
     };
+    let bytes = read_bounded(f, CATALOGUE_ENTRY_MAX)?;
     let rel = Path::new(OsStr::from_bytes(&bytes));
     let inside = !bytes.is_empty()
         && !bytes.contains(&0)
@@ -139,22 +151,29 @@ fn checked(req: &Request<'_>, what: &str, bytes: Vec<u8>, h: &Hash) -> Option<Ve
     None
 }
 
-/// A store the server cannot read: said once per process (the deltas are
-/// then asked under their own names, as without the store).
-fn unreadable(req: &Request<'_>, store: &DeltaStore, e: &io::Error) {
+/// A file of the store (or one its catalogue names) the server cannot
+/// read: said once per process (the deltas are then asked under their
+/// own names, as without the store).
+fn unreadable(req: &Request<'_>, path: &Path, e: &io::Error) -> Option<Vec<u8>> {
     static SAID: AtomicBool = AtomicBool::new(false);
     let level = match SAID.swap(true, Ordering::Relaxed) {
         false => Level::Warn,
         true => Level::Debug,
     };
     req.log_with(level, 0, || {
+        let hint = match e.kind() {
+            io::ErrorKind::PermissionDenied => {
+                " (the store must be readable by the server's user, e.g. made 2750 for its group)"
+            }
+            _ => "",
+        };
         format!(
-            "GzipDiskNgDeltaStore {}: {e}; published deltas it would verify are asked under \
-             their own names (the store's directory must be readable by the server's user, \
-             e.g. group-readable by its group)",
-            store.dir.display()
+            "GzipDiskNgDeltaStore: {}: {e}; published deltas it would verify are asked under \
+             their own names{hint}",
+            path.display()
         )
     });
+    None
 }
 
 /// What `r` holds once zstd-decoded, as the cache and the store keep
