@@ -9,6 +9,7 @@ use gdn_core::coding::Coding;
 use gdn_core::dynamic::DEFAULT_MIN_SIZE;
 use gdn_core::jitter::Secret;
 use gdn_core::stream::StreamLevels;
+use gdn_publish::store::Store;
 use std::path::{Path, PathBuf};
 
 /// Default name of the marker header.
@@ -65,9 +66,12 @@ pub struct ServerConfig {
     /// `GzipDiskNgSiteDictionaryPeriod`: seconds between two judgements
     /// of the pages the site dictionary learns.
     pub site_dictionary_period: Option<u32>,
-    /// `GzipDiskNgDeltaStore`: the publish tool's stores the module reads
-    /// dictionaries from, to verify published deltas.
-    pub delta_stores: Option<Vec<DeltaStore>>,
+    /// `GzipDiskNgDeltaStore`: published trees and their dictionary
+    /// stores (`gzip-disk-ng compress --store`), whose earlier versions
+    /// and catalogued dictionaries verify the trees' published deltas.
+    /// Only read; every dictionary read is checked against the SHA-256
+    /// its delta names.
+    pub delta_stores: Option<Vec<Store>>,
 }
 
 // A virtual host without its own settings uses the main server's.
@@ -117,33 +121,11 @@ pub fn parse_site_dictionary(arg: &str) -> Result<String, String> {
     Ok(arg.to_owned())
 }
 
-/// `GzipDiskNgDeltaStore tree store`: a tree the publish tool published
-/// with deltas, and its dictionary store (`gzip-disk-ng compress
-/// --store`), whose earlier versions and catalogued dictionaries verify
-/// the tree's published deltas. Only read, and every dictionary read is
-/// checked against the SHA-256 its delta names.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DeltaStore {
-    /// The published tree's top directory, as requests' file names have it.
-    pub tree: PathBuf,
-    /// The store's directory.
-    pub dir: PathBuf,
-}
-
-impl DeltaStore {
-    /// The path of `file` relative to the tree, where it lies inside.
-    pub fn relative<'a>(&self, file: &'a Path) -> Option<&'a Path> {
-        file.strip_prefix(&self.tree)
-            .ok()
-            .filter(|r| !r.as_os_str().is_empty())
-    }
-}
-
 /// `GzipDiskNgDeltaStore tree store` (each relative to ServerRoot, as
 /// httpd resolves file arguments): the store outside the tree (it holds
 /// earlier versions, which a server of the tree would hand out) and the
 /// tree outside the store.
-pub fn parse_delta_store(args: &[PathBuf]) -> Result<DeltaStore, String> {
+pub fn parse_delta_store(args: &[PathBuf]) -> Result<Store, String> {
     let [tree, dir] = args else {
         return Err("takes two arguments: the published tree and its dictionary store".into());
     };
@@ -157,10 +139,7 @@ pub fn parse_delta_store(args: &[PathBuf]) -> Result<DeltaStore, String> {
             tree.display()
         ));
     }
-    Ok(DeltaStore {
-        tree: tree.to_path_buf(),
-        dir: dir.to_path_buf(),
-    })
+    Ok(Store::at(tree, dir.to_path_buf()))
 }
 
 /// A dictionary store must not be served: refused inside any

@@ -1,30 +1,23 @@
 //! Where the dictionary a published delta names is found, so that the
 //! delta can be verified against its page (`verified_delta`): a version
 //! the on-demand cache keeps, or the publish tool's store of the tree
-//! (`GzipDiskNgDeltaStore`), which holds the page's earlier versions
-//! (`versions/<path in the tree>/<hex>.zst`) and names the files of the
-//! tree used whole as dictionaries (`dictionaries/<hex>` holds the path).
+//! (`GzipDiskNgDeltaStore`), which holds the page's earlier versions and
+//! names the files of the tree used whole as dictionaries, read as the
+//! tool reads it (`gdn_publish::store`).
 //! Whatever is read, and whoever could write it, is used only once its
 //! SHA-256 is the one the delta names; no dictionary read here is sent.
 
-use crate::config::DeltaStore;
 use crate::ondemand::cache::Active;
 use gdn_core::coding::Coding;
 use gdn_core::decode::Decoder;
-use gdn_core::dictionary::{self, Hash, VERSIONS_DIR};
+use gdn_core::dictionary::{self, Hash};
 use gdn_httpd::{Level, Request};
+use gdn_publish::store::Store;
 use std::ffi::{CStr, OsStr};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Where the store names its whole-file dictionaries (as the publish
-/// tool's `store` module writes them).
-const CATALOGUE_DIR: &str = "dictionaries";
-
-/// Longest path a catalogue entry holds.
-const CATALOGUE_ENTRY_MAX: u64 = 4096;
 
 /// Where a request's published delta may find its dictionary.
 #[derive(Clone, Copy, Default)]
@@ -32,7 +25,7 @@ pub struct Sources<'a> {
     /// The on-demand cache, where the request's scope has it on.
     pub cache: Option<&'a Active>,
     /// The publish tool's store of the tree holding the request's file.
-    pub store: Option<&'a DeltaStore>,
+    pub store: Option<&'a Store>,
 }
 
 impl Sources<'_> {
@@ -64,67 +57,24 @@ pub fn find(
     })
 }
 
-/// The store's earlier version of the file at `rel` named `h`, else the
-/// tree's file the store's catalogue names for `h`.
-fn from_store(
-    req: &Request<'_>,
-    store: &DeltaStore,
-    rel: &Path,
-    h: &Hash,
-    max: u64,
-) -> Option<Vec<u8>> {
-    let hex = dictionary::to_hex(h);
-    let version = store
-        .dir
-        .join(VERSIONS_DIR)
-        .join(rel)
-        .join(format!("{hex}.zst"));
-    let read = match opened(&version) {
-        Ok(Some(f)) => unzstd(f).and_then(|d| read_bounded(d, max)),
+/// The store's dictionary `h` for the file at `rel`, checked against
+/// `h` (`Store::find_within`).
+fn from_store(req: &Request<'_>, store: &Store, rel: &Path, h: &Hash, max: u64) -> Option<Vec<u8>> {
+    match store.find_within(rel, h, max) {
+        Ok(Some(d)) => Some(d),
         Ok(None) => {
-            let entry = store.dir.join(CATALOGUE_DIR).join(&hex);
-            let file = match catalogued(store, &entry) {
-                Ok(Some(file)) => file,
-                Ok(None) => return None,
-                Err(e) => return unreadable(req, &entry, &e),
-            };
-            // A catalogued file since removed from the tree names no
-            // dictionary.
-            match opened(&file) {
-                Ok(Some(f)) => read_bounded(f, max),
-                Ok(None) => return None,
-                Err(e) => return unreadable(req, &file, &e),
-            }
+            req.log_with(Level::Debug, 0, || {
+                format!(
+                    "GzipDiskNgDeltaStore {}: no dictionary {} for {}",
+                    store.dir().display(),
+                    dictionary::to_hex(h),
+                    rel.display()
+                )
+            });
+            None
         }
-        Err(e) => Err(e),
-    };
-    match read {
-        Ok(bytes) => checked(req, "stored version", bytes, h),
-        Err(e) => unreadable(req, &version, &e),
+        Err(e) => unreadable(req, store.dir(), &e),
     }
-}
-
-/// The file at `path`, opened; `None` where there is none.
-fn opened(path: &Path) -> io::Result<Option<std::fs::File>> {
-    match std::fs::File::open(path) {
-        Ok(f) => Ok(Some(f)),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
-/// The tree's file a catalogue entry names: a path inside the tree, with
-/// no `..`; `None` where there is no entry or it names no such path.
-fn catalogued(store: &DeltaStore, entry: &Path) -> io::Result<Option<PathBuf>> {
-    let Some(f) = opened(entry)? else {
-        return Ok(None);
-    };
-    let bytes = read_bounded(f, CATALOGUE_ENTRY_MAX)?;
-    let rel = Path::new(OsStr::from_bytes(&bytes));
-    let inside = !bytes.is_empty()
-        && !bytes.contains(&0)
-        && rel.components().all(|c| matches!(c, Component::Normal(_)));
-    Ok(inside.then(|| store.tree.join(rel)))
 }
 
 /// All of `r`, refused above `max` bytes.
@@ -151,8 +101,8 @@ fn checked(req: &Request<'_>, what: &str, bytes: Vec<u8>, h: &Hash) -> Option<Ve
     None
 }
 
-/// A file of the store (or one its catalogue names) the server cannot
-/// read: said once per process (the deltas are then asked under their
+/// A store whose files (or a file its catalogue names) the server
+/// cannot read: said once per process (the deltas are then asked under their
 /// own names, as without the store).
 fn unreadable(req: &Request<'_>, path: &Path, e: &io::Error) -> Option<Vec<u8>> {
     static SAID: AtomicBool = AtomicBool::new(false);
@@ -168,7 +118,7 @@ fn unreadable(req: &Request<'_>, path: &Path, e: &io::Error) -> Option<Vec<u8>> 
             _ => "",
         };
         format!(
-            "GzipDiskNgDeltaStore: {}: {e}; published deltas it would verify are asked under \
+            "GzipDiskNgDeltaStore {}: {e}; published deltas it would verify are asked under \
              their own names{hint}",
             path.display()
         )
@@ -176,8 +126,7 @@ fn unreadable(req: &Request<'_>, path: &Path, e: &io::Error) -> Option<Vec<u8>> 
     None
 }
 
-/// What `r` holds once zstd-decoded, as the cache and the store keep
-/// versions.
+/// What `r` holds once zstd-decoded, as the cache keeps versions.
 fn unzstd<R: Read>(r: R) -> io::Result<DecodedReader<R>> {
     Decoder::new(Coding::Zstd, r)
         .map(DecodedReader)
@@ -196,40 +145,6 @@ impl<R: Read> Read for DecodedReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A catalogue entry is used only where it names a path inside the
-    /// tree: no `..`, no absolute path, nothing empty; an entry too long
-    /// to be a path is an error, a missing one none.
-    #[test]
-    fn catalogue_entries_name_only_paths_inside_the_tree() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = DeltaStore {
-            tree: PathBuf::from("/srv/tree"),
-            dir: dir.path().to_path_buf(),
-        };
-        let entry = dir.path().join("e");
-        let named = |text: &[u8]| {
-            std::fs::write(&entry, text).unwrap();
-            catalogued(&store, &entry).unwrap()
-        };
-        assert_eq!(
-            named(b"assets/app.1.js"),
-            Some(PathBuf::from("/srv/tree/assets/app.1.js"))
-        );
-        for bad in [
-            &b"../secret"[..],
-            b"a/../../b",
-            b"/etc/passwd",
-            b"",
-            b"./a",
-            b"a\0b",
-        ] {
-            assert_eq!(named(bad), None, "{}", String::from_utf8_lossy(bad));
-        }
-        std::fs::write(&entry, vec![b'a'; CATALOGUE_ENTRY_MAX as usize + 1]).unwrap();
-        assert!(catalogued(&store, &entry).is_err());
-        assert_eq!(catalogued(&store, &dir.path().join("none")).unwrap(), None);
-    }
 
     #[test]
     fn reads_are_bounded() {

@@ -407,8 +407,8 @@ mod tests {
         assert!(apply("GzipDiskNgDeltaStore", Args::List(&["tree"])).is_err());
         let stores = s.delta_stores.as_deref().unwrap_or_default();
         assert_eq!(stores.len(), 2, "{stores:?}");
-        assert_eq!(stores[0].tree, dir.path().join("tree"));
-        assert_eq!(stores[1].dir, std::path::Path::new("/s2"));
+        assert_eq!(stores[0].tree(), dir.path().join("tree"));
+        assert_eq!(stores[1].dir(), std::path::Path::new("/s2"));
         assert_eq!(d.encodings(), &[gdn_core::coding::Coding::Br]);
         assert!(!d.decompress());
         assert_eq!(s.cache_max_size(), 2 << 20);

@@ -1,7 +1,7 @@
 //! The `gzip_disk_ng_module` httpd loads: its directives, configuration
 //! types and hooks, built on the `httpd` layer's module blocks.
 
-use crate::config::{self, DeltaStore, DirConfig, ServerConfig, Settings};
+use crate::config::{self, DirConfig, ServerConfig, Settings};
 use crate::directives::DIRECTIVES;
 use crate::handler;
 use crate::metrics::counters;
@@ -11,6 +11,7 @@ use crate::status;
 use crate::store_guard;
 use gdn_core::jitter::Secret;
 use gdn_httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
+use gdn_publish::store::Store;
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
@@ -155,7 +156,7 @@ fn check_delta_stores(ctx: &PostConfig<'_>) -> Result<(), String> {
     let roots = ctx.document_roots();
     for c in ctx.server_configs::<GzipDiskNg>() {
         for s in c.delta_stores.iter().flatten() {
-            config::check_delta_store_served(&s.dir, &roots)?;
+            config::check_delta_store_served(s.dir(), &roots)?;
         }
     }
     Ok(())
@@ -201,7 +202,7 @@ fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
 
 /// The first `GzipDiskNgDeltaStore` of the request's virtual host whose
 /// tree holds the file `file`.
-pub fn delta_store<'r>(req: &Request<'r>, file: &CStr) -> Option<&'r DeltaStore> {
+pub fn delta_store<'r>(req: &Request<'r>, file: &CStr) -> Option<&'r Store> {
     let stores = req.server_config::<GzipDiskNg>()?.delta_stores.as_deref()?;
     let file = Path::new(OsStr::from_bytes(file.to_bytes()));
     stores.iter().find(|s| s.relative(file).is_some())

@@ -17,14 +17,19 @@
 
 use crate::atomic::TempFile;
 use gdn_core::dictionary::{self, Hash, VERSIONS_DIR};
+use std::ffi::OsStr;
 use std::fs;
 use std::io::{self, Read, Write};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::DirBuilderExt;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::time::SystemTime;
 
 /// Where file dictionaries are catalogued, under the store.
 const CATALOGUE_DIR: &str = "dictionaries";
+
+/// Longest path a catalogue entry holds.
+const CATALOGUE_ENTRY_MAX: u64 = 4096;
 
 /// zstd level of stored versions: read back rarely, kept long.
 const STORE_LEVEL: i32 = 19;
@@ -166,22 +171,72 @@ impl Store {
     /// may use: a stored version of it or a catalogued file, checked
     /// against the hash.
     pub fn find(&self, rel: &Path, hash: &Hash) -> io::Result<Option<Vec<u8>>> {
+        self.find_within(rel, hash, DELTA_INPUT_MAX)
+    }
+
+    /// As `find`, reading at most `max` bytes of the dictionary (a larger
+    /// one is an error): the module verifies published deltas with it
+    /// (`GzipDiskNgDeltaStore`) in the request that meets them. A missing
+    /// file is `None`, one that cannot be read an error; a catalogue
+    /// entry names a dictionary only where it names a path inside the
+    /// tree.
+    pub fn find_within(&self, rel: &Path, hash: &Hash, max: u64) -> io::Result<Option<Vec<u8>>> {
         let stored = self
             .versions_dir(rel)
             .join(format!("{}.zst", dictionary::to_hex(hash)));
-        let content = if stored.is_file() {
-            load_version(&stored)?
-        } else {
-            match fs::read_to_string(self.catalogue_path(hash)) {
-                Ok(rel) => match read_limited(&self.tree.join(rel)) {
-                    Ok(c) => c,
-                    Err(_) => return Ok(None),
-                },
-                Err(_) => return Ok(None),
+        let content = match opened(&stored)? {
+            Some(f) => decode_limited(f, max)?,
+            None => {
+                let Some(file) = self.catalogued(hash)? else {
+                    return Ok(None);
+                };
+                let Some(f) = opened(&file)? else {
+                    return Ok(None);
+                };
+                take_limited(f, max)?
             }
         };
         Ok((dictionary::hash(&content) == *hash).then_some(content))
     }
+
+    /// The tree's file the catalogue names for `hash`: a path inside the
+    /// tree, with no `..`; `None` where there is no entry or it names no
+    /// such path.
+    fn catalogued(&self, hash: &Hash) -> io::Result<Option<PathBuf>> {
+        let Some(f) = opened(&self.catalogue_path(hash))? else {
+            return Ok(None);
+        };
+        let bytes = take_limited(f, CATALOGUE_ENTRY_MAX)?;
+        let rel = Path::new(OsStr::from_bytes(&bytes));
+        let inside = !bytes.is_empty()
+            && !bytes.contains(&0)
+            && rel.components().all(|c| matches!(c, Component::Normal(_)));
+        Ok(inside.then(|| self.tree.join(rel)))
+    }
+}
+
+/// The file at `path`, opened; `None` where there is none.
+fn opened(path: &Path) -> io::Result<Option<fs::File>> {
+    match fs::File::open(path) {
+        Ok(f) => Ok(Some(f)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// All of `r`, refused above `max` bytes.
+fn take_limited(r: impl Read, max: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    r.take(max + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > max {
+        return Err(io::Error::other(format!("larger than {max} bytes")));
+    }
+    Ok(out)
+}
+
+/// What the stored version `r` holds, refused above `max` bytes.
+fn decode_limited(r: impl Read, max: u64) -> io::Result<Vec<u8>> {
+    take_limited(zstd::stream::read::Decoder::new(r)?, max)
 }
 
 /// Writes `content` as a stored version is kept (zstd at `level`, with a
@@ -197,25 +252,12 @@ pub fn write_version(out: &mut impl Write, content: &[u8], level: i32) -> io::Re
 
 /// A stored version's content.
 pub fn load_version(path: &Path) -> io::Result<Vec<u8>> {
-    let mut d = zstd::stream::read::Decoder::new(fs::File::open(path)?)?;
-    let mut out = Vec::new();
-    (&mut d).take(DELTA_INPUT_MAX + 1).read_to_end(&mut out)?;
-    if out.len() as u64 > DELTA_INPUT_MAX {
-        return Err(io::Error::other("stored version too large"));
-    }
-    Ok(out)
+    decode_limited(fs::File::open(path)?, DELTA_INPUT_MAX)
 }
 
 /// A file's content, refused above `DELTA_INPUT_MAX`.
 pub fn read_limited(path: &Path) -> io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    fs::File::open(path)?
-        .take(DELTA_INPUT_MAX + 1)
-        .read_to_end(&mut out)?;
-    if out.len() as u64 > DELTA_INPUT_MAX {
-        return Err(io::Error::other("too large for deltas"));
-    }
-    Ok(out)
+    take_limited(fs::File::open(path)?, DELTA_INPUT_MAX)
 }
 
 /// Creates `dir` and any missing parent private (0700): stored versions
@@ -232,6 +274,44 @@ mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;
     use std::time::Duration;
+
+    /// A catalogue entry names a dictionary only where it names a path
+    /// inside the tree: no `..`, no absolute path, nothing empty; one too
+    /// long to be a path is an error, a missing one none.
+    #[test]
+    fn catalogue_entries_name_only_paths_inside_the_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let s = Store::at(Path::new("/srv/tree"), d.path().to_path_buf());
+        let h = dictionary::hash(b"x");
+        fs::create_dir_all(s.catalogue_path(&h).parent().unwrap()).unwrap();
+        let named = |text: &[u8]| {
+            fs::write(s.catalogue_path(&h), text).unwrap();
+            s.catalogued(&h).unwrap()
+        };
+        assert_eq!(
+            named(b"assets/app.1.js"),
+            Some(PathBuf::from("/srv/tree/assets/app.1.js"))
+        );
+        for bad in [
+            &b"../secret"[..],
+            b"a/../../b",
+            b"/etc/passwd",
+            b"",
+            b"./a",
+            b"a\0b",
+        ] {
+            assert_eq!(named(bad), None, "{}", String::from_utf8_lossy(bad));
+        }
+        fs::write(
+            s.catalogue_path(&h),
+            vec![b'a'; CATALOGUE_ENTRY_MAX as usize + 1],
+        )
+        .unwrap();
+        assert!(s.catalogued(&h).is_err());
+        assert_eq!(s.catalogued(&dictionary::hash(b"y")).unwrap(), None);
+        assert!(take_limited(&b"abcde"[..], 4).is_err());
+        assert_eq!(take_limited(&b"abcd"[..], 4).unwrap(), b"abcd");
+    }
 
     /// A store the admin made for the server's group (the module reads it,
     /// `GzipDiskNgDeltaStore`) keeps its mode; what goes in stays
