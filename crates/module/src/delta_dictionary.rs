@@ -12,7 +12,7 @@ use gdn_core::coding::Coding;
 use gdn_core::decode::Decoder;
 use gdn_core::dictionary::{self, Hash};
 use gdn_httpd::{Level, Request};
-use gdn_publish::store::Store;
+use gdn_publish::store::{take_limited, Store};
 use std::ffi::{CStr, OsStr};
 use std::io::{self, Read};
 use std::os::unix::ffi::OsStrExt;
@@ -47,7 +47,7 @@ pub fn find(
 ) -> Option<Vec<u8>> {
     let kept = sources.cache.and_then(|cache| {
         let f = cache.kept_version(req, h)?;
-        let bytes = read_bounded(unzstd(f.reader(0)).ok()?, max).ok()?;
+        let bytes = take_limited(unzstd(f.reader(0)).ok()?, max).ok()?;
         checked(req, "kept version", bytes, h)
     });
     kept.or_else(|| {
@@ -75,16 +75,6 @@ fn from_store(req: &Request<'_>, store: &Store, rel: &Path, h: &Hash, max: u64) 
         }
         Err(e) => unreadable(req, store.dir(), &e),
     }
-}
-
-/// All of `r`, refused above `max` bytes.
-fn read_bounded(r: impl Read, max: u64) -> io::Result<Vec<u8>> {
-    let mut out = Vec::new();
-    r.take(max + 1).read_to_end(&mut out)?;
-    if out.len() as u64 > max {
-        return Err(io::Error::other("larger than a check reads"));
-    }
-    Ok(out)
 }
 
 /// `bytes` once they have SHA-256 `h`.
@@ -139,16 +129,5 @@ struct DecodedReader<R: Read>(Decoder<R>);
 impl<R: Read> Read for DecodedReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
         self.0.read(buf).map_err(io::Error::other)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_are_bounded() {
-        assert_eq!(read_bounded(&b"abcd"[..], 4).unwrap(), b"abcd");
-        assert!(read_bounded(&b"abcde"[..], 4).is_err());
     }
 }

@@ -225,7 +225,7 @@ fn opened(path: &Path) -> io::Result<Option<fs::File>> {
 }
 
 /// All of `r`, refused above `max` bytes.
-fn take_limited(r: impl Read, max: u64) -> io::Result<Vec<u8>> {
+pub fn take_limited(r: impl Read, max: u64) -> io::Result<Vec<u8>> {
     let mut out = Vec::new();
     r.take(max + 1).read_to_end(&mut out)?;
     if out.len() as u64 > max {
