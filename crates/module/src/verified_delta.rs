@@ -31,6 +31,13 @@ const DELTA_MAX: u64 = 512 << 10;
 /// Largest original (and dictionary) such a check reads.
 const ORIGINAL_MAX: u64 = 16 << 20;
 
+/// How long a dictionary no source held (or a check that could not read
+/// a file) is taken as still missing: its delta is asked under its own
+/// name meanwhile, rather than every request reading the store again (a
+/// catalogued file rewritten in place would otherwise be read and hashed
+/// whole by each).
+const LOOK_AGAIN_US: i64 = 10_000_000;
+
 /// What is known of a published delta against its page.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Verdict {
@@ -67,13 +74,21 @@ pub fn judge(
         Some(Found::Whole) => Represents::Page,
         Some(Found::Broken(_)) => Represents::Not,
         Some(Found::PastBound) | None => {
+            let now = req.request_time_us();
+            let lately = memo::unfound_at(&key, page).is_some_and(|t| now - t < LOOK_AGAIN_US);
+            if lately {
+                return Verdict::Unchecked;
+            }
             match check(&Published { d, h, s }, req, sources, original) {
                 Some(r) => {
                     shared(&key, page, r);
                     tell(req, s.path, r);
                     r
                 }
-                None => return Verdict::Unchecked,
+                None => {
+                    memo::put_unfound(key, page, now);
+                    return Verdict::Unchecked;
+                }
             }
         }
     };

@@ -309,6 +309,20 @@ mod tests {
         .unwrap();
         assert!(s.catalogued(&h).is_err());
         assert_eq!(s.catalogued(&dictionary::hash(b"y")).unwrap(), None);
+        // A catalogued file gone from the tree names no dictionary.
+        let t = tempfile::tempdir().unwrap();
+        let s = Store::at(t.path(), d.path().to_path_buf());
+        fs::write(s.catalogue_path(&h), b"gone.js").unwrap();
+        assert_eq!(
+            s.find_within(Path::new("p.html"), &h, 1 << 20).unwrap(),
+            None
+        );
+        fs::write(t.path().join("gone.js"), b"x").unwrap();
+        assert_eq!(
+            s.find_within(Path::new("p.html"), &h, 1 << 20).unwrap(),
+            Some(b"x".to_vec())
+        );
+        assert!(s.find_within(Path::new("p.html"), &h, 0).is_err());
         assert!(take_limited(&b"abcde"[..], 4).is_err());
         assert_eq!(take_limited(&b"abcd"[..], 4).unwrap(), b"abcd");
     }

@@ -1,7 +1,7 @@
 //! Whether a delta file's header names the dictionary its name does
 //! (RFC 9842), checked once per version of the delta file; and whether a
 //! published delta decodes to its page (`verified_delta`), per version of
-//! both files.
+//! both files; and when its dictionary was last looked for in vain.
 
 use crate::memo::version::VersionMemo;
 use gdn_core::dictionary::{DeltaCoding, Hash};
@@ -48,4 +48,19 @@ pub fn represents(key: &DeltaVersion, page: FileVersion) -> Option<Represents> {
 /// Remembers what was found of the delta `key` against `page`.
 pub fn put_represents(key: DeltaVersion, page: FileVersion, r: Represents) {
     REPRESENTS.put((key, page), r);
+}
+
+static UNFOUND: VersionMemo<(DeltaVersion, FileVersion), i64> = VersionMemo::new(MAX_ENTRIES);
+
+/// When (µs since the epoch) no source was found to hold the dictionary
+/// of the delta `key` against the page's version `page`.
+#[inline]
+pub fn unfound_at(key: &DeltaVersion, page: FileVersion) -> Option<i64> {
+    UNFOUND.get(&(*key, page))
+}
+
+/// Remembers that the dictionary of `key` against `page` was looked for
+/// in vain at `at`.
+pub fn put_unfound(key: DeltaVersion, page: FileVersion, at: i64) {
+    UNFOUND.put((key, page), at);
 }
