@@ -425,6 +425,15 @@ pub struct Settings<'r> {
     pub site_dictionary: Option<&'r str>,
     /// `GzipDiskNgSiteDictionaryPeriod` of the request's virtual host.
     pub site_period: u32,
+    /// `GzipDiskNgDeltaStore`s of the request's virtual host.
+    pub delta_stores: &'r [Store],
+}
+
+/// The first of `stores` whose tree holds the file `file`.
+pub fn store_for<'a>(stores: &'a [Store], file: &std::ffi::CStr) -> Option<&'a Store> {
+    use std::os::unix::ffi::OsStrExt;
+    let file = Path::new(std::ffi::OsStr::from_bytes(file.to_bytes()));
+    stores.iter().find(|s| s.relative(file).is_some())
 }
 
 /// One scope's settings, as written.

@@ -11,10 +11,7 @@ use crate::status;
 use crate::store_guard;
 use gdn_core::jitter::Secret;
 use gdn_httpd::{self, Command, Hook, Order, PostConfig, Request, Status};
-use gdn_publish::store::Store;
-use std::ffi::{CStr, OsStr};
-use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::ffi::CStr;
 use std::sync::{PoisonError, RwLock};
 
 /// The module, as `LoadModule gzip_disk_ng_module …` names it.
@@ -182,15 +179,17 @@ fn warn_site_dictionary_without_cache(ctx: &PostConfig<'_>) {
 /// where jitter is on, the key for keyed lengths.
 fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
     let dir = dir_config(req);
+    let server = req.server_config::<GzipDiskNg>();
     Settings {
         dir,
         secret: dir.jitter().and_then(|_| jitter_secret(req)),
-        site_dictionary: site_dictionary(req),
-        site_period: req
-            .server_config::<GzipDiskNg>()
-            .map_or(config::DEFAULT_SITE_DICTIONARY_PERIOD, |c| {
-                c.site_dictionary_period()
-            }),
+        site_dictionary: server.and_then(|c| c.site_dictionary.as_deref()),
+        site_period: server.map_or(config::DEFAULT_SITE_DICTIONARY_PERIOD, |c| {
+            c.site_dictionary_period()
+        }),
+        delta_stores: server
+            .and_then(|c| c.delta_stores.as_deref())
+            .unwrap_or_default(),
     }
 }
 
@@ -198,14 +197,6 @@ fn settings<'r>(req: &Request<'r>) -> Settings<'r> {
 fn site_dictionary<'r>(req: &Request<'r>) -> Option<&'r str> {
     req.server_config::<GzipDiskNg>()
         .and_then(|c| c.site_dictionary.as_deref())
-}
-
-/// The first `GzipDiskNgDeltaStore` of the request's virtual host whose
-/// tree holds the file `file`.
-pub fn delta_store<'r>(req: &Request<'r>, file: &CStr) -> Option<&'r Store> {
-    let stores = req.server_config::<GzipDiskNg>()?.delta_stores.as_deref()?;
-    let file = Path::new(OsStr::from_bytes(file.to_bytes()));
-    stores.iter().find(|s| s.relative(file).is_some())
 }
 
 /// The request's directory settings (the defaults where no scope set any).

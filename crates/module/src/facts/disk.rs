@@ -15,6 +15,7 @@ use gdn_compressor::key::{Kind, Named, SourceHash, Version};
 use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::variant::{self, FileMeta, Size, Sizes};
 use gdn_httpd::{File, Request};
+use gdn_publish::store::Store;
 use std::cell::OnceCell;
 use std::ffi::CStr;
 
@@ -40,6 +41,9 @@ pub struct Scope<'r> {
     pub dictionary: Option<[u8; 32]>,
     /// The on-demand cache, where this request's scope has it on.
     pub cache: Option<&'static Active>,
+    /// The publish store of the file's tree (`GzipDiskNgDeltaStore`),
+    /// where a dictionary was announced.
+    pub store: Option<&'r Store>,
     /// Whether this scope makes deltas on demand.
     pub deltas_on_demand: bool,
     /// The original's version as jobs name it, where the cache is on.
@@ -55,6 +59,7 @@ impl<'r> Scope<'r> {
             original: None,
             dictionary: None,
             cache: None,
+            store: None,
             deltas_on_demand: false,
             version: None,
         }
@@ -154,7 +159,7 @@ impl<'a, 'r> Disk<'a, 'r> {
         let fresh = |s: Sibling<'r>| variant::usable(lookup::meta(&s.info), original).then_some(s);
         let sources = Sources {
             cache: self.scope.cache,
-            store: crate::module::delta_store(req, base),
+            store: self.scope.store,
         };
         if let (Some(_), true) = (original, sources.any()) {
             if let Some(s) = lookup::find_delta(req, base, d, hash, Route::Verified) {

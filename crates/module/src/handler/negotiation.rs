@@ -5,7 +5,7 @@
 //! the copy worth asking for) and the site dictionary's (the `Link`, the
 //! period's judgment). Each step of the handler borrows it.
 
-use crate::config::Settings;
+use crate::config::{self, Settings};
 use crate::facts::disk::Scope;
 use crate::lookup;
 use crate::memo;
@@ -17,6 +17,7 @@ use gdn_core::coding::{Coding, DeltaCoding};
 use gdn_core::negotiate::{self, Accepted, Ranked};
 use gdn_core::variant::{self, FileMeta, Inputs, Sizes};
 use gdn_httpd::{FileKind, Request};
+use gdn_publish::store::Store;
 use std::ffi::CStr;
 
 /// The delta codings a request names, with their q-values.
@@ -37,6 +38,9 @@ pub(super) struct Negotiation<'r> {
     pub deltas: Deltas,
     /// The dictionary it announced (SHA-256).
     pub dictionary: Option<[u8; 32]>,
+    /// The publish store of the file's tree, where a dictionary was
+    /// announced (`GzipDiskNgDeltaStore`).
+    store: Option<&'r Store>,
     /// The on-demand cache's part, where the scope has it on and the
     /// file is worth it.
     pub on_demand: Option<OnDemand<'r>>,
@@ -81,6 +85,7 @@ impl<'r> Negotiation<'r> {
             }
             _ => None,
         };
+        let store = dictionary.and_then(|_| config::store_for(settings.delta_stores, filename));
         Negotiation {
             filename,
             original,
@@ -88,6 +93,7 @@ impl<'r> Negotiation<'r> {
             ranked,
             deltas,
             dictionary,
+            store,
             on_demand,
             link,
         }
@@ -101,6 +107,7 @@ impl<'r> Negotiation<'r> {
             original: self.original,
             dictionary: self.dictionary,
             cache: self.on_demand.map(|o| o.cache),
+            store: self.store,
             deltas_on_demand: self.on_demand.is_some_and(|o| o.made.is_some()),
             version: self.on_demand.map(|o| o.version),
         }
