@@ -145,19 +145,25 @@ pub fn parse_delta_store(args: &[PathBuf]) -> Result<Store, String> {
 /// A dictionary store must not be served: refused inside any
 /// `DocumentRoot`, as the cache root is.
 pub fn check_delta_store_served(store: &Path, document_roots: &[PathBuf]) -> Result<(), String> {
-    let store = std::fs::canonicalize(store).unwrap_or_else(|_| store.to_path_buf());
-    for d in document_roots {
-        let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
-        if store.starts_with(&d) {
-            return Err(format!(
-                "GzipDiskNgDeltaStore {} is inside DocumentRoot {}: its earlier versions would \
-                 be served as they are; keep the store outside every DocumentRoot",
-                store.display(),
-                d.display()
-            ));
-        }
+    match document_root_holding(store, document_roots) {
+        Some(d) => Err(format!(
+            "GzipDiskNgDeltaStore {} is inside DocumentRoot {}: its earlier versions would \
+             be served as they are; keep the store outside every DocumentRoot",
+            store.display(),
+            d.display()
+        )),
+        None => Ok(()),
     }
-    Ok(())
+}
+
+/// The first of `document_roots` that holds `path` (both as they
+/// resolve, where they exist).
+fn document_root_holding(path: &Path, document_roots: &[PathBuf]) -> Option<PathBuf> {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    document_roots
+        .iter()
+        .map(|d| std::fs::canonicalize(d).unwrap_or_else(|_| d.clone()))
+        .find(|d| path.starts_with(d))
 }
 
 /// How often, by default, a host's pages are judged again for its site
@@ -242,18 +248,15 @@ pub fn check_cache_root(dir: &Path) -> Result<PathBuf, String> {
 
 /// The cache root must not be served: refused inside any `DocumentRoot`.
 pub fn check_cache_root_served(root: &Path, document_roots: &[PathBuf]) -> Result<(), String> {
-    for d in document_roots {
-        let d = std::fs::canonicalize(d).unwrap_or_else(|_| d.clone());
-        if root.starts_with(&d) {
-            return Err(format!(
-                "GzipDiskNgCacheRoot {} is inside DocumentRoot {}: the cache would be served \
-                 as it is; choose a directory outside every DocumentRoot",
-                root.display(),
-                d.display()
-            ));
-        }
+    match document_root_holding(root, document_roots) {
+        Some(d) => Err(format!(
+            "GzipDiskNgCacheRoot {} is inside DocumentRoot {}: the cache would be served \
+             as it is; choose a directory outside every DocumentRoot",
+            root.display(),
+            d.display()
+        )),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// Whether a URL mapping (`Alias`, `AliasMatch`, `ScriptAlias`,
