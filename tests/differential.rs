@@ -276,8 +276,25 @@ fn uris(cfg: &Config) -> Vec<String> {
         u.push("/al/page.html".into());
         u.push("/al/only.html".into());
     }
+    u.extend(REQUEST_SHAPES.iter().map(|s| s.to_string()));
+    u.extend(cfg.extra.iter().map(|s| s.to_string()));
     u
 }
+
+/// Requests of other shapes: a directory of another index, a name no
+/// file has, queries, a `.` encoded, a `/./` segment (sent as written).
+/// A sibling's URI keeps the query after its suffix.
+const REQUEST_SHAPES: &[&str] = &[
+    "/b/",
+    "/b/missing.html",
+    "/a/page.html?x=1",
+    "/a/only.html?x=1",
+    "/c/same.html?x=2",
+    "/a/page%2ehtml",
+    "/a/only%2ehtml",
+    "/b/./only.html",
+    "/b/./page.html",
+];
 
 // ---- The configuration grammar ----
 
@@ -302,6 +319,11 @@ struct Config {
     /// dictionary (`GzipDiskNgDeltaStore`): a delta beside its original
     /// is verified against it, the page or nothing.
     store: bool,
+    /// The names `DirectoryIndex` may give a directory, in some directory.
+    index: Vec<&'static str>,
+    /// The URIs the drawn mechanisms make (an `AliasMatch`'s, a
+    /// `ScriptAlias`'s), asked besides `uris()`.
+    extra: Vec<&'static str>,
 }
 
 const AUTH: &str = "AuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n";
@@ -592,6 +614,8 @@ fn generate(seed: u64) -> Config {
         ondemand: rng.chance(30),
         tls: false,
         store: false,
+        index: vec!["index.html"],
+        extra: vec![],
     };
     // Drawn apart, so the other seeds' configurations stay as they were.
     let mut tls_rng = Rng(seed ^ 0x7157);
@@ -691,8 +715,82 @@ fn generate(seed: u64) -> Config {
         // mod_setenvif absent: the environment comes from other modules.
         cfg.modules.retain(|m| *m != "setenvif");
     }
+    mechanisms(&mut Rng(seed ^ 0xE7A5), &mut cfg, &mut server);
     cfg.server = server;
     cfg
+}
+
+/// Rules in `<Directory docroot>` of the mechanisms a sibling's check
+/// reads: a regex `<Files>`, `<If>`/`<ElseIf>`/`<Else>` on the request
+/// (its query, its raw line, a file's existence), `<Limit>`, `Require
+/// method`, `<RequireNone>`, `Satisfy Any`, `AuthMerging Or`, `Require
+/// group`, rewrites in WordPress's manner and on the query, the request
+/// line and the method, `FallbackResource`. Each a sibling's own URI
+/// meets differently from its page's.
+const DIR_MECHANISMS: &[&str] = &[
+    "<Files ~ \"\\.(br|zst)$\">\nRequire all denied\n</Files>",
+    "<Files ~ \"^(page|only)\">\nRequire ip 127.0.0.1\n</Files>",
+    "<If \"%{QUERY_STRING} =~ /x=1/\">\nRequire all denied\n</If>\n\
+     <ElseIf \"%{HTTP_USER_AGENT} =~ /Bot/\">\nRequire ip 127.0.0.1\n</ElseIf>\n\
+     <Else>\nRequire all granted\n</Else>",
+    "<If \"-f '%{REQUEST_FILENAME}.gz'\">\nRequire all denied\n</If>",
+    "<If \"-f %{REQUEST_FILENAME}\">\nRequire ip 127.0.0.1 127.0.0.2\n</If>",
+    "<If \"%{THE_REQUEST} =~ m#(%2e|/\\./)#i\">\nRequire all denied\n</If>",
+    "<Files \"*.gz\">\n<Limit GET>\nRequire ip 127.0.0.2\n</Limit>\n</Files>",
+    "<Files \"page.*\">\n<LimitExcept POST>\nRequire all denied\n</LimitExcept>\n</Files>",
+    "<Files \"*.zst\">\nRequire method POST\n</Files>",
+    "<Files \"*.br\">\n<RequireAll>\nRequire all granted\n<RequireNone>\n\
+     Require ip 127.0.0.2\nRequire env bad\n</RequireNone>\n</RequireAll>\n</Files>",
+    "<Files \"*.br\">\nAuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n\
+     Require valid-user\nOrder deny,allow\nDeny from all\nAllow from 127.0.0.3\n\
+     Satisfy Any\n</Files>",
+    "<Files \"page.*\">\nRequire ip 127.0.0.1\n</Files>\n\
+     <Files \"*.gz\">\nAuthMerging Or\nRequire ip 127.0.0.3\n</Files>",
+    "<Files \"*.gz\">\nAuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n\
+     AuthGroupFile {root}/groups\nRequire group staff\n</Files>",
+    "RewriteEngine On\nRewriteCond %{REQUEST_FILENAME} !-f\n\
+     RewriteCond %{REQUEST_FILENAME} !-d\nRewriteRule . /a/text.txt [L]",
+    "RewriteEngine On\nRewriteCond %{REQUEST_FILENAME} -f\nRewriteRule \\.(gz|br|zst)$ - [F]",
+    "RewriteEngine On\nRewriteCond %{QUERY_STRING} x=1\nRewriteRule \\.gz$ - [F]",
+    "RewriteEngine On\nRewriteCond %{THE_REQUEST} \\.br[\\s?]\nRewriteRule ^ - [F]",
+    "RewriteEngine On\nRewriteCond %{REQUEST_METHOD} =GET\nRewriteRule \\.zst$ - [F]",
+    "FallbackResource /a/text.txt",
+];
+
+/// Draws the mechanisms (from their own generator, so the grammar's
+/// other draws stay as they were): rules in `<Directory docroot>`, and
+/// at server level an `AliasMatch`, a `ScriptAlias` (mod_cgid), another
+/// `DirectoryIndex` for one directory, `AllowOverride AuthConfig` with an
+/// `.htaccess` holding a directive it does not allow.
+fn mechanisms(rng: &mut Rng, cfg: &mut Config, server: &mut String) {
+    for _ in 0..1 + rng.below(2) {
+        let m = rng.word(DIR_MECHANISMS);
+        if m.contains("group") && !cfg.modules.contains(&"authz_groupfile") {
+            cfg.modules.push("authz_groupfile");
+        }
+        cfg.dir += &format!("{m}\n");
+    }
+    if rng.chance(30) {
+        *server += "AliasMatch \"^/am/(.*)$\" \"{docroot}/b/$1\"\n";
+        cfg.extra.extend(["/am/page.html", "/am/only.html"]);
+    }
+    if rng.chance(25) {
+        *server += "ScriptAlias /cgi/ {docroot}/c/\n";
+        cfg.modules.push("cgid");
+        cfg.extra.extend(["/cgi/page.html", "/cgi/only.html"]);
+    }
+    if rng.chance(35) {
+        let name = rng.word(&["only.html", "page.html"]);
+        *server += &format!("<Directory {{docroot}}/b>\nDirectoryIndex {name}\n</Directory>\n");
+        cfg.index.push(name);
+    }
+    if cfg.htaccess.is_empty() && rng.chance(20) {
+        cfg.dir += "AllowOverride AuthConfig\n";
+        let body = rng.word(&["Options -Indexes", "RewriteEngine On", "SetHandler none"]);
+        let d = rng.word(DIRS);
+        cfg.htaccess
+            .push((d.to_string(), format!("{AUTH}Require valid-user\n{body}")));
+    }
 }
 
 // ---- TLS ----
@@ -928,27 +1026,52 @@ fn cli_decode(coding: &str, body: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// The names whose direct GET may give what the module sends for `uri`:
-/// itself and its siblings' (of the index, for a directory).
-fn candidates(uri: &str) -> Vec<String> {
-    let base = page_of(uri);
+/// itself and its pages' siblings' (each with `uri`'s query).
+fn candidates(uri: &str, index: &[&str]) -> Vec<String> {
     let mut names = vec![uri.to_owned()];
-    for s in ["", ".gz", ".br", ".zst"] {
-        names.push(format!("{base}{s}"));
+    for (page, query) in pages_of(uri, index) {
+        names.extend(siblings(&page, &query));
     }
-    for t in ["dcz", "dcb"] {
-        names.push(format!("{base}{}", delta_suffix(t)));
-    }
-    names.dedup();
+    let mut seen = BTreeSet::new();
+    names.retain(|n| seen.insert(n.clone()));
     names
 }
 
-/// The page `uri` names: itself, or a directory's index.
-fn page_of(uri: &str) -> String {
-    if uri.ends_with('/') {
-        format!("{uri}index.html")
-    } else {
-        uri.to_owned()
+/// A page's URI and its siblings', `query` after each suffix.
+fn siblings(page: &str, query: &str) -> Vec<String> {
+    let mut names = vec![];
+    for s in ["", ".gz", ".br", ".zst"] {
+        names.push(format!("{page}{s}{query}"));
     }
+    for t in ["dcz", "dcb"] {
+        names.push(format!("{page}{}{query}", delta_suffix(t)));
+    }
+    names
+}
+
+/// The pages `uri` names (path, and the query with its `?` or empty):
+/// itself, or for a directory each name `DirectoryIndex` may give it.
+fn pages_of(uri: &str, index: &[&str]) -> Vec<(String, String)> {
+    let (path, query) = match uri.split_once('?') {
+        Some((p, q)) => (p, format!("?{q}")),
+        None => (uri, String::new()),
+    };
+    if path.ends_with('/') {
+        index
+            .iter()
+            .map(|i| (format!("{path}{i}"), query.clone()))
+            .collect()
+    } else {
+        vec![(path.to_owned(), query)]
+    }
+}
+
+/// A URI's path as the file it names: no query, `%2e` decoded, no `/./`.
+fn file_path(uri: &str) -> String {
+    let path = uri.split('?').next().unwrap_or(uri);
+    path.replace("%2e", ".")
+        .replace("%2E", ".")
+        .replace("/./", "/")
 }
 
 /// Bytes a client may GET for `uri`: the oracle's 200 answers for the
@@ -961,48 +1084,61 @@ fn page_of(uri: &str) -> String {
 /// false: no publish store holds it): it is then sent as its own name's
 /// rules decide. Where the store holds it, a delta beside its original
 /// is verified, the page or nothing, as any other sibling.
-fn allowed(uri: &str, oracle: &Memo, stored: bool) -> Vec<Vec<u8>> {
+fn allowed(uri: &str, index: &[&str], oracle: &Memo, stored: bool) -> Vec<Vec<u8>> {
     let mut out = vec![];
-    let base = page_of(uri);
-    let original = original_answers(&base, oracle);
-    for n in candidates(uri) {
-        let delta = n.ends_with(".dcz") || n.ends_with(".dcb");
-        if original && n != uri && n != base && (!delta || stored) {
-            continue;
-        }
-        let Some(r) = oracle.get(&n) else { continue };
-        if r.status != 200 {
-            continue;
-        }
-        let body = match &r.coding {
-            Some(ce) => cli_decode(ce, &r.body).unwrap_or_else(|| r.body.clone()),
-            None => r.body.clone(),
-        };
-        let codings = [
-            (".gz", "gzip"),
-            (".br", "br"),
-            (".zst", "zstd"),
-            (".dcz", "dcz"),
-            (".dcb", "dcb"),
-        ];
-        for (s, coding) in codings {
-            if n.ends_with(s) {
-                if let Some(d) = cli_decode(coding, &body) {
-                    out.push(d);
-                }
+    if let Some(r) = oracle.get(uri) {
+        out.extend(bodies(uri, r));
+    }
+    for (page, query) in pages_of(uri, index) {
+        let page_uri = format!("{page}{query}");
+        let original = original_answers(&page_uri, oracle);
+        for n in siblings(&page, &query) {
+            let path = n.split('?').next().unwrap_or(&n);
+            let delta = path.ends_with(".dcz") || path.ends_with(".dcb");
+            if original && n != page_uri && (!delta || stored) {
+                continue;
+            }
+            if let Some(r) = oracle.get(&n) {
+                out.extend(bodies(&n, r));
             }
         }
-        out.push(body);
     }
     out
 }
 
-/// Whether the oracle answered `base` (a page's URI) with that page's
+/// What the oracle's answer `r` to `name` gives a client: nothing unless
+/// a 200; its body as sent and, for a sibling, decoded by its suffix.
+fn bodies(name: &str, r: &Got) -> Vec<Vec<u8>> {
+    if r.status != 200 {
+        return vec![];
+    }
+    let body = match &r.coding {
+        Some(ce) => cli_decode(ce, &r.body).unwrap_or_else(|| r.body.clone()),
+        None => r.body.clone(),
+    };
+    let path = name.split('?').next().unwrap_or(name);
+    let codings = [
+        (".gz", "gzip"),
+        (".br", "br"),
+        (".zst", "zstd"),
+        (".dcz", "dcz"),
+        (".dcb", "dcb"),
+    ];
+    let mut out: Vec<Vec<u8>> = codings
+        .iter()
+        .filter(|(s, _)| path.ends_with(s))
+        .filter_map(|(_, coding)| cli_decode(coding, &body))
+        .collect();
+    out.push(body);
+    out
+}
+
+/// Whether the oracle answered `page` (a page's URI) with that page's
 /// own file, as it is: then its original exists.
-fn original_answers(base: &str, oracle: &Memo) -> bool {
-    let own = format!(":{}]", base.trim_start_matches('/'));
+fn original_answers(page: &str, oracle: &Memo) -> bool {
+    let own = format!(":{}]", file_path(page).trim_start_matches('/'));
     oracle
-        .get(base)
+        .get(page)
         .is_some_and(|r| r.status == 200 && r.coding.is_none() && tag(&r.body).ends_with(&own))
 }
 
@@ -1080,6 +1216,7 @@ fn start_one(cfg: &Config, with_module: bool) -> Result<(Apache, u16), String> {
                 fs::write(root.join(r).join(d).join(".htaccess"), t).expect(".htaccess");
             }
         }
+        fs::write(root.join("groups"), "staff: alice\n").expect("groups");
         let pw = root.join("htpasswd");
         for (i, (u, p)) in [("alice", "apw"), ("bob", "bpw")].iter().enumerate() {
             let flag = if i == 0 { "-bcm" } else { "-bm" };
@@ -1181,10 +1318,12 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     std::thread::scope(|scope| {
         for (ci, c) in cs.iter().enumerate() {
             let (s, found, seen, asks, all) = (&s, &found, &seen, &asks, &all);
+            let index = &cfg.index[..];
             let stored = stored[ci];
             scope.spawn(move || {
                 let i = usize::from(c.second);
-                let names: BTreeSet<String> = all.iter().flat_map(|u| candidates(u)).collect();
+                let names: BTreeSet<String> =
+                    all.iter().flat_map(|u| candidates(u, index)).collect();
                 let names: Vec<_> = names.into_iter().map(|n| (n, None)).collect();
                 let got = fetch_all(s.oracle_ports[i], c, &names);
                 let oracle: Memo = names.into_iter().map(|(n, _)| n).zip(got).collect();
@@ -1198,7 +1337,19 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
                         if r.status == 200 && matches!(r.coding.as_deref(), Some("dcz" | "dcb")) {
                             DELTAS_SENT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         }
-                        if let Some(v) = check(c, uri, *ae, &r, &oracle, stored) {
+                        if std::env::var_os("DIFF_DEBUG").is_some() {
+                            let body = r
+                                .coding
+                                .as_deref()
+                                .map_or(Some(r.body.clone()), |ce| cli_decode(ce, &r.body));
+                            eprintln!(
+                                "answer {ci} {uri} {ae:?}: {} {:?} {:?}",
+                                r.status,
+                                r.coding,
+                                body.as_deref().map(tag)
+                            );
+                        }
+                        if let Some(v) = check(c, uri, *ae, &r, &oracle, (index, stored)) {
                             found.lock().expect("lock").push(v);
                         }
                         answers.push((uri.clone(), *ae, r));
@@ -1213,6 +1364,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     let mut found = found.into_inner().expect("lock");
     found.extend(shared_cache_violations(
         &cs,
+        &cfg.index,
         &stored,
         &seen.into_inner().expect("lock"),
     ));
@@ -1236,7 +1388,7 @@ fn check(
     ae: Option<&'static str>,
     r: &Got,
     oracle: &Memo,
-    stored: bool,
+    (index, stored): (&[&str], bool),
 ) -> Option<Violation> {
     if r.status != 200 {
         return None;
@@ -1253,7 +1405,7 @@ fn check(
     if !script
         && body
             .as_ref()
-            .is_some_and(|b| allowed(uri, oracle, stored).contains(b))
+            .is_some_and(|b| allowed(uri, index, oracle, stored).contains(b))
     {
         return None;
     }
@@ -1266,7 +1418,7 @@ fn check(
         return None;
     }
     let mut said = String::new();
-    for n in candidates(uri) {
+    for n in candidates(uri, index) {
         if let Some(g) = oracle.get(&n) {
             let _ = write!(said, "{n}={} ", g.status);
         }
@@ -1293,7 +1445,12 @@ type Seen = (usize, Memo, Vec<(String, Option<&'static str>, Got)>);
 /// that URI (where it tells them apart, the cache's trouble is Apache's
 /// own). An answer that depended on the client must say so (`private`).
 /// A page mod_status made differs per request, and is judged by `check`.
-fn shared_cache_violations(cs: &[Client], stored: &[bool], seen: &[Seen]) -> Vec<Violation> {
+fn shared_cache_violations(
+    cs: &[Client],
+    index: &[&str],
+    stored: &[bool],
+    seen: &[Seen],
+) -> Vec<Violation> {
     let mut out = vec![];
     for (a, oracle_a, answers) in seen {
         for (uri, ae, r) in answers {
@@ -1320,7 +1477,7 @@ fn shared_cache_violations(cs: &[Client], stored: &[bool], seen: &[Seen]) -> Vec
                 if b == a
                     || cs[*b].second != cs[*a].second
                     || !same(oracle_a.get(uri), oracle_b.get(uri))
-                    || allowed(uri, oracle_b, stored[*b]).contains(&body)
+                    || allowed(uri, index, oracle_b, stored[*b]).contains(&body)
                 {
                     continue;
                 }
