@@ -843,7 +843,9 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
 }
 
 /* `ask_at` for the request's own file plus `suffix`, under the URI a
- * direct request for it would have. */
+ * direct request for it would have: the client's query after the suffix
+ * (rules read it: a RewriteCond on %{QUERY_STRING}, an <If>); a client no
+ * rule knows sends none. */
 static int ask(request_rec *r, const char *path, const char *suffix,
                int anonymous, gdn_twin *out)
 {
@@ -855,6 +857,9 @@ static int ask(request_rec *r, const char *path, const char *suffix,
     uri = ap_escape_uri(r->pool,
                         apr_pstrcat(r->pool, apr_pstrndup(r->pool, uri, ul),
                                     suffix, NULL));
+    if (!anonymous && r->args) {
+        uri = apr_pstrcat(r->pool, uri, "?", r->args, NULL);
+    }
     return ask_at(r, uri, path, anonymous, out);
 }
 
