@@ -251,6 +251,8 @@ fn fill_store(store: &Path) {
 
 /// A server-side script in each directory.
 const SCRIPT: &str = "conf.php";
+/// The URI a drawn `ScriptAlias` maps to the programs of `c`.
+const SCRIPT_ALIAS: &str = "/cgi/";
 
 /// The URIs asked of the module (each also the base of siblings' URIs).
 fn uris(cfg: &Config) -> Vec<String> {
@@ -775,7 +777,7 @@ fn mechanisms(rng: &mut Rng, cfg: &mut Config, server: &mut String) {
         cfg.extra.extend(["/am/page.html", "/am/only.html"]);
     }
     if rng.chance(25) {
-        *server += "ScriptAlias /cgi/ {docroot}/c/\n";
+        *server += &format!("ScriptAlias {SCRIPT_ALIAS} {{docroot}}/c/\n");
         cfg.modules.push("cgid");
         cfg.extra.extend(["/cgi/page.html", "/cgi/only.html"]);
     }
@@ -1401,7 +1403,10 @@ fn check(
     // where core, the oracle, would send them (its handler set above the
     // script's own, or no handler for it at all).
     let module = r.handler.as_deref() == Some("gzip-disk-ng");
-    let script = module && body.as_deref().is_some_and(|b| tag(b).contains(SCRIPT));
+    // Under a `ScriptAlias` every name is a CGI program's.
+    let script = module
+        && (uri.starts_with(SCRIPT_ALIAS)
+            || body.as_deref().is_some_and(|b| tag(b).contains(SCRIPT)));
     if !script
         && body
             .as_ref()

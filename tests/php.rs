@@ -290,3 +290,40 @@ fn php_fpm_through_proxy_fcgi_runs_or_is_refused_never_sent_as_source() {
     assert_no_copy_of_scripts(&a);
     a.assert_no_crash();
 }
+
+/// A program under Debian's `ScriptAlias /cgi-bin/` (no extension, so no
+/// name tells it is one), the module's handler in `<Location />` above
+/// it: the program runs, as without the module's `SetHandler`; its source
+/// never leaves, in any coding.
+#[test]
+fn cgi_programs_under_script_alias_run_beneath_the_handler_in_location() {
+    const PROGRAM: &str = "#!/bin/sh\n# cgi-secret-51e2\nprintf 'Content-Type: text/plain\\r\\n\\r\\nprogram ran\\n'\n";
+    let server = "ScriptAlias /cgi-bin/ {docroot}/../cgi-bin/\n\
+                  <Directory {docroot}/../cgi-bin>\nRequire all granted\n</Directory>\n\
+                  <Location />\nSetHandler gzip-disk-ng\n</Location>";
+    let opts = Options {
+        server: server.into(),
+        modules: vec!["alias", "cgid"],
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d: &Path| {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = d.parent().expect("root").join("cgi-bin");
+        fs::create_dir_all(&bin).expect("mkdir");
+        fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).expect("chmod");
+        let p = bin.join("hello");
+        fs::write(&p, PROGRAM).expect("program");
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).expect("chmod");
+        fs::write(d.join("index.html"), "<p>home</p>\n".repeat(200)).expect("page");
+    });
+    for ae in [None, Some("gzip"), Some("br"), Some("zstd")] {
+        let r = a.get("/cgi-bin/hello", ae);
+        let body = String::from_utf8_lossy(&r.body).into_owned();
+        assert!(!body.contains("cgi-secret"), "source sent ({ae:?}): {body}");
+        assert_eq!((r.status, body.as_str()), (200, "program ran\n"), "{ae:?}");
+    }
+    let logged = a.module_log_about("steps aside for handler cgi-script");
+    assert!(!logged.is_empty(), "no debug line on stepping aside");
+    assert_eq!(a.get("/index.html", Some("gzip")).status, 200);
+    a.assert_no_crash();
+}

@@ -181,10 +181,37 @@ static int keep_headers_as_read(request_rec *r)
     return DECLINED;
 }
 
+#define HANDLER_BEFORE_NOTE "gzip-disk-ng-handler-before"
+
+/* The handler a request had before core's SetHandler/ForceType fixup
+ * (core_override_type, the first of fixups) replaced it: the one a
+ * ScriptAlias, an AddHandler or a proxy mapping gave it. */
+static int keep_handler_before_override(request_rec *r)
+{
+    if (r->handler) {
+        apr_table_setn(r->notes, HANDLER_BEFORE_NOTE, r->handler);
+    }
+    return DECLINED;
+}
+
 void gdn_register_sibling_hooks(void)
 {
+    static const char *const before_core[] = {"core.c", NULL};
     ap_hook_post_read_request(keep_headers_as_read, NULL, NULL,
                               APR_HOOK_REALLY_FIRST);
+    ap_hook_fixups(keep_handler_before_override, NULL, before_core,
+                   APR_HOOK_REALLY_FIRST);
+}
+
+const char *gdn_handler_before_override(const request_rec *r)
+{
+    return apr_table_get(r->notes, HANDLER_BEFORE_NOTE);
+}
+
+int gdn_run_handler_as(request_rec *r, const char *handler)
+{
+    r->handler = apr_pstrdup(r->pool, handler);
+    return ap_run_handler(r);
 }
 
 int gdn_in_sibling_check(const request_rec *r)

@@ -126,6 +126,11 @@ const char *gdn_content_filter(const request_rec *r);
 void gdn_skip_compressors(request_rec *r);
 void gdn_filter_before_compressors(ap_filter_t *f);
 void gdn_register_sibling_hooks(void);
+/* The handler `r` had before core's SetHandler fixup replaced it, or
+ * NULL. */
+const char *gdn_handler_before_override(const request_rec *r);
+/* Runs the handler hooks again with `handler` as the request's. */
+int gdn_run_handler_as(request_rec *r, const char *handler);
 
 void gdn_log_s(const server_rec *s, int module_index, int level,
                apr_status_t status, const char *msg);

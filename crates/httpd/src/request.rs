@@ -131,6 +131,24 @@ impl<'r> Request<'r> {
         unsafe { &*self.r }
     }
 
+    /// The handler the request had before core's `SetHandler` fixup
+    /// replaced it: a `ScriptAlias`'s, an `AddHandler`'s, a proxy
+    /// mapping's. `None` where it had none.
+    pub fn handler_before_override(&self) -> Option<&'r CStr> {
+        // SAFETY: live request; the note is a pool string or NULL.
+        let p = unsafe { ffi::gdn_handler_before_override(self.r) };
+        // SAFETY: a non-NULL note is a NUL-terminated pool string.
+        (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) })
+    }
+
+    /// Runs the request's handler hooks again with `handler` as its
+    /// handler: the answer of that handler, as if it had been set.
+    pub fn run_handler_as(&self, handler: &CStr) -> Status {
+        // SAFETY: live request, called from its handler; the name is
+        // copied into the request pool.
+        crate::Status(unsafe { ffi::gdn_run_handler_as(self.r, handler.as_ptr()) })
+    }
+
     /// Whether `r->handler` is `name` (a byte comparison: every hook asks).
     pub fn handler_is(&self, name: &CStr) -> bool {
         let p = self.raw().handler;

@@ -40,6 +40,9 @@ pub fn handle<'r>(req: &Request<'r>, settings: impl FnOnce() -> Settings<'r>) ->
     if !req.handler_is(HANDLER) {
         return Status::DECLINED;
     }
+    if let Some(st) = script::step_aside(req) {
+        return st;
+    }
     let Some(filename) = req.filename() else {
         return Status::DECLINED;
     };

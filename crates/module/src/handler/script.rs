@@ -6,13 +6,35 @@
 //! the fix, sends no sibling of it and queues no copy. A script is a name
 //! with an extension a server-side handler runs (`gdn_core::types`), or
 //! one mod_mime gave a handler's type (`AddType application/x-httpd-php`).
+//!
+//! Where another handler had the request before `SetHandler gzip-disk-ng`
+//! replaced it (a `ScriptAlias`'s `cgi-script`, an `AddHandler`'s, a proxy
+//! mapping's), the handler steps aside: that handler runs, as without
+//! this module's `SetHandler`.
 
+use super::name::HANDLER;
 use gdn_core::coding::Coding;
 use gdn_core::types;
 use gdn_httpd::{FileKind, Level, Request, Status};
 use std::ffi::{CStr, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
+
+/// The answer of the handler the request had before `SetHandler`
+/// replaced it with this one, where that was another handler than core's.
+pub(super) fn step_aside(req: &Request<'_>) -> Option<Status> {
+    let before = req.handler_before_override()?;
+    if before == HANDLER || before.to_bytes() == b"default-handler" {
+        return None;
+    }
+    req.log_with(Level::Debug, 0, || {
+        format!(
+            "steps aside for handler {}, which had the request before SetHandler set this one",
+            before.to_string_lossy()
+        )
+    });
+    Some(req.run_handler_as(before))
+}
 
 /// 500 when `filename` is a server-side script that is there (`kind`),
 /// or has a sibling there; `None` otherwise (a missing one is Apache's
