@@ -1144,6 +1144,31 @@ fn original_answers(page: &str, oracle: &Memo) -> bool {
         .is_some_and(|r| r.status == 200 && r.coding.is_none() && tag(&r.body).ends_with(&own))
 }
 
+/// A coded sibling's own URI counts only where the module's server, too,
+/// answers it with a 200 (its own handler's rules, such as stepping aside
+/// for a handler `SetHandler` replaced, apply to that name's request):
+/// what the server refuses a name directly it never sends through the
+/// page. The oracle's answer to such a name takes the module server's
+/// status.
+fn refused_by_the_module_server(oracle: &mut Memo, port: u16, c: &Client) {
+    let coded = |n: &str| {
+        let path = n.split('?').next().unwrap_or(n);
+        [".gz", ".br", ".zst"].iter().any(|s| path.ends_with(s))
+    };
+    let asks: Vec<(String, Option<&str>)> = oracle
+        .iter()
+        .filter(|(n, r)| r.status == 200 && coded(n))
+        .map(|(n, _)| (n.clone(), None))
+        .collect();
+    for ((n, _), own) in asks.iter().zip(fetch_all(port, c, &asks)) {
+        if own.status != 200 {
+            if let Some(r) = oracle.get_mut(n) {
+                r.status = own.status;
+            }
+        }
+    }
+}
+
 /// The oracle answers to one client, by URI.
 type Memo = HashMap<String, Got>;
 
@@ -1328,7 +1353,8 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
                     all.iter().flat_map(|u| candidates(u, index)).collect();
                 let names: Vec<_> = names.into_iter().map(|n| (n, None)).collect();
                 let got = fetch_all(s.oracle_ports[i], c, &names);
-                let oracle: Memo = names.into_iter().map(|(n, _)| n).zip(got).collect();
+                let mut oracle: Memo = names.into_iter().map(|(n, _)| n).zip(got).collect();
+                refused_by_the_module_server(&mut oracle, s.ports[i], c);
                 for round in 0..rounds {
                     if round > 0 {
                         std::thread::sleep(Duration::from_millis(1500));

@@ -11,6 +11,7 @@
 mod common;
 
 use common::*;
+use gdn_core::coding::Coding;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -325,5 +326,37 @@ fn cgi_programs_under_script_alias_run_beneath_the_handler_in_location() {
     let logged = a.module_log_about("steps aside for handler cgi-script");
     assert!(!logged.is_empty(), "no debug line on stepping aside");
     assert_eq!(a.get("/index.html", Some("gzip")).status, 200);
+    a.assert_no_crash();
+}
+
+/// A sibling whose own name another handler has (`AddHandler cgi-script
+/// .br`, which `SetHandler gzip-disk-ng` in `<Directory>` replaces): its
+/// own request steps aside for that handler, so its bytes are not sent
+/// for the page either, in its coding or decoded; a sibling core would
+/// answer is.
+#[test]
+fn a_sibling_whose_own_name_has_another_handler_is_not_sent_for_its_page() {
+    let opts = Options {
+        dir: "SetHandler gzip-disk-ng\nAddHandler cgi-script .br".into(),
+        modules: vec!["cgid"],
+        log_level: "info gzip_disk_ng:debug",
+        ..Options::default()
+    };
+    let a = Apache::start(opts, |d: &Path| {
+        let text = "<p>only siblings</p>\n".repeat(100);
+        fs::write(d.join("only.html.br"), encoded(Coding::Br, text.as_bytes())).expect("br");
+        fs::write(
+            d.join("only.html.gz"),
+            encoded(Coding::Gzip, text.as_bytes()),
+        )
+        .expect("gz");
+    });
+    assert_ne!(a.get("/only.html.br", None).status, 200, "its own request");
+    for ae in [Some("br"), None] {
+        let r = a.get("/only.html", ae);
+        assert_ne!(r.coding(), Some("br"), "{ae:?}");
+    }
+    let r = a.get("/only.html", Some("gzip, br"));
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
     a.assert_no_crash();
 }

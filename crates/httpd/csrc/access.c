@@ -434,7 +434,9 @@ static void read_answer(request_rec *r, request_rec *rr, gdn_twin *out)
     conn_rec *c = rr->connection;
     ap_filter_t *o = c->output_filters, *in = c->input_filters;
     const char *filter;
+    const char *before = apr_table_get(rr->notes, HANDLER_BEFORE_NOTE);
     out->handler = rr->handler ? apr_pstrdup(r->pool, rr->handler) : NULL;
+    out->handler_before = before ? apr_pstrdup(r->pool, before) : NULL;
     out->content_type =
         rr->content_type ? apr_pstrdup(r->pool, rr->content_type) : NULL;
     ap_run_insert_filter(rr);

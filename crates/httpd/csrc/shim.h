@@ -76,6 +76,7 @@ typedef struct {
 typedef struct {
     int status;
     const char *handler;
+    const char *handler_before; /* before core's SetHandler replaced it */
     const char *content_type;
     const char *filter;
     apr_finfo_t found;

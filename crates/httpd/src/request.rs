@@ -26,6 +26,8 @@ pub struct Asked<'r> {
 #[derive(Debug, Clone, Copy)]
 pub struct Twin<'r> {
     pub handler: Option<&'r CStr>,
+    /// The handler it had before core's `SetHandler` replaced it.
+    pub handler_before_override: Option<&'r CStr>,
     pub content_type: Option<&'r CStr>,
     pub filter: Option<&'r CStr>,
 }
@@ -102,6 +104,7 @@ fn asked<'r>(raw: &ffi::gdn_twin) -> Asked<'r> {
         status: Status(raw.status),
         twin: reached.then(|| Twin {
             handler: text(raw.handler),
+            handler_before_override: text(raw.handler_before),
             content_type: text(raw.content_type),
             filter: text(raw.filter),
         }),

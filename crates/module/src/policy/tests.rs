@@ -326,8 +326,31 @@ fn twin_of<'a>(
 ) -> Twin<'a> {
     Twin {
         handler,
+        handler_before_override: None,
         content_type,
         filter,
+    }
+}
+
+#[test]
+fn a_twin_the_module_would_step_aside_for_is_refused() {
+    let with = |handler, before| Twin {
+        handler_before_override: before,
+        ..twin_of(handler, None, None)
+    };
+    let cgi = with(Some(c"gzip-disk-ng"), Some(c"cgi-script"));
+    assert_eq!(
+        twin::refusal(&cgi, None).as_deref(),
+        Some("handler cgi-script, which SetHandler replaced")
+    );
+    // Core's handler set over it sends the file, as Apache does.
+    assert_eq!(
+        twin::refusal(&with(Some(c"default-handler"), Some(c"cgi-script")), None),
+        None
+    );
+    for before in [c"default-handler", c"gzip-disk-ng"] {
+        let own = with(Some(c"gzip-disk-ng"), Some(before));
+        assert_eq!(twin::refusal(&own, None), None, "{before:?}");
     }
 }
 

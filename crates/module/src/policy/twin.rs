@@ -19,6 +19,15 @@ pub fn refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
             if !file {
                 return Some(format!("handler {h}"));
             }
+            // The module's handler steps aside, on the sibling's own
+            // request, for the one SetHandler replaced.
+            if let Some(b) = t.handler_before_override.map(text).filter(|b| {
+                h.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes())
+                    && !b.eq_ignore_ascii_case("default-handler")
+                    && !b.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes())
+            }) {
+                return Some(format!("handler {b}, which SetHandler replaced"));
+            }
         }
         None => {
             if let Some(ct) = t.content_type.map(text).filter(|ct| magic_type(ct)) {
