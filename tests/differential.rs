@@ -328,6 +328,17 @@ struct Config {
     extra: Vec<&'static str>,
 }
 
+impl Config {
+    /// Whether Apache, without the module's `SetHandler`, would run the
+    /// files of `c` as the `ScriptAlias` says: not where `MultiViews`
+    /// stands in, whose variant's request keeps no `ScriptAlias` handler.
+    fn programs(&self) -> bool {
+        let all = format!("{}{}", self.server, self.dir);
+        let htaccess = self.htaccess.iter().any(|h| h.1.contains("MultiViews"));
+        all.contains("ScriptAlias") && !all.contains("MultiViews") && !htaccess
+    }
+}
+
 const AUTH: &str = "AuthType Basic\nAuthName diff\nAuthUserFile {root}/htpasswd\n";
 
 /// mod_ssl's rules, which judge the connection's certificate: the client
@@ -1346,6 +1357,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
         for (ci, c) in cs.iter().enumerate() {
             let (s, found, seen, asks, all) = (&s, &found, &seen, &asks, &all);
             let index = &cfg.index[..];
+            let programs = cfg.programs();
             let stored = stored[ci];
             scope.spawn(move || {
                 let i = usize::from(c.second);
@@ -1377,7 +1389,8 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
                                 body.as_deref().map(tag)
                             );
                         }
-                        if let Some(v) = check(c, uri, *ae, &r, &oracle, (index, stored)) {
+                        let site = (index, stored, programs);
+                        if let Some(v) = check(c, uri, *ae, &r, &oracle, site) {
                             found.lock().expect("lock").push(v);
                         }
                         answers.push((uri.clone(), *ae, r));
@@ -1416,7 +1429,7 @@ fn check(
     ae: Option<&'static str>,
     r: &Got,
     oracle: &Memo,
-    (index, stored): (&[&str], bool),
+    (index, stored, programs): (&[&str], bool, bool),
 ) -> Option<Violation> {
     if r.status != 200 {
         return None;
@@ -1429,10 +1442,12 @@ fn check(
     // where core, the oracle, would send them (its handler set above the
     // script's own, or no handler for it at all).
     let module = r.handler.as_deref() == Some("gzip-disk-ng");
-    // Under a `ScriptAlias` every name is a CGI program's.
-    let script = module
-        && (uri.starts_with(SCRIPT_ALIAS)
-            || body.as_deref().is_some_and(|b| tag(b).contains(SCRIPT)));
+    // Under a `ScriptAlias` the files of `c` are CGI programs.
+    let script = body.as_deref().is_some_and(|b| {
+        let t = tag(b);
+        t.contains(SCRIPT) || (programs && uri.starts_with(SCRIPT_ALIAS) && t.contains(":c/"))
+    });
+    let script = module && script;
     if !script
         && body
             .as_ref()
