@@ -41,7 +41,7 @@ pub use validators::{ValidatorInputs, Validators};
 /// this type names them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(transparent)]
-pub struct Status(pub(crate) c_int);
+pub struct Status(c_int);
 
 impl Status {
     /// Handled (or, for a fixup, nothing to object to).

@@ -149,7 +149,7 @@ impl<'r> Request<'r> {
     pub fn run_handler_as(&self, handler: &CStr) -> Status {
         // SAFETY: live request, called from its handler; the name is
         // copied into the request pool.
-        crate::Status(unsafe { ffi::gdn_run_handler_as(self.r, handler.as_ptr()) })
+        Status(unsafe { ffi::gdn_run_handler_as(self.r, handler.as_ptr()) })
     }
 
     /// Whether `r->handler` is `name` (a byte comparison: every hook asks).

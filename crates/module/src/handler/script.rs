@@ -12,7 +12,6 @@
 //! mapping's), the handler steps aside: that handler runs, as without
 //! this module's `SetHandler`.
 
-use super::name::HANDLER;
 use gdn_core::coding::Coding;
 use gdn_core::types;
 use gdn_httpd::{FileKind, Level, Request, Status};
@@ -23,10 +22,7 @@ use std::path::PathBuf;
 /// The answer of the handler the request had before `SetHandler`
 /// replaced it with this one, where that was another handler than core's.
 pub(super) fn step_aside(req: &Request<'_>) -> Option<Status> {
-    let before = req.handler_before_override()?;
-    if before == HANDLER || before.to_bytes() == b"default-handler" {
-        return None;
-    }
+    let before = crate::policy::stepped_aside_for(req.handler_before_override())?;
     req.log_with(Level::Debug, 0, || {
         format!(
             "steps aside for handler {}, which had the request before SetHandler set this one",

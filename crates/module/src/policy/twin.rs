@@ -5,12 +5,24 @@
 use super::scan::magic_type;
 use crate::names::HANDLER;
 use gdn_httpd::Twin;
+use std::ffi::CStr;
+
+/// The handler the module's own steps aside for: the one a request had
+/// before `SetHandler` replaced it (`before`), where that is another than
+/// core's or the module's. The handler's step and a sibling's twin judged
+/// by one rule.
+pub fn stepped_aside_for(before: Option<&CStr>) -> Option<&CStr> {
+    before.filter(|b| {
+        let b = b.to_bytes();
+        !b.eq_ignore_ascii_case(b"default-handler") && !b.eq_ignore_ascii_case(HANDLER.to_bytes())
+    })
+}
 
 /// Why a twin that reached its file would not get it as it is; `None`
 /// when it would. `unknown_handler` is the configuration's module with a
 /// content handler that may claim any file whose handler is unset.
 pub fn refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
-    let text = |c: &std::ffi::CStr| c.to_string_lossy().into_owned();
+    let text = |c: &CStr| c.to_string_lossy().into_owned();
     match t.handler {
         Some(h) => {
             let h = text(h);
@@ -21,12 +33,9 @@ pub fn refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
             }
             // The module's handler steps aside, on the sibling's own
             // request, for the one SetHandler replaced.
-            if let Some(b) = t.handler_before_override.map(text).filter(|b| {
-                h.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes())
-                    && !b.eq_ignore_ascii_case("default-handler")
-                    && !b.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes())
-            }) {
-                return Some(format!("handler {b}, which SetHandler replaced"));
+            let ours = h.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes());
+            if let Some(b) = stepped_aside_for(t.handler_before_override).filter(|_| ours) {
+                return Some(format!("handler {}, which SetHandler replaced", text(b)));
             }
         }
         None => {
