@@ -853,3 +853,146 @@ fn mod_ssl_configured_on_a_path_makes_its_asked_answers_private() {
     assert_eq!((r.status, r.coding()), (200, Some("gzip")));
     assert!(!private(&r), "{:?}", r.headers);
 }
+
+/// A self-signed client certificate for `cn` in `dir`: its and its key's
+/// paths.
+fn client_cert(dir: &Path, cn: &str) -> (String, String) {
+    let (cert, key) = (dir.join(format!("{cn}.pem")), dir.join(format!("{cn}.key")));
+    let st = std::process::Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        ])
+        .args(["-subj", &format!("/CN={cn}"), "-keyout"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .output()
+        .expect("openssl");
+    assert!(st.status.success(), "{st:?}");
+    for f in [&cert, &key] {
+        fs::set_permissions(f, std::os::unix::fs::PermissionsExt::from_mode(0o644)).expect("chmod");
+    }
+    (cert.display().to_string(), key.display().to_string())
+}
+
+/// One TLS 1.2 request over HTTP/1.1 with gzip accepted, with a client
+/// certificate or none: curl's exit status and the HTTP status.
+fn tls12_get(port: u16, path: &str, cert: Option<&(String, String)>) -> (i32, String) {
+    let mut c = std::process::Command::new("curl");
+    c.args([
+        "-sS",
+        "-k",
+        "--max-time",
+        "20",
+        "--http1.1",
+        "--tls-max",
+        "1.2",
+    ])
+    .args([
+        "-H",
+        "Accept-Encoding: gzip",
+        "-o",
+        "/dev/null",
+        "-w",
+        "%{http_code}",
+    ]);
+    if let Some((cert, key)) = cert {
+        c.args(["--cert", cert, "--key", key]);
+    }
+    let out = c
+        .arg(format!("https://127.0.0.1:{port}{path}"))
+        .output()
+        .expect("curl");
+    let code = out.status.code().unwrap_or(-1);
+    (code, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// mod_ssl's `SSLVerifyClient require` in a section asks the client for
+/// a certificate again, from its access hook, on the request's own
+/// connection (a TLS 1.2 renegotiation; TLS 1.3 post-handshake
+/// authentication). A sibling whose own request would do that is not
+/// asked of Apache: the client that asked for its page is not asked for
+/// a certificate, and is answered as Apache alone answers (here a 404:
+/// only the `.gz` is published). The sibling's own GET does renegotiate
+/// and is answered by what the client then sends, so the mechanism is
+/// real.
+#[test]
+fn a_sibling_whose_own_request_would_renegotiate_is_not_asked() {
+    let certs = world_readable_tempdir();
+    let (cert, key) = make_cert(certs.path());
+    let alice = client_cert(certs.path(), "alice");
+    let a = start_with(
+        format!(
+            "SSLEngine on\nSSLCertificateFile {cert}\nSSLCertificateKeyFile {key}\n\
+             SSLCACertificateFile {}\nSSLVerifyDepth 1\n\
+             <Files \"*.gz\">\nSSLVerifyClient require\n</Files>\n",
+            alice.0
+        ),
+        vec!["ssl"],
+        |d| publish(d, "x.html", &page(6_000, 3), false, &[".gz"]),
+    );
+    let renegotiations = || {
+        a.error_log()
+            .lines()
+            .filter(|l| l.contains("AH02221"))
+            .count()
+    };
+    for cert in [None, Some(&alice)] {
+        let before = renegotiations();
+        assert_eq!(
+            tls12_get(a.port, "/x.html", cert),
+            (0, "404".into()),
+            "{cert:?}"
+        );
+        assert_eq!(renegotiations(), before, "the page's request renegotiated");
+    }
+    assert!(refusal_logged(&a, "x.html.gz"), "{:?}", a.module_log());
+    assert_eq!(
+        tls12_get(a.port, "/x.html.gz", Some(&alice)),
+        (0, "200".into())
+    );
+    assert!(renegotiations() > 0, "the sibling's own GET renegotiates");
+    assert_ne!(tls12_get(a.port, "/x.html.gz", None).1, "200");
+    let r = tls12_get(a.port, "/x.html", None);
+    assert_eq!(r, (0, "404".into()), "the next request works");
+    a.assert_no_crash();
+}
+
+/// mod_remoteip takes the client's address from a trusted proxy's
+/// `X-Forwarded-For` and removes the header as it does, before every
+/// other hook: a sibling's own request, asked of Apache, is the
+/// forwarded client's, and a rule on that address refuses it there as
+/// on a direct GET.
+#[test]
+fn a_forwarded_clients_sibling_is_judged_by_its_forwarded_address() {
+    let data = page(6_000, 5);
+    let a = start_with(
+        "RemoteIPHeader X-Forwarded-For\nRemoteIPInternalProxy 127.0.0.1\n\
+         <Files \"*.gz\">\n<RequireAll>\nRequire all granted\nRequire not ip 10.9.8.7\n\
+         </RequireAll>\n</Files>\n"
+            .into(),
+        vec!["remoteip", "authz_host"],
+        |d| publish(d, "x.html", &data, false, &[".gz"]),
+    );
+    let get = |path: &str, from: &str| {
+        let xff = format!("X-Forwarded-For: {from}");
+        a.request(path, &["-H", "Accept-Encoding: gzip", "-H", &xff])
+    };
+    let direct = get("/x.html.gz", "10.9.8.7");
+    assert_eq!(direct.status, 403, "Apache refuses the forwarded client");
+    let r = get("/x.html", "10.9.8.7");
+    assert_ne!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "{:?}",
+        a.module_log()
+    );
+    assert_eq!(get("/x.html.gz", "10.1.1.1").status, 200);
+    let r = get("/x.html", "10.1.1.1");
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "another client gets it"
+    );
+    a.assert_no_crash();
+}

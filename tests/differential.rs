@@ -352,6 +352,18 @@ const TLS_RULES: &[&str] = &[
     "SSLOptions +StrictRequire\nSSLRequire %{SSL_CLIENT_VERIFY} eq \"SUCCESS\"",
 ];
 
+/// mod_ssl's rules that ask the client for a certificate again (TLS 1.3
+/// post-handshake authentication, a TLS 1.2 renegotiation): on the
+/// request's connection, from its access hook, answered by what the
+/// client sends then.
+const RENEGOTIATIONS: &[&str] = &[
+    "<Files \"*.gz\">\nSSLVerifyClient require\n</Files>",
+    "<FilesMatch \"\\.(br|zst)$\">\nSSLVerifyClient require\nSSLVerifyDepth 0\n</FilesMatch>",
+    "<Location \"/a/\">\nSSLVerifyClient require\n</Location>",
+    "<Files \"*.br\">\nSSLVerifyDepth 0\n</Files>",
+    "<Directory {docroot}/b>\nSSLVerifyClient require\n</Directory>",
+];
+
 /// Access rules of every kind a direct request meets; mod_ssl's too
 /// where the configuration serves TLS.
 fn access(rng: &mut Rng, short: bool, tls: bool) -> String {
@@ -647,6 +659,11 @@ fn generate(seed: u64) -> Config {
         let rule = tls_rng.word(TLS_RULES);
         server += &file_section(&mut tls_rng, rule);
         server += "\n";
+        let mut reneg = Rng(seed ^ 0x5E9C);
+        if reneg.chance(50) {
+            server += reneg.word(RENEGOTIATIONS);
+            server += "\n";
+        }
     }
     if cfg.ondemand {
         server += "<IfModule gzip_disk_ng_module>\nGzipDiskNgCacheRoot {root}/cache\n\
@@ -729,6 +746,7 @@ fn generate(seed: u64) -> Config {
         cfg.modules.retain(|m| *m != "setenvif");
     }
     mechanisms(&mut Rng(seed ^ 0xE7A5), &mut cfg, &mut server);
+    client_mechanisms(&mut Rng(seed ^ 0xC11E), &mut cfg, &mut server);
     cfg.server = server;
     cfg
 }
@@ -806,6 +824,47 @@ fn mechanisms(rng: &mut Rng, cfg: &mut Config, server: &mut String) {
     }
 }
 
+/// Rules on who the client is beyond the address it connects from:
+/// `Require local`, `Require forward-dns` (a name's addresses, from
+/// /etc/hosts: no lookup leaves the machine), and for mod_remoteip the
+/// address a trusted proxy (127.0.0.2) forwards, which the module
+/// rewrites, with the request's headers, before every other hook.
+const CLIENT_MECHANISMS: &[&str] = &[
+    "<Files \"*.gz\">\nRequire local\n</Files>",
+    "<FilesMatch \"\\.(br|zst)$\">\nRequire forward-dns localhost\n</FilesMatch>",
+    "<Files \"page.*\">\n<RequireAll>\nRequire all granted\nRequire not local\n</RequireAll>\n</Files>",
+];
+
+/// The address every client may forward (`X-Forwarded-For`).
+const FORWARDED: &str = "10.9.8.7";
+
+/// Draws the client mechanisms: a `Require` of `CLIENT_MECHANISMS` in
+/// `<Directory docroot>`, and mod_remoteip trusting 127.0.0.2's
+/// `X-Forwarded-For`, with rules on the forwarded address in the last
+/// `<LocationMatch>` of a sibling's name.
+fn client_mechanisms(rng: &mut Rng, cfg: &mut Config, server: &mut String) {
+    if rng.chance(35) {
+        cfg.dir += &format!("{}\n", rng.word(CLIENT_MECHANISMS));
+    }
+    if rng.chance(35) {
+        *server += "RemoteIPHeader X-Forwarded-For\nRemoteIPInternalProxy 127.0.0.2\n";
+        cfg.modules.push("remoteip");
+        let rule = rng.word(&[
+            "<LocationMatch \"\\.gz$\">\n<RequireAll>\nRequire all granted\n\
+             Require not ip {forwarded}\n</RequireAll>\n</LocationMatch>\n",
+            "<LocationMatch \"\\.(br|zst)$\">\nRequire ip 127.0.0.0/8\n</LocationMatch>\n",
+            "<LocationMatch \"\\.gz$\">\nSetEnvIf Remote_Addr ^{forwarded}$ bad\n<RequireAll>\n\
+             Require all granted\nRequire not env bad\n</RequireAll>\n</LocationMatch>\n",
+        ]);
+        // Last of the server's sections, merged last: they decide a
+        // sibling's name, whatever the rules drawn before say.
+        *server += &rule.replace("{forwarded}", FORWARDED);
+        if rule.contains("SetEnvIf") && !cfg.modules.contains(&"setenvif") {
+            cfg.modules.push("setenvif");
+        }
+    }
+}
+
 // ---- TLS ----
 
 /// The server lines of a TLS configuration (`{tls}`: the certificates'
@@ -861,6 +920,11 @@ struct Client {
     second: bool,
     /// Over TLS: the client certificate presented (alice's, bob's, none).
     tls: Option<Option<&'static str>>,
+    /// Over TLS 1.2 at most, where mod_ssl renegotiates (TLS 1.3 has
+    /// post-handshake authentication, which curl does not offer).
+    tls12: bool,
+    /// Sends `X-Forwarded-For: FORWARDED`, as a proxy in front would.
+    forwards: bool,
 }
 
 fn clients(rng: &mut Rng, vhost: bool, tls: bool) -> Vec<Client> {
@@ -885,6 +949,8 @@ fn clients(rng: &mut Rng, vhost: bool, tls: bool) -> Vec<Client> {
             agent: rng.word(&["curl/diff", "EvilBot/1.0", "Mozilla/5.0"]),
             second: vhost && rng.chance(40),
             tls: tls.then(|| *rng.pick(&[None, Some("alice"), Some("bob")])),
+            tls12: false,
+            forwards: false,
         });
     }
     out
@@ -904,10 +970,14 @@ struct Got {
 }
 
 /// The client's requests for `asks` (URI, Accept-Encoding), in order: one
-/// curl run (`--next` between them), or one per request over h2c (curl
-/// 7.88 fails a second stream on a prior-knowledge connection it reuses).
+/// curl run (`--next` between them), or one per request over HTTP/2: curl
+/// 7.88 fails a second stream on a prior-knowledge connection it reuses,
+/// and over TLS a stream refused as needing HTTP/1.1 (mod_ssl's
+/// renegotiation on a name) moves curl's later requests to an HTTP/1.1
+/// connection, so what a URI is answered over would depend on the
+/// requests before it.
 fn fetch_all(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Got> {
-    if c.proto == "--http2-prior-knowledge" {
+    if c.proto.starts_with("--http2") {
         asks.chunks(1)
             .flat_map(|a| fetch_batch(port, c, a))
             .collect()
@@ -936,6 +1006,9 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
             .map(String::from),
         );
         args.extend(["-A".into(), c.agent.into()]);
+        if c.forwards {
+            args.extend(["-H".into(), format!("X-Forwarded-For: {FORWARDED}")]);
+        }
         if let Some(u) = c.user {
             args.extend(["-u".into(), u.into()]);
         }
@@ -952,6 +1025,9 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
         let scheme = match c.tls {
             Some(cert) => {
                 args.extend(tls_args(cert));
+                if c.tls12 {
+                    args.extend(["--tls-max".into(), "1.2".into()]);
+                }
                 // ALPN has no HTTP/1.0: Apache answers curl's `http/1.0`
                 // with a protocol it did not offer.
                 if c.proto == "--http1.0" {
@@ -1336,6 +1412,15 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
         for (c, cert) in cs[2..4].iter_mut().zip([Some("alice"), None]) {
             (c.tls, c.user, c.second) = (Some(cert), None, false);
         }
+        // Drawn apart, so the other draws stay as they were.
+        let mut versions = Rng(seed ^ 0x7112);
+        for c in &mut cs {
+            c.tls12 = versions.chance(40);
+        }
+    }
+    let mut proxies = Rng(seed ^ 0xF0D5);
+    for c in &mut cs {
+        c.forwards = proxies.chance(50);
     }
     // Whose page requests meet the main host's publish store.
     let stored: Vec<bool> = cs
@@ -1417,6 +1502,16 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
             fs::read_to_string(s._oracle.root.path().join("httpd.conf")).unwrap_or_default()
         );
     }
+    if let Some(secs) = std::env::var("DIFF_HOLD").ok().and_then(|v| v.parse().ok()) {
+        eprintln!(
+            "holding {secs} s: module {:?} at {:?}, oracle {:?} at {:?}",
+            s.ports,
+            s.module.root.path(),
+            s.oracle_ports,
+            s._oracle.root.path()
+        );
+        std::thread::sleep(Duration::from_secs(secs));
+    }
     s.module.assert_no_crash();
     Ok(Some(found))
 }
@@ -1431,6 +1526,13 @@ fn check(
     oracle: &Memo,
     (index, stored, programs): (&[&str], bool, bool),
 ) -> Option<Violation> {
+    // No answer at all (a connection closed, a request timed out) where
+    // Apache answers: something the module did to the client's
+    // connection that Apache alone does not.
+    let answered = |g: &Got| g.status != 0;
+    if !answered(r) && oracle.get(uri).is_some_and(answered) {
+        return Some(violation(c, uri, ae, r, "no answer".into(), oracle, index));
+    }
     if r.status != 200 {
         return None;
     }
@@ -1463,22 +1565,37 @@ fn check(
     if oracle_status && body.as_deref().is_some_and(is_status_page) {
         return None;
     }
+    let sent = body
+        .as_deref()
+        .map_or("a body that does not decode".into(), tag);
+    Some(violation(c, uri, ae, r, sent, oracle, index))
+}
+
+/// The module's answer `r` (`sent`, as it reads) to `uri`, beside the
+/// oracle's statuses for every candidate name.
+fn violation(
+    c: &Client,
+    uri: &str,
+    ae: Option<&'static str>,
+    r: &Got,
+    sent: String,
+    oracle: &Memo,
+    index: &[&str],
+) -> Violation {
     let mut said = String::new();
     for n in candidates(uri, index) {
         if let Some(g) = oracle.get(&n) {
             let _ = write!(said, "{n}={} ", g.status);
         }
     }
-    Some(Violation {
+    Violation {
         client: c.clone(),
         uri: uri.to_owned(),
         ae,
         coding: r.coding.clone(),
-        sent: body
-            .as_deref()
-            .map_or("a body that does not decode".into(), tag),
+        sent,
         oracle: said,
-    })
+    }
 }
 
 /// What one client was answered: its index, the oracle's answers to it,

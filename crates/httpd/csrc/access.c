@@ -26,6 +26,7 @@
 #include "http_log.h"
 #include "http_protocol.h"
 #include "http_request.h"
+#include "http_ssl.h"
 #include "apr_hash.h"
 #include "apr_hooks.h"
 #include "apr_strings.h"
@@ -148,8 +149,11 @@ static const char *file_uri(request_rec *r, apr_size_t *len)
  * subrequests ([R], [NS]), authentication and authorization. Only the
  * handler is not run (what it would be is read: answer_refusal). */
 
-/* The twin being run on this thread, if any. */
+/* The twin being run on this thread, if any, and the request that asked. */
 static __thread request_rec *twin;
+static __thread const request_rec *twin_asker;
+/* Why the twin was stopped before its access hooks, if it was. */
+static __thread const char *twin_stopped;
 
 #define HEADERS_NOTE "gdn-headers-as-read"
 
@@ -183,6 +187,34 @@ static int keep_headers_as_read(request_rec *r)
 
 #define HANDLER_BEFORE_NOTE "gzip-disk-ng-handler-before"
 
+/* header_parser, first of all, on a twin only: the last step before its
+ * access hooks. mod_ssl's access hook asks the client for a certificate
+ * again (a TLS 1.2 renegotiation, TLS 1.3 post-handshake authentication)
+ * on the request's own connection where its per-directory record asks
+ * for more than the connection has; the asking request's own hooks
+ * brought the connection in line with its record. So a twin whose record
+ * of mod_ssl is the asking request's runs on (it can ask for nothing
+ * more), and one with another record (a section on the sibling's name
+ * configures mod_ssl) is stopped here, refused, the client not asked. */
+static int stop_before_the_connection(request_rec *r)
+{
+    const module *ssl;
+    conn_rec *c;
+    if (r != twin || !twin_asker) {
+        return DECLINED;
+    }
+    ssl = ap_find_linked_module("mod_ssl.c");
+    c = r->connection->master ? r->connection->master : r->connection;
+    if (ssl && ap_ssl_conn_is_ssl(c)
+        && ap_get_module_config(r->per_dir_config, ssl)
+               != ap_get_module_config(twin_asker->per_dir_config, ssl)) {
+        twin_stopped = "mod_ssl configured otherwise for its name: its own "
+                       "request may ask the client for a certificate";
+        return HTTP_FORBIDDEN;
+    }
+    return DECLINED;
+}
+
 /* The handler a request had before core's SetHandler/ForceType fixup
  * (core_override_type, the first of fixups) replaced it: the one a
  * ScriptAlias, an AddHandler or a proxy mapping gave it. */
@@ -201,6 +233,8 @@ void gdn_register_sibling_hooks(void)
                               APR_HOOK_REALLY_FIRST);
     ap_hook_fixups(keep_handler_before_override, NULL, before_core,
                    APR_HOOK_REALLY_FIRST);
+    ap_hook_header_parser(stop_before_the_connection, NULL, NULL,
+                          APR_HOOK_REALLY_FIRST);
 }
 
 const char *gdn_handler_before_override(const request_rec *r)
@@ -500,16 +534,21 @@ static request_rec *make_twin(request_rec *r, const char *uri, int anonymous)
 /* Runs the twin `t` as httpd runs a request it has read, up to (not
  * including) its handler: the status it would be answered with, 200
  * when its handler would be run. */
-static int run_twin(request_rec *t)
+static int run_twin(request_rec *r, request_rec *t, gdn_twin *out)
 {
     request_rec *was = twin;
+    const request_rec *asker = twin_asker;
     int status;
     twin = t;
+    twin_asker = r;
+    twin_stopped = NULL;
     status = ap_run_post_read_request(t);
     if (status == OK || status == DECLINED) {
         status = ap_process_request_internal(t);
     }
+    out->stopped = twin_stopped;
     twin = was;
+    twin_asker = asker;
     if (status == OK) {
         return HTTP_OK;
     }
@@ -846,7 +885,7 @@ static int ask_at(request_rec *r, const char *uri, const char *path,
     if (!t) {
         return out->status = HTTP_FORBIDDEN;
     }
-    status = run_twin(t);
+    status = run_twin(r, t, out);
     /* What could answer another client otherwise, which shared caches
      * in front must be told. */
     read_client_rules(r->pool, t, out);

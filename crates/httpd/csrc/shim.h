@@ -92,6 +92,8 @@ typedef struct {
      * .htaccess, holds one of their directives. */
     int sectioned_count;
     const char *const *sectioned;
+    /* Why it was stopped before its access hooks, or NULL (static). */
+    const char *stopped;
 } gdn_twin;
 /* Core's sections, read (sections.c). */
 typedef struct {

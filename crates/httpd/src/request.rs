@@ -18,6 +18,9 @@ pub struct Asked<'r> {
     pub twin: Option<Twin<'r>>,
     pub found: Option<(Finfo, SymlinkPolicy)>,
     pub clients: ClientRules<'r>,
+    /// Why it was stopped before its access hooks (a module's hook there
+    /// would have talked to the client's connection), if it was.
+    pub stopped: Option<&'r CStr>,
 }
 
 /// What would answer a twin that reached its file: its handler and type
@@ -110,6 +113,7 @@ fn asked<'r>(raw: &ffi::gdn_twin) -> Asked<'r> {
         }),
         found: reached.then(|| (Finfo { raw: raw.found }, policy_of(raw.options as u32))),
         clients,
+        stopped: text(raw.stopped),
     }
 }
 

@@ -90,7 +90,12 @@ pub fn rules(conf: &Configuration) -> (Verdicts, UnknownModules) {
         refusal,
         vhosts: read.vhosts,
         sibling: SiblingRules {
-            headers_edited: read.edits_headers && hooks::loaded(conf, "mod_headers.c"),
+            // A module not known that hooks the request may edit its
+            // headers before the handler reads them (mod_remoteip
+            // removes the `X-Forwarded-For` it took the address from):
+            // a twin starts from the headers as read.
+            headers_edited: (read.edits_headers && hooks::loaded(conf, "mod_headers.c"))
+                || hooks::unknown_request_hooks(conf).is_some(),
             filters: filters::PLAIN_FILTERS.to_vec(),
             harness: HarnessRule::of(filters::HARNESS_START, filters::harness),
         },
@@ -173,7 +178,11 @@ fn refused(asked: &Asked<'_>, why: Option<String>) -> Refused {
     } else {
         asked.status
     };
-    Refused { status, why }
+    let stopped = || asked.stopped.map(|s| s.to_string_lossy().into_owned());
+    Refused {
+        status,
+        why: why.or_else(stopped),
+    }
 }
 
 /// Where `Alias`, `AliasMatch`, `ScriptAlias`, `ScriptAliasMatch` and

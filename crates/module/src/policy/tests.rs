@@ -231,6 +231,10 @@ fn request_headers_may_be_edited_only_where_mod_headers_can() {
     assert!(with("AllowOverride FileInfo", &["mod_headers.c"]));
     assert!(!with("RequestHeader set X 1", &["core.c"]));
     assert!(!with("AllowOverride None", &["mod_headers.c"]));
+    let remoteip = hooked("post_read_request", &[Some("mod_remoteip.c")]);
+    assert!(rules(&remoteip).0.sibling.headers_edited);
+    let known = hooked("post_read_request", &[Some("mod_setenvif.c")]);
+    assert!(!rules(&known).0.sibling.headers_edited);
 }
 
 fn hooked(hook: &'static str, modules: &[Option<&str>]) -> Configuration {
