@@ -154,6 +154,9 @@ static __thread request_rec *twin;
 static __thread const request_rec *twin_asker;
 /* Why the twin was stopped before its access hooks, if it was. */
 static __thread const char *twin_stopped;
+/* How many twins run now, in all threads: a hook every request meets
+ * reads this plain word, and the thread's own twin only when one runs. */
+static int twins_running;
 
 #define HEADERS_NOTE "gdn-headers-as-read"
 
@@ -200,7 +203,8 @@ static int stop_before_the_connection(request_rec *r)
 {
     const module *ssl;
     conn_rec *c;
-    if (r != twin || !twin_asker) {
+    if (!__atomic_load_n(&twins_running, __ATOMIC_RELAXED) || r != twin
+        || !twin_asker) {
         return DECLINED;
     }
     ssl = ap_find_linked_module("mod_ssl.c");
@@ -542,10 +546,12 @@ static int run_twin(request_rec *r, request_rec *t, gdn_twin *out)
     twin = t;
     twin_asker = r;
     twin_stopped = NULL;
+    __atomic_add_fetch(&twins_running, 1, __ATOMIC_RELAXED);
     status = ap_run_post_read_request(t);
     if (status == OK || status == DECLINED) {
         status = ap_process_request_internal(t);
     }
+    __atomic_sub_fetch(&twins_running, 1, __ATOMIC_RELAXED);
     out->stopped = twin_stopped;
     twin = was;
     twin_asker = asker;
