@@ -10,10 +10,12 @@
 //! which only costs that version another check.
 //!
 //! Beside the findings, a check under way holds a claim (its slot's
-//! second word the second it was taken) for `CLAIM_SECS`: another
-//! process that meets the sibling then leaves the check to it. A claim
-//! whose check never ended (its process was killed, its queue was full)
-//! lapses, and a later request asks again.
+//! second word the second it was taken) until it ends (`release`), for
+//! at most `CLAIM_SECS`: another process that meets the sibling then
+//! leaves the check to it. A check that ended leaves no claim, so a
+//! process that finds no finding (it was overwritten, or the check could
+//! not read the files) checks again; a claim whose check never ended
+//! (its process was killed) lapses, and a later request asks again.
 //!
 //! A slot is written one word after the other, without a lock: a reader
 //! that meets a half-written slot sees words of two different entries,
@@ -110,9 +112,9 @@ fn words(key: &impl Hash, original: Option<FileVersion>, kind: u8) -> Option<(u6
     Some((word(0) | 1, word(1)))
 }
 
-/// The slot of first word `a`.
+/// The slot of first word `a` (whose low bit is always set).
 fn slot(t: &[AtomicU64], a: u64) -> (&AtomicU64, &AtomicU64) {
-    let i = 2 * (a as usize % (t.len() / 2));
+    let i = 2 * ((a >> 1) as usize % (t.len() / 2));
     (&t[i], &t[i + 1])
 }
 
@@ -156,6 +158,22 @@ pub fn claim(key: &SiblingVersion, original: Option<FileVersion>) -> bool {
         .duration_since(UNIX_EPOCH)
         .map_or(1, |d| d.as_secs().max(1));
     take(t, a, now)
+}
+
+/// Ends this process's claim of the check of `key` against `original`,
+/// whatever the check found: a later request that finds no finding
+/// checks again at once, rather than after the claim lapsed.
+pub fn release(key: &SiblingVersion, original: Option<FileVersion>) {
+    if let (Some(t), Some((a, _))) = (TABLE.get(), words(key, original, 1)) {
+        drop_claim(t, a);
+    }
+}
+
+fn drop_claim(t: &[AtomicU64], a: u64) {
+    let (x, y) = slot(t, a);
+    if x.load(Relaxed) == a {
+        y.store(0, Relaxed);
+    }
 }
 
 fn take(t: &[AtomicU64], a: u64, now: u64) -> bool {
@@ -228,6 +246,30 @@ mod tests {
         assert!(!take(&t, 0x51, 1000 + CLAIM_SECS - 1), "held");
         assert!(take(&t, 0x53, 1001), "another sibling's claim");
         assert!(take(&t, 0x51, 1000 + CLAIM_SECS), "lapsed");
+    }
+
+    #[test]
+    fn a_claim_released_is_taken_again_at_once() {
+        let t: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+        assert!(take(&t, 0x51, 1000));
+        drop_claim(&t, 0x59);
+        assert!(!take(&t, 0x51, 1001), "another's release leaves it");
+        drop_claim(&t, 0x51);
+        assert!(take(&t, 0x51, 1001), "its check ended");
+        assert!(!take(&t, 0x51, 1002), "and the new claim holds");
+    }
+
+    #[test]
+    fn every_slot_is_used() {
+        let t: Vec<AtomicU64> = (0..8).map(|_| AtomicU64::new(0)).collect();
+        let mut used: Vec<usize> = (0..4u64)
+            .map(|i| {
+                let (x, _) = slot(&t, (i << 1) | 1);
+                t.iter().position(|w| std::ptr::eq(w, x)).unwrap_or(99)
+            })
+            .collect();
+        used.sort_unstable();
+        assert_eq!(used, [0, 2, 4, 6]);
     }
 
     #[test]

@@ -125,8 +125,8 @@ fn waits_for_a_check(file: &File<'_>) -> bool {
 }
 
 /// A sibling whose check has found nothing yet: judged again where no
-/// process holds a claim of its check (the one that did was killed, its
-/// read failed, or its queue was full).
+/// process holds a claim of its check (the one that did ended without a
+/// finding, its finding's slot was taken by another, or it was killed).
 fn ask_again(
     a: &Responder<'_, '_>,
     c: Coding,
@@ -168,12 +168,19 @@ fn judge(
     let claimed = claimed || verified::claim(&key, a.original());
     let j = match in_request(a, size) {
         true if claimed || a.original().is_none() => {
-            checked_here(a, c, path, key, full_check(a, c, file, &facts))
+            let j = checked_here(a, c, path, key, full_check(a, c, file, &facts));
+            if claimed {
+                verified::release(&key, a.original());
+            }
+            j
         }
         true => Judged::Cheap,
         false => {
-            if claimed && size <= BACKGROUND_MAX {
-                queue_check(a, c, path, key, facts);
+            let checkable =
+                size <= BACKGROUND_MAX && a.original().is_none_or(|o| o.size <= BACKGROUND_MAX);
+            if claimed && checkable && !queue_check(a, c, path, key, facts) {
+                // Its queue was full: a later request asks again.
+                verified::release(&key, a.original());
             }
             Judged::Cheap
         }
@@ -312,17 +319,14 @@ struct Check {
 static CHECKER: Mutex<Option<SyncSender<Check>>> = Mutex::new(None);
 
 /// Asks the checker thread for the full check of a sibling too large to
-/// decode in the request.
+/// decode in the request; whether it took it (its queue was not full).
 fn queue_check(
     a: &Responder<'_, '_>,
     c: Coding,
     path: &CStr,
     key: SiblingVersion,
     facts: HeaderFacts,
-) {
-    if a.original().is_some_and(|o| o.size > BACKGROUND_MAX) {
-        return;
-    }
+) -> bool {
     let os = |p: &CStr| PathBuf::from(std::ffi::OsStr::from_bytes(p.to_bytes()));
     let check = Check {
         sibling: os(path),
@@ -332,21 +336,26 @@ fn queue_check(
         original: a.original().map(|v| (os(a.filename), v)),
     };
     let Ok(mut guard) = CHECKER.lock() else {
-        return;
+        return false;
     };
     if guard.is_none() {
         let (tx, rx) = mpsc::sync_channel::<Check>(QUEUE);
         let spawned = std::thread::Builder::new()
             .name("gdn-check".into())
-            .spawn(move || rx.into_iter().for_each(run_check));
+            .spawn(move || rx.into_iter().for_each(run_ended));
         if spawned.is_err() {
-            return;
+            return false;
         }
         *guard = Some(tx);
     }
-    if let Some(tx) = guard.as_ref() {
-        let _ = tx.try_send(check);
-    }
+    guard.as_ref().is_some_and(|tx| tx.try_send(check).is_ok())
+}
+
+/// Runs one full check, then ends its claim whatever it found.
+fn run_ended(ch: Check) {
+    let (key, original) = (ch.key, ch.original.as_ref().map(|(_, v)| *v));
+    run_check(ch);
+    verified::release(&key, original);
 }
 
 /// Opens `path` if it is still the very version `v` (device, inode,
