@@ -190,33 +190,46 @@ static int keep_headers_as_read(request_rec *r)
 
 #define HANDLER_BEFORE_NOTE "gzip-disk-ng-handler-before"
 
-/* header_parser, first of all, on a twin only: the last step before its
- * access hooks. mod_ssl's access hook asks the client for a certificate
- * again (a TLS 1.2 renegotiation, TLS 1.3 post-handshake authentication)
- * on the request's own connection where its per-directory record asks
- * for more than the connection has; the asking request's own hooks
- * brought the connection in line with its record. So a twin whose record
- * of mod_ssl is the asking request's runs on (it can ask for nothing
- * more), and one with another record (a section on the sibling's name
- * configures mod_ssl) is stopped here, refused, the client not asked. */
-static int stop_before_the_connection(request_rec *r)
+/* The module's gate for a twin, set at hook registration: asked, on a
+ * twin only, at the last step before its access hooks (header_parser,
+ * first of all), why the twin must stop there, or NULL. A hook there
+ * (mod_ssl's, asking the client for a certificate again) would act on
+ * the client's connection; which ones, the module decides. */
+static gdn_twin_gate_fn twin_gate;
+
+void gdn_set_twin_gate(gdn_twin_gate_fn gate)
 {
-    const module *ssl;
-    conn_rec *c;
+    twin_gate = gate;
+}
+
+static int gate_before_access(request_rec *r)
+{
+    const char *why;
     if (!__atomic_load_n(&twins_running, __ATOMIC_RELAXED) || r != twin
-        || !twin_asker) {
+        || !twin_asker || !twin_gate) {
         return DECLINED;
     }
-    ssl = ap_find_linked_module("mod_ssl.c");
-    c = r->connection->master ? r->connection->master : r->connection;
-    if (ssl && ap_ssl_conn_is_ssl(c)
-        && ap_get_module_config(r->per_dir_config, ssl)
-               != ap_get_module_config(twin_asker->per_dir_config, ssl)) {
-        twin_stopped = "mod_ssl configured otherwise for its name: its own "
-                       "request may ask the client for a certificate";
+    why = twin_gate(r, twin_asker);
+    if (why) {
+        twin_stopped = why;
         return HTTP_FORBIDDEN;
     }
     return DECLINED;
+}
+
+int gdn_conn_is_tls(const request_rec *r)
+{
+    conn_rec *c = r->connection->master ? r->connection->master
+                                        : r->connection;
+    return ap_ssl_conn_is_ssl(c);
+}
+
+int gdn_records_differ(const request_rec *a, const request_rec *b,
+                       const char *module_name)
+{
+    const module *m = ap_find_linked_module(module_name);
+    return m && ap_get_module_config(a->per_dir_config, m)
+                    != ap_get_module_config(b->per_dir_config, m);
 }
 
 /* The handler a request had before core's SetHandler/ForceType fixup
@@ -237,7 +250,7 @@ void gdn_register_sibling_hooks(void)
                               APR_HOOK_REALLY_FIRST);
     ap_hook_fixups(keep_handler_before_override, NULL, before_core,
                    APR_HOOK_REALLY_FIRST);
-    ap_hook_header_parser(stop_before_the_connection, NULL, NULL,
+    ap_hook_header_parser(gate_before_access, NULL, NULL,
                           APR_HOOK_REALLY_FIRST);
 }
 

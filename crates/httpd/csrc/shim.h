@@ -129,6 +129,13 @@ const char *gdn_content_filter(const request_rec *r);
 void gdn_skip_compressors(request_rec *r);
 void gdn_filter_before_compressors(ap_filter_t *f);
 void gdn_register_sibling_hooks(void);
+/* Why a twin stops before its access hooks (a static string), or NULL. */
+typedef const char *(*gdn_twin_gate_fn)(request_rec *twin,
+                                        const request_rec *asker);
+void gdn_set_twin_gate(gdn_twin_gate_fn gate);
+int gdn_conn_is_tls(const request_rec *r);
+int gdn_records_differ(const request_rec *a, const request_rec *b,
+                       const char *module_name);
 /* The handler `r` had before core's SetHandler fixup replaced it, or
  * NULL. */
 const char *gdn_handler_before_override(const request_rec *r);

@@ -34,7 +34,7 @@ pub use module::{
     Args, Command, Config, Context, Directive, FilterKind, HarnessRule, Hook, Module, Order, Parms,
     PlainFilter, PostConfig, Set, SiblingRules, Takes,
 };
-pub use request::{Asked, AuthzNode, ClientRules, Request, Twin};
+pub use request::{Asked, AuthzNode, ClientRules, Request, Twin, TwinGate};
 pub use validators::{ValidatorInputs, Validators};
 
 /// What a hook returns, or an HTTP status: httpd mixes both in one `int`,

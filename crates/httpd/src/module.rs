@@ -8,7 +8,7 @@
 
 use super::filter::{Filter, Input};
 use super::pool::{pool_box, pool_place};
-use super::{apr_status_t, ffi, Level, Request, Status};
+use super::{apr_status_t, ffi, Level, Request, Status, TwinGate};
 use std::cell::UnsafeCell;
 use std::ffi::{c_char, c_int, c_void, CStr, CString, OsStr};
 use std::marker::PhantomData;
@@ -293,6 +293,13 @@ pub trait Module: Sized + 'static {
     /// Writes the module's part of `server-status`: HTML, or `Key: value`
     /// lines for `?auto` (`short`).
     fn status(_req: &Request<'_>, _short: bool) {}
+    /// Why a twin (a request the module asked Apache to run for a URI,
+    /// `Request::ask_sibling`) must stop before its access hooks, on the
+    /// client's connection: it is then refused (403), the reason in
+    /// `Asked::stopped`. By default none is.
+    fn twin_gate(_gate: &TwinGate<'_>) -> Option<&'static CStr> {
+        None
+    }
 }
 
 /// What the module judged of a configuration, for the sibling checks of
@@ -854,7 +861,10 @@ unsafe extern "C" fn merge_config<T: Config>(
 unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
     super::index::set(M::record().index());
     // SAFETY: called by httpd during hook registration.
-    unsafe { ffi::gdn_register_sibling_hooks() };
+    unsafe {
+        ffi::gdn_register_sibling_hooks();
+        ffi::gdn_set_twin_gate(Some(twin_gate::<M>));
+    }
     let _ = catch_unwind(|| {
         for hook in M::HOOKS {
             // SAFETY: called by httpd during hook registration.
@@ -899,6 +909,24 @@ unsafe extern "C" fn register_hooks<M: Module>(_p: *mut ffi::apr_pool_t) {
             }
         }
     });
+}
+
+/// The module's gate for a twin; one that panicked stops it (fails
+/// closed).
+unsafe extern "C" fn twin_gate<M: Module>(
+    twin: *mut ffi::request_rec,
+    asker: *const ffi::request_rec,
+) -> *const c_char {
+    let gate = TwinGate {
+        twin,
+        asker,
+        _life: PhantomData,
+    };
+    match catch_unwind(AssertUnwindSafe(|| M::twin_gate(&gate))) {
+        Ok(None) => ptr::null(),
+        Ok(Some(why)) => why.as_ptr(),
+        Err(_) => c"internal error in the module's gate".as_ptr(),
+    }
 }
 
 unsafe extern "C" fn post_config<M: Module>(

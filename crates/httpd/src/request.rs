@@ -117,6 +117,34 @@ fn asked<'r>(raw: &ffi::gdn_twin) -> Asked<'r> {
     }
 }
 
+/// A twin at the last step before its access hooks, and the request
+/// that asked for it: what a module's gate reads to stop it there
+/// ([`Module::twin_gate`](crate::Module::twin_gate)).
+pub struct TwinGate<'r> {
+    pub(crate) twin: *const ffi::request_rec,
+    pub(crate) asker: *const ffi::request_rec,
+    pub(crate) _life: PhantomData<&'r ffi::request_rec>,
+}
+
+impl TwinGate<'_> {
+    /// Whether the client's connection (an HTTP/2 stream's: its master)
+    /// is TLS.
+    pub fn on_tls(&self) -> bool {
+        // SAFETY: the shim passes a live twin with its connection.
+        unsafe { ffi::gdn_conn_is_tls(self.twin) != 0 }
+    }
+
+    /// Whether the module of source name `module` (`mod_ssl.c`) has
+    /// another per-directory record for the twin than for the request
+    /// that asked: a section of the twin's name configures it. `false`
+    /// where the module is not loaded.
+    pub fn records_differ(&self, module: &CStr) -> bool {
+        // SAFETY: two live requests; only their per-directory vectors
+        // are read.
+        unsafe { ffi::gdn_records_differ(self.twin, self.asker, module.as_ptr()) != 0 }
+    }
+}
+
 /// A borrowed `request_rec`.
 pub struct Request<'r> {
     pub(crate) r: *mut ffi::request_rec,

@@ -116,6 +116,10 @@ impl gdn_httpd::Module for GzipDiskNg {
         status::section(req, short)
     }
 
+    fn twin_gate(gate: &gdn_httpd::TwinGate<'_>) -> Option<&'static CStr> {
+        crate::policy::stop_before_access(gate.on_tls(), |m| gate.records_differ(m))
+    }
+
     /// The on-demand cache must not be served (also under `apache2 -t`);
     /// a root the server's user cannot use is a warning, on the console
     /// in the first pass (`apache2 -t`, `apache2ctl start`), as Apache

@@ -553,3 +553,13 @@ fn url_mappings_are_every_alias_and_userdir() {
         assert_eq!((n.as_str(), t.as_str()), (wn, wt));
     }
 }
+
+#[test]
+fn a_twin_stops_before_its_access_hooks_only_on_tls_where_mod_ssl_is_configured_otherwise() {
+    let ssl_differs = |m: &CStr| m == twin::MOD_SSL;
+    let other_differs = |m: &CStr| m == c"mod_headers.c";
+    assert!(twin::stop_before_access(true, ssl_differs).is_some());
+    assert_eq!(twin::stop_before_access(false, ssl_differs), None);
+    assert_eq!(twin::stop_before_access(true, other_differs), None);
+    assert_eq!(twin::stop_before_access(true, |_| false), None);
+}

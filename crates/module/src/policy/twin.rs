@@ -7,6 +7,28 @@ use crate::names::HANDLER;
 use gdn_httpd::Twin;
 use std::ffi::CStr;
 
+/// mod_ssl, by its source name.
+pub const MOD_SSL: &CStr = c"mod_ssl.c";
+
+/// Why a twin must stop before its access hooks, on the client's
+/// connection, or `None`. mod_ssl's access hook asks the client for a
+/// certificate again (a TLS 1.2 renegotiation, TLS 1.3 post-handshake
+/// authentication) where its per-directory record asks for more than the
+/// connection has; the asking request's own hooks brought the connection
+/// in line with its record. So a twin with the asking request's record
+/// of mod_ssl can ask for nothing more and runs on; one with another (a
+/// section of the sibling's name configures mod_ssl), on TLS, is
+/// stopped and refused, the client not asked. `records_differ` says
+/// whether a module's record for the twin is another than the asker's.
+pub fn stop_before_access(
+    on_tls: bool,
+    records_differ: impl Fn(&CStr) -> bool,
+) -> Option<&'static CStr> {
+    (on_tls && records_differ(MOD_SSL)).then_some(
+        c"mod_ssl configured otherwise for its name: its own request may ask the client for a certificate",
+    )
+}
+
 /// The handler the module's own steps aside for: the one a request had
 /// before `SetHandler` replaced it (`before`), where that is another than
 /// core's or the module's. The handler's step and a sibling's twin judged
