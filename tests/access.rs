@@ -996,3 +996,81 @@ fn a_forwarded_clients_sibling_is_judged_by_its_forwarded_address() {
     );
     a.assert_no_crash();
 }
+
+/// A Lua access hook that reads the request's form body (whatever the
+/// method: `ap_parse_form_data`) and refuses one whose `x` is "attack".
+const BODY_CHECK: &str = "require 'apache2'\n\
+    function check(r)\n\
+    local form = r:parsebody()\n\
+    if form and form['x'] == 'attack' then return 403 end\n\
+    return apache2.DECLINED\n\
+    end\n";
+
+/// A request's body is read once, by the request's own input filters. A
+/// sibling's twin, run on the client's connection, reads its own (none)
+/// through HTTP_IN, and is not asked for a request that has one: a
+/// module's access hook that reads the body (mod_lua's here) would read
+/// the connection's bytes, the next request's or a wait for bytes that
+/// never come. The sibling, the only file, is then not sent; the next
+/// request on the connection is answered as its own.
+#[test]
+fn a_sibling_is_not_asked_for_a_request_with_a_body() {
+    let data = page(6_000, 7);
+    let a = start_with(
+        "LuaHookAccessChecker {docroot}/check.lua check\n".into(),
+        vec!["lua"],
+        |d| {
+            publish(d, "x.html", &data, false, &[".gz"]);
+            put(d, "check.lua", BODY_CHECK.as_bytes());
+        },
+    );
+    let with_body = |path: &str, text: &str| {
+        let args = ["-H", "Accept-Encoding: gzip", "-X", "GET", "--data", text];
+        a.request(path, &[&args[..], &["--max-time", "10"]].concat())
+    };
+    // Apache's own answers for the sibling's URI: the hook reads bodies.
+    assert_eq!(with_body("/x.html.gz", "x=attack").status, 403);
+    assert_eq!(with_body("/x.html.gz", "x=hello").status, 200);
+    assert_eq!(with_body("/x.html", "x=attack").status, 403);
+    let started = Instant::now();
+    let r = with_body("/x.html", "x=hello");
+    assert_eq!(r.status, 404, "{:?}", a.module_log());
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "answered at once"
+    );
+    assert_eq!(
+        a.module_log_about("has a body").len(),
+        1,
+        "{:?}",
+        a.module_log()
+    );
+    // Two requests on one connection: the second is answered as its own.
+    let mut s = TcpStream::connect(("127.0.0.1", a.port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(8))).unwrap();
+    let two = "GET /x.html HTTP/1.1\r\nHost: x\r\nAccept-Encoding: gzip\r\n\
+               Content-Type: application/x-www-form-urlencoded\r\n\
+               Content-Length: 7\r\n\r\nx=helloGET /x.html.gz HTTP/1.1\r\nHost: x\r\n\r\n";
+    s.write_all(two.as_bytes()).unwrap();
+    let mut buf = vec![];
+    let first = read_response(&mut s, &mut buf).map(|r| r.0);
+    let second = read_response(&mut s, &mut buf).map(|(st, b)| (st, b.len()));
+    assert_eq!(first, Some(404));
+    assert_eq!(second, Some((200, fs_len(&a, "x.html.gz"))));
+    // Without a body the sibling is asked, and the hook's read of the
+    // twin's body (a discard: no form) ends at once.
+    let started = Instant::now();
+    let r = a.get("/x.html", Some("gzip"));
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "without a body"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5), "at once");
+    a.assert_no_crash();
+}
+
+/// The size of a file of the document root.
+fn fs_len(a: &Apache, name: &str) -> usize {
+    fs::metadata(a.docroot.join(name)).map_or(0, |m| m.len() as usize)
+}

@@ -27,6 +27,7 @@
 #include "http_protocol.h"
 #include "http_request.h"
 #include "http_ssl.h"
+#include "mod_core.h"
 #include "apr_hash.h"
 #include "apr_hooks.h"
 #include "apr_strings.h"
@@ -536,6 +537,12 @@ static request_rec *make_twin(request_rec *r, const char *uri, int anonymous)
     t->proto_num = first->proto_num;
     t->the_request = apr_pstrcat(t->pool, "GET ", uri, " ", first->protocol, NULL);
     ap_parse_uri(t, uri);
+    /* Its body is read through HTTP_IN, as a request's read off the
+     * connection is: with no Content-Length nor Transfer-Encoding (a twin
+     * is made only for a request without a body), an end at once, never
+     * the connection's bytes, for a hook that reads or discards it. */
+    ap_add_input_filter_handle(ap_http_input_filter_handle, NULL, t,
+                               t->connection);
     if (anonymous) {
         if (!anonymous_client(t, first)) {
             apr_pool_destroy(t->pool);

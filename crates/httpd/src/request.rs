@@ -284,6 +284,13 @@ impl<'r> Request<'r> {
         };
     }
 
+    /// Whether the request has a body (a `Content-Length` other than 0,
+    /// or a `Transfer-Encoding`), read or not.
+    pub fn has_body(&self) -> bool {
+        // SAFETY: live request; only its headers are read.
+        unsafe { ffi::ap_request_has_body(self.r) != 0 }
+    }
+
     /// Reads and drops any request body, as core does before answering.
     pub fn discard_body(&self) -> Status {
         // SAFETY: live request.

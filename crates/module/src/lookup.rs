@@ -138,6 +138,19 @@ fn stat_sibling<'r>(
         return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
+    if req.has_body() {
+        // The twin runs on the client's connection without the request's
+        // input filters: a hook of its own that read the body would read
+        // the raw connection (the next request's bytes, or a wait).
+        req.log_with(Level::Debug, 0, || {
+            format!(
+                "sibling not asked: the request has a body, which the sibling's own \
+                 request could read and its check cannot give it: {}",
+                path.to_string_lossy()
+            )
+        });
+        return Err(NotServed::Refused);
+    }
     // The suffix as a C string: the tail of the path it ends.
     let start = path.to_bytes().len().saturating_sub(suffix.len());
     let c_suffix = CStr::from_bytes_with_nul(&path.to_bytes_with_nul()[start..])
