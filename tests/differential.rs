@@ -961,6 +961,9 @@ struct Client {
     forwards: bool,
     /// A form body sent with every GET, of `BODIES` (HTTP/1.x only).
     body: Option<&'static str>,
+    /// That body sent chunked (`Transfer-Encoding`, HTTP/1.1 only), not
+    /// with a `Content-Length`.
+    chunked: bool,
 }
 
 fn clients(rng: &mut Rng, vhost: bool, tls: bool) -> Vec<Client> {
@@ -988,6 +991,7 @@ fn clients(rng: &mut Rng, vhost: bool, tls: bool) -> Vec<Client> {
             tls12: false,
             forwards: false,
             body: None,
+            chunked: false,
         });
     }
     out
@@ -1048,6 +1052,9 @@ fn fetch_batch(port: u16, c: &Client, asks: &[(String, Option<&str>)]) -> Vec<Go
         }
         if let Some(b) = c.body {
             args.extend(["-X".into(), "GET".into(), "--data".into(), b.into()]);
+            if c.chunked {
+                args.extend(["-H".into(), "Transfer-Encoding: chunked".into()]);
+            }
         }
         if let Some(u) = c.user {
             args.extend(["-u".into(), u.into()]);
@@ -1469,6 +1476,7 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     for c in &mut cs {
         let body = bodies.chance(30).then(|| *bodies.pick(&BODIES));
         c.body = body.filter(|_| !c.proto.starts_with("--http2"));
+        c.chunked = bodies.chance(50) && c.proto == "--http1.1";
     }
     // Whose page requests meet the main host's publish store.
     let stored: Vec<bool> = cs
