@@ -139,9 +139,9 @@ fn stat_sibling<'r>(
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
     if req.has_body() {
-        // The twin runs on the client's connection without the request's
-        // input filters: a hook of its own that read the body would read
-        // the raw connection (the next request's bytes, or a wait).
+        // The twin cannot be given the request's body: a hook of its own
+        // that read one would read the connection's bytes (the next
+        // request's, or a wait for bytes that never come).
         req.log_with(Level::Debug, 0, || {
             format!(
                 "sibling not asked: the request has a body, which the sibling's own \
