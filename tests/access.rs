@@ -1074,3 +1074,36 @@ fn a_sibling_is_not_asked_for_a_request_with_a_body() {
 fn fs_len(a: &Apache, name: &str) -> usize {
     fs::metadata(a.docroot.join(name)).map_or(0, |m| m.len() as usize)
 }
+
+/// A sibling that mod_mime gives a script's type on its own name (an
+/// `AddType application/x-httpd-php .html` in a `<Files "*.br">`) is
+/// refused by the module's handler on its own request, as a script it
+/// must not send as source: its page does not send it either.
+#[test]
+fn a_sibling_of_a_scripts_type_on_its_own_name_is_not_sent() {
+    let data = page(6_000, 8);
+    let a = start_with(
+        "RewriteEngine On\n<Files \"*.br\">\nAddType application/x-httpd-php .html\n</Files>\n"
+            .into(),
+        vec!["rewrite"],
+        |d| publish(d, "x.html", &data, false, &[".br", ".gz"]),
+    );
+    assert_eq!(
+        a.get("/x.html.br", Some("br")).status,
+        500,
+        "its own request"
+    );
+    let r = a.get("/x.html", Some("br"));
+    assert_ne!(r.coding(), Some("br"), "{:?}", a.module_log());
+    let r = a.get("/x.html", Some("br, gzip"));
+    assert_eq!(
+        (r.status, r.coding()),
+        (200, Some("gzip")),
+        "the other sibling"
+    );
+    assert!(a
+        .module_log_about("a script's type application/x-httpd-php")
+        .iter()
+        .any(|l| l.contains("x.html.br")));
+    a.assert_no_crash();
+}

@@ -356,6 +356,16 @@ fn a_twin_the_module_would_step_aside_for_is_refused() {
         let own = with(Some(c"gzip-disk-ng"), Some(before));
         assert_eq!(twin::refusal(&own, None), None, "{before:?}");
     }
+    // A script's type (AddType application/x-httpd-php on the sibling's
+    // name): the module's handler refuses it on its own request.
+    let php = twin_of(
+        Some(c"gzip-disk-ng"),
+        Some(c"application/x-httpd-php"),
+        None,
+    );
+    assert!(twin::refusal(&php, None).is_some());
+    let html = twin_of(Some(c"gzip-disk-ng"), Some(c"text/html"), None);
+    assert_eq!(twin::refusal(&html, None), None);
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 use super::scan::magic_type;
 use crate::names::HANDLER;
+use gdn_core::types::is_handler_type;
 use gdn_httpd::Twin;
 use std::ffi::CStr;
 
@@ -58,6 +59,12 @@ pub fn refusal(t: &Twin<'_>, unknown_handler: Option<&str>) -> Option<String> {
             let ours = h.as_bytes().eq_ignore_ascii_case(HANDLER.to_bytes());
             if let Some(b) = stepped_aside_for(t.handler_before_override).filter(|_| ours) {
                 return Some(format!("handler {}, which SetHandler replaced", text(b)));
+            }
+            // The module's handler refuses, on the sibling's own
+            // request, a file of a script's type (handler::script).
+            let script = t.content_type.filter(|ct| is_handler_type(ct.to_bytes()));
+            if let Some(ct) = script.filter(|_| ours) {
+                return Some(format!("a script's type {}", text(ct)));
             }
         }
         None => {
