@@ -30,6 +30,11 @@
 //! directory, some configurations typing `.php` or `.html` as PHP), even
 //! where core would send them.
 //!
+//! Where mod_log_forensic records the requests both servers are given,
+//! every one the module's server records must finish, as the oracle's
+//! do: a request the module makes for its own checks is none of a
+//! client's.
+//!
 //! `DIFF_SEED=n` runs one seed; `DIFF_CONFIGS=n` runs n seeds from
 //! `DIFF_FIRST` (default 0); `DIFF_MINUTES=m` runs random seeds for m
 //! minutes (the long mode). Without them a bounded set runs (scripts/test).
@@ -326,6 +331,10 @@ struct Config {
     /// The URIs the drawn mechanisms make (an `AliasMatch`'s, a
     /// `ScriptAlias`'s), asked besides `uris()`.
     extra: Vec<&'static str>,
+    /// mod_log_forensic records every request the servers are given:
+    /// each must finish (`check_forensic`), so the module's server
+    /// records no request of its own making that no client sent.
+    forensic: bool,
 }
 
 impl Config {
@@ -641,6 +650,7 @@ fn generate(seed: u64) -> Config {
         store: false,
         index: vec!["index.html"],
         extra: vec![],
+        forensic: false,
     };
     // Drawn apart, so the other seeds' configurations stay as they were.
     let mut tls_rng = Rng(seed ^ 0x7157);
@@ -747,6 +757,11 @@ fn generate(seed: u64) -> Config {
     }
     mechanisms(&mut Rng(seed ^ 0xE7A5), &mut cfg, &mut server);
     client_mechanisms(&mut Rng(seed ^ 0xC11E), &mut cfg, &mut server);
+    cfg.forensic = Rng(seed ^ 0xF025).chance(30);
+    if cfg.forensic {
+        server += "ForensicLog forensic.log\n";
+        cfg.modules.push("log_forensic");
+    }
     cfg.server = server;
     cfg
 }
@@ -1569,7 +1584,35 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
         std::thread::sleep(Duration::from_secs(secs));
     }
     s.module.assert_no_crash();
+    if cfg.forensic {
+        let (m, o) = (unfinished(&s.module), unfinished(&s._oracle));
+        if !m.is_empty() && o.is_empty() {
+            return Err(format!(
+                "the module's forensic log holds requests that did not finish \
+                 (the oracle's none): {m}"
+            ));
+        }
+    }
     Ok(Some(found))
+}
+
+/// The requests the forensic log of `a` holds no end of, as
+/// `check_forensic` reports them, once those in flight had time to end.
+fn unfinished(a: &Apache) -> String {
+    let log = a.root.path().join("forensic.log");
+    let mut out = String::new();
+    for _ in 0..20 {
+        let o = std::process::Command::new("check_forensic")
+            .arg(&log)
+            .output()
+            .expect("check_forensic (apache2)");
+        out = String::from_utf8_lossy(&o.stdout).into_owned();
+        if out.is_empty() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    out
 }
 
 /// A violation, if the module's answer `r` to `uri` is not allowed

@@ -190,3 +190,56 @@ fn deltas_verified_against_the_publish_store_cost_one_request_per_page() {
     };
     assert!(asked.iter().any(|(s, _)| *s != 200), "{asked:?}");
 }
+
+/// A module that records every request it is given (mod_log_forensic,
+/// whose "+" line is matched by a "-" line once the request is logged)
+/// records the client's requests only: a sibling without its original is
+/// still asked under its own name (its `<Files>` refusal decides), but
+/// its twin is no request of the client's and leaves no line, so
+/// `check_forensic` finds no request that did not finish.
+#[test]
+fn a_forensic_log_holds_only_the_clients_requests() {
+    let data = page(20_000, 55);
+    let base = one_child();
+    let a = Apache::start(
+        Options {
+            server: format!(
+                "{}\nRewriteEngine On\nForensicLog forensic.log\n",
+                base.server
+            ),
+            dir: format!(
+                "{}\n<Files \"hidden.html.gz\">\nRequire all denied\n</Files>",
+                base.dir
+            ),
+            modules: vec!["rewrite", "log_forensic"],
+            ..base
+        },
+        |d| {
+            publish(d, "only.html", &data, false, &[".gz"]);
+            publish(d, "hidden.html", &data, false, &[".gz"]);
+            publish(d, "page.html", &data, true, &[".gz", ".br"]);
+        },
+    );
+    let only = a.get("/only.html", Some("gzip"));
+    assert_eq!(
+        (only.status, only.coding()),
+        (200, Some("gzip")),
+        "{:?}",
+        a.error_log()
+    );
+    assert_eq!(only.decoded(), data);
+    // Refused under its own name: its twin was asked, and said no.
+    assert_eq!(a.get("/hidden.html", Some("gzip")).status, 404);
+    assert_eq!(a.get("/page.html", Some("br")).coding(), Some("br"));
+    let log = std::fs::read_to_string(a.root.path().join("forensic.log")).unwrap();
+    let asked: Vec<&str> = log.lines().filter(|l| l.starts_with('+')).collect();
+    assert_eq!(asked.len(), 3, "{log}");
+    assert!(!log.contains(".gz "), "a twin was recorded: {log}");
+    let check = std::process::Command::new("check_forensic")
+        .arg(a.root.path().join("forensic.log"))
+        .output()
+        .expect("check_forensic (apache2-utils)");
+    assert!(check.status.success(), "{}", stderr(&check));
+    assert_eq!(stdout(&check), "", "unfinished requests: {log}");
+    a.assert_no_crash();
+}

@@ -103,6 +103,7 @@ const char *gdn_hook_modules(apr_pool_t *p, const char *hook)
 static int headers_edited;
 
 static void learn_filters(const gdn_sibling_rules *rules);
+static void learn_recorders(apr_pool_t *pconf, const gdn_sibling_rules *rules);
 static const char *read_back(apr_pool_t *pconf, server_rec *s);
 static const char *foreign_unread;
 #define KIND_SLOTS 64
@@ -113,6 +114,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
 {
     headers_edited = rules->headers_edited;
     learn_filters(rules);
+    learn_recorders(pconf, rules);
     foreign_unread = read_back(pconf, main_server);
     /* What filters are was learned above: none is remembered before. */
     memset(kind_slots, 0, sizeof(kind_slots));
@@ -144,8 +146,9 @@ static const char *file_uri(request_rec *r, apr_size_t *len)
  * client's connection (ap_create_request), with the client's request
  * line, protocol, headers as read and address, nothing of the page's
  * request (its environment, notes, directory walk, user), and run through
- * post_read_request and every step of ap_process_request_internal as a
- * main request: mod_setenvif's server and directory rules, other
+ * post_read_request (but the hooks that only record a request, which it
+ * is not) and every step of ap_process_request_internal as a main
+ * request: mod_setenvif's server and directory rules, other
  * header_parser hooks, translate_name, mod_rewrite's rules that skip
  * subrequests ([R], [NS]), authentication and authorization. Only the
  * handler is not run (what it would be is read: answer_refusal). */
@@ -555,6 +558,58 @@ static request_rec *make_twin(request_rec *r, const char *uri, int anonymous)
     return t;
 }
 
+/* The modules whose post_read_request hook only records a request it is
+ * given (mod_log_forensic's "+" line, whose "-" line only a logged
+ * request gets): a twin is no client's request, so it does not run
+ * theirs. */
+static const char **recorders;
+static int recorder_count;
+
+static void learn_recorders(apr_pool_t *pconf, const gdn_sibling_rules *rules)
+{
+    int i;
+    recorder_count = rules->recorders > 0 ? rules->recorders : 0;
+    recorders = apr_pcalloc(pconf, sizeof(*recorders) * (recorder_count + 1));
+    for (i = 0; i < recorder_count; i++) {
+        recorders[i] = apr_pstrdup(pconf, rules->recorder_modules[i]);
+    }
+}
+
+static int is_recorder(const char *module)
+{
+    int i;
+    for (i = 0; module && i < recorder_count; i++) {
+        if (!strcmp(recorders[i], module)) {
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* post_read_request as ap_run_post_read_request runs it (each hook in
+ * order while they answer OK or DECLINED), but the recorders' hooks. */
+static int twin_post_read_request(request_rec *t)
+{
+    const apr_array_header_t *links = ap_hook_get_post_read_request();
+    int i;
+    if (!recorder_count || !links) {
+        return ap_run_post_read_request(t);
+    }
+    for (i = 0; i < links->nelts; i++) {
+        const ap_LINK_post_read_request_t *l =
+            &((const ap_LINK_post_read_request_t *)links->elts)[i];
+        int rv;
+        if (is_recorder(l->szName)) {
+            continue;
+        }
+        rv = l->pFunc(t);
+        if (rv != OK && rv != DECLINED) {
+            return rv;
+        }
+    }
+    return OK;
+}
+
 /* Runs the twin `t` as httpd runs a request it has read, up to (not
  * including) its handler: the status it would be answered with, 200
  * when its handler would be run. */
@@ -567,7 +622,7 @@ static int run_twin(request_rec *r, request_rec *t, gdn_twin *out)
     twin_asker = r;
     twin_stopped = NULL;
     __atomic_add_fetch(&twins_running, 1, __ATOMIC_RELAXED);
-    status = ap_run_post_read_request(t);
+    status = twin_post_read_request(t);
     if (status == OK || status == DECLINED) {
         status = ap_process_request_internal(t);
     }

@@ -35,7 +35,9 @@ void gdn_set_request_state(request_rec *r, int module_index, void *value);
  * compressor, 2 a coder a handler gives way to), and what a mod_filter
  * harness is: starting from `harness_start`, `harness[k * 4 + p]` is
  * the kind after a provider of kind p, the providers before it of kind
- * k (by access.c's FILTER_* numbers, 0 unknown). Copied; the caller
+ * k (by access.c's FILTER_* numbers, 0 unknown); the modules whose
+ * post_read_request hook only records a request it is given (a log),
+ * which a twin, no client's request, does not run. Copied; the caller
  * keeps its own. */
 typedef struct {
     int headers_edited;
@@ -45,6 +47,8 @@ typedef struct {
     const int *filter_kinds;
     const int *harness;
     int harness_start;
+    int recorders;
+    const char *const *recorder_modules;
 } gdn_sibling_rules;
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules);

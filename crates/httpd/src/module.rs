@@ -313,6 +313,11 @@ pub struct SiblingRules {
     pub filters: Vec<PlainFilter>,
     /// What a mod_filter harness is, one provider after another.
     pub harness: HarnessRule,
+    /// The modules (by the source file their hooks are registered
+    /// under) whose post_read_request hook only records the request it
+    /// is given, as a log does: a twin, which no client sent, does not
+    /// run it.
+    pub recorders: Vec<&'static str>,
 }
 
 /// What a mod_filter harness is, as the module's rule folds its
@@ -471,6 +476,8 @@ impl PostConfig<'_> {
         let harness = rules.harness.after.map(FilterKind::shim);
         let ptrs = |v: &[CString]| v.iter().map(|s| s.as_ptr()).collect::<Vec<_>>();
         let (names_p, mods_p) = (ptrs(&names), ptrs(&mods));
+        let recorders: Vec<CString> = rules.recorders.iter().map(|m| c(m)).collect();
+        let recorders_p = ptrs(&recorders);
         let raw = ffi::gdn_sibling_rules {
             headers_edited: rules.headers_edited.into(),
             filters: c_int::try_from(names.len()).unwrap_or(0),
@@ -479,6 +486,8 @@ impl PostConfig<'_> {
             filter_kinds: kinds.as_ptr(),
             harness: harness.as_ptr(),
             harness_start: FilterKind::shim(rules.harness.start),
+            recorders: c_int::try_from(recorders.len()).unwrap_or(0),
+            recorder_modules: recorders_p.as_ptr(),
         };
         // SAFETY: httpd's configuration is complete at post_config; the
         // shim copies every string into pconf before this returns.

@@ -54,6 +54,13 @@ const KNOWN_MODULES: &[&str] = &[
     "mod_gzip_disk_ng.c",
 ];
 
+/// Modules whose post_read_request hook only records the request it is
+/// given (mod_log_forensic writes its "+" line there, and its "-" line
+/// when the request is logged): it treats every name and client alike,
+/// and a twin, which no client sent, does not run it, so the forensic
+/// log holds the client's requests and no unfinished one of the module's.
+pub const RECORDERS: &[&str] = &["mod_log_forensic.c"];
+
 /// Modules whose content handlers run only for the handler names they
 /// own (a `SetHandler`/`AddHandler` name, or a type httpd passes as the
 /// name when none is set, of the shapes `scan::magic_type` knows): a file
@@ -99,6 +106,7 @@ pub fn unknown_request_hooks(conf: &Configuration) -> Option<String> {
     request.into_iter().find_map(|hook| {
         conf.hooked(hook).iter().find_map(|m| match m {
             Some(m) if listed(KNOWN_MODULES, m) => None,
+            Some(m) if *hook == "post_read_request" && listed(RECORDERS, m) => None,
             Some(m) => Some(format!("{m} hooks {hook}")),
             None => Some(format!("a module hooks {hook}")),
         })

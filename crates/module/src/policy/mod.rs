@@ -98,6 +98,7 @@ pub fn rules(conf: &Configuration) -> (Verdicts, UnknownModules) {
                 || hooks::unknown_request_hooks(conf).is_some(),
             filters: filters::PLAIN_FILTERS.to_vec(),
             harness: HarnessRule::of(filters::HARNESS_START, filters::harness),
+            recorders: hooks::RECORDERS.to_vec(),
         },
     };
     let learned = UnknownModules {

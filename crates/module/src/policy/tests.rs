@@ -245,6 +245,26 @@ fn hooked(hook: &'static str, modules: &[Option<&str>]) -> Configuration {
     }
 }
 
+/// A module that only records the requests it is given (mod_log_forensic
+/// at post_read_request) tells no names nor clients apart, and twins do
+/// not run its hook; the same module on another hook is not known.
+#[test]
+fn a_recorder_of_requests_is_known_and_not_run_for_twins() {
+    let forensic = hooked(
+        "post_read_request",
+        &[Some("mod_setenvif.c"), Some("mod_log_forensic.c")],
+    );
+    assert_eq!(hooks::unknown_request_hooks(&forensic), None);
+    let (r, learned) = rules(&forensic);
+    assert_eq!((r.refusal, learned.client_hooks), (None, None));
+    assert_eq!(r.sibling.recorders, ["mod_log_forensic.c"]);
+    let elsewhere = hooked("access_checker", &[Some("mod_log_forensic.c")]);
+    assert_eq!(
+        hooks::unknown_request_hooks(&elsewhere).as_deref(),
+        Some("mod_log_forensic.c hooks access_checker")
+    );
+}
+
 #[test]
 fn modules_not_known_hooking_a_request_refuse_the_short_answer_and_publicness() {
     let known = hooked(
