@@ -1107,3 +1107,49 @@ fn a_sibling_of_a_scripts_type_on_its_own_name_is_not_sent() {
         .any(|l| l.contains("x.html.br")));
     a.assert_no_crash();
 }
+
+/// HTTP Digest credentials sign the request's own URI (RFC 7616's
+/// `uri=`, which mod_auth_digest compares with the request line), so no
+/// twin can carry a sibling's: a sibling without its original is not
+/// asked for such a request, and nothing is logged as a forged request
+/// of the client's; the page gets Apache's own answer for its URI. A
+/// sibling of an existing original, verified, is sent as ever.
+#[test]
+fn a_sibling_is_not_asked_with_digest_credentials() {
+    let data = page(6_000, 8);
+    let a = start_with(
+        "<Location \"/\">\nAuthType Digest\nAuthName realm\n\
+         AuthUserFile {docroot}/../digest\nRequire valid-user\n</Location>\n"
+            .into(),
+        vec!["auth_digest", "authn_core", "authn_file", "authz_user"],
+        |d| {
+            publish(d, "only.html", &data, false, &[".gz"]);
+            publish(d, "page.html", &data, true, &[".gz"]);
+            let md5 = std::process::Command::new("sh")
+                .args(["-c", "printf %s alice:realm:apw | md5sum"])
+                .output()
+                .expect("md5sum");
+            let hash = String::from_utf8_lossy(&md5.stdout);
+            let line = format!("alice:realm:{}\n", hash.split(' ').next().unwrap_or(""));
+            fs::write(d.parent().unwrap().join("digest"), line).unwrap();
+        },
+    );
+    let get = |path: &str| {
+        let args = ["--digest", "-u", "alice:apw", "-H", "Accept-Encoding: gzip"];
+        a.request(path, &args)
+    };
+    assert_eq!(get("/only.html.gz").status, 200, "{}", a.error_log());
+    assert_eq!(a.get("/only.html", Some("gzip")).status, 401);
+    assert_eq!(get("/only.html").status, 404, "{:?}", a.module_log());
+    assert_eq!(
+        a.module_log_about("Digest credentials").len(),
+        1,
+        "{:?}",
+        a.module_log()
+    );
+    assert!(!a.error_log().contains("AH01786"), "{}", a.error_log());
+    let r = get("/page.html");
+    assert_eq!((r.status, r.coding()), (200, Some("gzip")));
+    assert_eq!(r.decoded(), data);
+    a.assert_no_crash();
+}

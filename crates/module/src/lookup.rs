@@ -138,16 +138,10 @@ fn stat_sibling<'r>(
         return stat_short(req, path, route);
     }
     req.stat(path, true).map_err(|_| NotServed::Absent)?;
-    if req.has_body() {
-        // The twin cannot be given the request's body: a hook of its own
-        // that read one would read the connection's bytes (the next
-        // request's, or a wait for bytes that never come).
+    let authorization = req.header_in(c"Authorization");
+    if let Some(why) = crate::policy::unaskable(req.has_body(), authorization) {
         req.log_with(Level::Debug, 0, || {
-            format!(
-                "sibling not asked: the request has a body, which the sibling's own \
-                 request could read and its check cannot give it: {}",
-                path.to_string_lossy()
-            )
+            format!("sibling not asked: {why}: {}", path.to_string_lossy())
         });
         return Err(NotServed::Refused);
     }

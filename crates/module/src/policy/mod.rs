@@ -25,7 +25,7 @@ use gdn_httpd::{Asked, Finfo, HarnessRule, PostConfig, SiblingRules, Status, Sym
 use std::sync::RwLock;
 
 pub use sections::{options_are_the_walks, sibling_rules_may_differ};
-pub use twin::{stepped_aside_for, stop_before_access};
+pub use twin::{stepped_aside_for, stop_before_access, unaskable};
 
 /// What each twin's judgement reads of the configuration, learned at
 /// post_config: its module with a content handler outside those known

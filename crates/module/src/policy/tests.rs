@@ -593,3 +593,17 @@ fn a_twin_stops_before_its_access_hooks_only_on_tls_where_mod_ssl_is_configured_
     assert_eq!(twin::stop_before_access(true, other_differs), None);
     assert_eq!(twin::stop_before_access(true, |_| false), None);
 }
+
+#[test]
+fn no_twin_is_made_for_a_body_or_for_digest_credentials() {
+    use super::unaskable;
+    assert_eq!(unaskable(false, None), None);
+    assert!(unaskable(true, None).is_some_and(|w| w.contains("body")));
+    let digest = b"Digest username=\"alice\", uri=\"/a/only.html\", response=\"x\"";
+    assert!(unaskable(false, Some(digest)).is_some_and(|w| w.contains("Digest")));
+    assert!(unaskable(false, Some(b" digest\tusername=\"a\"")).is_some());
+    // Basic credentials name no URI: the twin carries them as they are.
+    assert_eq!(unaskable(false, Some(b"Basic YWxpY2U6YXB3")), None);
+    assert_eq!(unaskable(false, Some(b"Digestive x")), None);
+    assert_eq!(unaskable(false, Some(b"")), None);
+}

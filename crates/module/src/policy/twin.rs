@@ -30,6 +30,31 @@ pub fn stop_before_access(
     )
 }
 
+/// Why no twin can stand for the direct request for a sibling's URI made
+/// from this request, or `None`. A body: the twin cannot be given it,
+/// and a hook of its own that read one would read the connection's
+/// bytes (the next request's, or a wait for bytes that never come).
+/// HTTP Digest credentials (RFC 7616): they sign the request's own URI
+/// (`uri=`), which mod_auth_digest compares with the request line, so the
+/// sibling's own request would carry others, and the twin would be
+/// refused (400) with an error logged as for a forged request.
+pub fn unaskable(has_body: bool, authorization: Option<&[u8]>) -> Option<&'static str> {
+    if has_body {
+        return Some(
+            "the request has a body, which the sibling's own request could read \
+             and its check cannot give it",
+        );
+    }
+    let scheme = authorization?
+        .trim_ascii_start()
+        .split(|b| b.is_ascii_whitespace())
+        .next()?;
+    scheme.eq_ignore_ascii_case(b"Digest").then_some(
+        "the request's Digest credentials sign its own URI, and the sibling's \
+         own request would sign the sibling's",
+    )
+}
+
 /// The handler the module's own steps aside for: the one a request had
 /// before `SetHandler` replaced it (`before`), where that is another than
 /// core's or the module's. The handler's step and a sibling's twin judged
