@@ -947,6 +947,13 @@ fn a_sibling_whose_own_request_would_renegotiate_is_not_asked() {
         assert_eq!(renegotiations(), before, "the page's request renegotiated");
     }
     assert!(refusal_logged(&a, "x.html.gz"), "{:?}", a.module_log());
+    // Stopped before its access hooks: mod_ssl's never ran for it.
+    assert!(
+        !a.module_log_about("mod_ssl configured otherwise")
+            .is_empty(),
+        "{:?}",
+        a.module_log()
+    );
     assert_eq!(
         tls12_get(a.port, "/x.html.gz", Some(&alice)),
         (0, "200".into())
@@ -1151,5 +1158,31 @@ fn a_sibling_is_not_asked_with_digest_credentials() {
     let r = get("/page.html");
     assert_eq!((r.status, r.coding()), (200, Some("gzip")));
     assert_eq!(r.decoded(), data);
+    a.assert_no_crash();
+}
+
+/// A twin is no request of the client's, so what its hooks log is not
+/// written as the client's: a sibling refused under its own name leaves
+/// no "client denied by server configuration" (which fail2ban's
+/// apache-auth filter counts against the client), only the module's
+/// debug line. The client's own GET of that name is logged as ever.
+#[test]
+fn a_twins_refusal_is_not_logged_as_the_clients() {
+    let data = page(6_000, 9);
+    let a = start_with(
+        "RewriteEngine On\n<Files \"x.html.gz\">\nRequire all denied\n</Files>\n".into(),
+        vec!["rewrite"],
+        |d| {
+            publish(d, "x.html", &data, false, &[".gz"]);
+            publish(d, "y.html", &data, false, &[".gz"]);
+        },
+    );
+    let denials = || a.error_log().matches("AH01630").count();
+    assert_eq!(a.get("/x.html", Some("gzip")).status, 404);
+    assert!(refusal_logged(&a, "x.html.gz"), "{:?}", a.module_log());
+    assert_eq!(denials(), 0, "{}", a.error_log());
+    assert_eq!(a.get("/y.html", Some("gzip")).coding(), Some("gzip"));
+    assert_eq!(a.get("/x.html.gz", None).status, 403);
+    wait_for("the client's own denial logged", || denials() == 1);
     a.assert_no_crash();
 }

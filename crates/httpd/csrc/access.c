@@ -158,6 +158,15 @@ static __thread request_rec *twin;
 static __thread const request_rec *twin_asker;
 /* Why the twin was stopped before its access hooks, if it was. */
 static __thread const char *twin_stopped;
+/* A twin's own log level. What its hooks log is of a request no client
+ * made, and would be read as the client's, by an admin or by a tool that
+ * bans clients on such lines (fail2ban on mod_authz_core's "client
+ * denied by server configuration", or on an authentication failure):
+ * only what says the server itself is in trouble (crit and above) is
+ * written. The module logs, on the asking request, what the twin came
+ * to. Set when the twin is made, and again after its walks, which set
+ * a per-directory LogLevel where one is configured. */
+static const struct ap_logconf twin_log = {NULL, APLOG_CRIT};
 /* How many twins run now, in all threads: a hook every request meets
  * reads this plain word, and the thread's own twin only when one runs. */
 static int twins_running;
@@ -209,8 +218,11 @@ void gdn_set_twin_gate(gdn_twin_gate_fn gate)
 static int gate_before_access(request_rec *r)
 {
     const char *why;
-    if (!__atomic_load_n(&twins_running, __ATOMIC_RELAXED) || r != twin
-        || !twin_asker || !twin_gate) {
+    if (!__atomic_load_n(&twins_running, __ATOMIC_RELAXED) || r != twin) {
+        return DECLINED;
+    }
+    r->log = &twin_log;
+    if (!twin_asker || !twin_gate) {
         return DECLINED;
     }
     why = twin_gate(r, twin_asker);
@@ -539,6 +551,7 @@ static request_rec *make_twin(request_rec *r, const char *uri, int anonymous)
     t->protocol = apr_pstrdup(t->pool, first->protocol);
     t->proto_num = first->proto_num;
     t->the_request = apr_pstrcat(t->pool, "GET ", uri, " ", first->protocol, NULL);
+    t->log = &twin_log;
     ap_parse_uri(t, uri);
     /* Its body is read through HTTP_IN, as a request's read off the
      * connection is: with no Content-Length nor Transfer-Encoding (a twin

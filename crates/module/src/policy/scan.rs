@@ -66,6 +66,7 @@ const BLIND_DIRECTIVES: &[&str] = &[
     "FilterProvider",
     "FilterTrace",
     "ForceLanguagePriority",
+    "ForensicLog",
     "GracefulShutdownTimeout",
     "Group",
     "Header",
