@@ -20,6 +20,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
+#include <strings.h>
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
@@ -33,6 +34,7 @@
 #include "apr_strings.h"
 #include "shim.h"
 #include <string.h>
+#include <strings.h>
 #include <strings.h>
 
 /* Other modules' private records (mod_filter's providers below, and
@@ -104,6 +106,7 @@ static int headers_edited;
 
 static void learn_filters(const gdn_sibling_rules *rules);
 static void learn_recorders(apr_pool_t *pconf, const gdn_sibling_rules *rules);
+static void learn_twin_log(const gdn_sibling_rules *rules);
 static const char *read_back(apr_pool_t *pconf, server_rec *s);
 static const char *foreign_unread;
 #define KIND_SLOTS 64
@@ -115,6 +118,7 @@ void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
     headers_edited = rules->headers_edited;
     learn_filters(rules);
     learn_recorders(pconf, rules);
+    learn_twin_log(rules);
     foreign_unread = read_back(pconf, main_server);
     /* What filters are was learned above: none is remembered before. */
     memset(kind_slots, 0, sizeof(kind_slots));
@@ -158,15 +162,19 @@ static __thread request_rec *twin;
 static __thread const request_rec *twin_asker;
 /* Why the twin was stopped before its access hooks, if it was. */
 static __thread const char *twin_stopped;
-/* A twin's own log level. What its hooks log is of a request no client
- * made, and would be read as the client's, by an admin or by a tool that
- * bans clients on such lines (fail2ban on mod_authz_core's "client
- * denied by server configuration", or on an authentication failure):
- * only what says the server itself is in trouble (crit and above) is
- * written. The module logs, on the asking request, what the twin came
- * to. Set when the twin is made, and again after its walks, which set
- * a per-directory LogLevel where one is configured. */
-static const struct ap_logconf twin_log = {NULL, APLOG_CRIT};
+/* A twin's own log level, as the module chose it (gdn_sibling_rules):
+ * what its hooks log is of a request no client made. Set when the twin
+ * is made, and again after its walks, which set a per-directory
+ * LogLevel where one is configured; `twin_log_set` 0 leaves the
+ * configuration's. */
+static struct ap_logconf twin_log = {NULL, APLOG_CRIT};
+static int twin_log_set;
+
+static void learn_twin_log(const gdn_sibling_rules *rules)
+{
+    twin_log_set = rules->twin_log_level >= 0;
+    twin_log.level = twin_log_set ? rules->twin_log_level : APLOG_CRIT;
+}
 /* How many twins run now, in all threads: a hook every request meets
  * reads this plain word, and the thread's own twin only when one runs. */
 static int twins_running;
@@ -221,7 +229,9 @@ static int gate_before_access(request_rec *r)
     if (!__atomic_load_n(&twins_running, __ATOMIC_RELAXED) || r != twin) {
         return DECLINED;
     }
-    r->log = &twin_log;
+    if (twin_log_set) {
+        r->log = &twin_log;
+    }
     if (!twin_asker || !twin_gate) {
         return DECLINED;
     }
@@ -551,7 +561,9 @@ static request_rec *make_twin(request_rec *r, const char *uri, int anonymous)
     t->protocol = apr_pstrdup(t->pool, first->protocol);
     t->proto_num = first->proto_num;
     t->the_request = apr_pstrcat(t->pool, "GET ", uri, " ", first->protocol, NULL);
-    t->log = &twin_log;
+    if (twin_log_set) {
+        t->log = &twin_log;
+    }
     ap_parse_uri(t, uri);
     /* Its body is read through HTTP_IN, as a request's read off the
      * connection is: with no Content-Length nor Transfer-Encoding (a twin
@@ -592,7 +604,7 @@ static int is_recorder(const char *module)
 {
     int i;
     for (i = 0; module && i < recorder_count; i++) {
-        if (!strcmp(recorders[i], module)) {
+        if (!strcasecmp(recorders[i], module)) {
             return 1;
         }
     }

@@ -37,8 +37,9 @@ void gdn_set_request_state(request_rec *r, int module_index, void *value);
  * the kind after a provider of kind p, the providers before it of kind
  * k (by access.c's FILTER_* numbers, 0 unknown); the modules whose
  * post_read_request hook only records a request it is given (a log),
- * which a twin, no client's request, does not run. Copied; the caller
- * keeps its own. */
+ * which a twin, no client's request, does not run; the least severe
+ * level a twin's hooks write (-1: as the configuration has it). Copied;
+ * the caller keeps its own. */
 typedef struct {
     int headers_edited;
     int filters;
@@ -49,6 +50,7 @@ typedef struct {
     int harness_start;
     int recorders;
     const char *const *recorder_modules;
+    int twin_log_level;
 } gdn_sibling_rules;
 void gdn_scan_config(apr_pool_t *pconf, server_rec *main_server,
                      const gdn_sibling_rules *rules);

@@ -4,8 +4,9 @@ use super::{apr_status_t, ffi, index, Request};
 use std::ffi::c_int;
 
 /// Log levels, as `LogLevel` names them.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Level {
+    Crit = ffi::APLOG_CRIT as isize,
     Err = ffi::APLOG_ERR as isize,
     Warn = ffi::APLOG_WARNING as isize,
     Notice = ffi::APLOG_NOTICE as isize,

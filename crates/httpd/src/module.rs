@@ -318,6 +318,10 @@ pub struct SiblingRules {
     /// is given, as a log does: a twin, which no client sent, does not
     /// run it.
     pub recorders: Vec<&'static str>,
+    /// The least severe level a twin's hooks write to the error log
+    /// (`None`: as the configuration has it). What a twin's hooks log is
+    /// of a request no client made.
+    pub twin_log: Option<Level>,
 }
 
 /// What a mod_filter harness is, as the module's rule folds its
@@ -488,6 +492,7 @@ impl PostConfig<'_> {
             harness_start: FilterKind::shim(rules.harness.start),
             recorders: c_int::try_from(recorders.len()).unwrap_or(0),
             recorder_modules: recorders_p.as_ptr(),
+            twin_log_level: rules.twin_log.map_or(-1, |l| l as c_int),
         };
         // SAFETY: httpd's configuration is complete at post_config; the
         // shim copies every string into pconf before this returns.

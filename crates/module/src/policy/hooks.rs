@@ -5,6 +5,7 @@
 
 use super::words::listed;
 use gdn_httpd::conftree::{Configuration, HOOKS};
+use gdn_httpd::Level;
 
 /// Modules whose request hooks (translate, storage, environment, access,
 /// authentication, types, fixups) treat two names of one directory alike
@@ -60,6 +61,15 @@ const KNOWN_MODULES: &[&str] = &[
 /// and a twin, which no client sent, does not run it, so the forensic
 /// log holds the client's requests and no unfinished one of the module's.
 pub const RECORDERS: &[&str] = &["mod_log_forensic.c"];
+
+/// The least severe level a twin's hooks write to the error log. What
+/// they log is of a request no client made, and would be read as the
+/// client's, by an admin or by a tool that bans clients on such lines
+/// (fail2ban's apache-auth filter on mod_authz_core's "client denied by
+/// server configuration", or on an authentication failure): only what
+/// says the server itself is in trouble is written. The module logs, on
+/// the asking request, what the twin came to.
+pub const TWIN_LOG: Level = Level::Crit;
 
 /// Modules whose content handlers run only for the handler names they
 /// own (a `SetHandler`/`AddHandler` name, or a type httpd passes as the

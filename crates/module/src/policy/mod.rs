@@ -99,6 +99,7 @@ pub fn rules(conf: &Configuration) -> (Verdicts, UnknownModules) {
             filters: filters::PLAIN_FILTERS.to_vec(),
             harness: HarnessRule::of(filters::HARNESS_START, filters::harness),
             recorders: hooks::RECORDERS.to_vec(),
+            twin_log: Some(hooks::TWIN_LOG),
         },
     };
     let learned = UnknownModules {

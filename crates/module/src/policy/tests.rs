@@ -5,7 +5,7 @@ use super::clients::{dependence, server_wide};
 use super::scan::{magic_type, refusal, scan, sibling_extension};
 use super::{hooks, rules, twin, url_mappings, Verdicts};
 use gdn_httpd::conftree::{Configuration, Line};
-use gdn_httpd::{AuthzNode, ClientRules, Twin};
+use gdn_httpd::{AuthzNode, ClientRules, Level, Twin};
 use std::ffi::CStr;
 
 /// A configuration from indented lines: `name args`, two spaces of
@@ -242,6 +242,18 @@ fn hooked(hook: &'static str, modules: &[Option<&str>]) -> Configuration {
         lines: Vec::new(),
         modules: Vec::new(),
         hooks: vec![(hook, modules.iter().map(|m| m.map(str::to_owned)).collect())],
+    }
+}
+
+/// What a twin's hooks log is of no client's request: on every
+/// configuration, a twin writes only what says the server is in trouble.
+#[test]
+fn a_twin_logs_only_what_says_the_server_is_in_trouble() {
+    for conf in [
+        hooked("post_read_request", &[Some("mod_setenvif.c")]),
+        hooked("access_checker", &[Some("mod_evasive20.c")]),
+    ] {
+        assert_eq!(rules(&conf).0.sibling.twin_log, Some(Level::Crit));
     }
 }
 
