@@ -1495,7 +1495,8 @@ const ENCODINGS: &[Option<&str>] = &[
 static DELTAS_SENT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// The violations of one seed; `None` where Apache itself refuses the
-/// configuration (the grammar made something httpd does not accept).
+/// configuration (the grammar made something httpd does not accept) or
+/// crashes on it (the oracle's child died).
 fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
     let cfg = generate(seed);
     let s = match start(&cfg) {
@@ -1632,7 +1633,20 @@ fn run_seed(seed: u64) -> Result<Option<Vec<Violation>>, String> {
         );
         std::thread::sleep(Duration::from_secs(secs));
     }
-    s.module.assert_no_crash();
+    if let Some(how) = s._oracle.crash() {
+        // httpd's own defect (mod_auth_digest under MultiViews, when a
+        // variant mod_negotiation passes over needs Digest credentials):
+        // the module's server, which runs the same modules, would crash
+        // alike, so nothing of it is told from this seed.
+        eprintln!("seed {seed}: Apache itself crashes on this configuration ({how}); not counted");
+        return Ok(None);
+    }
+    if let Some(how) = s.module.crash() {
+        return Err(format!(
+            "a child of the module's server died ({how}), the oracle's none:\n{}",
+            s.module.error_log()
+        ));
+    }
     let (me, oe) = (errors(&s.module), errors(&s._oracle));
     let extra: Vec<_> = me.difference(&oe).collect();
     if !extra.is_empty() {
@@ -1911,7 +1925,8 @@ fn module_sends_only_what_the_client_may_get() {
     }
     assert!(
         ran < 8 || refused * 4 <= ran,
-        "Apache refused {refused} of {ran} generated configurations: the grammar is broken"
+        "Apache refused or crashed on {refused} of {ran} generated configurations: \
+         the grammar is broken"
     );
     let deltas = DELTAS_SENT.load(std::sync::atomic::Ordering::Relaxed);
     eprintln!("differential: {deltas} deltas sent over {ran} configurations");

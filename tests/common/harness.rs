@@ -455,10 +455,17 @@ impl Apache {
 
     /// No child died (segfault, abort) during the test.
     pub fn assert_no_crash(&self) {
-        let log = self.error_log();
-        for bad in ["Segmentation fault", "exit signal", "panicked", "Aborted"] {
-            assert!(!log.contains(bad), "child crashed ({bad}):\n{log}");
+        if let Some(bad) = self.crash() {
+            panic!("child crashed ({bad}):\n{}", self.error_log());
         }
+    }
+
+    /// How a child of this server died, if one did (a signal, a panic).
+    pub fn crash(&self) -> Option<&'static str> {
+        let log = self.error_log();
+        ["Segmentation fault", "exit signal", "panicked", "Aborted"]
+            .into_iter()
+            .find(|bad| log.contains(bad))
     }
 
     pub fn stop(&mut self) {
