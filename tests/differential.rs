@@ -766,6 +766,7 @@ fn generate(seed: u64) -> Config {
     }
     mechanisms(&mut Rng(seed ^ 0xE7A5), &mut cfg, &mut server);
     client_mechanisms(&mut Rng(seed ^ 0xC11E), &mut cfg, &mut server);
+    header_edits(&mut Rng(seed ^ 0x4EAD), &mut server);
     cfg.forensic = Rng(seed ^ 0xF025).chance(30);
     if cfg.forensic {
         server += "ForensicLog forensic.log\n";
@@ -871,6 +872,54 @@ const CLIENT_MECHANISMS: &[&str] = &[
     "<FilesMatch \"\\.(br|zst)$\">\nRequire forward-dns localhost\n</FilesMatch>",
     "<Files \"page.*\">\n<RequireAll>\nRequire all granted\nRequire not local\n</RequireAll>\n</Files>",
 ];
+
+/// Request headers mod_headers edits (`RequestHeader`): `early` ones, at
+/// post_read_request, on what access rules read (the User-Agent, the
+/// credentials, a forwarded address); late ones, at fixups after the
+/// access rules, in sections of siblings' or pages' names, on what the
+/// handler reads after them (Accept-Encoding, the User-Agent, the
+/// credentials). A sibling's own request must be judged on its headers
+/// as a client's GET of its URI would have them: those marked `true`
+/// come with `NO_BOT_SIBLINGS`, a rule on the User-Agent for siblings'
+/// names, which an edit the module's twin missed (an early one) or
+/// took from the page's request (a late one) would judge otherwise.
+const HEADER_EDITS: &[(&str, bool)] = &[
+    ("RequestHeader edit User-Agent ^EvilBot Mozilla early\n", false),
+    ("RequestHeader edit User-Agent ^Mozilla EvilBot early\n", true),
+    ("RequestHeader unset Authorization early\n", false),
+    ("RequestHeader set X-Forwarded-For 10.9.8.7 early\n", false),
+    (
+        "<FilesMatch \"\\.(gz|br|zst)$\">\nRequestHeader set User-Agent EvilBot/1.0\n</FilesMatch>\n",
+        true,
+    ),
+    (
+        "<Location \"/b\">\nRequestHeader unset Authorization\n\
+         RequestHeader set Accept-Encoding identity\n</Location>\n",
+        false,
+    ),
+    (
+        "<LocationMatch \"\\.html$\">\nRequestHeader edit User-Agent ^EvilBot Mozilla\n\
+         RequestHeader unset Accept-Encoding\n</LocationMatch>\n",
+        true,
+    ),
+];
+
+/// Siblings' names refused to a User-Agent starting `EvilBot`, on top of
+/// every rule before (`AuthMerging And`).
+const NO_BOT_SIBLINGS: &str = "<LocationMatch \"\\.(gz|br|zst|dc[zb])$\">\nAuthMerging And\n\
+    Require expr \"%{HTTP_USER_AGENT} !~ /^EvilBot/\"\n</LocationMatch>\n";
+
+/// Draws a request-header edit of `HEADER_EDITS` for some seeds, at
+/// server level (mod_headers is loaded in every seed).
+fn header_edits(rng: &mut Rng, server: &mut String) {
+    if rng.chance(35) {
+        let (edit, rule) = *rng.pick(HEADER_EDITS);
+        *server += edit;
+        if rule {
+            *server += NO_BOT_SIBLINGS;
+        }
+    }
+}
 
 /// The address every client may forward (`X-Forwarded-For`).
 const FORWARDED: &str = "10.9.8.7";
