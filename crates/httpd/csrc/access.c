@@ -20,7 +20,6 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
-#include <strings.h>
 #include "httpd.h"
 #include "http_config.h"
 #include "http_core.h"
@@ -34,7 +33,6 @@
 #include "apr_strings.h"
 #include "shim.h"
 #include <string.h>
-#include <strings.h>
 #include <strings.h>
 
 /* Other modules' private records (mod_filter's providers below, and
